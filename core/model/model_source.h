@@ -1,0 +1,40 @@
+// Where a scenario's model comes from, and how to turn that into a ModelTree (model zoo).
+//
+// Contents:
+//   ModelSource       built-in name | HF config.json path | exported tree path | inline HF config
+//   ModelBuildOptions what the builders need from the mesh (tp/ep source layouts, dtypes)
+//   LoadModel         resolves a ModelSource into a ModelTree, errors naming the file/field
+//   BuiltinModelNames the names `model` accepts, sorted
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model/dtype.h"
+#include "core/model/tree.h"
+#include "core/util/status.h"
+
+namespace shardscope {
+
+struct ModelSource {
+  enum class Kind { kBuiltin, kHfConfigFile, kModuleTreeFile, kHfInline };
+  Kind kind = Kind::kBuiltin;
+  std::string name_or_path;  // built-in name, or a path already resolved against the scenario
+  nlohmann::json inline_config;  // kHfInline only
+};
+
+struct ModelBuildOptions {
+  // Source layouts (planning.md §1.1) are attached only when tp > 1 or ep > 1.
+  int tp = 1;
+  int ep = 1;
+  // dtype of the parameters as created (the training master weights).
+  DType param_dtype = DType::kFloat32;
+};
+
+Result<ModelTree> LoadModel(const ModelSource& source, const ModelBuildOptions& options);
+
+std::vector<std::string> BuiltinModelNames();
+
+}  // namespace shardscope

@@ -1,0 +1,63 @@
+// From a compute descriptor and the step's shape to FLOPs, bytes and saved activations
+// (issue: model zoo, deliverable 3). The simulator's cost model turns these into time; the
+// step schedule turns the saved bytes into the `activations` memory category.
+//
+// Contents:
+//   CheckpointMode / ActivationCheckpoint   runtime.md's modes; "selective_layer:K" parsing
+//   OpContext      per-rank shape: micro-batch, sequence, tp/cp/ep, sequence parallelism
+//   OpCost         per-rank forward/backward FLOPs, bytes moved, bytes saved per mode
+//   EstimateOp     the closed forms
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/model/descriptor.h"
+#include "core/model/dtype.h"
+#include "core/util/status.h"
+
+namespace shardscope {
+
+enum class CheckpointMode { kNone, kFull, kSelectiveOp, kSelectiveLayer };
+
+struct ActivationCheckpoint {
+  CheckpointMode mode = CheckpointMode::kSelectiveOp;
+  int every_k = 1;  // selective_layer:K checkpoints every K-th unit
+  bool operator==(const ActivationCheckpoint&) const = default;
+};
+// "none" | "full" | "selective_op" | "selective_layer:K" (K >= 1); `what` names the field.
+Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text, std::string_view what);
+std::string ActivationCheckpointName(const ActivationCheckpoint& ac);
+
+struct OpContext {
+  int64_t batch = 1;   // micro-batch per rank (sequences)
+  int64_t seq = 1;     // sequence length of the model (before CP)
+  int tp = 1;
+  int cp = 1;
+  int ep = 1;
+  bool sequence_parallel = false;  // norms/elementwise see seq / tp tokens
+  DType compute_dtype = DType::kBFloat16;
+};
+
+struct OpCost {
+  // Per rank, one micro-batch.
+  double fwd_flops = 0;
+  double bwd_flops = 0;          // data-gradient + weight-gradient
+  int64_t fwd_bytes = 0;         // bytes read + written by the forward kernels
+  int64_t bwd_bytes = 0;
+  // Matrix-multiply shape (m×k · k×n) for the efficiency curve; 0 for non-matmul ops.
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
+  // Bytes this op saves for backward when nothing is recomputed (mode none), and under
+  // selective_op (matmul and attention outputs kept, cheap elementwise results recomputed).
+  int64_t saved_bytes_none = 0;
+  int64_t saved_bytes_selective = 0;
+  // Transient workspace during forward (attention, logits); freed when the op ends.
+  int64_t workspace_bytes = 0;
+  // Size of the op's input activation (what `full` checkpointing keeps at a unit boundary).
+  int64_t input_bytes = 0;
+};
+
+Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx);
+
+}  // namespace shardscope

@@ -1,0 +1,119 @@
+#include "core/model/tree.h"
+
+#include <charconv>
+#include <unordered_map>
+
+namespace shardscope {
+
+Result<Placement> ParsePlacement(std::string_view text, std::string_view what) {
+  std::string_view t = text;
+  auto strip = [&](std::string_view prefix) {
+    if (t.substr(0, prefix.size()) == prefix) {
+      t.remove_prefix(prefix.size());
+      return true;
+    }
+    return false;
+  };
+  if (t == "Replicate" || t == "Replicate()") return Placement::Replicate();
+  if (t == "Partial" || t == "Partial()") return Placement{Placement::Kind::kPartial, 0};
+  if (strip("Shard(") && !t.empty() && t.back() == ')') {
+    t.remove_suffix(1);
+    int dim = -1;
+    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), dim);
+    if (ec == std::errc() && ptr == t.data() + t.size() && dim >= 0) return Placement::Shard(dim);
+  }
+  return InvalidInput(std::string(what) + ": bad placement '" + std::string(text) +
+                      "' (expected Replicate(), Shard(d) with d >= 0, or Partial())");
+}
+
+std::string PlacementName(const Placement& p) {
+  switch (p.kind) {
+    case Placement::Kind::kReplicate:
+      return "Replicate()";
+    case Placement::Kind::kShard:
+      return "Shard(" + std::to_string(p.dim) + ")";
+    case Placement::Kind::kPartial:
+      return "Partial()";
+  }
+  return "?";
+}
+
+int ModelTree::AddModule(int parent, Module m) {
+  modules.push_back(std::move(m));
+  const int index = static_cast<int>(modules.size()) - 1;
+  modules[static_cast<size_t>(parent)].children.push_back(index);
+  return index;
+}
+
+void ModelTree::AddExistingChild(int parent, int child) {
+  modules[static_cast<size_t>(parent)].children.push_back(child);
+}
+
+std::vector<ModuleEntry> EnumerateModules(const ModelTree& tree) {
+  std::vector<ModuleEntry> out;
+  out.reserve(tree.modules.size());
+  std::vector<char> seen(tree.modules.size(), 0);
+  // Explicit stack: trees of 60k+ modules (DeepSeek experts) must not recurse deeply.
+  struct Frame {
+    int module;
+    int depth;
+    int parent;
+    std::string fqn;
+  };
+  std::vector<Frame> stack;
+  stack.push_back({0, 0, -1, ""});
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    const int entry = static_cast<int>(out.size());
+    const bool first = !seen[static_cast<size_t>(f.module)];
+    seen[static_cast<size_t>(f.module)] = 1;
+    out.push_back({f.fqn, f.module, f.depth, f.parent, first});
+    const auto& children = tree.modules[static_cast<size_t>(f.module)].children;
+    for (auto it = children.rbegin(); it != children.rend(); ++it) {
+      const Module& c = tree.modules[static_cast<size_t>(*it)];
+      std::string fqn = f.fqn.empty() ? c.name : out[static_cast<size_t>(entry)].fqn + "." + c.name;
+      stack.push_back({*it, f.depth + 1, entry, std::move(fqn)});
+    }
+  }
+  return out;
+}
+
+std::vector<ParamEntry> EnumerateParams(const ModelTree& tree) {
+  std::vector<ParamEntry> out;
+  std::unordered_map<std::string, size_t> by_id;
+  std::unordered_map<int64_t, size_t> by_slot;
+  for (const ModuleEntry& m : EnumerateModules(tree)) {
+    const Module& mod = tree.modules[static_cast<size_t>(m.module)];
+    for (size_t i = 0; i < mod.params.size(); ++i) {
+      const Param& p = mod.params[i];
+      std::string fqn = m.fqn.empty() ? p.name : m.fqn + "." + p.name;
+      size_t index;
+      bool found;
+      if (!p.id.empty()) {
+        auto [it, inserted] = by_id.emplace(p.id, out.size());
+        index = it->second;
+        found = !inserted;
+      } else {
+        const int64_t slot = (static_cast<int64_t>(m.module) << 20) | static_cast<int64_t>(i);
+        auto [it, inserted] = by_slot.emplace(slot, out.size());
+        index = it->second;
+        found = !inserted;
+      }
+      if (!found) {
+        out.push_back(ParamEntry{{}, &p, {}});
+      }
+      out[index].fqns.push_back(std::move(fqn));
+      out[index].entries.push_back(&p);
+    }
+  }
+  return out;
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages shardscope builds with. Idempotent; needs root (or sudo).
+#   scripts/setup.sh            build + test dependencies
+#   scripts/setup.sh --viewer   also Dear ImGui 1.86, GLFW, OpenGL and Xvfb for the viewer
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libeigen3-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev python3)
+if [[ "${1:-}" == "--viewer" ]]; then
+  pkgs+=(libimgui-dev libglfw3-dev libgl-dev xvfb)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "setup: all build dependencies present"

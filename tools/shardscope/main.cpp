@@ -1,0 +1,44 @@
+// The `shardscope` program: parses the command line, runs one subcommand, and is the only
+// place that turns a Status into an exit code (0 ok, 1 check failed, 2 bad input, 3 runtime).
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "tools/shardscope/command.h"
+
+#ifndef SHARDSCOPE_VERSION
+#define SHARDSCOPE_VERSION "dev"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace shardscope;
+  CLI::App app{"shardscope: plan, predict and verify FSDP2 training steps", "shardscope"};
+  app.set_version_flag("--version", std::string("shardscope ") + SHARDSCOPE_VERSION);
+  app.require_subcommand(1);
+  cli::CommandRegistry registry;
+  // REGISTER: one line per subcommand, in the order `--help` lists them.
+  (void)registry;
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    // --help and --version exit 0; every other parse error is a usage error (exit 2).
+    return rc == 0 ? 0 : static_cast<int>(ErrorCode::kInvalidInput);
+  }
+
+  try {
+    const Status status = registry.RunSelected();
+    if (!status.ok()) {
+      fmt::print(stderr, "shardscope: error: {}\n", status.message());
+      std::fflush(stderr);
+    }
+    return status.exit_code();
+  } catch (const std::exception& e) {
+    // A bug, not a user mistake: report it plainly rather than abort with a trace.
+    fmt::print(stderr, "shardscope: internal error: {}\n", e.what());
+    return static_cast<int>(ErrorCode::kRuntime);
+  }
+}
