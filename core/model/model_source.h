@@ -5,6 +5,7 @@
 //   ModelBuildOptions what the builders need from the mesh (tp/ep source layouts, dtypes)
 //   LoadModel         resolves a ModelSource into a ModelTree, errors naming the file/field
 //   BuiltinModelNames the names `model` accepts, sorted
+//   ClassifyModelArgument  a command-line NAME|config.json|tree.json → ModelSource
 #pragma once
 
 #include <string>
@@ -36,5 +37,9 @@ struct ModelBuildOptions {
 Result<ModelTree> LoadModel(const ModelSource& source, const ModelBuildOptions& options);
 
 std::vector<std::string> BuiltinModelNames();
+
+// A built-in name when it is one; otherwise a path, read to tell a module tree
+// ("format": "shardscope-tree/1") from an HF config.json. Errors name the argument.
+Result<ModelSource> ClassifyModelArgument(const std::string& arg);
 
 }  // namespace shardscope

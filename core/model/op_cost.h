@@ -37,11 +37,13 @@ struct OpContext {
   int cp = 1;
   int ep = 1;
   bool sequence_parallel = false;  // norms/elementwise see seq / tp tokens
+  bool loss_parallel = false;      // logits stay sharded over the vocabulary under tp
   DType compute_dtype = DType::kBFloat16;
 };
 
 struct OpCost {
-  // Per rank, one micro-batch.
+  // Per rank, one micro-batch. FLOPs count matrix multiplies and the attention core only
+  // (norms, activations, gathers are memory-bound: bytes). Conventions in op_cost.cpp.
   double fwd_flops = 0;
   double bwd_flops = 0;          // data-gradient + weight-gradient
   int64_t fwd_bytes = 0;         // bytes read + written by the forward kernels
@@ -58,6 +60,9 @@ struct OpCost {
   int64_t input_bytes = 0;
 };
 
+// Closed forms per kind; linear fwd 2·tokens·in·out (÷tp for column/row variants), bwd 2×;
+// attention fwd 2·batch·heads·pairs·(head_dim + v_head_dim) (pairs = seq²/2 when causal), bwd
+// 2.5×. InvalidInput when a context size is below 1.
 Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx);
 
 }  // namespace shardscope

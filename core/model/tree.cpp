@@ -116,4 +116,29 @@ int64_t NumElements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+Status CheckTreeSize(const ModelTree& tree, const std::string& source) {
+  constexpr int64_t kMaxTensor = int64_t{1} << 48;
+  constexpr int64_t kMaxTotal = int64_t{1} << 50;
+  int64_t total = 0;
+  for (const ModuleEntry& e : EnumerateModules(tree)) {
+    if (!e.first_visit) continue;
+    for (const Param& p : tree.modules[static_cast<size_t>(e.module)].params) {
+      int64_t n = 1;
+      for (int64_t d : p.shape) {
+        if (d < 0 || (d != 0 && n > kMaxTensor / d)) {
+          return InvalidInput(source + ": parameter '" + p.name + "' of " +
+                              (e.fqn.empty() ? std::string("the root") : e.fqn) +
+                              " has more than 2^48 elements");
+        }
+        n *= d;
+      }
+      total += n;
+      if (total > kMaxTotal) {
+        return InvalidInput(source + ": the model has more than 2^50 parameter elements");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace shardscope

@@ -8,6 +8,7 @@
 //   ModelTree                 modules[0] is the root; config identity and model-level figures
 //   EnumerateModules          pre-order like named_modules(remove_duplicate=False)
 //   EnumerateParams           one entry per parameter identity, every alias FQN in pre-order
+//   CheckTreeSize             rejects trees whose element counts could overflow int64
 //
 // Example:
 //   ModelTree t;
@@ -119,5 +120,10 @@ std::vector<ParamEntry> EnumerateParams(const ModelTree& tree);
 
 // Product of the dims (1 for a scalar).
 int64_t NumElements(const std::vector<int64_t>& shape);
+
+// InvalidInput (prefixed with `source`) when a tensor has more than 2^48 elements or all
+// tensors together more than 2^50: bounds far above any real model that keep every count and
+// byte total inside int64.
+Status CheckTreeSize(const ModelTree& tree, const std::string& source);
 
 }  // namespace shardscope

@@ -8,6 +8,7 @@
 //   UnitPlan           one fully_shard unit (or the root)
 //   PlanWarning        a diagnostic of planning.md §4
 //   PlanTotals         counts and bytes per rank
+//   PlanMeshInfo       the mesh sizes the plan was made for
 //   Plan               units in wrapping order + execution order + diagnostics
 #pragma once
 
@@ -91,9 +92,32 @@ struct PlanWarning {
 struct PlanTotals {
   int64_t params = 0;                 // distinct parameters (tied counted once), elements
   int64_t managed_params = 0;         // elements managed by some unit (not ignored)
-  int64_t sharded_bytes_per_rank = 0; // local shards incl. padding, own dtype
+  int64_t sharded_bytes_per_rank = 0; // local shards incl. padding, own dtype (sum of
+                                      // UnitPlan::sharded_bytes: replicate params excluded)
   int64_t unsharded_bytes_per_rank = 0;
   int scaled_units = 0;               // units with a gradient scaling factor
+  int64_t replicated_bytes_per_rank = 0;  // replicate_params, whole local tensors
+  int64_t ignored_bytes_per_rank = 0;     // ignored params, whole local tensors
+  // What a rank holds between steps: sharded + replicated + ignored.
+  int64_t persistent_bytes_per_rank() const {
+    return sharded_bytes_per_rank + replicated_bytes_per_rank + ignored_bytes_per_rank;
+  }
+};
+
+// The mesh sizes the plan was made for (planning.md §1.2), so consumers need no scenario.
+struct PlanMeshInfo {
+  int world_size = 1;
+  int tp = 1;
+  int cp = 1;
+  int pp = 1;
+  int ep = 1;
+  int dp = 1;
+  int dp_replicate = 1;
+  int dp_shard = 1;       // FSDP shard size (CP folded in)
+  int edp = 0;            // 0 when there is no expert mesh (ep == 1)
+  int edp_replicate = 0;
+  int edp_shard = 0;
+  bool loss_parallel = false;
 };
 
 struct Plan {
@@ -102,6 +126,10 @@ struct Plan {
   std::vector<PlanWarning> warnings;
   PlanTotals totals;
   bool source_metadata_present = false;
+  PlanMeshInfo mesh;
+  std::string adapter;                // adapter used ("" when none)
+  int forward_prefetch_depth = 1;     // configured depths (the lists are in the units)
+  int backward_prefetch_depth = 1;
 
   const UnitPlan& root() const { return units.back(); }
   // Index into `units` of the unit with this FQN, or -1.

@@ -10,7 +10,9 @@
 //   MemoryEffect                  an allocation or free tied to an op's start or end
 //   ScheduleOp                    one operation of one role
 //   Schedule                      all ops of all simulated roles, plus groups and metadata
-//   BuildSchedule                 plan + tree + scenario → Schedule (refuses what it can't model)
+//   UnitOpLabel                   the unit part of op_ids ("root" for the root unit)
+// The builder (plan + tree + options → Schedule) is in core/schedule/schedule_builder.h, the
+// consistency checks and per-step totals in core/schedule/schedule_check.h.
 #pragma once
 
 #include <array>
@@ -81,6 +83,10 @@ struct ComputeItem {
   OpCost cost;           // per-rank figures of this module for one micro-batch
   bool backward = false; // price bwd_flops/bwd_bytes instead of the forward figures
   bool recompute = false;// forward work repeated in backward (activation checkpointing)
+  // Work that is not a model module (optimizer step, casts): kind is kNorm so any cost model
+  // prices it at memory bandwidth from fwd_bytes; `module` then names the work ("optimizer").
+  bool elementwise = false;
+  std::string module;    // FQN of the module this item computes (or the work's name)
 };
 
 struct MemoryEffect {
@@ -106,6 +112,7 @@ struct ScheduleOp {
                                 // reduce-scatter input size); copies: bytes moved
   std::vector<ComputeItem> items;  // compute / optimizer work
   std::vector<MemoryEffect> memory;
+  bool on_host = false;         // runs on the CPU (offloaded optimizer step), not on a GPU lane
 };
 
 // One simulated rank standing for all ranks that behave alike (runtime.md "role").
@@ -121,9 +128,14 @@ struct Schedule {
   std::vector<ScheduleOp> ops;   // per role and lane, in issue order
   // Memory live before the step starts (sharded params, optimizer state, ...), per role.
   std::vector<std::array<int64_t, kNumMemCategories>> initial_memory;
+  // Same, in pinned host memory (offload: sharded params, grads and optimizer state), per role.
+  std::vector<std::array<int64_t, kNumMemCategories>> initial_host_memory;
   int64_t tokens_per_step = 0;   // global tokens per optimizer step
   int world_size = 1;
   std::vector<std::string> notes;  // what was modelled and how (shown by `simulate`)
 };
+
+// The unit part of op_ids: the unit FQN, or "root" for the root unit (whose FQN is "").
+std::string UnitOpLabel(const std::string& unit_fqn);
 
 }  // namespace shardscope

@@ -19,7 +19,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   cli::CommandRegistry registry;
   // REGISTER: one line per subcommand, in the order `--help` lists them.
-  (void)registry;
+  cli::RegisterPlanCommand(app, registry);
+  cli::RegisterModelCommand(app, registry);
+  cli::RegisterSimulateCommand(app, registry);
+  cli::RegisterTraceCommands(app, registry);
 
   try {
     app.parse(argc, argv);

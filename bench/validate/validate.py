@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Validation report: predicted vs measured tokens/s/GPU and peak memory.
+
+Turns every row of measured_runs.json (`training_runs`) that a scenario can express into a
+scenario file, predicts it with `shardscope simulate`, and prints per row the measured and
+predicted tokens/s/GPU and memory (the predicted *reserved* estimate when the source reports
+max reserved, which torchtitan, torchao and PR #165 do; *allocated* when it reports active),
+the error in %, and the median and 90th percentile of |error|. Rows that cannot be expressed
+are listed with the reason (ours, or the simulator's own error message).
+
+No constant is fitted to any row: every prediction uses the catalog defaults.
+
+Usage:
+  bench/validate/validate.py [MEASURED_RUNS_JSON] [--shardscope BIN] [--json OUT] [--keep DIR]
+Default input: ../shared/data/measured_runs.json (relative to the repository root).
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Source GPU descriptions → catalog names. torchtitan's published H100 tables ran on 96 GB,
+# 500 W parts (cost-model.md): their own entry, h100-96g.
+GPU_RULES = [
+    ("GB200", None), ("GB300", None),
+    ("H100 SXM (96GB", "h100-96g"), ("H100 SXM (95GB", "h100-96g"), ("95.04 GiB", "h100-96g"),
+    ("H200", "h200"), ("B200", "b200"), ("MI300X", "mi300x"),
+    ("A100 SXM 40", "a100-40g"), ("A100", "a100-80g"), ("H100", "h100-sxm"),
+]
+
+# FSDP2 rows the targets are set on: torchtitan, torchao, torchtitan PR #165.
+TARGET_REPOS = ("pytorch/torchtitan", "pytorch/ao")
+
+
+class Unexpressible(Exception):
+    pass
+
+
+def gpu_name(desc):
+    for key, name in GPU_RULES:
+        if key in desc:
+            if name is None:
+                raise Unexpressible(f"GPU '{desc}' is not in the catalog")
+            return name
+    raise Unexpressible(f"GPU '{desc}' is not in the catalog")
+
+
+def checkpoint_mode(text):
+    if text is None:
+        raise Unexpressible("activation checkpointing not stated")
+    t = text.lower()
+    if t == "full":
+        return "full"
+    if t in ("none",):
+        return "none"
+    if "layer or op" in t:
+        return "selective_op"
+    if "layer" in t:
+        # torchtitan's selective layer AC checkpoints every 2nd block by default
+        # (selective_ac_option = "2"); the rows that say so explicitly agree.
+        return "selective_layer:2"
+    if "selective" in t:
+        return "selective_op"  # torchtitan's "selective" default is op-level
+    raise Unexpressible(f"activation checkpointing '{text}' not understood")
+
+
+def mix_precision(text):
+    t = (text or "").lower()
+    if any(k in t for k in ("float8", "fp8", "mxfp8")):
+        raise Unexpressible(f"low-precision compute not modelled ({text})")
+    if "bf16 reduce" in t or "bfsixteen" in t or "pure" in t:
+        return {"param_dtype": "bfloat16", "reduce_dtype": "bfloat16"}
+    if t.startswith("bf16"):
+        # torchtitan's default mixed precision: bf16 params, fp32 reduce.
+        return {"param_dtype": "bfloat16", "reduce_dtype": "float32"}
+    raise Unexpressible(f"precision '{text}' not understood")
+
+
+def model_source(m):
+    if m.get("moe"):
+        builtin = {"Qwen3-30B-A3B": "qwen3-30b-a3b", "DeepSeek-V3": "deepseek-v3",
+                   "gpt-oss-20b": "gpt-oss-20b", "gpt-oss-120b": "gpt-oss-120b"}
+        for key, name in builtin.items():
+            if m["name"].startswith(key):
+                return name
+        raise Unexpressible(f"MoE model '{m['name']}' has no built-in")
+    need = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+    if any(m.get(k) is None for k in need):
+        raise Unexpressible("model architecture not stated")
+    return {"hf": {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"],
+        "hidden_size": m["hidden"], "intermediate_size": m["ffn"],
+        "num_hidden_layers": m["layers"], "num_attention_heads": m["heads"],
+        "num_key_value_heads": m["kv_heads"], "vocab_size": m["vocab"],
+        "max_position_embeddings": max(m.get("seq_len") or 4096, 4096),
+        "rms_norm_eps": 1e-5, "tie_word_embeddings": False}}
+
+
+def scenario_of(row):
+    m, hw, par, tr = row["model"], row["hardware"], row["parallelism"], row["training"]
+    impl = str(par.get("fsdp_impl") or "")
+    if "FSDP1" in impl or "Megatron" in impl or par.get("ddp"):
+        raise Unexpressible(f"not FSDP2 ({impl or 'DDP'})")
+    if tr.get("lora"):
+        raise Unexpressible("LoRA fine-tuning not modelled")
+    if tr.get("fsdp_cpu_offload"):
+        raise Unexpressible("CPU offload run (variable-length data)")
+    if par.get("async_tp") not in (None, False):
+        raise Unexpressible("async TP not modelled")
+    if tr.get("local_batch") is None or m.get("seq_len") is None:
+        raise Unexpressible("batch or sequence length not stated")
+    count = hw["count"]
+    gpn = min(hw.get("gpus_per_node") or 8, count)
+    sc = {
+        "model": model_source(m),
+        "cluster": {"gpu": gpu_name(hw["gpu"]), "nodes": max(count // gpn, 1), "gpus_per_node": gpn},
+        "parallelism": {"dp_shard": -1, "dp_replicate": par.get("hsdp_replicate") or 1,
+                        "tp": par.get("tp") or 1, "cp": par.get("cp") or 1,
+                        "pp": par.get("pp") or 1, "ep": par.get("ep") or 1},
+        "fsdp": {"mix_precision": mix_precision(tr.get("precision"))},
+        "training": {"local_batch": tr["local_batch"], "seq_len": m["seq_len"],
+                     "grad_accum": tr.get("grad_accum") or 1,
+                     "activation_checkpoint": checkpoint_mode(tr.get("activation_checkpointing"))},
+    }
+    if (par.get("pp") or 1) > 1:
+        sched = str(par.get("pp_schedule") or "1F1B").lower()
+        sc["parallelism"]["pp_schedule"] = "interleaved_1f1b" if "interleaved" in sched else "1f1b"
+        if par.get("vp"):
+            sc["parallelism"]["pp_virtual_stages"] = par["vp"]
+    return sc
+
+
+def measured_memory(row):
+    meas = row["measured"]
+    if meas.get("peak_memory_gib") is not None:
+        return meas["peak_memory_gib"], "reserved"
+    if meas.get("peak_reserved_gib_derived") is not None:
+        return meas["peak_reserved_gib_derived"], "reserved"
+    return None, None
+
+
+def find_shardscope(arg):
+    if arg:
+        return arg
+    if os.environ.get("SHARDSCOPE"):
+        return os.environ["SHARDSCOPE"]
+    found = glob.glob(os.path.join(REPO, "build*", "tools", "shardscope"))
+    if not found:
+        sys.exit("validate.py: no shardscope binary found (build it, or pass --shardscope)")
+    return max(found, key=os.path.getmtime)
+
+
+def pct_error(pred, meas):
+    return 100.0 * (pred - meas) / meas
+
+
+def quantile(values, q):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def stats_line(label, errors):
+    a = [abs(e) for e in errors]
+    if not a:
+        return f"  {label}: no rows"
+    return (f"  {label}: n={len(a)}  median |error| {statistics.median(a):.1f}%  "
+            f"p90 |error| {quantile(a, 0.9):.1f}%")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="?", default=os.path.join(REPO, "..", "shared", "data", "measured_runs.json"))
+    ap.add_argument("--shardscope")
+    ap.add_argument("--json", help="write the per-row results here")
+    ap.add_argument("--keep", help="keep scenario and summary files in this folder")
+    args = ap.parse_args()
+    try:
+        with open(args.runs) as f:
+            runs = json.load(f)["training_runs"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"validate.py: {args.runs}: cannot read training_runs ({e})", file=sys.stderr)
+        return 2
+    binary = find_shardscope(args.shardscope)
+    work = args.keep or tempfile.mkdtemp(prefix="shardscope-validate-")
+    os.makedirs(work, exist_ok=True)
+
+    results, skipped = [], []
+    for row in runs:
+        rid = row["id"]
+        try:
+            sc = scenario_of(row)
+        except Unexpressible as e:
+            skipped.append((rid, str(e)))
+            continue
+        scen_path = os.path.join(work, rid + ".json")
+        summ_path = os.path.join(work, rid + ".summary.json")
+        with open(scen_path, "w") as f:
+            json.dump(sc, f, indent=1)
+        proc = subprocess.run([binary, "simulate", scen_path, "--summary", summ_path],
+                              capture_output=True, text=True)
+        if proc.returncode not in (0, 1) or not os.path.exists(summ_path):
+            msg = (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]
+            skipped.append((rid, "simulator: " + msg.replace("shardscope: error: ", "")))
+            continue
+        with open(summ_path) as f:
+            s = json.load(f)
+        meas_tps = row["measured"].get("tokens_per_s_per_gpu")
+        meas_mem, mem_kind = measured_memory(row)
+        pred_mem = None
+        if meas_mem is not None:
+            pred_mem = s["peak_memory_reserved_gib"] if mem_kind == "reserved" else s["peak_memory_allocated_gib"]
+        impl = str(row["parallelism"].get("fsdp_impl") or "")
+        target = row["source"].get("repo") in TARGET_REPOS and "FSDP1" not in impl
+        results.append({
+            "id": rid, "target": target, "compile": bool(row["training"].get("compile")),
+            "measured_tps": meas_tps, "predicted_tps": s["tokens_per_s_per_gpu"],
+            "tps_error_pct": pct_error(s["tokens_per_s_per_gpu"], meas_tps) if meas_tps else None,
+            "memory_kind": mem_kind, "measured_mem_gib": meas_mem, "predicted_mem_gib": pred_mem,
+            "mem_error_pct": pct_error(pred_mem, meas_mem) if meas_mem else None,
+            "fits": s["fits"], "step_time_s": s["step_time_s"], "mfu": s["mfu"],
+        })
+
+    print(f"{'row':<52} {'tok/s/GPU meas':>14} {'pred':>8} {'err%':>7}  {'mem GiB meas':>12} {'pred':>7} {'err%':>7}  notes")
+    for r in results:
+        tps = (f"{r['measured_tps']:>14.0f} {r['predicted_tps']:>8.0f} {r['tps_error_pct']:>+7.1f}"
+               if r["measured_tps"] else f"{'-':>14} {r['predicted_tps']:>8.0f} {'-':>7}")
+        mem = (f"{r['measured_mem_gib']:>12.1f} {r['predicted_mem_gib']:>7.1f} {r['mem_error_pct']:>+7.1f}"
+               if r["measured_mem_gib"] else f"{'-':>12} {'-':>7} {'-':>7}")
+        notes = []
+        if r["compile"]:
+            notes.append("torch.compile run, predicted as eager")
+        if r["memory_kind"]:
+            notes.append(r["memory_kind"])
+        if not r["fits"]:
+            notes.append("predicted not to fit")
+        if not r["target"]:
+            notes.append("not a target row")
+        print(f"{r['id'][:52]:<52} {tps}  {mem}  {', '.join(notes)}")
+
+    def errs(key, pred):
+        return [r[key] for r in results if r[key] is not None and pred(r)]
+
+    print("\nSummary (|error| = |predicted - measured| / measured):")
+    groups = [
+        ("FSDP2 target rows, eager", lambda r: r["target"] and not r["compile"]),
+        ("FSDP2 target rows, eager + compile", lambda r: r["target"]),
+        ("all expressed rows", lambda r: True),
+    ]
+    for label, pred in groups:
+        print(stats_line(f"tokens/s/GPU, {label}", errs("tps_error_pct", pred)))
+        print(stats_line(f"peak memory,  {label}", errs("mem_error_pct", pred)))
+    print(f"\nRows not expressed ({len(skipped)} of {len(runs)}):")
+    for rid, why in skipped:
+        print(f"  {rid}: {why}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": results, "skipped": [{"id": i, "reason": w} for i, w in skipped]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

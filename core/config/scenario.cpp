@@ -1,0 +1,355 @@
+#include "core/config/scenario.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/config/scenario_schema.h"
+#include "core/util/file_io.h"
+
+namespace shardscope {
+namespace {
+
+using nlohmann::json;
+
+// Defaults under `doc`: values in `doc` win; sections merge key by key.
+void MergeInto(json& base, const json& doc) {
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object() &&
+        it.key() != "model") {
+      MergeInto(base[it.key()], it.value());
+    } else {
+      base[it.key()] = it.value();
+    }
+  }
+}
+
+std::string ResolvePath(const std::string& base_dir, const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.is_absolute() || base_dir.empty()) return p.lexically_normal().string();
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+Status AtLeast(const json& section, const char* section_name, const char* key, int64_t minimum) {
+  const int64_t v = section.at(key).get<int64_t>();
+  if (v < minimum) {
+    return InvalidInput(
+        fmt::format("{}.{} = {} (expected >= {})", section_name, key, v, minimum));
+  }
+  if (v > (int64_t{1} << 31) - 1) {
+    return InvalidInput(fmt::format("{}.{} = {} is too large", section_name, key, v));
+  }
+  return Status::Ok();
+}
+
+Result<ModelSource> ParseModel(const json& m, const std::string& base_dir) {
+  ModelSource src;
+  if (m.is_string()) {
+    src.kind = ModelSource::Kind::kBuiltin;
+    src.name_or_path = m.get<std::string>();
+    return src;
+  }
+  const std::string& key = m.begin().key();
+  if (key == "hf") {
+    src.kind = ModelSource::Kind::kHfInline;
+    src.inline_config = m.begin().value();
+    return src;
+  }
+  src.kind = key == "hf_config" ? ModelSource::Kind::kHfConfigFile
+                                : ModelSource::Kind::kModuleTreeFile;
+  src.name_or_path = ResolvePath(base_dir, m.begin().value().get<std::string>());
+  return src;
+}
+
+Result<std::optional<DType>> OptionalDType(const json& v, const char* field) {
+  if (v.is_null()) return std::optional<DType>();
+  SS_ASSIGN_OR_RETURN(DType d, ParseMixPrecisionDType(v.get<std::string>(), field));
+  return std::optional<DType>(d);
+}
+
+Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
+  for (const char* key : {"dp_replicate", "tp", "cp", "pp", "ep", "pp_virtual_stages"}) {
+    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", key, 1));
+  }
+  ParallelismConfig& par = s.parallelism;
+  par.dp_replicate = p["dp_replicate"].get<int>();
+  par.tp = p["tp"].get<int>();
+  par.cp = p["cp"].get<int>();
+  par.pp = p["pp"].get<int>();
+  par.ep = p["ep"].get<int>();
+  par.pp_virtual_stages = p["pp_virtual_stages"].get<int>();
+  par.loss_parallel = p["loss_parallel"].get<bool>();
+  par.sequence_parallel = p["sequence_parallel"].get<bool>();
+  const int world = cluster.world_size();
+  const int64_t others = int64_t{par.dp_replicate} * par.tp * par.cp * par.pp;
+  const int64_t dp_shard = p["dp_shard"].get<int64_t>();
+  if (dp_shard == -1) {
+    if (world % others != 0) {
+      return InvalidInput(fmt::format(
+          "parallelism.dp_shard = -1: world size {} (nodes·gpus_per_node) is not divisible by "
+          "dp_replicate·tp·cp·pp = {}·{}·{}·{} = {}",
+          world, par.dp_replicate, par.tp, par.cp, par.pp, others));
+    }
+    par.dp_shard = static_cast<int>(world / others);
+    p["dp_shard"] = par.dp_shard;
+  } else {
+    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "dp_shard", 1));
+    par.dp_shard = static_cast<int>(dp_shard);
+  }
+  if (others * par.dp_shard != world) {
+    return InvalidInput(fmt::format(
+        "parallelism: dp_replicate·dp_shard·tp·cp·pp = {}·{}·{}·{}·{} = {} but the world size "
+        "is nodes·gpus_per_node = {}·{} = {}",
+        par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp, others * par.dp_shard,
+        cluster.nodes, cluster.gpus_per_node, world));
+  }
+  const int64_t edp_shard = p["edp_shard"].get<int64_t>();
+  if (edp_shard == -1) {
+    // Fill the expert data-parallel domain: edp = dp·cp·tp / ep (checked below).
+    const int64_t dp_cp_tp = int64_t{par.dp_replicate} * par.dp_shard * par.cp * par.tp;
+    par.edp_shard = par.ep > 1 && dp_cp_tp % par.ep == 0 ? static_cast<int>(dp_cp_tp / par.ep) : 1;
+    p["edp_shard"] = par.edp_shard;
+  } else {
+    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "edp_shard", 1));
+    par.edp_shard = static_cast<int>(edp_shard);
+  }
+  const std::string sched = p["pp_schedule"].get<std::string>();
+  if (sched == "1f1b") {
+    par.pp_schedule = PpSchedule::k1F1B;
+  } else if (sched == "interleaved_1f1b") {
+    par.pp_schedule = PpSchedule::kInterleaved1F1B;
+  } else if (sched == "gpipe") {
+    par.pp_schedule = PpSchedule::kGPipe;
+  } else {
+    return InvalidInput(fmt::format(
+        "parallelism.pp_schedule: unknown schedule '{}' (expected 1f1b, interleaved_1f1b or gpipe)",
+        sched));
+  }
+  if (p["pp_microbatches"].is_null()) p["pp_microbatches"] = par.pp;
+  SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "pp_microbatches", 1));
+  par.pp_microbatches = p["pp_microbatches"].get<int>();
+  return Status::Ok();
+}
+
+Status FillFsdp(const json& f, Scenario& s) {
+  FsdpConfig& c = s.fsdp;
+  c.dp_shard_size = s.parallelism.dp_shard * s.parallelism.cp;
+  c.edp_shard_size = s.parallelism.edp_shard;
+  c.replicate_params = f["replicate_params"].get<std::vector<std::string>>();
+  c.ignored_params = f["ignored_params"].get<std::vector<std::string>>();
+  const json& mp = f["mix_precision"];
+  SS_ASSIGN_OR_RETURN(c.mix_precision.param_dtype,
+                      OptionalDType(mp["param_dtype"], "fsdp.mix_precision.param_dtype"));
+  SS_ASSIGN_OR_RETURN(c.mix_precision.reduce_dtype,
+                      OptionalDType(mp["reduce_dtype"], "fsdp.mix_precision.reduce_dtype"));
+  SS_ASSIGN_OR_RETURN(c.mix_precision.output_dtype,
+                      OptionalDType(mp["output_dtype"], "fsdp.mix_precision.output_dtype"));
+  c.mix_precision.cast_forward_inputs = mp["cast_forward_inputs"].get<bool>();
+  c.enable_offload = f["enable_offload"].get<bool>();
+  c.reshard_after_forward = f["reshard_after_forward"].get<bool>();
+  c.reshard_after_backward = f["reshard_after_backward"].get<bool>();
+  c.requires_grad_sync = f["requires_grad_sync"].get<bool>();
+  SS_RETURN_IF_ERROR(AtLeast(f, "fsdp", "forward_prefetch_depth", 0));
+  SS_RETURN_IF_ERROR(AtLeast(f, "fsdp", "backward_prefetch_depth", 0));
+  c.forward_prefetch_depth = f["forward_prefetch_depth"].get<int>();
+  c.backward_prefetch_depth = f["backward_prefetch_depth"].get<int>();
+  c.comm_fusion = f["comm_fusion"].get<bool>();
+  if (!f["comm_fusion_zero_copy"].is_null()) {
+    c.comm_fusion_zero_copy = f["comm_fusion_zero_copy"].get<bool>();
+  }
+  c.fp32_main_params = f["fp32_main_params"].get<bool>();
+  return ValidateFsdpConfig(c);
+}
+
+Status FillTraining(const json& t, Scenario& s) {
+  for (const char* key : {"local_batch", "seq_len", "grad_accum"}) {
+    SS_RETURN_IF_ERROR(AtLeast(t, "training", key, 1));
+  }
+  s.training.local_batch = t["local_batch"].get<int64_t>();
+  s.training.seq_len = t["seq_len"].get<int64_t>();
+  s.training.grad_accum = t["grad_accum"].get<int>();
+  SS_ASSIGN_OR_RETURN(s.training.activation_checkpoint,
+                      ParseActivationCheckpoint(t["activation_checkpoint"].get<std::string>(),
+                                                "training.activation_checkpoint"));
+  const std::string opt = t["optimizer"].get<std::string>();
+  if (opt == "adamw") {
+    s.training.optimizer = Optimizer::kAdamW;
+  } else if (opt == "adam") {
+    s.training.optimizer = Optimizer::kAdam;
+  } else if (opt == "sgd") {
+    s.training.optimizer = Optimizer::kSgd;
+  } else {
+    return InvalidInput(fmt::format(
+        "training.optimizer: unknown optimizer '{}' (expected adamw, adam or sgd)", opt));
+  }
+  return Status::Ok();
+}
+
+Status FillAdapter(const json& a, Scenario& s) {
+  struct List {
+    const char* key;
+    std::vector<std::string>* out;
+  };
+  for (const List& l : {List{"fsdp_wrap_modules", &s.adapter.fsdp_wrap_modules},
+                        List{"fsdp_excluded_subtrees", &s.adapter.fsdp_excluded_subtrees},
+                        List{"fsdp_execution_order", &s.adapter.fsdp_execution_order}}) {
+    *l.out = a[l.key].get<std::vector<std::string>>();
+    for (size_t i = 0; i < l.out->size(); ++i) {
+      if ((*l.out)[i].empty()) {
+        return InvalidInput(fmt::format("adapter.{}[{}]: empty module FQN", l.key, i));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Scenario> Resolve(json doc, const std::string& base_dir) {
+  SS_RETURN_IF_ERROR(CheckAgainstSchema(doc));
+  if (!doc.contains("model")) {
+    return InvalidInput(
+        "model: missing (expected a built-in name such as \"llama3-8b\", or {\"hf_config\": path}, "
+        "{\"module_tree\": path}, {\"hf\": {...}})");
+  }
+  json r = ScenarioDefaults();
+  MergeInto(r, doc);
+  Scenario s;
+  SS_ASSIGN_OR_RETURN(s.model, ParseModel(r["model"], base_dir));
+  if (s.model.kind == ModelSource::Kind::kHfConfigFile) {
+    r["model"] = json{{"hf_config", s.model.name_or_path}};
+  } else if (s.model.kind == ModelSource::Kind::kModuleTreeFile) {
+    r["model"] = json{{"module_tree", s.model.name_or_path}};
+  }
+  json& cl = r["cluster"];
+  SS_RETURN_IF_ERROR(AtLeast(cl, "cluster", "nodes", 1));
+  SS_RETURN_IF_ERROR(AtLeast(cl, "cluster", "gpus_per_node", 1));
+  s.cluster.gpu = cl["gpu"].get<std::string>();
+  if (s.cluster.gpu.empty()) return InvalidInput("cluster.gpu: empty GPU name");
+  s.cluster.nodes = cl["nodes"].get<int>();
+  s.cluster.gpus_per_node = cl["gpus_per_node"].get<int>();
+  if (int64_t{s.cluster.nodes} * s.cluster.gpus_per_node > (int64_t{1} << 24)) {
+    return InvalidInput(fmt::format("cluster: {}·{} GPUs is more than 2^24", s.cluster.nodes,
+                                    s.cluster.gpus_per_node));
+  }
+  if (!cl["cost_model"].is_null()) {
+    s.cluster.cost_model = ResolvePath(base_dir, cl["cost_model"].get<std::string>());
+    cl["cost_model"] = s.cluster.cost_model;
+  }
+  SS_RETURN_IF_ERROR(FillParallelism(r["parallelism"], s.cluster, s));
+  SS_RETURN_IF_ERROR(FillFsdp(r["fsdp"], s));
+  SS_RETURN_IF_ERROR(FillTraining(r["training"], s));
+  SS_RETURN_IF_ERROR(FillAdapter(r["adapter"], s));
+  // Every derived size (dp, dp_replicate, edp, edp_replicate) must divide exactly.
+  Result<MeshContext> mesh = BuildMeshContext(ScenarioMeshLayout(s));
+  if (!mesh.ok()) return mesh.status().WithContext("parallelism");
+  s.resolved = std::move(r);
+  return s;
+}
+
+}  // namespace
+
+Status ApplyOverride(json& doc, std::string_view assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return InvalidInput(fmt::format(
+        "--set {}: expected path=value, e.g. training.local_batch=4", assignment));
+  }
+  const std::string path(assignment.substr(0, eq));
+  const std::string text(assignment.substr(eq + 1));
+  const bool model_key = path == "model.hf_config" || path == "model.module_tree" ||
+                         path == "model.hf";
+  if (FindSchemaKey(path) == nullptr && !model_key) {
+    return InvalidInput(
+        fmt::format("--set {}: unknown key (did you mean {}?)", path, SuggestKey(path)));
+  }
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;
+  if (!doc.is_object()) doc = json::object();
+  if (model_key) {
+    // Another model source replaces the whole model entry.
+    doc["model"] = json{{path.substr(6), value}};
+    return Status::Ok();
+  }
+  json* node = &doc;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return Status::Ok();
+    }
+    json& next = (*node)[key];
+    if (next.is_null()) next = json::object();
+    if (!next.is_object()) {
+      return InvalidInput(fmt::format("--set {}: {} is not an object in the scenario", path,
+                                      path.substr(0, dot)));
+    }
+    node = &next;
+    start = dot + 1;
+  }
+}
+
+Result<Scenario> ParseScenario(json doc, const std::string& source, const std::string& base_dir,
+                               const std::vector<std::string>& overrides) {
+  for (const std::string& o : overrides) {
+    Status st = ApplyOverride(doc, o);
+    if (!st.ok()) return st;
+  }
+  Result<Scenario> s = Resolve(std::move(doc), base_dir);
+  if (!s.ok()) return s.status().WithContext(source);
+  s->source = source;
+  return s;
+}
+
+Result<Scenario> LoadScenario(const std::string& path, const std::vector<std::string>& overrides) {
+  SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return InvalidInput(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  }
+  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  return ParseScenario(std::move(doc), path, base_dir, overrides);
+}
+
+MeshLayout ScenarioMeshLayout(const Scenario& s) {
+  MeshLayout l;
+  l.world_size = s.cluster.world_size();
+  l.tp = s.parallelism.tp;
+  l.cp = s.parallelism.cp;
+  l.pp = s.parallelism.pp;
+  l.ep = s.parallelism.ep;
+  l.dp_shard = s.fsdp.dp_shard_size;
+  l.edp_shard = s.fsdp.edp_shard_size;
+  l.loss_parallel = s.parallelism.loss_parallel;
+  return l;
+}
+
+const FsdpConfig& ScenarioFsdpConfig(const Scenario& s) { return s.fsdp; }
+
+std::string_view PpScheduleName(PpSchedule s) {
+  switch (s) {
+    case PpSchedule::k1F1B:
+      return "1f1b";
+    case PpSchedule::kInterleaved1F1B:
+      return "interleaved_1f1b";
+    case PpSchedule::kGPipe:
+      return "gpipe";
+  }
+  return "?";
+}
+
+std::string_view OptimizerName(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdamW:
+      return "adamw";
+    case Optimizer::kAdam:
+      return "adam";
+    case Optimizer::kSgd:
+      return "sgd";
+  }
+  return "?";
+}
+
+}  // namespace shardscope

@@ -1,0 +1,269 @@
+#include "core/model/op_cost.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+// Conventions of the closed forms (all per rank, one micro-batch):
+// - tokens = batch · ceil(seq / cp): context parallelism splits the sequence.
+// - FLOPs count matrix multiplies and the attention core only (the figures MFU counts); norms,
+//   activations, the embedding gather and the loss are memory-bound and report bytes alone.
+// - Tensor parallelism: a linear whose variant is `column` (output features sharded: the
+//   Shard(0) of an [out, in] weight) or `row` (input features sharded: Shard(1)) does 1/tp of
+//   the work; a linear without a variant is replicated and does all of it. Attention heads are
+//   split over tp (kv heads too, but never below one). With sequence parallelism, norms and the
+//   residual stream see tokens / tp.
+// - Backward = 2× forward for matrix multiplies (data gradient + weight gradient) and 2.5×
+//   for attention (the flash-attention convention: backward runs five matmuls of the size of
+//   forward's two, since it recomputes QKᵀ).
+// - Causal attention does half the score matrix; a sliding window w bounds each query's keys.
+// - Routed experts see tokens · top_k / ep tokens per rank: routing is assumed balanced and
+//   expert parallelism splits the experts, each rank receiving its experts' tokens.
+namespace shardscope {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Shape {
+  int64_t tokens = 0;      // tokens this rank processes in the dense part (after cp)
+  int64_t seq_tokens = 0;  // tokens seen by norms/elementwise (after sequence parallelism)
+  int64_t act_bytes = 2;   // bytes per activation element (compute dtype)
+};
+
+Shape MakeShape(const OpContext& ctx) {
+  Shape s;
+  s.tokens = ctx.batch * CeilDiv(ctx.seq, ctx.cp);
+  s.seq_tokens = ctx.sequence_parallel ? CeilDiv(s.tokens, ctx.tp) : s.tokens;
+  s.act_bytes = DTypeBytes(ctx.compute_dtype);
+  return s;
+}
+
+OpCost Linear(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+  int64_t in = op.dim("in"), out = op.dim("out");
+  if (op.variant == "column") out = CeilDiv(out, ctx.tp);
+  if (op.variant == "row") in = CeilDiv(in, ctx.tp);
+  const int64_t b = s.act_bytes;
+  OpCost c;
+  c.gemm_m = s.tokens;
+  c.gemm_k = in;
+  c.gemm_n = out;
+  c.fwd_flops = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(in) *
+                static_cast<double>(out);
+  // The bias add is one FLOP per output element and needs no weight gradient matmul.
+  if (op.dim("bias")) c.fwd_flops += static_cast<double>(s.tokens * out);
+  c.bwd_flops = 2.0 * c.fwd_flops;
+  c.input_bytes = s.tokens * in * b;
+  c.fwd_bytes = (s.tokens * in + in * out + s.tokens * out) * b;
+  c.bwd_bytes = 2 * c.fwd_bytes;
+  c.saved_bytes_none = op.dim("shared_input") ? 0 : c.input_bytes;
+  c.saved_bytes_selective = s.tokens * out * b;  // the matmul output is kept
+  return c;
+}
+
+OpCost Embedding(const OpDescriptor& op, const Shape& s) {
+  const int64_t dim = op.dim("dim");
+  OpCost c;
+  c.input_bytes = s.tokens * 8;  // int64 token ids
+  c.fwd_bytes = c.input_bytes + 2 * s.tokens * dim * s.act_bytes;
+  c.bwd_bytes = 3 * s.tokens * dim * s.act_bytes;  // read dY, read-modify-write the rows
+  c.saved_bytes_none = c.input_bytes;
+  c.saved_bytes_selective = c.input_bytes;
+  return c;
+}
+
+OpCost Norm(const OpDescriptor& op, const Shape& s) {
+  const int64_t dim = op.dim("dim");
+  // RMSNorm keeps one fp32 statistic per token (rstd); LayerNorm two (mean, rstd).
+  const int64_t stats = (op.variant == "layernorm" ? 8 : 4) * s.seq_tokens;
+  OpCost c;
+  c.input_bytes = s.seq_tokens * dim * s.act_bytes;
+  c.fwd_bytes = 2 * c.input_bytes + dim * s.act_bytes + stats;
+  c.bwd_bytes = 3 * c.input_bytes + 2 * dim * s.act_bytes + stats;
+  c.saved_bytes_none = c.input_bytes + stats;
+  c.saved_bytes_selective = 0;  // recomputed from the block input and saved matmul outputs
+  return c;
+}
+
+OpCost Activation(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+  // Sits between a column and a row linear: its features are split over tp.
+  const int64_t dim = CeilDiv(op.dim("dim"), ctx.tp);
+  const int64_t branches = op.dim("gated") ? 2 : 1;
+  const int64_t one = s.tokens * dim * s.act_bytes;
+  OpCost c;
+  c.input_bytes = branches * one;
+  c.fwd_bytes = (branches + 1) * one;
+  c.bwd_bytes = (2 * branches + 1) * one;
+  c.saved_bytes_none = c.input_bytes;
+  c.saved_bytes_selective = 0;  // its inputs are matmul outputs, already kept
+  return c;
+}
+
+// Query-key pairs of one sequence of length n with window w (0 = full).
+double AttentionPairs(int64_t n, int64_t w, bool causal) {
+  const double nd = static_cast<double>(n);
+  if (!causal) return nd * static_cast<double>(w > 0 ? std::min(w, n) : n);
+  if (w <= 0 || w >= n) return nd * nd / 2.0;
+  const double wd = static_cast<double>(w);
+  return nd * wd - wd * wd / 2.0;
+}
+
+OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+  const int64_t heads = CeilDiv(op.dim("heads"), ctx.tp);
+  const int64_t kv_heads = std::max<int64_t>(1, CeilDiv(op.dim("kv_heads", op.dim("heads")),
+                                                        ctx.tp));
+  const int64_t qk_dim = op.dim("head_dim");
+  const int64_t v_dim = op.dim("v_head_dim") > 0 ? op.dim("v_head_dim") : qk_dim;
+  const double pairs = AttentionPairs(ctx.seq, op.dim("window"), op.dim("causal") != 0);
+  OpCost c;
+  // QKᵀ: 2·pairs·qk_dim per head; PV: 2·pairs·v_dim. Context parallelism splits the queries
+  // (ring attention): each rank does 1/cp of the pairs.
+  c.fwd_flops = 2.0 * static_cast<double>(ctx.batch) * static_cast<double>(heads) * pairs *
+                static_cast<double>(qk_dim + v_dim) / static_cast<double>(ctx.cp);
+  c.bwd_flops = 2.5 * c.fwd_flops;
+  const int64_t b = s.act_bytes;
+  const int64_t q = s.tokens * heads * qk_dim * b;
+  const int64_t k = s.tokens * kv_heads * qk_dim * b;
+  const int64_t v = s.tokens * kv_heads * v_dim * b;
+  const int64_t o = s.tokens * heads * v_dim * b;
+  const int64_t lse = s.tokens * heads * 4;  // fp32 log-sum-exp per query and head
+  c.input_bytes = q + k + v;
+  c.fwd_bytes = q + k + v + o + lse;
+  c.bwd_bytes = 2 * (q + k + v) + 2 * o + lse;  // reads q,k,v,o,dO,lse; writes dq,dk,dv
+  c.saved_bytes_none = q + k + v + o + lse;
+  c.saved_bytes_selective = q + k + v + o + lse;  // q,k,v are matmul outputs; o, lse its own
+  return c;
+}
+
+OpCost Router(const OpDescriptor& op, const Shape& s) {
+  const int64_t dim = op.dim("dim"), experts = op.dim("experts"), top_k = op.dim("top_k");
+  const int64_t b = s.act_bytes;
+  OpCost c;
+  c.gemm_m = s.tokens;
+  c.gemm_k = dim;
+  c.gemm_n = experts;
+  c.fwd_flops = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(dim * experts);
+  c.bwd_flops = 2.0 * c.fwd_flops;
+  c.input_bytes = s.tokens * dim * b;
+  const int64_t probs = s.tokens * experts * 4;  // softmax/sigmoid scores in fp32
+  c.fwd_bytes = c.input_bytes + dim * experts * b + 2 * probs + s.tokens * top_k * 12;
+  c.bwd_bytes = 2 * c.fwd_bytes;
+  c.saved_bytes_none = (op.dim("shared_input") ? 0 : c.input_bytes) + probs;
+  c.saved_bytes_selective = s.tokens * experts * b;  // the logits (a matmul output)
+  return c;
+}
+
+OpCost Experts(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+  const int64_t experts = op.dim("experts"), top_k = op.dim("top_k");
+  const int64_t dim = op.dim("dim"), ffn = op.dim("ffn");
+  const int64_t branches = op.dim("gated") ? 2 : 1;
+  const int64_t local_experts = std::max<int64_t>(1, CeilDiv(experts, ctx.ep));
+  const int64_t routed = CeilDiv(s.tokens * top_k, ctx.ep);
+  const int64_t b = s.act_bytes;
+  OpCost c;
+  c.gemm_m = CeilDiv(routed, local_experts);
+  c.gemm_k = dim;
+  c.gemm_n = branches * ffn;
+  // Up (and gate) projection then down projection, per routed token.
+  c.fwd_flops = 2.0 * static_cast<double>(routed) * static_cast<double>(dim) *
+                static_cast<double>(ffn) * static_cast<double>(branches + 1);
+  c.bwd_flops = 2.0 * c.fwd_flops;
+  const int64_t weights = local_experts * (branches + 1) * dim * ffn * b;
+  c.input_bytes = routed * dim * b;  // the permuted copy of the routed tokens
+  c.fwd_bytes = weights + routed * (2 * dim + 2 * branches * ffn + ffn) * b;
+  c.bwd_bytes = 2 * c.fwd_bytes;
+  // Saved: permuted input, gate/up outputs (the activation's input), the activation output
+  // (down's input), and the routing weights.
+  c.saved_bytes_none = routed * (dim + branches * ffn + ffn) * b + s.tokens * top_k * 4;
+  c.saved_bytes_selective = routed * (branches * ffn + dim) * b;  // grouped-GEMM outputs
+  return c;
+}
+
+OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+  const int64_t vocab = ctx.loss_parallel ? CeilDiv(op.dim("vocab"), ctx.tp) : op.dim("vocab");
+  OpCost c;
+  // The logits in the compute dtype and their fp32 copy for the loss are transient: freed
+  // once backward has consumed the gradient of the logits.
+  c.workspace_bytes = s.tokens * vocab * (s.act_bytes + 4);
+  c.input_bytes = s.tokens * vocab * s.act_bytes;
+  c.fwd_bytes = c.input_bytes + 2 * s.tokens * vocab * 4;
+  c.bwd_bytes = s.tokens * vocab * (4 + s.act_bytes);
+  return c;
+}
+
+}  // namespace
+
+Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
+                                                       std::string_view what) {
+  ActivationCheckpoint ac;
+  if (text == "none") {
+    ac.mode = CheckpointMode::kNone;
+    return ac;
+  }
+  if (text == "full") {
+    ac.mode = CheckpointMode::kFull;
+    return ac;
+  }
+  if (text == "selective_op") {
+    ac.mode = CheckpointMode::kSelectiveOp;
+    return ac;
+  }
+  constexpr std::string_view kLayer = "selective_layer:";
+  if (text.substr(0, kLayer.size()) == kLayer) {
+    std::string_view k = text.substr(kLayer.size());
+    int every = 0;
+    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
+    if (ec == std::errc() && ptr == k.data() + k.size() && every >= 1) {
+      ac.mode = CheckpointMode::kSelectiveLayer;
+      ac.every_k = every;
+      return ac;
+    }
+  }
+  return InvalidInput(std::string(what) + ": bad activation checkpoint mode '" +
+                      std::string(text) +
+                      "' (expected none, full, selective_op or selective_layer:K with K >= 1)");
+}
+
+std::string ActivationCheckpointName(const ActivationCheckpoint& ac) {
+  switch (ac.mode) {
+    case CheckpointMode::kNone:
+      return "none";
+    case CheckpointMode::kFull:
+      return "full";
+    case CheckpointMode::kSelectiveOp:
+      return "selective_op";
+    case CheckpointMode::kSelectiveLayer:
+      return "selective_layer:" + std::to_string(ac.every_k);
+  }
+  return "?";
+}
+
+Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx) {
+  if (ctx.batch < 1 || ctx.seq < 1 || ctx.tp < 1 || ctx.cp < 1 || ctx.ep < 1) {
+    return InvalidInput("op cost: batch, seq, tp, cp and ep must all be >= 1 (got batch=" +
+                        std::to_string(ctx.batch) + ", seq=" + std::to_string(ctx.seq) +
+                        ", tp=" + std::to_string(ctx.tp) + ", cp=" + std::to_string(ctx.cp) +
+                        ", ep=" + std::to_string(ctx.ep) + ")");
+  }
+  const Shape s = MakeShape(ctx);
+  switch (op.kind) {
+    case OpKind::kLinear:
+      return Linear(op, ctx, s);
+    case OpKind::kEmbedding:
+      return Embedding(op, s);
+    case OpKind::kNorm:
+      return Norm(op, s);
+    case OpKind::kActivation:
+      return Activation(op, ctx, s);
+    case OpKind::kAttention:
+      return Attention(op, ctx, s);
+    case OpKind::kRouter:
+      return Router(op, s);
+    case OpKind::kExperts:
+      return Experts(op, ctx, s);
+    case OpKind::kLoss:
+      return Loss(op, ctx, s);
+  }
+  return InvalidInput("op cost: unknown op kind");
+}
+
+}  // namespace shardscope

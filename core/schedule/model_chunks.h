@@ -1,0 +1,33 @@
+// Splits the model into pipeline chunks (pp × virtual stages) and gives each chunk its own
+// FSDP root, as torchtitan does when it applies fully_shard to every stage's model chunk.
+// Without pipelining there is one chunk: the plan's units unchanged (internal to
+// core/schedule).
+//
+// Contents:
+//   ModelChunks       units (plan units + one root per chunk), their work, labels, members
+//   SplitIntoChunks   the split: top-level units evenly in execution order, root modules by
+//                     position (embedding with the first chunk, head and loss with the last)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/schedule/unit_work.h"
+
+namespace shardscope {
+
+struct ModelChunks {
+  std::vector<UnitPlan> units;          // plan units without the root, then one root per chunk
+  std::vector<UnitWork> work;           // parallel to units
+  std::vector<std::string> labels;      // op_id unit part
+  std::vector<int> roots;               // per chunk: index of its root in units
+  std::vector<std::vector<int>> members;  // per chunk: every unit it runs (root included)
+  std::vector<int64_t> input_bytes;     // per chunk: the activation it receives
+};
+
+// `work` is parallel to plan.units. Errors when there are fewer top-level units than chunks.
+Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork>& work,
+                                    int chunks);
+
+}  // namespace shardscope

@@ -1,0 +1,30 @@
+// The order in which each pipeline stage runs forward and backward of its model chunks
+// (torch.distributed.pipelining's ScheduleGPipe / Schedule1F1B / ScheduleInterleaved1F1B,
+// Megatron's interleaved order). Without pipelining it is F, B per micro-batch.
+//
+// Contents:
+//   PipeAction      forward or backward of one model chunk for one micro-batch
+//   PipelineOrder   per stage, its actions in issue order; errors name the option
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace shardscope {
+
+struct PipeAction {
+  bool forward = true;
+  int chunk = 0;  // global model chunk: stage s runs chunks s, s + pp, s + 2·pp, ...
+  int micro = 0;
+  bool operator==(const PipeAction&) const = default;
+};
+
+// `schedule`: "1f1b" | "interleaved_1f1b" | "gpipe". `virtual_stages` chunks per stage (only
+// interleaved_1f1b allows more than one); `micro_batches` ≥ 1.
+Result<std::vector<std::vector<PipeAction>>> PipelineOrder(const std::string& schedule, int pp,
+                                                           int virtual_stages,
+                                                           int micro_batches);
+
+}  // namespace shardscope

@@ -1,0 +1,355 @@
+#include "core/schedule/schedule_builder.h"
+
+#include <map>
+#include <tuple>
+#include <memory>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "core/schedule/model_chunks.h"
+#include "core/schedule/pipeline_order.h"
+#include "core/schedule/rank_layout.h"
+#include "core/schedule/step_builder.h"
+#include "core/schedule/unit_sizes.h"
+#include "core/schedule/unit_work.h"
+
+namespace shardscope {
+namespace {
+
+class GroupTable {
+ public:
+  explicit GroupTable(Schedule& s) : s_(s) {}
+  // Index of the group `name` with `ranks`, or -1 for a group of one rank (nothing to talk to).
+  int Get(const std::string& name, std::vector<int> ranks) {
+    if (ranks.size() <= 1) return -1;
+    auto it = index_.find(name);
+    if (it != index_.end()) return it->second;
+    ProcessGroup g;
+    g.name = name;
+    g.ranks = std::move(ranks);
+    s_.groups.push_back(std::move(g));
+    const int i = static_cast<int>(s_.groups.size()) - 1;
+    index_[name] = i;
+    return i;
+  }
+
+ private:
+  Schedule& s_;
+  std::map<std::string, int> index_;
+};
+
+Status CheckOptions(const ScheduleOptions& o) {
+  if (o.local_batch < 1) {
+    return InvalidInput(fmt::format("training.local_batch = {}: expected >= 1", o.local_batch));
+  }
+  if (o.seq_len < 1) {
+    return InvalidInput(fmt::format("training.seq_len = {}: expected >= 1", o.seq_len));
+  }
+  if (o.grad_accum < 1) {
+    return InvalidInput(fmt::format("training.grad_accum = {}: expected >= 1", o.grad_accum));
+  }
+  if (o.optimizer != "adamw" && o.optimizer != "adam" && o.optimizer != "sgd") {
+    return InvalidInput(fmt::format(
+        "training.optimizer = '{}': the schedule models adamw, adam or sgd", o.optimizer));
+  }
+  if (o.ep < 1) return InvalidInput(fmt::format("parallelism.ep = {}: expected >= 1", o.ep));
+  if (o.gpus_per_node < 1) {
+    return InvalidInput(
+        fmt::format("cluster.gpus_per_node = {}: expected >= 1", o.gpus_per_node));
+  }
+  if (o.pp_microbatches < 1) {
+    return InvalidInput(
+        fmt::format("parallelism.pp_microbatches = {}: expected >= 1", o.pp_microbatches));
+  }
+  if (o.pp > 1 && o.local_batch % o.pp_microbatches != 0) {
+    return InvalidInput(fmt::format(
+        "training.local_batch = {} does not split into parallelism.pp_microbatches = {} equal "
+        "micro-batches",
+        o.local_batch, o.pp_microbatches));
+  }
+  return Status::Ok();
+}
+
+std::string JoinDims(const MeshSpec& m) {
+  std::string out;
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    if (i) out += ", ";
+    out += fmt::format("{}={}", m.dims[i], i < m.sizes.size() ? m.sizes[i] : 0);
+  }
+  return "(" + out + ")";
+}
+
+int MeshSize(const MeshSpec& m, const std::string& dim) {
+  for (size_t i = 0; i < m.dims.size() && i < m.sizes.size(); ++i) {
+    if (m.dims[i] == dim) return m.sizes[i];
+  }
+  return 1;
+}
+
+// The shard / replicate / flattened groups of one unit for rank `rank`, checked against the
+// sizes the plan recorded.
+Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const WorldLayout& w,
+                            const ScheduleOptions& o, int rank, int stage, GroupTable& table) {
+  const std::string what = fmt::format("plan: unit '{}' mesh {}", UnitOpLabel(unit.fqn),
+                                       JoinDims(unit.mesh));
+  bool dense = false, expert = false;
+  for (const std::string& d : unit.mesh.dims) {
+    if (d == "fsdp_shard" || d == "fsdp_replicate") {
+      dense = true;
+    } else if (d == "edp_shard" || d == "edp_replicate") {
+      expert = true;
+    } else {
+      return InvalidInput(fmt::format("{}: dim '{}' is not one the schedule knows (expected "
+                                      "fsdp_shard, fsdp_replicate, edp_shard, edp_replicate)",
+                                      what, d));
+    }
+  }
+  if (dense == expert) {
+    return InvalidInput(fmt::format("{}: expected dense (fsdp_*) or expert (edp_*) dims", what));
+  }
+  std::vector<int> shard, replicate, flat;
+  if (dense) {
+    shard = w.Group(rank, {WorldDim::kDpShard, WorldDim::kCp});
+    replicate = w.Group(rank, {WorldDim::kDpReplicate});
+    flat = w.Group(rank, {WorldDim::kDpReplicate, WorldDim::kDpShard, WorldDim::kCp});
+  } else {
+    const int edp_shard = MeshSize(unit.mesh, "edp_shard");
+    const int edp_replicate = MeshSize(unit.mesh, "edp_replicate");
+    SS_ASSIGN_OR_RETURN(shard, ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep,
+                                           {ExpertDim::kEdpShard}));
+    SS_ASSIGN_OR_RETURN(replicate, ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep,
+                                               {ExpertDim::kEdpReplicate}));
+    SS_ASSIGN_OR_RETURN(flat, ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep,
+                                          {ExpertDim::kEdpReplicate, ExpertDim::kEdpShard}));
+  }
+  if (static_cast<int>(shard.size()) != z.shard_group ||
+      static_cast<int>(replicate.size()) != z.replicate_group) {
+    return InvalidInput(fmt::format(
+        "{}: shard {} × replicate {} does not match the scenario's layout (shard group of {} "
+        "ranks, replicate group of {}); plan and schedule options disagree",
+        what, z.shard_group, z.replicate_group, shard.size(), replicate.size()));
+  }
+  std::string prefix = dense ? "fsdp" : "edp";
+  if (o.pp > 1) prefix = fmt::format("stage{}/{}", stage, prefix);
+  UnitGroups g;
+  g.shard = table.Get(prefix + "_shard", std::move(shard));
+  g.replicate = table.Get(prefix + "_replicate", std::move(replicate));
+  g.flat = table.Get(prefix, std::move(flat));
+  return g;
+}
+
+// Compute dtype: the root's param_dtype, else the dtype of its first managed parameter.
+DType ComputeDType(const Plan& plan) {
+  for (const UnitPlan& u : plan.units) {
+    if (u.mixed_precision.param_dtype) return *u.mixed_precision.param_dtype;
+  }
+  for (const UnitPlan& u : plan.units) {
+    if (!u.params.empty()) return u.params.front().dtype;
+  }
+  return DType::kFloat32;
+}
+
+
+// Drives every role through its pipeline actions, emitting in an order where each receive
+// comes after its send (deps always point to earlier ops).
+Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const ModelChunks& chunks,
+                    const StepInputs& in, const WorldLayout& world, const ScheduleOptions& o,
+                    GroupTable& table, std::vector<std::unique_ptr<RoleEmitter>>& emitters) {
+  const int num_chunks = static_cast<int>(chunks.roots.size());
+  const int pp = o.pp;
+  auto prefix = [&](int micro) {
+    return in.micro_batches > 1 ? fmt::format("mb{}/", micro) : std::string();
+  };
+  auto p2p = [&](int from_chunk, int to_chunk) {
+    const int a = (from_chunk % pp) * world.stage_size();
+    const int b = (to_chunk % pp) * world.stage_size();
+    return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp),
+                     a < b ? std::vector<int>{a, b} : std::vector<int>{b, a});
+  };
+  std::map<std::tuple<bool, int, int>, int> sends;  // (forward, chunk, micro) → send op
+  std::vector<size_t> next(order.size(), 0);
+  size_t remaining = 0;
+  for (const auto& actions : order) remaining += actions.size();
+  while (remaining > 0) {
+    bool progressed = false;
+    for (size_t stage = 0; stage < order.size(); ++stage) {
+      while (next[stage] < order[stage].size()) {
+        const PipeAction& a = order[stage][next[stage]];
+        const int from = a.forward ? a.chunk - 1 : a.chunk + 1;
+        const bool needs = from >= 0 && from < num_chunks;
+        auto sent = sends.find({a.forward, from, a.micro});
+        if (needs && sent == sends.end()) break;
+        RoleEmitter& e = *emitters[stage];
+        std::vector<int> waits;
+        const std::string pass = a.forward ? "fwd" : "bwd";
+        if (needs) {
+          waits.push_back(e.Recv(prefix(a.micro) + fmt::format("{}/chunk{}/recv", pass, a.chunk),
+                                 p2p(from, a.chunk), sent->second, a.micro));
+        }
+        if (a.forward) {
+          e.Forward(chunks.roots[a.chunk], a.micro, waits);
+        } else {
+          e.Backward(chunks.roots[a.chunk], a.micro, waits);
+        }
+        const int to = a.forward ? a.chunk + 1 : a.chunk - 1;
+        if (to >= 0 && to < num_chunks) {
+          // Activations forward, their gradient backward: the receiving chunk's input size.
+          const int64_t bytes = chunks.input_bytes[a.forward ? to : a.chunk];
+          sends[{a.forward, a.chunk, a.micro}] =
+              e.Send(prefix(a.micro) + fmt::format("{}/chunk{}/send", pass, a.chunk),
+                     p2p(a.chunk, to), bytes, a.micro);
+        }
+        ++next[stage];
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      return RuntimeError("pipeline: the stage orders wait on each other (internal error)");
+    }
+  }
+  return Status::Ok();
+}
+
+void AddNotes(const ScheduleOptions& o, Schedule& s) {
+  s.notes.push_back(fmt::format(
+      "ranks row-major on (pp, dp_replicate, dp_shard, cp, tp) = ({}, {}, {}, {}, {}); one "
+      "simulated rank per pipeline stage stands for the {} ranks of its stage",
+      o.pp, o.dp_replicate, o.dp_shard, o.cp, o.tp, o.world_size / o.pp));
+  s.notes.push_back(
+      "all-gather output buffer stands for the unsharded parameters (FSDP2's copy-out into "
+      "per-parameter tensors is not modelled); ops issued from hooks wait for the preceding "
+      "compute op (GPU-synchronous issue)");
+  s.notes.push_back(fmt::format(
+      "activation checkpointing '{}' applied to non-root units; the root is never checkpointed",
+      ActivationCheckpointName(o.activation_checkpoint)));
+  if (o.tp > 1 || o.cp > 1 || o.ep > 1) {
+    s.notes.push_back(
+        "TP/CP/EP collectives run on the compute lane (blocking); CP as all-gather of K/V, "
+        "ring overlap not modelled");
+  }
+  if (o.pp > 1) {
+    s.notes.push_back(fmt::format(
+        "pipeline '{}' with {} micro-batches per step: each stage chunk is its own FSDP root; "
+        "gradients reduce and parameters reshard only after the last micro-batch "
+        "(torch.distributed.pipelining's no-sync backward); a send carries the transfer, the "
+        "receive is a zero-byte join point",
+        o.pp_schedule, o.pp_microbatches * o.grad_accum));
+  }
+}
+
+}  // namespace
+
+Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
+                               const ScheduleOptions& options) {
+  SS_RETURN_IF_ERROR(CheckOptions(options));
+  if (plan.units.empty() || !plan.units.back().is_root) {
+    return InvalidInput("plan: expected the root unit last in `units` (planning.md §3)");
+  }
+  SS_ASSIGN_OR_RETURN(WorldLayout world,
+                      MakeWorldLayout(options.world_size, options.pp, options.dp_replicate,
+                                      options.dp_shard, options.cp, options.tp));
+  if (options.ep > 1 && (world.stage_size() % options.ep) != 0) {
+    return InvalidInput(fmt::format("parallelism.ep = {} does not divide the {} ranks of a stage",
+                                    options.ep, world.stage_size()));
+  }
+  const bool pipelined = options.pp > 1;
+  const int v = pipelined ? options.pp_virtual_stages : 1;
+  const int micro_batches = options.grad_accum * (pipelined ? options.pp_microbatches : 1);
+  SS_ASSIGN_OR_RETURN(auto order, PipelineOrder(options.pp_schedule, options.pp, v,
+                                                micro_batches));
+  Schedule s;
+  s.world_size = options.world_size;
+  GroupTable table(s);
+  const int stage_size = world.stage_size();
+  auto stage_name = [&](int stage, const std::string& name) {
+    return pipelined ? fmt::format("stage{}/{}", stage, name) : name;
+  };
+
+  // TP / CP / EP groups of stage 0, used while building the unit work.
+  auto work_groups = [&](int stage) {
+    const int rank = stage * stage_size;
+    WorkGroups g;
+    g.tp = table.Get(stage_name(stage, "tp"), world.Group(rank, {WorldDim::kTp}));
+    g.cp = table.Get(stage_name(stage, "cp"), world.Group(rank, {WorldDim::kCp}));
+    if (options.ep > 1) {
+      std::vector<int> ep;
+      for (int r = 0; r < options.ep; ++r) ep.push_back(rank + r);
+      g.ep = table.Get(stage_name(stage, "ep"), std::move(ep));
+    }
+    return g;
+  };
+  const WorkGroups wg0 = work_groups(0);
+
+  OpContext ctx;
+  ctx.batch = pipelined ? options.local_batch / options.pp_microbatches : options.local_batch;
+  ctx.seq = options.seq_len;
+  ctx.tp = options.tp;
+  ctx.cp = options.cp;
+  ctx.ep = options.ep;
+  ctx.sequence_parallel = options.sequence_parallel && options.tp > 1;
+  ctx.loss_parallel = options.loss_parallel;
+  ctx.compute_dtype = ComputeDType(plan);
+  SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work, BuildUnitWork(tree, plan, options, ctx, wg0));
+  SS_ASSIGN_OR_RETURN(ModelChunks chunks, SplitIntoChunks(plan, work, options.pp * v));
+
+  int next_buffer = 0;
+  StepInputs in;
+  in.options = &options;
+  in.units = std::move(chunks.units);
+  in.work = std::move(chunks.work);
+  in.labels = std::move(chunks.labels);
+  in.micro_batches = micro_batches;
+  in.sync_every_micro = !pipelined && options.requires_grad_sync;
+  in.reshard_every_micro = !pipelined && options.reshard_after_backward;
+  in.next_buffer = &next_buffer;
+  for (const UnitPlan& unit : in.units) in.sizes.push_back(ComputeUnitSizes(unit));
+
+  std::vector<std::unique_ptr<RoleEmitter>> emitters;
+  for (int stage = 0; stage < options.pp; ++stage) {
+    const int rank = stage * stage_size;
+    Role role;
+    role.name = pipelined ? fmt::format("pp stage {}", stage) : "fsdp";
+    role.rank = rank;
+    role.ranks_like = stage_size;
+    s.roles.push_back(role);
+    std::vector<int> units;
+    for (int c = stage; c < options.pp * v; c += options.pp) {
+      for (int u : chunks.members[c]) units.push_back(u);
+    }
+    std::vector<UnitGroups> groups(in.units.size());
+    std::array<int64_t, kNumMemCategories> device{}, host{};
+    for (int u : units) {
+      const UnitPlan& unit = in.units[u];
+      const UnitSizes& z = in.sizes[u];
+      SS_ASSIGN_OR_RETURN(groups[u], GroupsOf(unit, z, world, options, rank, stage, table));
+      auto& persistent = unit.offload ? host : device;
+      persistent[static_cast<int>(MemCategory::kShardedParams)] += z.shard_bytes + z.replicate_bytes;
+      persistent[static_cast<int>(MemCategory::kShardedGrads)] += z.sharded_grad_bytes;
+      if (options.optimizer != "sgd") {
+        persistent[static_cast<int>(MemCategory::kOptimizer)] += 2 * 4 * z.optimizer_numel;
+      }
+    }
+    s.initial_memory.push_back(device);
+    s.initial_host_memory.push_back(host);
+    std::map<int, int> remap;
+    if (stage > 0) {
+      const WorkGroups g = work_groups(stage);
+      for (auto [from, to] : {std::pair{wg0.tp, g.tp}, {wg0.cp, g.cp}, {wg0.ep, g.ep}}) {
+        if (from >= 0) remap[from] = to;
+      }
+    }
+    emitters.push_back(std::make_unique<RoleEmitter>(in, std::move(groups), std::move(units),
+                                                     std::move(remap), stage, s));
+  }
+  SS_RETURN_IF_ERROR(EmitPipeline(order, chunks, in, world, options, table, emitters));
+  for (auto& e : emitters) e->Finish();
+
+  s.tokens_per_step = options.local_batch * options.seq_len * options.grad_accum *
+                      options.dp_replicate * options.dp_shard;
+  AddNotes(options, s);
+  return s;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,68 @@
+// Plan + model tree + step options → the Schedule of one training step (runtime.md).
+//
+// Contents:
+//   OpEstimator        how a module's descriptor becomes FLOPs / bytes (EstimateOp by default)
+//   ScheduleOptions    exactly what the builder needs from the scenario (training, mesh, FSDP
+//                      options the plan does not carry)
+//   BuildSchedule      the builder; refuses what it does not model with an error naming the option
+//
+// Example:
+//   ScheduleOptions o;
+//   o.world_size = 8; o.dp_shard = 8; o.local_batch = 2; o.seq_len = 8192;
+//   SS_ASSIGN_OR_RETURN(Schedule s, BuildSchedule(tree, plan, o));
+//
+// What is modelled, in brief (details beside the code, in schedule_builder.cpp):
+//   - one simulated rank per role: pure FSDP / HSDP / TP / CP / EP: one role (rank 0 stands for
+//     all, padding makes every rank's shard the same size); pipeline parallelism is refused.
+//   - forward in execution order, nested units run inside their parent at their place in module
+//     order (the parent's compute is split into `compute`, `compute:1`, ... around them);
+//     backward in reverse; all-gather, prefetch, reshard, reduce-scatter, HSDP all-reduce,
+//     replicate-param all-reduce, end-of-backward wait, optimizer step, offload copies.
+//   - TP / CP / EP collectives on the compute lane (they block compute), per module.
+//   - op_ids: "<phase>/<unit>/<what>", unit "root" for the root; with several micro-steps
+//     every op of micro-step k carries the prefix "mb<k>/".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/model/dtype.h"
+#include "core/model/op_cost.h"
+#include "core/model/tree.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/util/status.h"
+
+namespace shardscope {
+
+// Per-rank figures of one module; tests inject closed forms, production uses EstimateOp.
+using OpEstimator = Result<OpCost> (*)(const OpDescriptor&, const OpContext&);
+
+struct ScheduleOptions {
+  // training.*
+  int64_t local_batch = 1;   // sequences per rank per micro-step
+  int64_t seq_len = 1;       // tokens per sequence (before CP splits it)
+  int grad_accum = 1;        // micro-steps per optimizer step
+  ActivationCheckpoint activation_checkpoint;
+  std::string optimizer = "adamw";  // adamw | adam | sgd
+  // cluster.*
+  int world_size = 1;
+  int gpus_per_node = 8;
+  // parallelism.* (dp_shard here excludes cp: the FSDP shard group is dp_shard·cp ranks)
+  int pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1, ep = 1;
+  bool sequence_parallel = true;
+  bool loss_parallel = false;
+  std::string pp_schedule = "1f1b";
+  int pp_microbatches = 1;
+  int pp_virtual_stages = 1;
+  // fsdp.* not carried by the plan
+  bool reshard_after_backward = true;  // only matters with grad_accum > 1
+  bool requires_grad_sync = true;      // false: no reduce-scatter on non-final micro-steps
+  OpEstimator estimator = nullptr;     // null → EstimateOp
+};
+
+// Validates the options against each other and the plan, then builds the step.
+Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
+                               const ScheduleOptions& options);
+
+}  // namespace shardscope

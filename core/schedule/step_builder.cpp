@@ -1,0 +1,650 @@
+#include "core/schedule/step_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include <fmt/core.h>
+
+// FSDP2 behaviour modelled here (torch/distributed/fsdp/_fully_shard/, read for this file):
+// - Issue timing. The simulator has no CPU thread, so an op issued from a hook (an unshard,
+//   a prefetch) depends on the compute-lane op that precedes that hook: the GPU-synchronous
+//   issue point. FSDP2 ties its all-gather streams to compute progress the same way
+//   (FSDPParamGroup.wait_for_unshard makes the all-gather streams wait on the previous
+//   unit's copy-out event), so all-gathers run about one unit ahead per prefetch depth, not
+//   unboundedly ahead.
+// - All-gather (foreach_all_gather): copy-in casts the local shard to param_dtype on the
+//   all-gather lane, then one flat all-gather per unit into a padded S·shard buffer. That
+//   buffer stands for the unsharded parameters until reshard (runtime.md); FSDP2's separate
+//   copy-out into per-parameter tensors (a second, transient copy on the compute stream) is
+//   not modelled. The cast copy exists only when param_dtype differs from the stored dtype
+//   and lives until the all-gather ends.
+// - Post-backward (FSDPParamGroup.post_backward): reshard, then the compute stream waits for
+//   the previous reduce-scatter (comm_ctx.reduce_scatter_state) before this one's copy-in,
+//   so at most one reduce-scatter is in flight and the next compute op waits for the one
+//   before. The unsharded gradient and the reduce-scatter input live until the
+//   reduce-scatter ends (runtime.md; FSDP2 frees the gradient after the copy-in, slightly
+//   earlier). HSDP all-reduces the reduced shard on the all_reduce lane; replicate params are
+//   all-reduced whole over replicate × shard.
+// - Root: gathered in its pre-forward, never resharded after forward, resharded and reduced
+//   in its post-backward, which fires after the embedding's backward (the last use).
+// - Gradient accumulation: every micro-step runs forward and backward. requires_grad_sync =
+//   false skips the reduction on non-final micro-steps and keeps an unsharded accumulator in
+//   the reduce dtype; reshard_after_backward = false keeps parameters gathered across
+//   micro-steps (the final micro-step always reshards so the step ends clean).
+// - Activations (runtime.md): saved per compute chunk in forward, freed by that chunk's
+//   backward. full: a checkpointed unit saves its input; its forward is recomputed before its
+//   backward into temporaries. selective_op: matmul / attention outputs saved, norms and
+//   activations recomputed inside backward (added as recompute items). selective_layer:k:
+//   units whose execution index is a multiple of k are fully checkpointed, the rest keep
+//   everything. The root (embedding, final norm, head) is never checkpointed, as torchtitan
+//   applies activation checkpointing to blocks only.
+namespace shardscope {
+namespace {
+
+enum class Phase { kForward, kRecompute, kBackward };
+
+// One segment of a unit's entries: a run of module items, a collective point, or a nested unit.
+struct Segment {
+  enum class Kind { kChunk, kComm, kUnit };
+  Kind kind = Kind::kChunk;
+  std::vector<int> entries;  // kChunk: item entries; kComm: the one comm entry
+  int unit = -1;
+  int chunk = -1;            // kChunk: index among the unit's chunks
+};
+
+struct UnitState {
+  bool gathered = false;
+  int params_buffer = -1;
+  int ready_op = -1;          // compute waits for this op before using the parameters
+  int grad_buffer = -1;
+  int replicate_grad_buffer = -1;
+  int accum_buffer = -1;
+  int recompute_buffer = -1;
+  // Per micro-batch (pipelining keeps several in flight): full checkpointing's saved input,
+  // each chunk's saved activations and the loss's logits.
+  std::map<int, int> input_buffer;
+  std::map<int, std::vector<int>> chunk_activation_buffers;
+  std::map<int, std::vector<int>> chunk_loss_buffers;
+  bool grads_allocated = false;
+};
+
+}  // namespace
+
+class RoleEmitter::Impl {
+ public:
+  Impl(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
+       std::map<int, int> remap, int role, Schedule& s)
+      : in_(in),
+        groups_(std::move(groups)),
+        role_units_(std::move(units)),
+        remap_(std::move(remap)),
+        role_(role),
+        s_(s) {
+    const size_t n = in.units.size();
+    segments_.resize(n);
+    chunks_.assign(n, 0);
+    for (int u : role_units_) Segment(u);
+    micro_steps_ = std::max(1, in.micro_batches);
+    for (int u : role_units_) {
+      if (!in.units[u].fqn.empty()) index_of_[in.units[u].fqn] = u;
+    }
+    state_.assign(n, UnitState{});
+  }
+
+  void ForwardChunk(int root, int micro, const std::vector<int>& waits) {
+    micro_ = micro;
+    for (int w : waits) barrier_.push_back(w);
+    Forward(root);
+  }
+  void BackwardChunk(int root, int micro, const std::vector<int>& waits) {
+    micro_ = micro;
+    for (int w : waits) barrier_.push_back(w);
+    Backward(root);
+  }
+  int SendOp(const std::string& op_id, int group, int64_t bytes, int micro) {
+    micro_ = micro;
+    ScheduleOp op = NewOp(Lane::kP2P, OpType::kSend, op_id, "ncclSend", -1);
+    op.group = group;
+    op.bytes = bytes;
+    if (last_compute_ >= 0) op.deps.push_back(last_compute_);
+    return Push(std::move(op));
+  }
+  int RecvOp(const std::string& op_id, int group, int peer_send, int micro) {
+    micro_ = micro;
+    // The paired send carries the transfer; the receive is this rank's join point on it.
+    ScheduleOp op = NewOp(Lane::kP2P, OpType::kRecv, op_id, "ncclRecv", -1);
+    op.group = group;
+    op.deps.push_back(peer_send);
+    return Push(std::move(op));
+  }
+  void Finish() { EmitOptimizer(); }
+
+ private:
+  // ----- structure -----
+  void Segment(int u) {
+    const UnitWork& w = in_.work[u];
+    std::vector<struct Segment>& segs = segments_[u];
+    for (size_t i = 0; i < w.entries.size(); ++i) {
+      const WorkEntry& e = w.entries[i];
+      if (e.kind == WorkEntry::Kind::kItem) {
+        if (segs.empty() || segs.back().kind != Segment::Kind::kChunk) {
+          struct Segment c;
+          c.kind = Segment::Kind::kChunk;
+          c.chunk = chunks_[u]++;
+          segs.push_back(std::move(c));
+        }
+        segs.back().entries.push_back(static_cast<int>(i));
+      } else {
+        struct Segment c;
+        c.kind = e.kind == WorkEntry::Kind::kComm ? Segment::Kind::kComm : Segment::Kind::kUnit;
+        c.entries.push_back(static_cast<int>(i));
+        c.unit = e.unit;
+        segs.push_back(std::move(c));
+      }
+    }
+  }
+
+  const UnitPlan& Unit(int u) const { return in_.units[u]; }
+  bool IsRoot(int u) const { return Unit(u).is_root; }
+
+  CheckpointMode ModeOf(int u) const {
+    if (IsRoot(u)) return CheckpointMode::kNone;
+    const ActivationCheckpoint& ac = in_.options->activation_checkpoint;
+    if (ac.mode == CheckpointMode::kSelectiveLayer) {
+      return Unit(u).execution_index.value_or(0) % ac.every_k == 0 ? CheckpointMode::kFull
+                                                                   : CheckpointMode::kNone;
+    }
+    return ac.mode;
+  }
+
+  // ----- op emission -----
+  std::string Id(std::string_view phase, int u, std::string_view what) const {
+    std::string id = micro_steps_ > 1 ? fmt::format("mb{}/", micro_) : std::string();
+    id += fmt::format("{}/{}/{}", phase, in_.labels[u], what);
+    return id;
+  }
+  static std::string Indexed(std::string_view what, int k) {
+    return k == 0 ? std::string(what) : fmt::format("{}:{}", what, k);
+  }
+
+  int NewBuffer() { return (*in_.next_buffer)++; }
+
+  static MemoryEffect Effect(MemoryEffect::When when, MemCategory c, int64_t bytes, int buffer) {
+    MemoryEffect m;
+    m.when = when;
+    m.category = c;
+    m.bytes = bytes;
+    m.buffer = buffer;
+    return m;
+  }
+  // Allocates `bytes` (when > 0) at `when` of `op` and returns the buffer id, or -1.
+  int Alloc(ScheduleOp& op, MemoryEffect::When when, MemCategory c, int64_t bytes) {
+    if (bytes <= 0) return -1;
+    const int id = NewBuffer();
+    op.memory.push_back(Effect(when, c, bytes, id));
+    live_[id] = {c, bytes};
+    return id;
+  }
+  void Free(ScheduleOp& op, MemoryEffect::When when, int& buffer) {
+    if (buffer < 0) return;
+    auto it = live_.find(buffer);
+    op.memory.push_back(Effect(when, it->second.first, -it->second.second, buffer));
+    live_.erase(it);
+    buffer = -1;
+  }
+
+  ScheduleOp NewOp(Lane lane, OpType type, std::string op_id, std::string name, int u) {
+    ScheduleOp op;
+    op.role = role_;
+    op.lane = lane;
+    op.type = type;
+    op.op_id = std::move(op_id);
+    op.name = std::move(name);
+    op.unit = u >= 0 ? Unit(u).fqn : std::string();
+    op.micro_step = micro_;
+    return op;
+  }
+
+  int Push(ScheduleOp op) {
+    if (op.lane == Lane::kCompute) {
+      for (int d : barrier_) op.deps.push_back(d);
+      barrier_.clear();
+    }
+    std::sort(op.deps.begin(), op.deps.end());
+    op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    s_.ops.push_back(std::move(op));
+    const int index = static_cast<int>(s_.ops.size()) - 1;
+    if (s_.ops.back().lane == Lane::kCompute) last_compute_ = index;
+    return index;
+  }
+
+  // A compute-lane op of unit u: waits for u's parameters when it is u's first use.
+  int PushCompute(ScheduleOp op, int u) {
+    if (state_[u].ready_op >= 0) {
+      op.deps.push_back(state_[u].ready_op);
+      state_[u].ready_op = -1;
+    }
+    return Push(std::move(op));
+  }
+
+  // ----- FSDP hooks -----
+  void Unshard(int u) {
+    UnitState& st = state_[u];
+    if (st.gathered) return;
+    const UnitSizes& z = in_.sizes[u];
+    const UnitPlan& unit = Unit(u);
+    const std::string phase = phase_ == Phase::kForward ? "fwd" : "bwd";
+    std::vector<int> issue;
+    if (last_compute_ >= 0) issue.push_back(last_compute_);
+    int device_shard = -1;
+    int h2d = -1;
+    if (unit.offload) {
+      ScheduleOp copy = NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, "h2d"), "Memcpy HtoD", u);
+      copy.bytes = z.shard_bytes;
+      copy.deps = issue;
+      device_shard = Alloc(copy, MemoryEffect::When::kStart, MemCategory::kShardedParams,
+                           z.shard_bytes);
+      h2d = Push(std::move(copy));
+    }
+    ScheduleOp copy_in =
+        NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, "copy_in"), "all_gather_copy_in", u);
+    copy_in.bytes = z.shard_gather_bytes;
+    copy_in.deps = issue;
+    if (h2d >= 0) copy_in.deps.push_back(h2d);
+    st.params_buffer = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
+                             z.gathered_bytes);
+    int cast = -1;
+    if (z.cast_in_copy_in) {
+      cast = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
+                   z.shard_gather_bytes);
+    }
+    if (device_shard >= 0) Free(copy_in, MemoryEffect::When::kEnd, device_shard);
+    const int group = groups_[u].shard;
+    if (group < 0) {
+      Free(copy_in, MemoryEffect::When::kEnd, cast);
+      st.ready_op = Push(std::move(copy_in));
+    } else {
+      const int copy_in_index = Push(std::move(copy_in));
+      ScheduleOp ag =
+          NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, "all_gather"), "ncclAllGather", u);
+      ag.group = group;
+      ag.bytes = z.gathered_bytes;
+      ag.deps = {copy_in_index};
+      Free(ag, MemoryEffect::When::kEnd, cast);
+      st.ready_op = Push(std::move(ag));
+    }
+    st.gathered = true;
+  }
+
+  void Reshard(int u, ScheduleOp& at) {
+    UnitState& st = state_[u];
+    if (!st.gathered) return;
+    Free(at, MemoryEffect::When::kEnd, st.params_buffer);
+    st.gathered = false;
+    st.ready_op = -1;
+  }
+
+  // ----- forward -----
+  void Forward(int u) {
+    const Phase saved = phase_;
+    phase_ = Phase::kForward;
+    Unshard(u);
+    for (const std::string& target : Unit(u).forward_prefetch) {
+      auto t = index_of_.find(target);
+      if (t != index_of_.end()) Unshard(t->second);
+    }
+    UnitState& st = state_[u];
+    std::vector<int>& act = st.chunk_activation_buffers[micro_];
+    std::vector<int>& loss = st.chunk_loss_buffers[micro_];
+    act.assign(chunks_[u], -1);
+    loss.assign(chunks_[u], -1);
+    std::map<std::string, int> counters;
+    const CheckpointMode mode = ModeOf(u);
+    for (const struct Segment& seg : segments_[u]) {
+      if (seg.kind == Segment::Kind::kUnit) {
+        Forward(seg.unit);
+        continue;
+      }
+      if (seg.kind == Segment::Kind::kComm) {
+        EmitComms(u, "fwd", in_.work[u].entries[seg.entries[0]].fwd, counters);
+        continue;
+      }
+      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
+                            Id("fwd", u, Indexed("compute", seg.chunk)), "forward", u);
+      int64_t saved_bytes = 0, workspace = 0, loss_workspace = 0;
+      for (int e : seg.entries) {
+        const ComputeItem& item = in_.work[u].entries[e].item;
+        op.items.push_back(item);
+        saved_bytes += mode == CheckpointMode::kSelectiveOp ? item.cost.saved_bytes_selective
+                                                           : item.cost.saved_bytes_none;
+        if (item.kind == OpKind::kLoss) {
+          loss_workspace += item.cost.workspace_bytes;
+        } else {
+          workspace = std::max(workspace, item.cost.workspace_bytes);
+        }
+      }
+      if (mode == CheckpointMode::kFull) {
+        saved_bytes = 0;
+        if (!st.input_buffer.count(micro_)) {
+          st.input_buffer[micro_] = Alloc(op, MemoryEffect::When::kStart,
+                                          MemCategory::kActivations, in_.work[u].input_bytes);
+        }
+      }
+      act[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes);
+      loss[seg.chunk] =
+          Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, loss_workspace);
+      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
+      Free(op, MemoryEffect::When::kEnd, ws);
+      PushCompute(std::move(op), u);
+    }
+    // Post-forward: reshard (the root keeps its parameters into backward).
+    const bool keep = IsRoot(u) || !Unit(u).reshard_after_forward;
+    if (!keep && last_compute_ >= 0) Reshard(u, s_.ops[last_compute_]);
+    phase_ = saved;
+  }
+
+  void EmitComms(int u, std::string_view phase, const std::vector<CommSpec>& comms,
+                 std::map<std::string, int>& counters, std::string_view prefix = "") {
+    for (const CommSpec& c : comms) {
+      const std::string what = std::string(prefix) + c.what;
+      const int k = counters[what]++;
+      ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(phase, u, Indexed(what, k)),
+                            NcclName(c.type), u);
+      auto mapped = remap_.find(c.group);
+      op.group = mapped == remap_.end() ? c.group : mapped->second;
+      op.bytes = c.bytes;
+      PushCompute(std::move(op), u);
+    }
+  }
+
+  static std::string NcclName(OpType t) {
+    switch (t) {
+      case OpType::kAllGather: return "ncclAllGather";
+      case OpType::kReduceScatter: return "ncclReduceScatter";
+      case OpType::kAllReduce: return "ncclAllReduce";
+      case OpType::kAllToAll: return "ncclAllToAll";
+      case OpType::kSend: return "ncclSend";
+      case OpType::kRecv: return "ncclRecv";
+      default: return "nccl";
+    }
+  }
+
+  // ----- backward -----
+  void Backward(int u) {
+    phase_ = Phase::kBackward;
+    UnitState& st = state_[u];
+    Unshard(u);
+    for (const std::string& target : Unit(u).backward_prefetch) {
+      auto t = index_of_.find(target);
+      if (t != index_of_.end()) Unshard(t->second);
+    }
+    const CheckpointMode mode = ModeOf(u);
+    if (mode == CheckpointMode::kFull) Recompute(u);
+    std::map<std::string, int> counters;
+    const auto& segs = segments_[u];
+    int bwd_chunk = 0;
+    for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+      if (it->kind == Segment::Kind::kUnit) {
+        Backward(it->unit);
+        phase_ = Phase::kBackward;
+        continue;
+      }
+      if (it->kind == Segment::Kind::kComm) {
+        EmitComms(u, "bwd", in_.work[u].entries[it->entries[0]].bwd, counters);
+        continue;
+      }
+      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
+                            Id("bwd", u, Indexed("compute", bwd_chunk++)), "backward", u);
+      int64_t workspace = 0;
+      for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
+        const ComputeItem& fwd = in_.work[u].entries[*e].item;
+        if (mode == CheckpointMode::kSelectiveOp &&
+            (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation)) {
+          ComputeItem again = fwd;
+          again.recompute = true;
+          op.items.push_back(std::move(again));
+        }
+        ComputeItem item = fwd;
+        item.backward = true;
+        op.items.push_back(std::move(item));
+        if (fwd.kind != OpKind::kLoss) workspace = std::max(workspace, fwd.cost.workspace_bytes);
+      }
+      AllocGrads(u, op, MemoryEffect::When::kStart);
+      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
+      Free(op, MemoryEffect::When::kEnd, ws);
+      Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][it->chunk]);
+      Free(op, MemoryEffect::When::kEnd, st.chunk_loss_buffers[micro_][it->chunk]);
+      PushCompute(std::move(op), u);
+    }
+    PostBackward(u);
+  }
+
+  void Recompute(int u) {
+    UnitState& st = state_[u];
+    std::map<std::string, int> counters;
+    bool first = true;
+    for (const struct Segment& seg : segments_[u]) {
+      if (seg.kind == Segment::Kind::kUnit) continue;  // nested units recompute on their own
+      if (seg.kind == Segment::Kind::kComm) {
+        EmitComms(u, "bwd", in_.work[u].entries[seg.entries[0]].fwd, counters, "recompute_");
+        continue;
+      }
+      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
+                            Id("bwd", u, Indexed("recompute", seg.chunk)), "recompute", u);
+      int64_t workspace = 0;
+      for (int e : seg.entries) {
+        ComputeItem item = in_.work[u].entries[e].item;
+        item.recompute = true;
+        workspace = std::max(workspace, item.cost.workspace_bytes);
+        op.items.push_back(std::move(item));
+      }
+      if (first) {
+        // The whole unit's saved tensors, regenerated chunk by chunk, freed after backward.
+        int64_t total = 0;
+        for (const WorkEntry& e : in_.work[u].entries) {
+          if (e.kind == WorkEntry::Kind::kItem) total += e.item.cost.saved_bytes_none;
+        }
+        st.recompute_buffer =
+            Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, total);
+        first = false;
+      }
+      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
+      Free(op, MemoryEffect::When::kEnd, ws);
+      PushCompute(std::move(op), u);
+    }
+  }
+
+  void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
+    UnitState& st = state_[u];
+    if (st.grads_allocated) return;
+    const UnitSizes& z = in_.sizes[u];
+    st.grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.grad_bytes);
+    st.replicate_grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes);
+    st.grads_allocated = true;
+  }
+
+  void PostBackward(int u) {
+    UnitState& st = state_[u];
+    const UnitSizes& z = in_.sizes[u];
+    const UnitGroups& g = groups_[u];
+    const bool final_micro = micro_ == micro_steps_ - 1;
+    const bool reduce = final_micro || in_.sync_every_micro;
+    const bool reshard = final_micro || in_.reshard_every_micro;
+    if (last_compute_ < 0) return;
+    const int last = last_compute_;
+    ScheduleOp& end = s_.ops[last];
+    AllocGrads(u, end, MemoryEffect::When::kEnd);
+    Free(end, MemoryEffect::When::kEnd, st.recompute_buffer);
+    if (auto in = st.input_buffer.find(micro_); in != st.input_buffer.end()) {
+      Free(end, MemoryEffect::When::kEnd, in->second);
+      st.input_buffer.erase(in);
+    }
+    st.chunk_activation_buffers.erase(micro_);
+    st.chunk_loss_buffers.erase(micro_);
+    if (reshard) Reshard(u, end);
+    st.grads_allocated = false;
+    if (!reduce) {
+      // Non-final micro-step without sync: fold the gradient into the unsharded accumulator.
+      if (st.accum_buffer < 0) {
+        const int64_t accum = z.grad_numel * z.shard_group * z.reduce_dtype_bytes +
+                              (z.replicate_grad_bytes > 0 ? z.replicate_reduce_bytes : 0);
+        st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum);
+      }
+      Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
+      Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+      return;
+    }
+    int reduced = -1;  // op after which the reduced shard exists
+    int out_buffer = -1;
+    if (z.grad_numel > 0) {
+      if (g.shard >= 0) {
+        ScheduleOp rs = NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
+                              Id("bwd", u, "reduce_scatter"), "ncclReduceScatter", u);
+        rs.group = g.shard;
+        rs.bytes = z.reduce_in_bytes;
+        rs.deps = {last};
+        if (prev_reduce_scatter_ >= 0) rs.deps.push_back(prev_reduce_scatter_);
+        int in_buffer =
+            Alloc(rs, MemoryEffect::When::kStart, MemCategory::kCommBuffers, z.reduce_in_bytes);
+        out_buffer =
+            Alloc(rs, MemoryEffect::When::kStart, MemCategory::kCommBuffers, z.reduce_out_bytes);
+        Free(rs, MemoryEffect::When::kEnd, in_buffer);
+        Free(rs, MemoryEffect::When::kEnd, st.grad_buffer);
+        Free(rs, MemoryEffect::When::kEnd, st.accum_buffer);
+        // The compute stream waits for the previous reduce-scatter before issuing this one.
+        if (prev_reduce_scatter_ >= 0) barrier_.push_back(prev_reduce_scatter_);
+        reduced = Push(std::move(rs));
+        prev_reduce_scatter_ = reduced;
+      } else {
+        // S == 1: the "reduction" is a local cast into the output buffer.
+        ScheduleOp& e = s_.ops[last];
+        out_buffer = Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers,
+                           z.reduce_out_bytes);
+        Free(e, MemoryEffect::When::kEnd, st.grad_buffer);
+        Free(e, MemoryEffect::When::kEnd, st.accum_buffer);
+        reduced = last;
+      }
+      if (g.replicate >= 0) {
+        ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce, Id("bwd", u, "all_reduce"),
+                              "ncclAllReduce", u);
+        ar.group = g.replicate;
+        ar.bytes = z.reduce_out_bytes;
+        ar.deps = {reduced};
+        reduced = Push(std::move(ar));
+      }
+      reduced = FinishReduced(u, reduced, out_buffer, z.reduce_out_bytes, "d2h");
+    } else {
+      Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
+      Free(s_.ops[last], MemoryEffect::When::kEnd, st.accum_buffer);
+    }
+    if (z.replicate_grad_bytes > 0) {
+      int rep = -1;
+      if (g.flat >= 0) {
+        ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
+                              Id("bwd", u, "all_reduce_replicate"), "ncclAllReduce", u);
+        ar.group = g.flat;
+        ar.bytes = z.replicate_reduce_bytes;
+        ar.deps = {last};
+        Free(ar, MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+        rep = Push(std::move(ar));
+      } else {
+        Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+        rep = last;
+      }
+      int none = -1;
+      rep = FinishReduced(u, rep, none, 0, "d2h_replicate");
+      reductions_.push_back(rep);
+    }
+    if (reduced >= 0) reductions_.push_back(reduced);
+  }
+
+  // Frees the reduced shard's transient output at `reduced` (it is accumulated into the
+  // persistent sharded grad), or, with offload, copies it to the host first.
+  int FinishReduced(int u, int reduced, int& out_buffer, int64_t bytes, std::string_view what) {
+    if (Unit(u).offload) {
+      ScheduleOp d2h = NewOp(Lane::kD2H, OpType::kCopyD2H, Id("bwd", u, what), "Memcpy DtoH", u);
+      d2h.bytes = bytes > 0 ? bytes : in_.sizes[u].replicate_reduce_bytes;
+      d2h.deps = {reduced};
+      Free(d2h, MemoryEffect::When::kEnd, out_buffer);
+      return Push(std::move(d2h));
+    }
+    Free(s_.ops[reduced], MemoryEffect::When::kEnd, out_buffer);
+    return reduced;
+  }
+
+  // ----- step end -----
+  void EmitOptimizer() {
+    micro_ = micro_steps_ - 1;
+    ScheduleOp wait = NewOp(Lane::kCompute, OpType::kWait, "step/wait_reductions",
+                            "wait_for_reductions", -1);
+    wait.deps = reductions_;
+    const int wait_index = Push(std::move(wait));
+    bool host = false;
+    ScheduleOp opt = NewOp(Lane::kCompute, OpType::kOptimizer, "step/optimizer",
+                           "Optimizer.step#" + in_.options->optimizer, -1);
+    const bool moments = in_.options->optimizer != "sgd";
+    for (int u : role_units_) {
+      const UnitSizes& z = in_.sizes[u];
+      if (z.optimizer_numel == 0) continue;
+      host = host || Unit(u).offload;
+      ComputeItem item;
+      item.kind = OpKind::kNorm;
+      item.elementwise = true;
+      item.module = "optimizer:" + in_.labels[u];
+      // Read and write the parameter, read the gradient (stored in the parameter's dtype),
+      // read and write two fp32 moments (Adam/AdamW); ~12 FLOPs per element.
+      const int64_t grad = z.optimizer_param_bytes;
+      const int64_t moment_bytes = moments ? 4 * 4 * z.optimizer_numel : 0;
+      item.cost.fwd_bytes = 2 * z.optimizer_param_bytes + grad + moment_bytes;
+      item.cost.fwd_flops = 12.0 * static_cast<double>(z.optimizer_numel);
+      opt.items.push_back(std::move(item));
+    }
+    opt.on_host = host;
+    opt.deps = {wait_index};
+    Push(std::move(opt));
+  }
+
+  const StepInputs& in_;
+  std::vector<UnitGroups> groups_;
+  std::vector<int> role_units_;
+  std::map<int, int> remap_;
+  int role_ = 0;
+  Schedule& s_;
+  std::vector<std::vector<struct Segment>> segments_;
+  std::vector<int> chunks_;
+  std::vector<UnitState> state_;
+  std::map<std::string, int> index_of_;  // unit FQN → index
+  std::map<int, std::pair<MemCategory, int64_t>> live_;
+  std::vector<int> barrier_;      // deps for the next compute-lane op
+  std::vector<int> reductions_;   // ops the end-of-backward wait joins
+  int prev_reduce_scatter_ = -1;
+  int last_compute_ = -1;
+  int micro_ = 0;
+  int micro_steps_ = 1;
+  Phase phase_ = Phase::kForward;
+};
+
+
+RoleEmitter::RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups,
+                         std::vector<int> units, std::map<int, int> group_remap, int role,
+                         Schedule& schedule)
+    : impl_(std::make_unique<Impl>(in, std::move(groups), std::move(units),
+                                   std::move(group_remap), role, schedule)) {}
+RoleEmitter::~RoleEmitter() = default;
+
+void RoleEmitter::Forward(int chunk_root, int micro, const std::vector<int>& waits) {
+  impl_->ForwardChunk(chunk_root, micro, waits);
+}
+void RoleEmitter::Backward(int chunk_root, int micro, const std::vector<int>& waits) {
+  impl_->BackwardChunk(chunk_root, micro, waits);
+}
+int RoleEmitter::Send(const std::string& op_id, int group, int64_t bytes, int micro) {
+  return impl_->SendOp(op_id, group, bytes, micro);
+}
+int RoleEmitter::Recv(const std::string& op_id, int group, int peer_send, int micro) {
+  return impl_->RecvOp(op_id, group, peer_send, micro);
+}
+void RoleEmitter::Finish() { impl_->Finish(); }
+
+}  // namespace shardscope

@@ -1,0 +1,71 @@
+// The emitter behind BuildSchedule: one RoleEmitter per simulated rank appends that rank's ops
+// (forward / backward of a model chunk for one micro-batch, pipeline sends and receives, the
+// end-of-step wait and optimizer) with dependencies and memory effects (internal to
+// core/schedule).
+//
+// Contents:
+//   UnitGroups    process groups of one unit for the role's rank
+//   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels
+//   RoleEmitter   the per-rank emitter the builder drives action by action
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/schedule/schedule_builder.h"
+#include "core/schedule/unit_sizes.h"
+#include "core/schedule/unit_work.h"
+
+namespace shardscope {
+
+struct UnitGroups {
+  int shard = -1;      // all-gather / reduce-scatter group (-1 when S == 1)
+  int replicate = -1;  // HSDP all-reduce group (-1 when R == 1)
+  int flat = -1;       // replicate × shard, for replicate params (-1 when size 1)
+};
+
+struct StepInputs {
+  const ScheduleOptions* options = nullptr;
+  std::vector<UnitPlan> units;      // plan units; chunk roots replace the plan's root
+  std::vector<std::string> labels;  // op_id unit part per unit ("root" for a chunk root)
+  std::vector<UnitWork> work;       // per unit
+  std::vector<UnitSizes> sizes;     // per unit
+  int micro_batches = 1;            // micro-batches per optimizer step (all roles)
+  // Whether non-final micro-batches reduce gradients / reshard after backward (false under
+  // pipeline parallelism: torch.distributed.pipelining's backward_maybe_with_nosync).
+  bool sync_every_micro = true;
+  bool reshard_every_micro = true;
+  int* next_buffer = nullptr;       // shared by all roles: memory buffer ids are schedule-wide
+};
+
+class RoleEmitter {
+ public:
+  // `groups` are this role's process groups per unit; `units` the units this role runs;
+  // `group_remap` maps the TP/CP/EP groups of the unit work (built for stage 0) to this role's.
+  RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
+              std::map<int, int> group_remap, int role, Schedule& schedule);
+  ~RoleEmitter();
+  RoleEmitter(const RoleEmitter&) = delete;
+  RoleEmitter& operator=(const RoleEmitter&) = delete;
+
+  // Forward / backward of the chunk whose root unit is `chunk_root`, micro-batch `micro`.
+  // `waits` are ops (maybe on other roles) the chunk's first compute op must wait for.
+  void Forward(int chunk_root, int micro, const std::vector<int>& waits);
+  void Backward(int chunk_root, int micro, const std::vector<int>& waits);
+  // A pipeline transfer on this role's p2p lane; returns the op index. A send depends on the
+  // last compute op; a receive on `peer_send` (the matching send on the other role).
+  int Send(const std::string& op_id, int group, int64_t bytes, int micro);
+  int Recv(const std::string& op_id, int group, int peer_send, int micro);
+  // End of backward: wait for all reductions, then the optimizer step over this role's units.
+  void Finish();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardscope

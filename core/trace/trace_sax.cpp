@@ -1,0 +1,362 @@
+#include "core/trace/trace_sax.h"
+
+#include <fmt/format.h>
+
+#include "core/trace/json_text.h"
+
+namespace shardscope::trace_internal {
+
+std::string RawValue::ToJsonText() const {
+  switch (type) {
+    case Type::kAbsent:
+    case Type::kNull: return "null";
+    case Type::kBool: return b ? "true" : "false";
+    case Type::kInt:
+    case Type::kFloat:
+    case Type::kNested: return text;
+    case Type::kString: {
+      std::string out;
+      AppendJsonString(text, &out);
+      return out;
+    }
+  }
+  return "null";
+}
+
+std::string_view RawValue::TypeName() const {
+  switch (type) {
+    case Type::kAbsent: return "nothing";
+    case Type::kNull: return "null";
+    case Type::kBool: return "a boolean";
+    case Type::kInt: return "an integer";
+    case Type::kFloat: return "a number";
+    case Type::kString: return "a string";
+    case Type::kNested: return (!text.empty() && text[0] == '[') ? "an array" : "an object";
+  }
+  return "?";
+}
+
+const RawArg* RawEvent::FindArg(std::string_view key) const {
+  for (size_t i = 0; i < num_args; ++i) {
+    if (args[i].key == key) return &args[i];
+  }
+  return nullptr;
+}
+
+std::string FieldPath(const std::string& source, int64_t index, std::string_view field) {
+  return fmt::format("{}: traceEvents[{}].{}", source, index, field);
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Builds JSON text for a nested value token by token.
+class Capture {
+ public:
+  void Reset() {
+    text_.clear();
+    first_.clear();
+    after_key_ = false;
+  }
+  void Scalar(std::string_view token) {
+    BeforeValue();
+    text_.append(token);
+  }
+  void String(std::string_view s) {
+    BeforeValue();
+    AppendJsonString(s, &text_);
+  }
+  void Open(char c) {
+    BeforeValue();
+    text_.push_back(c);
+    first_.push_back(true);
+  }
+  void Close(char c) {
+    text_.push_back(c);
+    first_.pop_back();
+  }
+  void Key(std::string_view k) {
+    if (!first_.back()) text_.push_back(',');
+    first_.back() = false;
+    AppendJsonString(k, &text_);
+    text_.push_back(':');
+    after_key_ = true;
+  }
+  bool closed() const { return first_.empty(); }
+  std::string& text() { return text_; }
+
+ private:
+  void BeforeValue() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) text_.push_back(',');
+      first_.back() = false;
+    }
+  }
+  std::string text_;
+  std::vector<bool> first_;
+  bool after_key_ = false;
+};
+
+class Handler {
+ public:
+  Handler(const std::string& source, RawEventSink* sink) : source_(source), sink_(sink) {}
+
+  const Status& status() const { return status_; }
+  bool saw_events() const { return saw_events_; }
+
+  bool null() { return OnScalar(RawValue::Type::kNull, false, 0, 0, "null"); }
+  bool boolean(bool v) { return OnScalar(RawValue::Type::kBool, v, 0, 0, v ? "true" : "false"); }
+  bool number_integer(Json::number_integer_t v) {
+    return OnScalar(RawValue::Type::kInt, false, v, static_cast<double>(v), fmt::format("{}", v));
+  }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    if (v <= static_cast<uint64_t>(INT64_MAX)) {
+      return OnScalar(RawValue::Type::kInt, false, static_cast<int64_t>(v), static_cast<double>(v),
+                      fmt::format("{}", v));
+    }
+    return OnScalar(RawValue::Type::kFloat, false, 0, static_cast<double>(v), fmt::format("{}", v));
+  }
+  bool number_float(Json::number_float_t v, const std::string& s) {
+    return OnScalar(RawValue::Type::kFloat, false, 0, v, s);
+  }
+  bool string(std::string& s) {
+    if (capturing_) {
+      capture_.String(s);
+      return true;
+    }
+    RawValue* slot = Slot();
+    if (slot == nullptr) return false;
+    slot->type = RawValue::Type::kString;
+    slot->text = s;
+    if (depth_ == 1) return Deliver(top_key_, slot->ToJsonText());
+    return true;
+  }
+  bool binary(Json::binary_t&) { return true; }  // never produced by the JSON text parser
+
+  bool start_object(std::size_t) { return Open('{'); }
+  bool start_array(std::size_t) { return Open('['); }
+  bool end_object() { return Close('}'); }
+  bool end_array() { return Close(']'); }
+
+  bool key(std::string& k) {
+    if (capturing_) {
+      capture_.Key(k);
+      return true;
+    }
+    if (depth_ == 1) {
+      top_key_ = k;
+    } else if (depth_ == 3) {
+      field_ = k;
+    } else if (depth_ == 4) {
+      if (event_.num_args == event_.args.size()) event_.args.emplace_back();
+      RawArg& arg = event_.args[event_.num_args++];
+      arg.key = k;
+      arg.value.type = RawValue::Type::kAbsent;
+      arg.value.text.clear();
+    }
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string& /*token*/,
+                   const nlohmann::detail::exception& ex) {
+    if (status_.ok()) {
+      std::string what = ex.what();
+      // nlohmann's message repeats "[json.exception.parse_error.101] parse error at line..."
+      const auto pos = what.find("] ");
+      if (pos != std::string::npos) what = what.substr(pos + 2);
+      status_ = InvalidInput(fmt::format("{}: not valid JSON at byte {}: {}", source_, position, what));
+    }
+    return false;
+  }
+
+ private:
+  // Where a scalar at the current position goes; nullptr (with status_) when it is misplaced.
+  RawValue* Slot() {
+    if (depth_ == 0) {
+      status_ = InvalidInput(source_ + ": expected a JSON object with \"traceEvents\" at the top level");
+      return nullptr;
+    }
+    if (depth_ == 1) {
+      if (top_key_ == "traceEvents") {
+        status_ = InvalidInput(source_ + ": traceEvents: expected an array");
+        return nullptr;
+      }
+      top_scalar_.type = RawValue::Type::kAbsent;
+      return &top_scalar_;
+    }
+    if (depth_ == 2) {  // an element of traceEvents that is not an object
+      status_ = InvalidInput(fmt::format("{}: traceEvents[{}]: expected an object", source_, next_index_));
+      return nullptr;
+    }
+    if (depth_ == 3) return EventField(field_);
+    return &event_.args[event_.num_args - 1].value;  // depth 4: an args member
+  }
+
+  RawValue* EventField(std::string_view f) {
+    if (f == "ph") return &event_.ph;
+    if (f == "name") return &event_.name;
+    if (f == "cat") return &event_.cat;
+    if (f == "pid") return &event_.pid;
+    if (f == "tid") return &event_.tid;
+    if (f == "ts") return &event_.ts;
+    if (f == "dur") return &event_.dur;
+    if (f == "s") return &event_.s;
+    if (f == "id") return &event_.id;
+    if (f == "args") {
+      event_.args_present = true;
+      event_.args_not_object = true;
+    }
+    ignored_.type = RawValue::Type::kAbsent;
+    return &ignored_;
+  }
+
+  bool OnScalar(RawValue::Type type, bool b, int64_t i, double d, std::string_view text) {
+    if (capturing_) {
+      capture_.Scalar(text);
+      return true;
+    }
+    RawValue* slot = Slot();
+    if (slot == nullptr) return false;
+    slot->type = type;
+    slot->b = b;
+    slot->i = i;
+    slot->d = d;
+    slot->text.assign(text);
+    if (depth_ == 1) return Deliver(top_key_, slot->ToJsonText());
+    return true;
+  }
+
+  bool Deliver(const std::string& key, const std::string& text) {
+    status_ = sink_->OnTopLevel(key, text, !saw_events_);
+    return status_.ok();
+  }
+
+  bool Open(char c) {
+    if (capturing_) {
+      capture_.Open(c);
+      ++depth_;
+      return true;
+    }
+    if (depth_ == 0) {
+      if (c != '{') {
+        status_ = InvalidInput(source_ + ": expected a JSON object with \"traceEvents\" at the top level");
+        return false;
+      }
+      depth_ = 1;
+      return true;
+    }
+    if (depth_ == 1) {
+      if (top_key_ == "traceEvents") {
+        if (c != '[') {
+          status_ = InvalidInput(source_ + ": traceEvents: expected an array");
+          return false;
+        }
+        saw_events_ = true;
+        depth_ = 2;
+        return true;
+      }
+      StartCapture(c, CaptureTarget::kTopLevel);
+      return true;
+    }
+    if (depth_ == 2) {
+      if (c != '{') {
+        status_ = InvalidInput(fmt::format("{}: traceEvents[{}]: expected an object", source_, next_index_));
+        return false;
+      }
+      ResetEvent();
+      depth_ = 3;
+      return true;
+    }
+    if (depth_ == 3) {
+      if (field_ == "args" && c == '{') {
+        event_.args_present = true;
+        event_.args_not_object = false;
+        depth_ = 4;
+        return true;
+      }
+      capture_slot_ = EventField(field_);
+      StartCapture(c, CaptureTarget::kSlot);
+      return true;
+    }
+    // depth 4: a nested args member
+    capture_slot_ = &event_.args[event_.num_args - 1].value;
+    StartCapture(c, CaptureTarget::kSlot);
+    return true;
+  }
+
+  bool Close(char c) {
+    if (capturing_) {
+      capture_.Close(c);
+      --depth_;
+      if (capture_.closed()) {
+        capturing_ = false;
+        if (capture_target_ == CaptureTarget::kTopLevel) return Deliver(top_key_, capture_.text());
+        capture_slot_->type = RawValue::Type::kNested;
+        capture_slot_->text = capture_.text();
+      }
+      return true;
+    }
+    if (depth_ == 3) {  // end of one event
+      depth_ = 2;
+      status_ = sink_->OnEvent(event_);
+      ++next_index_;
+      return status_.ok();
+    }
+    --depth_;
+    return true;
+  }
+
+  enum class CaptureTarget { kTopLevel, kSlot };
+  void StartCapture(char c, CaptureTarget target) {
+    capturing_ = true;
+    capture_target_ = target;
+    capture_.Reset();
+    capture_.Open(c);
+    ++depth_;
+  }
+
+  void ResetEvent() {
+    event_.index = next_index_;
+    for (RawValue* v : {&event_.ph, &event_.name, &event_.cat, &event_.pid, &event_.tid,
+                        &event_.ts, &event_.dur, &event_.s, &event_.id}) {
+      v->type = RawValue::Type::kAbsent;
+    }
+    event_.num_args = 0;
+    event_.args_present = false;
+    event_.args_not_object = false;
+  }
+
+  const std::string& source_;
+  RawEventSink* sink_;
+  Status status_;
+  int depth_ = 0;
+  std::string top_key_;
+  std::string field_;
+  RawValue top_scalar_;
+  RawValue ignored_;
+  RawEvent event_;
+  int64_t next_index_ = 0;
+  bool saw_events_ = false;
+  bool capturing_ = false;
+  CaptureTarget capture_target_ = CaptureTarget::kTopLevel;
+  RawValue* capture_slot_ = nullptr;
+  Capture capture_;
+};
+
+}  // namespace
+
+Status ParseTraceEvents(std::string_view text, const std::string& source, RawEventSink* sink) {
+  Handler handler(source, sink);
+  const bool ok = Json::sax_parse(text.begin(), text.end(), &handler);
+  if (!handler.status().ok()) return handler.status();
+  if (!ok) return InvalidInput(source + ": not valid JSON");
+  if (!handler.saw_events()) return InvalidInput(source + ": traceEvents: missing (expected an array of events)");
+  return Status::Ok();
+}
+
+}  // namespace shardscope::trace_internal

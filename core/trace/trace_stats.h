@@ -1,0 +1,82 @@
+// Time accounting of a trace (`shardscope stats`): per rank and step, busy / idle / compute /
+// exposed communication / overlap by exact interval arithmetic; per collective kind; the
+// longest operations; the memory peak with what ran then and the categories at that moment.
+//
+// Contents:
+//   StepStats        one step of one rank
+//   CollectiveStats  one collective kind over the whole trace
+//   TopOp            one of the longest work events
+//   MemoryPeak       one rank's memory peak
+//   TraceStats       all of it, plus headline figures (worst rank's mean step, ...)
+//   ComputeStats     Trace → TraceStats
+//   StatsToJson      the `--json` report
+//
+// Definitions: steps start at `step_begin` markers (one step spanning the whole rank when there
+// are none; the last ends at the rank's last event). busy = union of all lanes; compute = union
+// of the compute lane; comm = union of the communication lanes (all_gather, reduce_scatter,
+// all_reduce, p2p); exposed = comm \ compute; overlap_ratio = |comm ∩ compute| / |comm|.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/trace/trace.h"
+
+namespace shardscope {
+
+struct StepStats {
+  int rank = 0;
+  int step = 0;                  // 0-based within the rank
+  int64_t start_ns = 0, end_ns = 0;
+  int64_t step_ns = 0, busy_ns = 0, idle_ns = 0;
+  int64_t compute_ns = 0;        // union of the compute lane
+  int64_t comm_ns = 0;           // union of the communication lanes
+  int64_t exposed_comm_ns = 0;   // communication while compute is idle
+  double overlap_ratio = 0;      // overlapped / communication (0 when no communication)
+  std::map<std::string, int64_t> exposed_by_lane_ns;  // "all_gather" → exposed ns of that lane
+};
+
+struct CollectiveStats {
+  std::string kind;              // lane name: all_gather, reduce_scatter, all_reduce, p2p
+  int64_t count = 0;
+  int64_t bytes = 0;
+  int64_t time_ns = 0;           // sum of durations
+  double busbw_gbps = 0;         // Σ bus bytes / Σ time over events with bytes and group size
+};
+
+struct TopOp {
+  std::string name, op_id;
+  int rank = 0, lane = 0;
+  int64_t start_ns = 0, dur_ns = 0;
+};
+
+struct MemoryPeak {
+  int rank = 0;
+  std::string key;               // the series the peak is of ("allocated_bytes", or "sum of categories")
+  int64_t peak_bytes = 0;
+  int64_t time_ns = 0;
+  std::vector<std::string> running;               // "compute: <name> [<op_id>]" at the peak
+  std::map<std::string, int64_t> at_peak_bytes;   // every series' value at the peak
+};
+
+struct TraceStats {
+  std::vector<StepStats> steps;
+  std::vector<CollectiveStats> collectives;
+  std::vector<TopOp> top_ops;
+  std::vector<MemoryPeak> memory;
+  // Headlines (diff compares these): the worst rank's mean per step.
+  int64_t step_time_ns = 0;
+  int64_t exposed_comm_ns = 0;
+  int64_t compute_ns = 0;
+  int64_t peak_memory_bytes = 0;   // max over ranks (0 when there is no memory counter)
+};
+
+// Computes the statistics; `top_n` limits top_ops.
+TraceStats ComputeStats(const Trace& trace, int top_n = 10);
+nlohmann::json StatsToJson(const TraceStats& stats);
+
+}  // namespace shardscope

@@ -1,0 +1,30 @@
+// Compute durations of the default cost model (formulas in sim/cost/cost_params.h): GEMMs on
+// an efficiency curve capped by the best measured matmul, fused attention at its own
+// efficiency, everything else at memory bandwidth, each as a roofline plus launch gaps.
+//
+// Contents:
+//   GemmEfficiency   fraction of peak a GEMM of shape m×k·k×n reaches
+//   ComputeItemNs    one ComputeItem → ns (what CostModel::ComputeNs returns)
+//   DeviceCopyNs     a device-local copy/cast producing `bytes`
+//   HostCopyNs       an H2D / D2H copy over PCIe
+#pragma once
+
+#include <cstdint>
+
+#include "core/schedule/schedule.h"
+#include "sim/cost/cost_params.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope {
+
+// eff = gemm_efficiency · q(m) · q(n) · t0 / (t0 + gemm_ramp_us), t0 = 2mnk / (peak · cap);
+// never above gemm_efficiency. m, n or k of 0 → the ramp alone on `flops_if_unknown`.
+double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_t n, int64_t k,
+                      double flops_if_unknown = 0);
+
+int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostParams& p);
+
+int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
+int64_t HostCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
+
+}  // namespace shardscope

@@ -1,0 +1,111 @@
+#include "sim/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/cost/compute_model.h"
+#include "sim/cost/nccl_model.h"
+
+namespace shardscope {
+namespace {
+
+class DefaultCostModel final : public CostModel {
+ public:
+  DefaultCostModel(const Hardware& hw, const CostParams& params)
+      : hw_(hw), params_(params), nccl_(NcclSystemFor(hw, params)) {}
+
+  int64_t ComputeNs(const ComputeItem& item) const override { return ComputeItemNs(item, hw_, params_); }
+
+  int64_t UnitOverheadNs() const override {
+    return static_cast<int64_t>(std::llround(std::max(0.0, params_.unit_overhead_us) * 1e3));
+  }
+
+  CollectiveEstimate CollectiveNs(OpType type, int64_t bytes, const GroupShape& group) const override {
+    for (const CollectiveOverride& o : params_.collective_overrides) {
+      if (o.type == type && o.ranks_per_node == group.ranks_per_node && o.nodes == group.nodes) {
+        return Calibrated(o, type, bytes, group);
+      }
+    }
+    return NcclCollective(type, bytes, group, nccl_);
+  }
+
+  int64_t CopyNs(OpType type, int64_t bytes) const override {
+    if (type == OpType::kCopyH2D || type == OpType::kCopyD2H) return HostCopyNs(bytes, hw_, params_);
+    return DeviceCopyNs(bytes, hw_, params_);
+  }
+
+  double OverlapSlowdown() const override { return std::max(1.0, params_.overlap_slowdown); }
+
+  const Hardware& hardware() const override { return hw_; }
+
+ private:
+  static CollectiveEstimate Calibrated(const CollectiveOverride& o, OpType type, int64_t bytes,
+                                       const GroupShape& group) {
+    const double factor = BusBandwidthFactor(type, group.size);
+    const double b = static_cast<double>(std::max<int64_t>(0, bytes));
+    const double us = o.latency_us + (o.busbw_gbps > 0 ? b * factor / (o.busbw_gbps * 1e3) : 0.0);
+    CollectiveEstimate e;
+    e.ns = std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3)));
+    e.algo = NcclAlgo::kCalibrated;
+    e.proto = NcclProto::kSimple;
+    e.algbw_gbps = b / static_cast<double>(e.ns);
+    e.busbw_gbps = e.algbw_gbps * factor;
+    return e;
+  }
+
+  Hardware hw_;
+  CostParams params_;
+  NcclSystem nccl_;
+};
+
+}  // namespace
+
+GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node) {
+  GroupShape shape;
+  shape.size = std::max(1, group.size());
+  const int per_node = std::max(1, gpus_per_node);
+  std::map<int, int> ranks_on_node;
+  for (int rank : group.ranks) ++ranks_on_node[rank / per_node];
+  shape.nodes = std::max<int>(1, static_cast<int>(ranks_on_node.size()));
+  shape.ranks_per_node = 1;
+  for (const auto& [node, count] : ranks_on_node) shape.ranks_per_node = std::max(shape.ranks_per_node, count);
+  return shape;
+}
+
+std::string_view NcclAlgoName(NcclAlgo algo) {
+  switch (algo) {
+    case NcclAlgo::kRing: return "Ring";
+    case NcclAlgo::kTree: return "Tree";
+    case NcclAlgo::kNvls: return "NVLS";
+    case NcclAlgo::kNvlsTree: return "NVLSTree";
+    case NcclAlgo::kPat: return "PAT";
+    case NcclAlgo::kAllToAll: return "AllToAll";
+    case NcclAlgo::kP2p: return "P2P";
+    case NcclAlgo::kLocal: return "Local";
+    case NcclAlgo::kCalibrated: return "Calibrated";
+  }
+  return "unknown";
+}
+
+std::string_view NcclProtoName(NcclProto proto) {
+  switch (proto) {
+    case NcclProto::kLL: return "LL";
+    case NcclProto::kLL128: return "LL128";
+    case NcclProto::kSimple: return "Simple";
+  }
+  return "unknown";
+}
+
+int64_t CostModel::ComputeOpNs(const std::vector<ComputeItem>& items) const {
+  if (items.empty()) return 0;
+  int64_t total = UnitOverheadNs();
+  for (const ComputeItem& item : items) total += ComputeNs(item);
+  return total;
+}
+
+std::unique_ptr<CostModel> MakeDefaultCostModel(const Hardware& hw, const CostParams& params) {
+  return std::make_unique<DefaultCostModel>(hw, params);
+}
+
+}  // namespace shardscope

@@ -1,0 +1,95 @@
+// How long work takes: the one interface between the event engine and the figures. The engine
+// asks for durations; it never sees an efficiency or a bandwidth (the ASTRA-sim split). A
+// calibrated model (sim/calibrate) replaces the default one without touching the engine.
+//
+// Contents:
+//   GroupShape          size / ranks per node / nodes of a process group (decides the links)
+//   GroupShapeOf        ProcessGroup + gpus_per_node → GroupShape (node = rank / gpus_per_node)
+//   NcclAlgo, NcclProto which algorithm / protocol won (NCCL's names)
+//   CollectiveEstimate  duration + the winning algorithm/protocol + bus and algorithm bandwidth
+//   CostModel           the abstract interface the engine calls
+//   MakeDefaultCostModel  catalog hardware + parameters → the default model (cost-model.md)
+//
+// Example (engine side):
+//   SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware("h100-sxm", 8, 1));
+//   CostParams params = DefaultCostParams(hw);           // sim/cost/cost_params.h
+//   SS_RETURN_IF_ERROR(ApplyCalibration(cal, &hw, &params));  // optional
+//   std::unique_ptr<CostModel> cost = MakeDefaultCostModel(hw, params);
+//   int64_t t = cost->ComputeOpNs(op.items);
+//   CollectiveEstimate c = cost->CollectiveNs(op.type, op.bytes,
+//                                             GroupShapeOf(schedule.groups[op.group], 8));
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/schedule/schedule.h"
+#include "sim/cost/cost_params.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope {
+
+struct GroupShape {
+  int size = 1;            // ranks in the group
+  int ranks_per_node = 1;  // most group ranks sharing one node
+  int nodes = 1;           // distinct nodes the group spans
+  bool operator==(const GroupShape&) const = default;
+};
+
+// Ranks are placed row-major: global rank r lives on node r / gpus_per_node.
+GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node);
+
+enum class NcclAlgo {
+  kRing,
+  kTree,
+  kNvls,        // NVLink SHARP (single node)
+  kNvlsTree,    // NVLS inside nodes + tree across nodes
+  kPat,         // one GPU per node all-gather / reduce-scatter
+  kAllToAll,    // n-1 concurrent point-to-point transfers (EP dispatch/combine)
+  kP2p,         // one send/recv (PP)
+  kLocal,       // group of one rank: a device-local copy
+  kCalibrated,  // a calibration file's latency/bandwidth for this op and group shape
+};
+enum class NcclProto { kLL, kLL128, kSimple };
+std::string_view NcclAlgoName(NcclAlgo algo);    // "Ring", "Tree", "NVLS", ...
+std::string_view NcclProtoName(NcclProto proto); // "LL", "LL128", "Simple"
+
+struct CollectiveEstimate {
+  int64_t ns = 0;
+  NcclAlgo algo = NcclAlgo::kRing;
+  NcclProto proto = NcclProto::kSimple;
+  int channels = 0;         // channels the message actually uses
+  double busbw_gbps = 0;    // nccl-tests bus bandwidth of this estimate (bytes / ns × factor)
+  double algbw_gbps = 0;    // bytes / time
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  // Duration of one compute item on this GPU, including its kernel-launch gaps.
+  virtual int64_t ComputeNs(const ComputeItem& item) const = 0;
+  // Framework overhead paid once per compute op (FSDP hooks, Python between modules).
+  virtual int64_t UnitOverheadNs() const = 0;
+  // A collective of `bytes` (nccl-tests size: gathered size for all-gather, input size for
+  // reduce-scatter, per-rank buffer for all-reduce / all-to-all, message for send/recv).
+  virtual CollectiveEstimate CollectiveNs(OpType type, int64_t bytes,
+                                          const GroupShape& group) const = 0;
+  // kCopyH2D / kCopyD2H over PCIe; kCopyIn is a device-local copy/cast of `bytes` output.
+  virtual int64_t CopyNs(OpType type, int64_t bytes) const = 0;
+  // Factor (>= 1) by which compute stretches while a communication kernel runs beside it.
+  virtual double OverlapSlowdown() const = 0;
+  // The hardware priced against (after calibration).
+  virtual const Hardware& hardware() const = 0;
+
+  // Sum of ComputeNs over `items` plus UnitOverheadNs() (0 items → 0).
+  int64_t ComputeOpNs(const std::vector<ComputeItem>& items) const;
+};
+
+// The default model of cost-model.md: GEMM efficiency curve, attention efficiency,
+// memory-bound roofline, NCCL's own collective model (sim/cost/nccl_model.h).
+std::unique_ptr<CostModel> MakeDefaultCostModel(const Hardware& hw, const CostParams& params);
+
+}  // namespace shardscope

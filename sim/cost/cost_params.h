@@ -1,0 +1,60 @@
+// Every tunable figure of the default cost model in one struct, so a calibration file (or the
+// `calibrate` fitter) can override any of them and say which ones it changed.
+//
+// Contents:
+//   CollectiveOverride  measured latency + bus bandwidth for one collective on one group shape
+//   CostParams          compute efficiencies, overheads, overlap slowdown, collective scaling
+//   DefaultCostParams   the defaults for a hardware (from the catalog's per-GPU figures)
+//
+// The compute model (sim/cost/compute_model.cpp):
+//   GEMM       t = max(flops / (peak × eff), bytes / (hbm × mem_eff)) + kernels × kernel_overhead
+//              eff(m,n,k) = gemm_efficiency × q(m) × q(n) × t0 / (t0 + gemm_ramp_us),
+//              t0 = flops / (peak × gemm_efficiency), q(d) = d / roundup(d, gemm_tile)
+//              (a GEMM pays a fixed ramp — first/last wave, launch tail — so small GEMMs fall
+//              below the measured best; partial tiles waste the rest of the tile).
+//   attention  t = max(flops / (peak × attention_efficiency), bytes / (hbm × mem_eff)) + ...
+//   others     t = max(bytes / (hbm × memory_bound_efficiency), flops / (peak × eff_cap)) + ...
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/schedule/schedule.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope {
+
+// Replaces NCCL's model for `type` on groups of exactly this shape:
+// t = latency_us + bytes × busbw_factor / busbw_gbps (nccl-tests factor of the collective).
+struct CollectiveOverride {
+  OpType type = OpType::kAllGather;
+  int ranks_per_node = 1;
+  int nodes = 1;
+  double latency_us = 0;
+  double busbw_gbps = 0;
+};
+
+struct CostParams {
+  // Compute.
+  double gemm_efficiency = 0.8;      // cap: best measured matmul / peak
+  double gemm_ramp_us = 0.6;         // fixed time per GEMM that keeps small GEMMs below the cap
+  int gemm_tile = 128;               // output tile edge for the quantisation factor q(d)
+  double attention_efficiency = 0.4; // fused attention FLOP/s / peak
+  double memory_bound_efficiency = 0.8;  // achieved HBM fraction for elementwise/norm/optimizer
+  double backward_kernels = 2;       // kernels per backward item (data- and weight-gradient)
+  double kernel_overhead_us = 2.0;   // GPU idle gap per kernel (launch, framework dispatch)
+  double unit_overhead_us = 30.0;    // per compute op (FSDP pre/post hooks, Python)
+  double overlap_slowdown = 1.08;    // compute stretch while communication runs beside it
+  // Collectives (sim/cost/nccl_model.h; the scales multiply NCCL's figures, 1 = as NCCL).
+  double collective_launch_us = 15.0;      // kernel launch + stream sync per collective
+  double collective_latency_scale = 1.0;
+  double collective_bandwidth_scale = 1.0;
+  bool nvls_enabled = true;                // NCCL_NVLS_ENABLE (only where the GPU has NVLS)
+  std::vector<CollectiveOverride> collective_overrides;
+};
+
+// Defaults for `hw`: gemm_efficiency = best_matmul / peak, attention and memory-bound
+// efficiencies from the catalog entry, the rest as in the struct.
+CostParams DefaultCostParams(const Hardware& hw);
+
+}  // namespace shardscope

@@ -1,0 +1,124 @@
+#include "sim/engine/caching_allocator.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace shardscope::sim {
+
+int64_t RoundAllocationBytes(int64_t bytes) {
+  if (bytes < kAllocatorMinBlockBytes) return kAllocatorMinBlockBytes;
+  return (bytes + kAllocatorMinBlockBytes - 1) / kAllocatorMinBlockBytes * kAllocatorMinBlockBytes;
+}
+
+int64_t SegmentBytes(int64_t rounded_bytes) {
+  if (rounded_bytes <= kAllocatorSmallSizeBytes) return kAllocatorSmallBufferBytes;
+  if (rounded_bytes < kAllocatorMinLargeAllocBytes) return kAllocatorLargeBufferBytes;
+  return (rounded_bytes + kAllocatorRoundLargeBytes - 1) / kAllocatorRoundLargeBytes *
+         kAllocatorRoundLargeBytes;
+}
+
+std::set<std::pair<int64_t, int>>& CachingAllocatorModel::FreeSet(int pool) {
+  if (pool >= static_cast<int>(free_.size())) free_.resize(pool + 1);
+  return free_[pool];
+}
+
+int CachingAllocatorModel::NewBlock(const Block& b) {
+  if (!unused_block_ids_.empty()) {
+    const int id = unused_block_ids_.back();
+    unused_block_ids_.pop_back();
+    blocks_[id] = b;
+    return id;
+  }
+  blocks_.push_back(b);
+  return static_cast<int>(blocks_.size()) - 1;
+}
+
+void CachingAllocatorModel::InsertFree(int id) {
+  blocks_[id].free = true;
+  FreeSet(blocks_[id].pool).insert({blocks_[id].size, id});
+}
+
+void CachingAllocatorModel::EraseFree(int id) {
+  FreeSet(blocks_[id].pool).erase({blocks_[id].size, id});
+  blocks_[id].free = false;
+}
+
+void CachingAllocatorModel::ReleaseFreeSegments() {
+  for (Segment& seg : segments_) {
+    if (!seg.live) continue;
+    const Block& b = blocks_[seg.first_block];
+    if (b.free && b.size == seg.size) {  // one free block spanning the whole segment
+      EraseFree(seg.first_block);
+      unused_block_ids_.push_back(seg.first_block);
+      seg.live = false;
+      reserved_bytes_ -= seg.size;
+      --live_segments_;
+    }
+  }
+}
+
+int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
+  const int64_t size = RoundAllocationBytes(bytes);
+  const bool large = size > kAllocatorSmallSizeBytes;
+  const int pool = stream * 2 + (large ? 1 : 0);
+  auto& free_set = FreeSet(pool);
+  int id = -1;
+  auto it = free_set.lower_bound({size, -1});
+  if (it != free_set.end()) {
+    id = it->second;
+    EraseFree(id);
+  } else {
+    const int64_t seg_size = SegmentBytes(size);
+    if (capacity_bytes_ > 0 && reserved_bytes_ + seg_size > capacity_bytes_) {
+      ReleaseFreeSegments();
+      if (reserved_bytes_ + seg_size > capacity_bytes_) ++oom_count_;
+    }
+    segments_.push_back(Segment{seg_size, pool, -1, true});
+    const int seg = static_cast<int>(segments_.size()) - 1;
+    id = NewBlock(Block{seg_size, 0, seg, -1, -1, false, pool});
+    segments_[seg].first_block = id;
+    reserved_bytes_ += seg_size;
+    ++live_segments_;
+    peak_reserved_bytes_ = std::max(peak_reserved_bytes_, reserved_bytes_);
+  }
+  const int64_t rest = blocks_[id].size - size;
+  const bool split = large ? rest > kAllocatorSmallSizeBytes : rest >= kAllocatorMinBlockBytes;
+  if (split) {
+    Block tail{rest, blocks_[id].offset + size, blocks_[id].segment, id, blocks_[id].next, false, pool};
+    const int tail_id = NewBlock(tail);
+    if (blocks_[tail_id].next >= 0) blocks_[blocks_[tail_id].next].prev = tail_id;
+    blocks_[id].next = tail_id;
+    blocks_[id].size = size;
+    InsertFree(tail_id);
+  }
+  allocated_rounded_bytes_ += blocks_[id].size;
+  return id;
+}
+
+void CachingAllocatorModel::Free(int handle) {
+  assert(handle >= 0 && handle < static_cast<int>(blocks_.size()) && !blocks_[handle].free);
+  int id = handle;
+  allocated_rounded_bytes_ -= blocks_[id].size;
+  // Coalesce with free neighbours of the same segment.
+  const int prev = blocks_[id].prev;
+  if (prev >= 0 && blocks_[prev].free) {
+    EraseFree(prev);
+    blocks_[prev].size += blocks_[id].size;
+    blocks_[prev].next = blocks_[id].next;
+    if (blocks_[id].next >= 0) blocks_[blocks_[id].next].prev = prev;
+    unused_block_ids_.push_back(id);
+    id = prev;
+  }
+  const int next = blocks_[id].next;
+  if (next >= 0 && blocks_[next].free) {
+    EraseFree(next);
+    blocks_[id].size += blocks_[next].size;
+    blocks_[id].next = blocks_[next].next;
+    if (blocks_[next].next >= 0) blocks_[blocks_[next].next].prev = id;
+    unused_block_ids_.push_back(next);
+  }
+  if (blocks_[id].prev < 0) segments_[blocks_[id].segment].first_block = id;
+  InsertFree(id);
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,72 @@
+// The discrete-event engine: times one step of a Schedule, given each op's duration.
+//
+// Contents:
+//   EngineOptions  overlap slowdown of compute while communication runs beside it
+//   OpTiming       when one op ran
+//   Transition     one op start or end, in the order the engine processed it
+//   Timeline       every op's timing + the processing log + counters
+//   RunEngine      the simulation loop
+//   IsCommKernel   op types that run NCCL kernels (they take SMs from compute)
+//
+// Semantics (runtime.md "Lanes"): per role and lane, ops start in issue order (their order in
+// Schedule::ops), one at a time; an op starts as soon as its lane is free, all its deps have
+// ended and, for an op with a process group, the previous op of that (role, group) has
+// started (collectives keep issue order per communicator; they may still overlap, as
+// NCCL kernels on two streams do). Events are ordered by (time, sequence number), so ties
+// resolve the same way on every run. Time is int64 nanoseconds; the step starts at 0.
+//
+// Overlap slowdown: a compute-lane op that is not itself communication progresses at rate
+// 1/slowdown while at least one communication kernel (IsCommKernel, any non-compute lane)
+// of the same role runs, and at rate 1 otherwise. Its remaining work is re-rated at every
+// change, so a GEMM half overlapped with an all-gather is stretched by half the factor.
+// Host copies (h2d/d2h) use copy engines and do not slow compute.
+//
+// Durations come from the caller (see durations.h for the cost-model adapter), which keeps
+// this loop independent of any cost model and lets tests hand-make timelines.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/schedule/schedule.h"
+#include "core/util/status.h"
+
+namespace shardscope::sim {
+
+struct EngineOptions {
+  double overlap_slowdown = 1.0;  // >= 1; 1 means communication never slows compute
+};
+
+struct OpTiming {
+  int64_t start_ns = -1;
+  int64_t end_ns = -1;
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct Transition {
+  int64_t time_ns = 0;
+  int op = 0;
+  bool is_start = true;
+};
+
+struct Timeline {
+  std::vector<OpTiming> ops;         // parallel to Schedule::ops
+  std::vector<Transition> log;       // every start and end, in processing order
+  std::vector<int64_t> role_end_ns;  // last end time per role
+  int64_t step_ns = 0;               // max over roles
+  int64_t events_processed = 0;      // heap pops, stale re-rated ends included
+  int64_t stretched_ns = 0;          // total extra compute time caused by the overlap slowdown
+};
+
+// True for op types that run communication kernels (all-gather, reduce-scatter, all-reduce,
+// all-to-all, send, recv).
+bool IsCommKernel(OpType type);
+
+// Simulates `schedule` with `base_duration_ns[i]` the unslowed duration of op i.
+// Errors (InvalidInput) name the op: bad dep / role / group indices, negative durations, and
+// deadlocks (ops that can never start, with what each waits for).
+Result<Timeline> RunEngine(const Schedule& schedule, std::span<const int64_t> base_duration_ns,
+                           const EngineOptions& options);
+
+}  // namespace shardscope::sim

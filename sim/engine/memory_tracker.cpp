@@ -1,0 +1,188 @@
+#include "sim/engine/memory_tracker.h"
+
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "sim/engine/caching_allocator.h"
+
+namespace shardscope::sim {
+namespace {
+
+struct LiveBuffer {
+  int handle = -1;  // allocator block; -1 when zero bytes
+  MemCategory category = MemCategory::kTemporaries;
+  int64_t bytes = 0;
+};
+
+class RoleState {
+ public:
+  RoleState(const CategoryBytes& initial, const MemoryOptions& options)
+      : allocator_(options.capacity_bytes), keep_samples_(options.keep_samples) {
+    mem_.initial_bytes = initial;
+    bytes_ = initial;
+    for (int c = 0; c < kNumMemCategories; ++c) {
+      if (initial[c] > 0) {
+        allocated_ += initial[c];
+        allocator_.Allocate(initial[c], static_cast<int>(Lane::kCompute));
+      }
+    }
+    oom_seen_ = allocator_.oom_count();
+    if (oom_seen_ > 0) {
+      mem_.oom = true;
+      mem_.oom_op = -1;
+    }
+    RecordPeaks(0, -1);
+    Sample(0);
+  }
+
+  Status Apply(const ScheduleOp& op, int op_index, const MemoryEffect& e, int64_t t) {
+    const int c = static_cast<int>(e.category);
+    if (c < 0 || c >= kNumMemCategories) {
+      return InvalidInput(fmt::format("schedule: op '{}': memory category {} is not known", op.op_id, c));
+    }
+    if (e.bytes > 0) {
+      LiveBuffer buf{allocator_.Allocate(e.bytes, static_cast<int>(op.lane)), e.category, e.bytes};
+      if (allocator_.oom_count() > oom_seen_) {
+        oom_seen_ = allocator_.oom_count();
+        if (!mem_.oom) {
+          mem_.oom = true;
+          mem_.oom_time_ns = t;
+          mem_.oom_op = op_index;
+          mem_.oom_category = e.category;
+        }
+      }
+      if (e.buffer >= 0) {
+        auto [it, inserted] = named_.emplace(e.buffer, buf);
+        if (!inserted) {
+          return InvalidInput(fmt::format("schedule: op '{}' allocates buffer {} which is already live",
+                                          op.op_id, e.buffer));
+        }
+      } else {
+        anonymous_[{c, e.bytes}].push_back(buf);
+      }
+      bytes_[c] += e.bytes;
+      allocated_ += e.bytes;
+    } else if (e.bytes < 0) {
+      LiveBuffer buf;
+      if (e.buffer >= 0) {
+        auto it = named_.find(e.buffer);
+        if (it == named_.end()) {
+          return InvalidInput(fmt::format("schedule: op '{}' frees buffer {} which is not live",
+                                          op.op_id, e.buffer));
+        }
+        buf = it->second;
+        if (buf.bytes != -e.bytes || buf.category != e.category) {
+          return InvalidInput(fmt::format(
+              "schedule: op '{}' frees buffer {} as {} bytes of category {}, but it was allocated as "
+              "{} bytes of category {}",
+              op.op_id, e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
+        }
+        named_.erase(it);
+      } else {
+        auto it = anonymous_.find({c, -e.bytes});
+        if (it == anonymous_.end() || it->second.empty()) {
+          return InvalidInput(fmt::format(
+              "schedule: op '{}' frees {} bytes of category {} without a buffer id, and no live "
+              "allocation of that category and size matches",
+              op.op_id, -e.bytes, c));
+        }
+        buf = it->second.back();
+        it->second.pop_back();
+      }
+      allocator_.Free(buf.handle);
+      bytes_[c] += e.bytes;
+      allocated_ += e.bytes;
+    }
+    changed_ = true;
+    RecordPeaks(t, op_index);
+    return Status::Ok();
+  }
+
+  // Called once all effects of one transition are applied.
+  void EndTransition(int64_t t) {
+    if (changed_) Sample(t);
+    changed_ = false;
+  }
+
+  RoleMemory Finish() {
+    mem_.final_bytes = bytes_;
+    int live = static_cast<int>(named_.size());
+    for (const auto& [key, list] : anonymous_) live += static_cast<int>(list.size());
+    mem_.live_buffers_at_end = live;
+    return std::move(mem_);
+  }
+
+ private:
+  void RecordPeaks(int64_t t, int op_index) {
+    if (allocated_ > mem_.peak_allocated_bytes) {
+      mem_.peak_allocated_bytes = allocated_;
+      mem_.peak_allocated_time_ns = t;
+      mem_.peak_allocated_op = op_index;
+      mem_.at_peak_allocated = bytes_;
+    }
+    if (allocator_.reserved_bytes() > mem_.peak_reserved_bytes) {
+      mem_.peak_reserved_bytes = allocator_.reserved_bytes();
+      mem_.peak_reserved_time_ns = t;
+      mem_.peak_reserved_op = op_index;
+      mem_.at_peak_reserved = bytes_;
+    }
+  }
+
+  void Sample(int64_t t) {
+    if (!keep_samples_) return;
+    MemorySample s{t, bytes_, allocated_, allocator_.reserved_bytes()};
+    if (!mem_.samples.empty() && mem_.samples.back().time_ns == t) {
+      mem_.samples.back() = s;
+    } else {
+      mem_.samples.push_back(s);
+    }
+  }
+
+  CachingAllocatorModel allocator_;
+  bool keep_samples_;
+  RoleMemory mem_;
+  CategoryBytes bytes_{};
+  int64_t allocated_ = 0;
+  int oom_seen_ = 0;
+  bool changed_ = false;
+  std::unordered_map<int, LiveBuffer> named_;
+  std::map<std::pair<int, int64_t>, std::vector<LiveBuffer>> anonymous_;
+};
+
+}  // namespace
+
+Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Timeline& timeline,
+                                            const MemoryOptions& options) {
+  const size_t roles = schedule.roles.size();
+  std::vector<RoleState> states;
+  states.reserve(roles);
+  for (size_t r = 0; r < roles; ++r) {
+    const CategoryBytes initial =
+        r < schedule.initial_memory.size() ? schedule.initial_memory[r] : CategoryBytes{};
+    for (int c = 0; c < kNumMemCategories; ++c) {
+      if (initial[c] < 0) {
+        return InvalidInput(fmt::format("schedule: role {}: initial memory of category {} is negative", r, c));
+      }
+    }
+    states.emplace_back(initial, options);
+  }
+  for (const Transition& tr : timeline.log) {
+    const ScheduleOp& op = schedule.ops[tr.op];
+    RoleState& st = states[op.role];
+    const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
+    for (const MemoryEffect& e : op.memory) {
+      if (e.when != when) continue;
+      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, e, tr.time_ns));
+    }
+    st.EndTransition(tr.time_ns);
+  }
+  std::vector<RoleMemory> out;
+  out.reserve(roles);
+  for (RoleState& st : states) out.push_back(st.Finish());
+  return out;
+}
+
+}  // namespace shardscope::sim

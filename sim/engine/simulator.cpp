@@ -1,0 +1,197 @@
+#include "sim/engine/simulator.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/model/model_source.h"
+#include "core/plan/planner.h"
+#include "sim/cost/calibration.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kNsPerS = 1e9;
+
+double Seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
+double Gib(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+
+void AddWarnings(const Simulation& sim, const StepMetrics& m, Summary* s) {
+  const int role = sim.reported_role;
+  if (!s->fits) {
+    s->warnings.push_back(fmt::format(
+        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the allocation "
+        "that overflowed was {}",
+        s->peak_memory_reserved_gib, s->usable_gib,
+        s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
+  }
+  const std::vector<UnitExposure> ag = ExposedAllGathers(sim.schedule, sim.timeline, role);
+  if (!ag.empty() && m.step_ns > 0 && ag.front().exposed_ns * 100 > m.step_ns) {
+    const UnitExposure& u = ag.front();
+    s->warnings.push_back(fmt::format(
+        "the all-gather of unit '{}' is exposed most: {:.3f} ms of its {:.3f} ms run while no "
+        "compute does ({:.1f}% of the step); deeper fsdp.forward_prefetch_depth or "
+        "backward_prefetch_depth may hide it",
+        u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3, Seconds(u.all_gather_ns) * 1e3,
+        100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns)));
+  }
+  if (m.step_ns > 0 && m.exposed_comm_ns * 5 > m.step_ns) {
+    s->warnings.push_back(fmt::format("communication is exposed for {:.1f}% of the step",
+                                      100.0 * static_cast<double>(m.exposed_comm_ns) /
+                                          static_cast<double>(m.step_ns)));
+  }
+}
+
+Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
+  const StepMetrics& m = sim.role_metrics[sim.reported_role];
+  Summary s;
+  s.scenario = ctx.scenario;
+  s.role = sim.schedule.roles[sim.reported_role].name;
+  s.world_size = sim.schedule.world_size;
+  s.tokens_per_step = sim.schedule.tokens_per_step;
+  s.step_time_s = Seconds(sim.timeline.step_ns);
+  if (s.step_time_s > 0 && s.world_size > 0) {
+    s.tokens_per_s_per_gpu = static_cast<double>(s.tokens_per_step) / s.step_time_s / s.world_size;
+  }
+  s.model_flops_per_token = ctx.model_flops.flops_per_token;
+  s.tflops_per_gpu = s.model_flops_per_token * s.tokens_per_s_per_gpu / 1e12;
+  s.peak_tflops = ctx.peak_flops / 1e12;
+  s.mfu = ctx.peak_flops > 0 ? s.tflops_per_gpu * 1e12 / ctx.peak_flops : 0.0;
+  s.compute_s = Seconds(m.compute_ns);
+  s.exposed_comm_s = Seconds(m.exposed_comm_ns);
+  s.idle_s = Seconds(m.idle_ns);
+  s.overlap_ratio = m.overlap_ratio();
+  for (int k = 0; k < kNumCommKinds; ++k) {
+    if (m.comm_by_kind_ns[k] == 0) continue;
+    const std::string name(CommKindName(static_cast<CommKind>(k)));
+    s.comm_s[name] = Seconds(m.comm_by_kind_ns[k]);
+    s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
+  }
+  // Memory: the worst role.
+  int peak_role = 0;
+  int64_t peak_reserved = 0;
+  bool oom = false;
+  for (size_t r = 0; r < sim.memory.size(); ++r) {
+    const RoleMemory& rm = sim.memory[r];
+    if (rm.peak_allocated_bytes > sim.memory[peak_role].peak_allocated_bytes) peak_role = static_cast<int>(r);
+    peak_reserved = std::max(peak_reserved, rm.peak_reserved_bytes);
+    if (rm.oom && !oom) {
+      oom = true;
+      s.overflow_category = std::string(MemCategoryName(rm.oom_category));
+    }
+  }
+  if (!sim.memory.empty()) {
+    const RoleMemory& rm = sim.memory[peak_role];
+    s.peak_memory_allocated_gib = Gib(rm.peak_allocated_bytes);
+    s.peak_memory_time_s = Seconds(rm.peak_allocated_time_ns);
+    s.peak_memory_op = rm.peak_allocated_op >= 0 ? sim.schedule.ops[rm.peak_allocated_op].op_id : "(initial state)";
+    for (int c = 0; c < kNumMemCategories; ++c) s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
+  }
+  s.peak_memory_reserved_gib = Gib(peak_reserved);
+  s.hbm_gib = Gib(ctx.hbm_bytes);
+  s.usable_gib = Gib(ctx.usable_bytes);
+  s.fits = !oom && (ctx.usable_bytes <= 0 || peak_reserved <= ctx.usable_bytes);
+  if (!s.fits && s.overflow_category.empty()) {
+    // Over capacity without a single overflowing allocation: name the largest category.
+    const auto& at = s.memory_at_peak_gib;
+    s.overflow_category = std::string(MemCategoryName(
+        static_cast<MemCategory>(std::max_element(at.begin(), at.end()) - at.begin())));
+  }
+  AddWarnings(sim, m, &s);
+  return s;
+}
+
+}  // namespace
+
+Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, const StepContext& ctx) {
+  if (schedule.roles.empty()) return InvalidInput("schedule: no roles to simulate");
+  Simulation sim;
+  sim.schedule = std::move(schedule);
+  SS_ASSIGN_OR_RETURN(sim.prices, PriceSchedule(sim.schedule, cost, ctx.gpus_per_node));
+  sim.overlap_slowdown = cost.OverlapSlowdown();
+  SS_ASSIGN_OR_RETURN(sim.timeline,
+                      RunEngine(sim.schedule, sim.prices.ns, EngineOptions{sim.overlap_slowdown}));
+  SS_ASSIGN_OR_RETURN(sim.memory, TrackMemory(sim.schedule, sim.timeline,
+                                              MemoryOptions{ctx.usable_bytes, ctx.keep_memory_samples}));
+  const int roles = static_cast<int>(sim.schedule.roles.size());
+  sim.role_metrics.reserve(roles);
+  for (int r = 0; r < roles; ++r) {
+    sim.role_metrics.push_back(ComputeStepMetrics(sim.schedule, sim.timeline, r));
+    if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role]) sim.reported_role = r;
+  }
+  sim.gpu_name = cost.hardware().gpu.name;
+  sim.gpu_description = cost.hardware().gpu.description;
+  sim.nodes = cost.hardware().nodes;
+  sim.summary = BuildSummary(sim, ctx);
+  return sim;
+}
+
+ScheduleOptions ScheduleOptionsFromScenario(const Scenario& sc) {
+  ScheduleOptions o;
+  o.local_batch = sc.training.local_batch;
+  o.seq_len = sc.training.seq_len;
+  o.grad_accum = sc.training.grad_accum;
+  o.activation_checkpoint = sc.training.activation_checkpoint;
+  o.optimizer = std::string(OptimizerName(sc.training.optimizer));
+  o.world_size = sc.cluster.world_size();
+  o.gpus_per_node = sc.cluster.gpus_per_node;
+  o.pp = sc.parallelism.pp;
+  o.dp_replicate = sc.parallelism.dp_replicate;
+  o.dp_shard = sc.parallelism.dp_shard;
+  o.cp = sc.parallelism.cp;
+  o.tp = sc.parallelism.tp;
+  o.ep = sc.parallelism.ep;
+  o.sequence_parallel = sc.parallelism.sequence_parallel;
+  o.loss_parallel = sc.parallelism.loss_parallel;
+  o.pp_schedule = std::string(PpScheduleName(sc.parallelism.pp_schedule));
+  o.pp_microbatches = sc.parallelism.pp_microbatches;
+  o.pp_virtual_stages = sc.parallelism.pp_virtual_stages;
+  o.reshard_after_backward = sc.fsdp.reshard_after_backward;
+  o.requires_grad_sync = sc.fsdp.requires_grad_sync;
+  return o;
+}
+
+Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
+  ModelBuildOptions build;
+  build.tp = sc.parallelism.tp;
+  build.ep = sc.parallelism.ep;
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
+  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
+  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildSchedule(tree, plan, ScheduleOptionsFromScenario(sc)));
+  Result<Hardware> hw_or = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
+  if (!hw_or.ok()) return hw_or.status().WithContext(sc.source + ": cluster.gpu");
+  Hardware hw = std::move(hw_or).value();
+  CostParams params = DefaultCostParams(hw);
+  if (!sc.cluster.cost_model.empty()) {
+    SS_ASSIGN_OR_RETURN(Calibration cal, LoadCalibration(sc.cluster.cost_model));
+    SS_RETURN_IF_ERROR(ApplyCalibration(cal, &hw, &params));
+  }
+  const std::unique_ptr<CostModel> cost = MakeDefaultCostModel(hw, params);
+  StepContext ctx;
+  ctx.gpus_per_node = sc.cluster.gpus_per_node;
+  ctx.usable_bytes = hw.gpu.usable_bytes();
+  ctx.hbm_bytes = hw.gpu.hbm_bytes;
+  ctx.peak_flops = hw.gpu.peak_bf16_flops;
+  ctx.model_flops = ModelFlopsPerToken(tree, sc.training.seq_len);
+  ctx.scenario = sc.resolved;
+  ctx.keep_memory_samples = options.keep_memory_samples;
+  return SimulateSchedule(std::move(schedule), *cost, ctx);
+}
+
+nlohmann::json DefaultScenarioJson() {
+  return nlohmann::json::parse(R"({
+    "model": "llama3-8b",
+    "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
+    "parallelism": {"dp_shard": -1, "dp_replicate": 1, "tp": 1, "cp": 1, "pp": 1, "ep": 1},
+    "fsdp": {"reshard_after_forward": true, "forward_prefetch_depth": 1,
+             "backward_prefetch_depth": 1,
+             "mix_precision": {"param_dtype": "bfloat16", "reduce_dtype": "float32"}},
+    "training": {"local_batch": 2, "seq_len": 8192, "grad_accum": 1,
+                 "activation_checkpoint": "selective_op", "optimizer": "adamw"}
+  })");
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,77 @@
+// From a scenario (or an already built schedule) to a predicted step: the pipeline the
+// `simulate` command, sweeps and benchmarks share.
+//
+// Contents:
+//   StepContext                 what the summary needs beside the schedule and the cost model
+//   Simulation                  every intermediate product of one prediction
+//   SimulateSchedule            Schedule + CostModel → timed step, memory, metrics, summary
+//   ScheduleOptionsFromScenario the builder options of a scenario
+//   SimulateScenario            scenario → model → plan → schedule → cost model → SimulateSchedule
+//   DefaultScenarioJson         the built-in default job (Llama 3 8B on 8 H100 SXM, FSDP2)
+//
+// Example:
+//   SS_ASSIGN_OR_RETURN(Scenario sc, LoadScenario("job.json"));
+//   SS_ASSIGN_OR_RETURN(Simulation sim, SimulateScenario(sc, {}));
+//   Use(sim.summary.step_time_s, sim.summary.peak_memory_reserved_gib);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config/scenario.h"
+#include "core/schedule/schedule.h"
+#include "core/schedule/schedule_builder.h"
+#include "core/util/status.h"
+#include "sim/cost/cost_model.h"
+#include "sim/engine/durations.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/memory_tracker.h"
+#include "sim/engine/model_flops.h"
+#include "sim/engine/step_metrics.h"
+#include "sim/engine/summary.h"
+
+namespace shardscope::sim {
+
+struct StepContext {
+  int gpus_per_node = 8;
+  int64_t usable_bytes = 0;        // memory the job can reserve; <= 0: unlimited
+  int64_t hbm_bytes = 0;           // the GPU's total, for the summary
+  double peak_flops = 0;           // dense bf16 peak, for MFU
+  ModelFlops model_flops;          // for TFLOP/s and MFU
+  nlohmann::json scenario;         // resolved scenario, copied into the summary
+  bool keep_memory_samples = true; // false: peaks only (sweeps, benchmarks)
+};
+
+struct Simulation {
+  Schedule schedule;
+  OpPrices prices;
+  double overlap_slowdown = 1.0;
+  Timeline timeline;
+  std::vector<RoleMemory> memory;        // per role
+  std::vector<StepMetrics> role_metrics; // per role
+  int reported_role = 0;                 // the slowest role, which the summary describes
+  Summary summary;
+  std::string gpu_name;                  // catalog name, for traces
+  std::string gpu_description;
+  int nodes = 1;
+};
+
+// Prices, runs and measures `schedule`. Errors name the op (bad schedule, deadlock).
+Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, const StepContext& ctx);
+
+ScheduleOptions ScheduleOptionsFromScenario(const Scenario& scenario);
+
+struct SimulateOptions {
+  bool keep_memory_samples = true;
+};
+
+Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});
+
+// The built-in default scenario file (formats.md §1): Llama 3 8B on one node of 8 H100 SXM,
+// FSDP2 over all 8, bf16 params / fp32 reduce, local batch 2, seq 8192, selective_op.
+nlohmann::json DefaultScenarioJson();
+
+}  // namespace shardscope::sim

@@ -1,0 +1,57 @@
+#include "sim/engine/summary.h"
+
+namespace shardscope::sim {
+
+nlohmann::json SummaryToJson(const Summary& s) {
+  using nlohmann::json;
+  json j = json::object();
+  j["scenario"] = s.scenario;
+  j["step_time_s"] = s.step_time_s;
+  j["tokens_per_s_per_gpu"] = s.tokens_per_s_per_gpu;
+  j["tflops_per_gpu"] = s.tflops_per_gpu;
+  j["mfu"] = s.mfu;
+  j["compute_s"] = s.compute_s;
+  j["exposed_comm_s"] = s.exposed_comm_s;
+  j["idle_s"] = s.idle_s;
+  j["overlap_ratio"] = s.overlap_ratio;
+  json comm = json::object();
+  // The three kinds formats.md lists are always present; others only when they occur.
+  for (const char* k : {"all_gather", "reduce_scatter", "all_reduce"}) comm[k] = 0.0;
+  for (const auto& [k, v] : s.comm_s) comm[k] = v;
+  j["comm_s"] = comm;
+  j["peak_memory_allocated_gib"] = s.peak_memory_allocated_gib;
+  j["peak_memory_reserved_gib"] = s.peak_memory_reserved_gib;
+  json at_peak = json::object();
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    at_peak[std::string(MemCategoryName(static_cast<MemCategory>(c)))] = s.memory_at_peak_gib[c];
+  }
+  j["memory_at_peak_gib"] = at_peak;
+  j["hbm_gib"] = s.hbm_gib;
+  j["fits"] = s.fits;
+  j["warnings"] = s.warnings;
+  // Additions (formats.md allows new fields).
+  j["exposed_comm_by_kind_s"] = s.exposed_comm_by_kind_s;
+  j["usable_gib"] = s.usable_gib;
+  j["overflow_category"] = s.overflow_category.empty() ? json(nullptr) : json(s.overflow_category);
+  j["peak_memory_time_s"] = s.peak_memory_time_s;
+  j["peak_memory_op"] = s.peak_memory_op;
+  j["role"] = s.role;
+  j["world_size"] = s.world_size;
+  j["tokens_per_step"] = s.tokens_per_step;
+  j["model_flops_per_token"] = s.model_flops_per_token;
+  j["peak_tflops"] = s.peak_tflops;
+  j["conventions"] = {
+      {"mfu", "model FLOPs per token = 6*N (parameters without the embedding; routed experts at "
+              "top_k/experts) + 12*sum(heads*head_dim)*seq_len, over the catalog's dense bf16 peak"},
+      {"comm_s", "busy time per kind (union of that kind's ops)"},
+      {"exposed_comm_s", "communication busy while no compute runs (exact interval arithmetic)"},
+      {"peak_memory_allocated_gib", "allocated bytes as the step's memory model gives them"},
+      {"peak_memory_reserved_gib",
+       "estimate of PyTorch caching-allocator reserved bytes (rounded blocks, cached per stream)"},
+      {"memory_at_peak_gib", "allocated bytes per category at the allocated peak"},
+      {"fits", "peak reserved estimate <= usable HBM (HBM minus CUDA context and NCCL reserve)"},
+      {"gib", "2^30 bytes"}};
+  return j;
+}
+
+}  // namespace shardscope::sim

@@ -1,0 +1,52 @@
+// The result of one predicted step as formats.md §2 defines it, plus what the CLI prints.
+//
+// Contents:
+//   Summary        every figure of the summary JSON (+ additions: per-kind exposure, the
+//                  op at the peak, the overflowing category, which memory figure is which)
+//   SummaryToJson  formats.md §2 (field names fixed; extra fields added, never renamed)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/schedule/schedule.h"
+
+namespace shardscope::sim {
+
+struct Summary {
+  nlohmann::json scenario;              // resolved scenario
+  std::string role;                     // the role whose step is reported (the slowest)
+  int world_size = 1;
+  int64_t tokens_per_step = 0;
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double tflops_per_gpu = 0;            // model FLOPs convention (model_flops.h)
+  double mfu = 0;                       // over the catalog's dense bf16 peak
+  double peak_tflops = 0;               // that peak
+  double model_flops_per_token = 0;
+  double compute_s = 0;
+  double exposed_comm_s = 0;
+  double idle_s = 0;
+  double overlap_ratio = 0;
+  std::map<std::string, double> comm_s;             // busy time per kind
+  std::map<std::string, double> exposed_comm_by_kind_s;
+  double peak_memory_allocated_gib = 0;
+  double peak_memory_reserved_gib = 0;
+  double peak_memory_time_s = 0;        // when allocated memory peaked
+  std::string peak_memory_op;           // the op whose allocation reached the peak
+  std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
+  double hbm_gib = 0;
+  double usable_gib = 0;
+  bool fits = true;
+  std::string overflow_category;        // when it does not fit: the allocation that overflowed
+  std::vector<std::string> warnings;
+};
+
+nlohmann::json SummaryToJson(const Summary& s);
+
+}  // namespace shardscope::sim

@@ -1,0 +1,230 @@
+#include "core/config/scenario.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace shardscope {
+namespace {
+
+using nlohmann::json;
+
+Result<Scenario> Parse(json doc, const std::vector<std::string>& overrides = {}) {
+  return ParseScenario(std::move(doc), "job.json", "/jobs", overrides);
+}
+
+std::string ErrorOf(json doc, const std::vector<std::string>& overrides = {}) {
+  Result<Scenario> s = Parse(std::move(doc), overrides);
+  EXPECT_FALSE(s.ok());
+  if (s.ok()) return "";
+  EXPECT_EQ(s.status().code(), ErrorCode::kInvalidInput);
+  return s.status().message();
+}
+
+TEST(ScenarioTest, DefaultsFilledAndDpShardFillsTheWorld) {
+  Result<Scenario> s = Parse(json{{"model", "llama3-8b"}});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->model.kind, ModelSource::Kind::kBuiltin);
+  EXPECT_EQ(s->model.name_or_path, "llama3-8b");
+  EXPECT_EQ(s->cluster.world_size(), 8);
+  EXPECT_EQ(s->parallelism.dp_shard, 8);
+  EXPECT_EQ(s->fsdp.dp_shard_size, 8);
+  EXPECT_EQ(s->fsdp.mix_precision.param_dtype, DType::kBFloat16);
+  EXPECT_EQ(s->fsdp.mix_precision.reduce_dtype, DType::kFloat32);
+  EXPECT_EQ(s->training.local_batch, 2);
+  EXPECT_EQ(s->training.activation_checkpoint.mode, CheckpointMode::kSelectiveOp);
+  EXPECT_EQ(s->training.optimizer, Optimizer::kAdamW);
+  EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::k1F1B);
+  EXPECT_EQ(s->parallelism.pp_microbatches, 1);
+  EXPECT_TRUE(s->parallelism.sequence_parallel);
+  EXPECT_FALSE(s->adapter.declared());
+  // The resolved document has every default, sizes resolved.
+  EXPECT_EQ(s->resolved["parallelism"]["dp_shard"], 8);
+  EXPECT_EQ(s->resolved["parallelism"]["pp_microbatches"], 1);
+  EXPECT_EQ(s->resolved["fsdp"]["forward_prefetch_depth"], 1);
+  EXPECT_EQ(s->source, "job.json");
+}
+
+TEST(ScenarioTest, ResolvedDocumentParsesToItself) {
+  json doc = {{"model", "llama3-8b"},
+              {"cluster", {{"nodes", 4}}},
+              {"parallelism", {{"tp", 2}, {"pp", 2}, {"dp_replicate", 2}}}};
+  Result<Scenario> a = Parse(doc);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->parallelism.dp_shard, 4);  // 32 / (dp_replicate·tp·cp·pp = 2·2·1·2)
+  Result<Scenario> b = Parse(a->resolved);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(a->resolved, b->resolved);
+}
+
+TEST(ScenarioTest, CpFoldsIntoTheFsdpShardDim) {
+  Result<Scenario> s = Parse(json{{"model", "m"},
+                                  {"cluster", {{"nodes", 2}}},
+                                  {"parallelism", {{"dp_replicate", 2}, {"cp", 2}}}});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->parallelism.dp_shard, 4);  // 16 / (2·1·2·1)
+  EXPECT_EQ(s->fsdp.dp_shard_size, 8);    // dp_shard·cp
+  Result<MeshContext> mesh = BuildMeshContext(ScenarioMeshLayout(*s));
+  ASSERT_TRUE(mesh.ok()) << mesh.status().message();
+  EXPECT_EQ(mesh->dp_replicate, 2);  // planning's dp_replicate equals the scenario's
+  EXPECT_EQ(mesh->dp, 8);
+}
+
+TEST(ScenarioTest, WorldSizeMismatch) {
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"dp_shard", 2}, {"tp", 2}}}}),
+            "job.json: parallelism: dp_replicate·dp_shard·tp·cp·pp = 1·2·2·1·1 = 4 but the world "
+            "size is nodes·gpus_per_node = 1·8 = 8");
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", 3}}}})
+                .find("parallelism.dp_shard = -1: world size 8 (nodes·gpus_per_node) is not "
+                      "divisible by dp_replicate·tp·cp·pp = 1·3·1·1 = 3"),
+            std::string::npos);
+  // Expert sizes go through the mesh checks.
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"ep", 3}}}})
+                .find("job.json: parallelism: mesh: dp·cp·tp = 8·1·1 = 8 is not divisible by ep = 3"),
+            std::string::npos);
+}
+
+TEST(ScenarioTest, UnknownKeysSuggestTheNearest) {
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"fsdp", {{"forward_prefech_depth", 2}}}}),
+            "job.json: fsdp.forward_prefech_depth: unknown key (did you mean "
+            "fsdp.forward_prefetch_depth?)");
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"trainig", json::object()}}),
+            "job.json: trainig: unknown key (did you mean training?)");
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", true}}}}),
+            "job.json: parallelism.tp: expected an integer, got boolean");
+}
+
+TEST(ScenarioTest, ValueErrorsNameTheField) {
+  EXPECT_NE(ErrorOf(json{{"model", "m"},
+                         {"fsdp", {{"mix_precision", {{"param_dtype", "bfloat17"}}}}}})
+                .find("fsdp.mix_precision.param_dtype: unknown mixed-precision dtype 'bfloat17'"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"fsdp", {{"forward_prefetch_depth", -1}}}}),
+            "job.json: fsdp.forward_prefetch_depth = -1 (expected >= 0)");
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", 0}}}}),
+            "job.json: parallelism.tp = 0 (expected >= 1)");
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"optimizer", "lion"}}}})
+                .find("training.optimizer: unknown optimizer 'lion'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"activation_checkpoint", "some"}}}})
+                .find("training.activation_checkpoint"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"pp_schedule", "zb"}}}})
+                .find("parallelism.pp_schedule: unknown schedule 'zb'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"cluster", {{"nodes", 1}}}}).find("model: missing"), std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"training", {{"seq_len", 0}}}}),
+            "job.json: training.seq_len = 0 (expected >= 1)");
+}
+
+TEST(ScenarioTest, SimulatorKeysAreParsed) {
+  Result<Scenario> s = Parse(json{
+      {"model", "m"},
+      {"cluster", {{"cost_model", "calib/h100.json"}, {"nodes", 2}}},
+      {"parallelism",
+       {{"pp", 2}, {"pp_schedule", "interleaved_1f1b"}, {"pp_virtual_stages", 2},
+        {"sequence_parallel", false}, {"tp", 2}}},
+      {"training", {{"activation_checkpoint", "selective_layer:2"}, {"optimizer", "sgd"}}}});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->cluster.cost_model, "/jobs/calib/h100.json");
+  EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::kInterleaved1F1B);
+  EXPECT_EQ(s->parallelism.pp_microbatches, 2);  // defaults to pp
+  EXPECT_EQ(s->parallelism.pp_virtual_stages, 2);
+  EXPECT_FALSE(s->parallelism.sequence_parallel);
+  EXPECT_EQ(s->training.activation_checkpoint.mode, CheckpointMode::kSelectiveLayer);
+  EXPECT_EQ(s->training.activation_checkpoint.every_k, 2);
+  EXPECT_EQ(s->training.optimizer, Optimizer::kSgd);
+  EXPECT_EQ(PpScheduleName(s->parallelism.pp_schedule), "interleaved_1f1b");
+  EXPECT_EQ(OptimizerName(s->training.optimizer), "sgd");
+}
+
+TEST(ScenarioTest, SetOverrides) {
+  Result<Scenario> s = Parse(json{{"model", "m"}},
+                             {"training.local_batch=4", "fsdp.forward_prefetch_depth=2",
+                              "parallelism.pp_schedule=gpipe", "fsdp.reshard_after_forward=false",
+                              "fsdp.mix_precision.param_dtype=null",
+                              "fsdp.ignored_params=[\"a.b\"]", "cluster.nodes=2"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->training.local_batch, 4);
+  EXPECT_EQ(s->fsdp.forward_prefetch_depth, 2);
+  EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::kGPipe);  // not JSON: taken as a string
+  EXPECT_FALSE(s->fsdp.reshard_after_forward);
+  EXPECT_FALSE(s->fsdp.mix_precision.param_dtype.has_value());
+  EXPECT_EQ(s->fsdp.ignored_params, (std::vector<std::string>{"a.b"}));
+  EXPECT_EQ(s->parallelism.dp_shard, 16);
+  // Later overrides win; a model path set on the command line resolves like the file's.
+  Result<Scenario> t = Parse(json{{"model", "m"}}, {"training.seq_len=1024",
+                                                    "training.seq_len=2048",
+                                                    "model.module_tree=trees/t.json"});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->training.seq_len, 2048);
+  EXPECT_EQ(t->model.kind, ModelSource::Kind::kModuleTreeFile);
+  EXPECT_EQ(t->model.name_or_path, "/jobs/trees/t.json");
+}
+
+TEST(ScenarioTest, SetErrors) {
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}}, {"training.local_bach=4"}),
+            "--set training.local_bach: unknown key (did you mean training.local_batch?)");
+  EXPECT_NE(ErrorOf(json{{"model", "m"}}, {"training.local_batch"}).find("expected path=value"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}}, {"training.local_batch=four"}),
+            "job.json: training.local_batch: expected an integer, got string");
+}
+
+TEST(ScenarioTest, LoadResolvesModelPathsAgainstTheFile) {
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "scenario_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "job.json").string();
+  {
+    std::ofstream f(path);
+    f << R"({"model": {"module_tree": "trees/small.json"}, "parallelism": {"tp": 2}})";
+  }
+  Result<Scenario> s = LoadScenario(path, {"training.grad_accum=2"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->model.kind, ModelSource::Kind::kModuleTreeFile);
+  EXPECT_EQ(s->model.name_or_path, (dir / "trees/small.json").lexically_normal().string());
+  EXPECT_EQ(s->resolved["model"]["module_tree"], s->model.name_or_path);
+  EXPECT_EQ(s->training.grad_accum, 2);
+  EXPECT_EQ(s->parallelism.dp_shard, 4);
+  EXPECT_EQ(s->source, path);
+  {
+    std::ofstream f(path);
+    f << R"({"model": "m",)";
+  }
+  Result<Scenario> bad = LoadScenario(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ": invalid JSON"), std::string::npos);
+  Result<Scenario> missing = LoadScenario((dir / "nope.json").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("nope.json"), std::string::npos);
+}
+
+TEST(ScenarioTest, HfInlineAndConfigSources) {
+  Result<Scenario> s = Parse(json{{"model", {{"hf", {{"model_type", "llama"}}}}}});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->model.kind, ModelSource::Kind::kHfInline);
+  EXPECT_EQ(s->model.inline_config["model_type"], "llama");
+  Result<Scenario> c = Parse(json{{"model", {{"hf_config", "/abs/config.json"}}}});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->model.kind, ModelSource::Kind::kHfConfigFile);
+  EXPECT_EQ(c->model.name_or_path, "/abs/config.json");
+}
+
+TEST(ScenarioTest, AdapterAndExpertSizes) {
+  Result<Scenario> s = Parse(json{{"model", "m"},
+                                  {"cluster", {{"nodes", 8}}},
+                                  {"parallelism", {{"ep", 8}, {"edp_shard", -1}}},
+                                  {"adapter", {{"fsdp_wrap_modules", {"visual.blocks.*"}}}}});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->parallelism.edp_shard, 8);  // 64 / 8
+  EXPECT_EQ(s->fsdp.edp_shard_size, 8);
+  EXPECT_TRUE(s->adapter.declared());
+  EXPECT_EQ(s->adapter.fsdp_wrap_modules, (std::vector<std::string>{"visual.blocks.*"}));
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"adapter", {{"fsdp_wrap_modules", {""}}}}})
+                .find("adapter.fsdp_wrap_modules[0]: empty module FQN"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope

@@ -1,0 +1,148 @@
+#include "sim/cost/compute_model.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/cost/cost_model.h"
+
+namespace shardscope {
+namespace {
+
+Hardware Gpu(const char* name) { return *LookupHardware(name, 8, 1); }
+
+ComputeItem Gemm(int64_t m, int64_t n, int64_t k) {
+  ComputeItem item;
+  item.kind = OpKind::kLinear;
+  item.cost.gemm_m = m;
+  item.cost.gemm_n = n;
+  item.cost.gemm_k = k;
+  item.cost.fwd_flops = 2.0 * m * n * k;
+  item.cost.bwd_flops = 2.0 * item.cost.fwd_flops;
+  item.cost.fwd_bytes = 2 * (m * k + k * n + m * n);
+  item.cost.bwd_bytes = 2 * item.cost.fwd_bytes;
+  return item;
+}
+
+ComputeItem Norm(int64_t bytes) {
+  ComputeItem item;
+  item.kind = OpKind::kNorm;
+  item.cost.fwd_bytes = bytes;
+  item.cost.bwd_bytes = 2 * bytes;
+  return item;
+}
+
+TEST(GemmEfficiency, RisesWithSizeTowardTheMeasuredBest) {
+  for (const char* name : {"h100-sxm", "a100-80g", "b200", "mi300x"}) {
+    const Hardware hw = Gpu(name);
+    const CostParams p = DefaultCostParams(hw);
+    const double best = hw.gpu.best_matmul_flops / hw.gpu.peak_bf16_flops;
+    double previous = 0;
+    for (int64_t d : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
+      const double eff = GemmEfficiency(hw, p, d, d, d);
+      EXPECT_LE(eff, best + 1e-12) << name << " " << d;
+      EXPECT_GT(eff, previous) << name << " " << d;
+      previous = eff;
+    }
+    EXPECT_GT(previous, 0.99 * best) << name;                        // 16k³ is at the plateau
+    EXPECT_LT(GemmEfficiency(hw, p, 256, 256, 256), 0.5 * best) << name;  // tiny GEMMs are not
+  }
+}
+
+TEST(GemmEfficiency, PartialTilesCost) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  EXPECT_LT(GemmEfficiency(hw, p, 4096 + 1, 4096, 4096), GemmEfficiency(hw, p, 4096, 4096, 4096));
+  EXPECT_NEAR(GemmEfficiency(hw, p, 8192, 8192 + 64, 8192) / GemmEfficiency(hw, p, 8192, 8192, 8192),
+              (8192.0 + 64) / (8192 + 128), 0.01);
+}
+
+TEST(ComputeItemNs, GemmFollowsTheFormula) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  const ComputeItem item = Gemm(8192, 4096, 4096);
+  const double eff = GemmEfficiency(hw, p, 8192, 4096, 4096);
+  const double expect_us = item.cost.fwd_flops / (hw.gpu.peak_bf16_flops * eff) * 1e6 + p.kernel_overhead_us;
+  EXPECT_NEAR(ComputeItemNs(item, hw, p), expect_us * 1e3, 2);
+  // Backward: twice the FLOPs in two kernels, each at the same shape's efficiency.
+  ComputeItem bwd = item;
+  bwd.backward = true;
+  const double bwd_us = item.cost.bwd_flops / (hw.gpu.peak_bf16_flops * eff) * 1e6 + 2 * p.kernel_overhead_us;
+  EXPECT_NEAR(ComputeItemNs(bwd, hw, p), bwd_us * 1e3, 2);
+  // Recompute repeats the forward.
+  ComputeItem recompute = bwd;
+  recompute.recompute = true;
+  EXPECT_EQ(ComputeItemNs(recompute, hw, p), ComputeItemNs(item, hw, p));
+}
+
+TEST(ComputeItemNs, NeverFasterThanTheMeasuredBestMatmul) {
+  for (const char* name : {"h100-sxm", "h100-96g", "h200", "b200", "a100-80g", "a100-40g", "mi300x"}) {
+    const Hardware hw = Gpu(name);
+    const CostParams p = DefaultCostParams(hw);
+    for (int64_t d : {1024, 4096, 16384}) {
+      const ComputeItem item = Gemm(d, d, d);
+      const double floor_ns = item.cost.fwd_flops / hw.gpu.best_matmul_flops * 1e9;
+      EXPECT_GE(ComputeItemNs(item, hw, p), floor_ns) << name << " " << d;
+    }
+  }
+}
+
+TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  const int64_t bytes = int64_t{1} << 30;
+  const double expect_us = bytes / (hw.gpu.hbm_gbps * 1e3 * p.memory_bound_efficiency) + p.kernel_overhead_us;
+  EXPECT_NEAR(ComputeItemNs(Norm(bytes), hw, p), expect_us * 1e3, 2);
+  // An elementwise item (optimizer step) is priced on bytes whatever its kind.
+  ComputeItem optimizer = Norm(bytes);
+  optimizer.kind = OpKind::kLinear;
+  optimizer.elementwise = true;
+  optimizer.cost.fwd_flops = 10.0 * bytes;  // a few FLOPs per byte do not make it compute bound
+  EXPECT_NEAR(ComputeItemNs(optimizer, hw, p), expect_us * 1e3, 2);
+  // A skinny GEMM (one token) is limited by reading its weight, not by FLOPs.
+  const ComputeItem skinny = Gemm(1, 8192, 8192);
+  EXPECT_GE(ComputeItemNs(skinny, hw, p), skinny.cost.fwd_bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency));
+}
+
+TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
+  const Hardware h100 = Gpu("h100-sxm");
+  const Hardware h200 = Gpu("h200");
+  EXPECT_LT(ComputeItemNs(Norm(1 << 28), h200, DefaultCostParams(h200)),
+            ComputeItemNs(Norm(1 << 28), h100, DefaultCostParams(h100)));
+  const Hardware a100 = Gpu("a100-80g");
+  const ComputeItem g = Gemm(4096, 4096, 4096);
+  EXPECT_LT(ComputeItemNs(g, h100, DefaultCostParams(h100)), ComputeItemNs(g, a100, DefaultCostParams(a100)));
+}
+
+TEST(ComputeItemNs, AttentionHasItsOwnEfficiency) {
+  const Hardware hw = Gpu("h100-sxm");
+  CostParams p = DefaultCostParams(hw);
+  ComputeItem attn;
+  attn.kind = OpKind::kAttention;
+  attn.cost.fwd_flops = 1e12;
+  const int64_t t = ComputeItemNs(attn, hw, p);
+  EXPECT_GE(t, 1e12 / (hw.gpu.peak_bf16_flops * p.attention_efficiency) * 1e9);
+  EXPECT_GT(t, ComputeItemNs(Gemm(8192, 8192, 7451), hw, p));  // ~ the same FLOPs as a GEMM
+  p.attention_efficiency *= 2;
+  EXPECT_LT(ComputeItemNs(attn, hw, p), t);
+}
+
+TEST(CostModel, CopiesOpsAndOverheads) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  const auto model = MakeDefaultCostModel(hw, p);
+  const int64_t bytes = int64_t{1} << 30;
+  EXPECT_NEAR(model->CopyNs(OpType::kCopyH2D, bytes), bytes / hw.gpu.pcie_gbps + p.kernel_overhead_us * 1e3, 2);
+  EXPECT_EQ(model->CopyNs(OpType::kCopyD2H, bytes), model->CopyNs(OpType::kCopyH2D, bytes));
+  // The all-gather copy-in reads and writes its bytes in HBM: much faster than PCIe.
+  EXPECT_NEAR(model->CopyNs(OpType::kCopyIn, bytes),
+              2.0 * bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency) + p.kernel_overhead_us * 1e3, 2);
+  EXPECT_LT(model->CopyNs(OpType::kCopyIn, bytes), model->CopyNs(OpType::kCopyH2D, bytes));
+  const std::vector<ComputeItem> items = {Gemm(4096, 4096, 4096), Norm(1 << 20)};
+  EXPECT_EQ(model->ComputeOpNs(items), model->UnitOverheadNs() + model->ComputeNs(items[0]) + model->ComputeNs(items[1]));
+  EXPECT_EQ(model->ComputeOpNs({}), 0);
+  EXPECT_GT(model->UnitOverheadNs(), 0);
+  EXPECT_GT(model->OverlapSlowdown(), 1.0);
+  EXPECT_EQ(model->hardware().gpu.name, "h100-sxm");
+}
+
+}  // namespace
+}  // namespace shardscope

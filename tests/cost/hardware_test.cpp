@@ -1,0 +1,126 @@
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include "sim/hardware/did_you_mean.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+TEST(Catalog, ParsesAndListsEveryGpu) {
+  const nlohmann::json j = nlohmann::json::parse(CatalogJson(), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  const std::vector<std::string> names = CatalogGpuNames();
+  const std::vector<std::string> expected = {"h100-sxm", "h100-96g", "h200", "b200", "a100-80g", "a100-40g", "mi300x"};
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(j["gpus"].size(), expected.size());
+}
+
+TEST(Catalog, EveryEntryIsConsistent) {
+  for (const std::string& name : CatalogGpuNames()) {
+    Result<Hardware> hw = LookupHardware(name, 8, 1);
+    ASSERT_TRUE(hw.ok()) << name << ": " << hw.status().message();
+    const GpuSpec& g = hw->gpu;
+    EXPECT_GT(g.best_matmul_flops, 0) << name;
+    EXPECT_LE(g.best_matmul_flops, g.peak_bf16_flops) << name;
+    EXPECT_GT(g.usable_bytes(), 0) << name;
+    EXPECT_LT(g.usable_bytes(), g.hbm_bytes) << name;
+    EXPECT_GT(g.hbm_gbps, 1000) << name;
+    EXPECT_GT(g.nvlink_links * g.nvlink_link_gbps, 0) << name;
+    // NCCL's effective NVLink rate sits below the datasheet's per-direction figure.
+    EXPECT_LE(g.nvlink_links * g.nvlink_link_gbps, g.nvlink_gbps) << name;
+    EXPECT_GT(g.attention_efficiency, 0) << name;
+    EXPECT_GT(g.pcie_gbps, 0) << name;
+    EXPECT_EQ(hw->world_size(), 8);
+  }
+}
+
+TEST(Catalog, H100FiguresFromTheSpec) {
+  Result<Hardware> hw = LookupHardware("h100-sxm", 8, 2);
+  ASSERT_TRUE(hw.ok());
+  EXPECT_DOUBLE_EQ(hw->gpu.peak_bf16_flops, 989e12);
+  EXPECT_DOUBLE_EQ(hw->gpu.best_matmul_flops, 794.5e12);
+  EXPECT_NEAR(hw->gpu.hbm_bytes / kGiB, 79.6, 0.01);
+  EXPECT_DOUBLE_EQ(hw->gpu.hbm_gbps, 3350);
+  EXPECT_TRUE(hw->gpu.nvls);
+  EXPECT_EQ(hw->gpu.arch, GpuArch::kHopper);
+  EXPECT_EQ(hw->world_size(), 16);
+  // One 400 Gb/s NIC per GPU at 94%: the 46-48 GB/s nccl-tests#290 expects.
+  EXPECT_NEAR(hw->NicGbpsPerGpu(), 47.0, 0.01);
+}
+
+TEST(Catalog, H100At500WattsIsItsOwnEntry) {
+  Result<Hardware> sxm = LookupHardware("h100-sxm", 8, 1);
+  Result<Hardware> meta = LookupHardware("h100-96g", 8, 1);
+  ASSERT_TRUE(sxm.ok() && meta.ok());
+  EXPECT_LT(meta->gpu.best_matmul_flops, sxm->gpu.best_matmul_flops);  // lower sustained clocks
+  EXPECT_DOUBLE_EQ(meta->gpu.hbm_gbps, 2400);
+  EXPECT_NEAR(meta->gpu.hbm_bytes / kGiB, 95.04, 0.01);
+}
+
+TEST(Catalog, NvlsOnlyFromHopperOn) {
+  for (const char* name : {"a100-80g", "a100-40g", "mi300x"}) EXPECT_FALSE(LookupHardware(name, 8, 1)->gpu.nvls) << name;
+  for (const char* name : {"h100-sxm", "h200", "b200"}) EXPECT_TRUE(LookupHardware(name, 8, 1)->gpu.nvls) << name;
+}
+
+TEST(Catalog, PartialNodeKeepsEachGpusNic) {
+  Result<Hardware> full = LookupHardware("b200", 8, 4);
+  Result<Hardware> half = LookupHardware("b200", 4, 4);
+  ASSERT_TRUE(full.ok() && half.ok());
+  EXPECT_EQ(half->node.gpus_per_node, 4);
+  EXPECT_EQ(half->world_size(), 16);
+  EXPECT_DOUBLE_EQ(half->NicGbpsPerGpu(), full->NicGbpsPerGpu());
+}
+
+TEST(Catalog, UnknownNameSuggestsCloseOnes) {
+  Result<Hardware> hw = LookupHardware("h100sxm", 8, 1);
+  ASSERT_FALSE(hw.ok());
+  EXPECT_EQ(hw.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(hw.status().message().find("unknown GPU 'h100sxm'"), std::string::npos) << hw.status().message();
+  EXPECT_NE(hw.status().message().find("did you mean h100-sxm"), std::string::npos) << hw.status().message();
+  Result<Hardware> short_name = LookupHardware("H100", 8, 1);
+  ASSERT_FALSE(short_name.ok());
+  EXPECT_NE(short_name.status().message().find("h100-96g"), std::string::npos) << short_name.status().message();
+  Result<Hardware> far = LookupHardware("tpu-v5p", 8, 1);
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.status().message().find("did you mean"), std::string::npos) << far.status().message();
+  EXPECT_NE(far.status().message().find("mi300x"), std::string::npos);  // lists the catalog
+}
+
+TEST(Catalog, RejectsBadNodeShapes) {
+  EXPECT_FALSE(LookupHardware("h200", 9, 1).ok());
+  EXPECT_FALSE(LookupHardware("h200", 0, 1).ok());
+  Result<Hardware> no_nodes = LookupHardware("h200", 8, 0);
+  ASSERT_FALSE(no_nodes.ok());
+  EXPECT_NE(no_nodes.status().message().find("nodes 0"), std::string::npos);
+}
+
+TEST(GpuFields, UnknownKeyAndBadValuesAreNamed) {
+  GpuSpec g;
+  Status s = ApplyGpuFields(nlohmann::json{{"peak_bf16_tflop", 1}}, "cal.json: gpu", &g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cal.json: gpu.peak_bf16_tflop: unknown key"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("peak_bf16_tflops"), std::string::npos) << s.message();
+  s = ApplyGpuFields(nlohmann::json{{"nvls", 1}}, "gpu", &g);
+  EXPECT_NE(s.message().find("gpu.nvls: expected true or false"), std::string::npos) << s.message();
+  s = ApplyGpuFields(nlohmann::json{{"nccl_channels", 2.5}}, "gpu", &g);
+  EXPECT_NE(s.message().find("expected an integer"), std::string::npos) << s.message();
+  s = ApplyGpuFields(nlohmann::json{{"hbm_tbps", -1}}, "gpu", &g);
+  EXPECT_NE(s.message().find("out of range"), std::string::npos) << s.message();
+  EXPECT_TRUE(ApplyGpuFields(nlohmann::json{{"hbm_tbps", 4}, {"nvls", false}}, "gpu", &g).ok());
+  EXPECT_DOUBLE_EQ(g.hbm_gbps, 4000);
+  EXPECT_FALSE(g.nvls);
+}
+
+TEST(DidYouMean, EditDistanceAndSuggestions) {
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("H200", "h200"), 0u);
+  EXPECT_EQ(DidYouMean("gemm_efficency", {"gemm_efficiency", "gemm_tile"}), " (did you mean gemm_efficiency?)");
+  EXPECT_EQ(DidYouMean("zzzzzz", {"gemm_efficiency"}), "");
+}
+
+}  // namespace
+}  // namespace shardscope

@@ -1,0 +1,226 @@
+#include "sim/engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/engine/test_schedules.h"
+
+namespace shardscope::sim {
+namespace {
+
+using testing::ScheduleMaker;
+
+Timeline MustRun(ScheduleMaker& m, double slowdown = 1.0) {
+  auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{slowdown});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? std::move(r).value() : Timeline{};
+}
+
+TEST(EngineTest, LanesRunConcurrentlyAndInOrder) {
+  ScheduleMaker m;
+  const int ag0 = m.AllGather("fwd/a/all_gather", 100);
+  const int c0 = m.Compute("fwd/a/compute", 300, {ag0});
+  const int ag1 = m.AllGather("fwd/b/all_gather", 200);  // prefetch: runs beside c0
+  const int c1 = m.Compute("fwd/b/compute", 300, {ag1});
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[ag0].start_ns, 0);
+  EXPECT_EQ(tl.ops[ag0].end_ns, 100);
+  EXPECT_EQ(tl.ops[c0].start_ns, 100);
+  EXPECT_EQ(tl.ops[ag1].start_ns, 100);  // lane free after ag0, no deps
+  EXPECT_EQ(tl.ops[ag1].end_ns, 300);
+  EXPECT_EQ(tl.ops[c1].start_ns, 400);   // lane busy until c0 ends at 400
+  EXPECT_EQ(tl.step_ns, 700);
+  EXPECT_EQ(tl.log.size(), 8u);
+}
+
+TEST(EngineTest, LaneKeepsIssueOrderEvenWhenALaterOpIsReady) {
+  ScheduleMaker m;
+  const int slow = m.Compute("slow_dep", 1000);
+  const int ag0 = m.AllGather("ag0", 10, {slow});  // head of the all_gather lane waits
+  const int ag1 = m.AllGather("ag1", 10);          // ready at 0 but behind ag0
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[ag0].start_ns, 1000);
+  EXPECT_EQ(tl.ops[ag1].start_ns, 1010);
+}
+
+TEST(EngineTest, GroupKeepsIssueOrderAcrossLanes) {
+  ScheduleMaker m;
+  const int g = m.Group("fsdp_shard", {0, 1});
+  const int blocker = m.Compute("blocker", 500);
+  const int ag = m.AllGather("ag", 100, {blocker}, 0, g);
+  const int rs = m.ReduceScatter("rs", 100, {}, 0, g);  // same group, issued after ag
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[ag].start_ns, 500);
+  EXPECT_GE(tl.ops[rs].start_ns, tl.ops[ag].start_ns);
+  EXPECT_EQ(tl.ops[rs].start_ns, 500);  // may overlap ag once ag has started
+}
+
+TEST(EngineTest, RolesAreIndependentExceptThroughDeps) {
+  ScheduleMaker m(2);
+  const int send = m.Op("send", Lane::kP2P, OpType::kSend, 50, {}, 0);
+  const int c0 = m.Compute("c0", 100, {}, 1);
+  const int recv = m.Op("recv", Lane::kP2P, OpType::kRecv, 50, {send}, 1);
+  const int c1 = m.Compute("c1", 100, {recv}, 1);
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[c0].start_ns, 0);
+  EXPECT_EQ(tl.ops[recv].start_ns, 50);
+  EXPECT_EQ(tl.ops[c1].start_ns, 100);  // after c0 (lane) and recv (dep) both end at 100
+  EXPECT_EQ(tl.role_end_ns[0], 50);
+  EXPECT_EQ(tl.role_end_ns[1], 200);
+  EXPECT_EQ(tl.step_ns, 200);
+}
+
+TEST(EngineTest, OverlapSlowdownStretchesOnlyTheOverlappedPart) {
+  ScheduleMaker m;
+  const int c = m.Compute("c", 1000);
+  const int ag = m.AllGather("ag", 400);  // overlaps the first 400 ns of c
+  const Timeline tl = MustRun(m, 1.25);
+  EXPECT_EQ(tl.ops[ag].end_ns, 400);
+  // 400 ns at rate 1/1.25 do 320 ns of work; the remaining 680 ns run at full speed.
+  EXPECT_EQ(tl.ops[c].end_ns, 1080);
+  EXPECT_EQ(tl.stretched_ns, 80);
+  // Without the slowdown the same schedule takes the plain duration.
+  EXPECT_EQ(MustRun(m, 1.0).ops[c].end_ns, 1000);
+}
+
+TEST(EngineTest, ComputeFullyInsideCommIsFullyStretched) {
+  ScheduleMaker m;
+  const int ag = m.AllGather("ag", 10000);
+  const int c = m.Compute("c", 1000);
+  const Timeline tl = MustRun(m, 1.1);
+  EXPECT_EQ(tl.ops[ag].end_ns, 10000);
+  EXPECT_EQ(tl.ops[c].end_ns, 1100);
+}
+
+TEST(EngineTest, HostCopiesDoNotSlowCompute) {
+  ScheduleMaker m;
+  m.Op("h2d", Lane::kH2D, OpType::kCopyH2D, 5000);
+  const int c = m.Compute("c", 1000);
+  EXPECT_EQ(MustRun(m, 1.5).ops[c].end_ns, 1000);
+}
+
+TEST(EngineTest, ZeroDurationWaitJoinsLanes) {
+  ScheduleMaker m;
+  const int rs = m.ReduceScatter("rs", 300);
+  const int c = m.Compute("c", 100);
+  const int wait = m.Op("wait", Lane::kCompute, OpType::kWait, 0, {rs});
+  const int opt = m.Op("step/optimizer", Lane::kCompute, OpType::kOptimizer, 50, {wait});
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[c].end_ns, 100);
+  EXPECT_EQ(tl.ops[wait].start_ns, 300);
+  EXPECT_EQ(tl.ops[wait].end_ns, 300);
+  EXPECT_EQ(tl.ops[opt].end_ns, 350);
+}
+
+TEST(EngineTest, DeadlockNamesTheStuckOps) {
+  ScheduleMaker m;
+  // c1 waits for ag1, which is behind ag0 on its lane, which waits for c2, behind c1.
+  const int ag0_index = 2;
+  const int c1 = m.Compute("fwd/x/compute", 10, {3});
+  m.Compute("fwd/y/compute", 10, {ag0_index});
+  m.AllGather("fwd/y/all_gather", 10, {c1 + 1});
+  m.AllGather("fwd/x/all_gather", 10);
+  auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(r.status().message().find("deadlock"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("fwd/x/compute"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("fwd/y/all_gather"), std::string::npos) << r.status().message();
+}
+
+TEST(EngineTest, RejectsBadIndicesAndDurations) {
+  {
+    ScheduleMaker m;
+    m.Compute("c", 10, {5});
+    auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("dependency 5 out of range"), std::string::npos);
+  }
+  {
+    ScheduleMaker m;
+    m.Compute("c", -1);
+    auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("negative duration"), std::string::npos);
+  }
+  {
+    ScheduleMaker m;
+    m.Compute("c", 1);
+    auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{0.5});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("overlap slowdown"), std::string::npos);
+  }
+  {
+    ScheduleMaker m;
+    m.Compute("c", 1, {0});
+    auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("depends on itself"), std::string::npos);
+  }
+}
+
+// A random DAG: deps point only backwards, so it never deadlocks.
+ScheduleMaker RandomSchedule(uint32_t seed, int roles, int ops) {
+  std::mt19937 rng(seed);
+  ScheduleMaker m(roles);
+  const int g = m.Group("g", {0, 1});
+  const Lane lanes[] = {Lane::kCompute, Lane::kAllGather, Lane::kReduceScatter, Lane::kAllReduce};
+  const OpType types[] = {OpType::kCompute, OpType::kAllGather, OpType::kReduceScatter, OpType::kAllReduce};
+  for (int i = 0; i < ops; ++i) {
+    const int k = static_cast<int>(rng() % 4);
+    std::vector<int> deps;
+    const int num_deps = i == 0 ? 0 : static_cast<int>(rng() % 3);
+    for (int d = 0; d < num_deps; ++d) deps.push_back(static_cast<int>(rng() % i));
+    m.Op("op" + std::to_string(i), lanes[k], types[k], static_cast<int64_t>(rng() % 1000),
+         deps, static_cast<int>(rng() % roles), k == 0 ? -1 : g);
+  }
+  return m;
+}
+
+TEST(EngineTest, RandomSchedulesRespectEveryRule) {
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    ScheduleMaker m = RandomSchedule(seed, 3, 300);
+    const Timeline tl = MustRun(m, 1.2);
+    const Schedule& s = m.schedule();
+    int64_t last_end_per_lane[3][kNumLanes + 1] = {};
+    int64_t last_start_per_group[3] = {-1, -1, -1};
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      const ScheduleOp& o = s.ops[i];
+      const OpTiming& t = tl.ops[i];
+      ASSERT_GE(t.start_ns, 0);
+      ASSERT_GE(t.end_ns, t.start_ns);
+      for (int d : o.deps) ASSERT_GE(t.start_ns, tl.ops[d].end_ns) << "deps, seed " << seed;
+      // Issue order per lane and no overlap: each op starts after the previous one ended.
+      int64_t& last = last_end_per_lane[o.role][static_cast<int>(o.lane)];
+      ASSERT_GE(t.start_ns, last) << "lane overlap / order, seed " << seed << " op " << i;
+      last = t.end_ns;
+      if (o.group >= 0) {
+        ASSERT_GE(t.start_ns, last_start_per_group[o.role]) << "group order, seed " << seed;
+        last_start_per_group[o.role] = t.start_ns;
+      }
+      // Compute is stretched by at most the slowdown factor.
+      if (o.lane == Lane::kCompute) {
+        ASSERT_LE(t.duration_ns(), static_cast<int64_t>(m.durations()[i] * 1.2) + 1);
+        ASSERT_GE(t.duration_ns(), m.durations()[i]);
+      } else {
+        ASSERT_EQ(t.duration_ns(), m.durations()[i]);
+      }
+    }
+  }
+}
+
+TEST(EngineTest, DeterministicAcrossRuns) {
+  ScheduleMaker m = RandomSchedule(7, 2, 2000);
+  const Timeline a = MustRun(m, 1.1);
+  const Timeline b = MustRun(m, 1.1);
+  ASSERT_EQ(a.log.size(), b.log.size());
+  for (size_t i = 0; i < a.log.size(); ++i) {
+    ASSERT_EQ(a.log[i].op, b.log[i].op);
+    ASSERT_EQ(a.log[i].time_ns, b.log[i].time_ns);
+    ASSERT_EQ(a.log[i].is_start, b.log[i].is_start);
+  }
+}
+
+}  // namespace
+}  // namespace shardscope::sim

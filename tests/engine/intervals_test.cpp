@@ -1,0 +1,69 @@
+#include "sim/engine/intervals.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace shardscope::sim {
+namespace {
+
+bool Same(const IntervalSet& a, const IntervalSet& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].begin_ns != b[i].begin_ns || a[i].end_ns != b[i].end_ns) return false;
+  }
+  return true;
+}
+
+TEST(IntervalsTest, UnionMergesOverlappingAndTouching) {
+  const IntervalSet u = UnionOf({{5, 10}, {0, 3}, {3, 4}, {8, 12}, {20, 20}, {15, 16}});
+  EXPECT_TRUE(Same(u, {{0, 4}, {5, 12}, {15, 16}}));
+  EXPECT_EQ(MeasureNs(u), 4 + 7 + 1);
+}
+
+TEST(IntervalsTest, ExposedCommunicationOnAHandMadeTimeline) {
+  // compute: [0,100) [150,300); all-gather: [80,160) [290,400); reduce-scatter [350,420)
+  const IntervalSet compute = UnionOf({{0, 100}, {150, 300}});
+  const IntervalSet comm = UnionOf({{80, 160}, {290, 400}, {350, 420}});
+  const IntervalSet exposed = Subtract(comm, compute);
+  EXPECT_TRUE(Same(exposed, {{100, 150}, {300, 420}}));
+  EXPECT_EQ(MeasureNs(exposed), 50 + 120);
+  const IntervalSet overlapped = Intersect(comm, compute);
+  EXPECT_TRUE(Same(overlapped, {{80, 100}, {150, 160}, {290, 300}}));
+  EXPECT_EQ(MeasureNs(overlapped) + MeasureNs(exposed), MeasureNs(comm));
+  // Idle: neither compute nor communication in [0, 500).
+  const IntervalSet busy = Unite(compute, comm);
+  EXPECT_EQ(500 - MeasureNs(busy), 80);
+}
+
+TEST(IntervalsTest, AgreesWithAPointwiseCountOnRandomSets) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<Interval> a_raw, b_raw;
+    for (int k = 0; k < 8; ++k) {
+      const int64_t s = rng() % 200;
+      a_raw.push_back({s, s + static_cast<int64_t>(rng() % 40)});
+      const int64_t t = rng() % 200;
+      b_raw.push_back({t, t + static_cast<int64_t>(rng() % 40)});
+    }
+    const IntervalSet a = UnionOf(a_raw), b = UnionOf(b_raw);
+    auto in = [](const IntervalSet& set, int64_t x) {
+      for (const Interval& i : set) {
+        if (x >= i.begin_ns && x < i.end_ns) return true;
+      }
+      return false;
+    };
+    int64_t both = 0, only_a = 0, either = 0;
+    for (int64_t x = 0; x < 260; ++x) {
+      both += in(a, x) && in(b, x);
+      only_a += in(a, x) && !in(b, x);
+      either += in(a, x) || in(b, x);
+    }
+    ASSERT_EQ(MeasureNs(Intersect(a, b)), both);
+    ASSERT_EQ(MeasureNs(Subtract(a, b)), only_a);
+    ASSERT_EQ(MeasureNs(Unite(a, b)), either);
+  }
+}
+
+}  // namespace
+}  // namespace shardscope::sim

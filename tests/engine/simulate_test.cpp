@@ -1,0 +1,191 @@
+// The whole prediction pipeline on small jobs: invariants of the timed step, memory
+// conservation, monotonicity, fit checks, summary fields and trace determinism.
+#include "sim/engine/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/trace/trace_io.h"
+#include "sim/engine/trace_export.h"
+
+namespace shardscope::sim {
+namespace {
+
+using nlohmann::json;
+
+// Llama-shaped, 4 blocks, small enough to simulate in milliseconds.
+json SmallJob() {
+  json j = DefaultScenarioJson();
+  j["model"] = {{"hf", {{"model_type", "llama"}, {"architectures", {"LlamaForCausalLM"}},
+                        {"hidden_size", 1024}, {"intermediate_size", 3584},
+                        {"num_hidden_layers", 4}, {"num_attention_heads", 8},
+                        {"num_key_value_heads", 4}, {"vocab_size", 32000},
+                        {"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5},
+                        {"tie_word_embeddings", false}}}};
+  j["training"]["seq_len"] = 2048;
+  return j;
+}
+
+Result<Simulation> Run(const json& doc, const std::vector<std::string>& sets = {}) {
+  SS_ASSIGN_OR_RETURN(Scenario sc, ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets));
+  return SimulateScenario(sc);
+}
+
+Simulation MustRun(const json& doc, const std::vector<std::string>& sets = {}) {
+  auto r = Run(doc, sets);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) std::abort();
+  return std::move(r).value();
+}
+
+int64_t MaxOverSamples(const RoleMemory& m, MemCategory c) {
+  int64_t best = 0;
+  for (const MemorySample& s : m.samples) best = std::max(best, s.category_bytes[static_cast<int>(c)]);
+  return best;
+}
+
+TEST(SimulateTest, DefaultScenarioGivesConsistentFigures) {
+  const Simulation sim = MustRun(DefaultScenarioJson());
+  const Summary& s = sim.summary;
+  EXPECT_GT(s.step_time_s, 0.1);
+  EXPECT_EQ(s.world_size, 8);
+  EXPECT_EQ(s.tokens_per_step, 8 * 2 * 8192);
+  EXPECT_NEAR(s.tokens_per_s_per_gpu, 8.0 * 2 * 8192 / s.step_time_s / 8, 1e-6);
+  EXPECT_GT(s.mfu, 0.05);
+  EXPECT_LT(s.mfu, 0.9);
+  EXPECT_NEAR(s.tflops_per_gpu, s.mfu * s.peak_tflops, 1e-6);
+  EXPECT_GE(s.peak_memory_reserved_gib, s.peak_memory_allocated_gib);
+  double sum = 0;
+  for (double g : s.memory_at_peak_gib) sum += g;
+  EXPECT_NEAR(sum, s.peak_memory_allocated_gib, 1e-9);
+  EXPECT_LE(s.compute_s + s.exposed_comm_s + s.idle_s, s.step_time_s + 1e-9);
+  EXPECT_NEAR(s.compute_s + s.exposed_comm_s + s.idle_s, s.step_time_s, 1e-6);
+}
+
+TEST(SimulateTest, TimedStepRespectsLanesGroupsAndDeps) {
+  const Simulation sim = MustRun(SmallJob(), {"parallelism.dp_replicate=2", "parallelism.dp_shard=4"});
+  const Schedule& s = sim.schedule;
+  std::map<std::pair<int, int>, int64_t> lane_end;
+  std::map<std::pair<int, int>, int64_t> group_start;
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const ScheduleOp& op = s.ops[i];
+    const OpTiming& t = sim.timeline.ops[i];
+    ASSERT_GE(t.start_ns, 0) << op.op_id;
+    for (int d : op.deps) ASSERT_GE(t.start_ns, sim.timeline.ops[d].end_ns) << op.op_id;
+    int64_t& end = lane_end[{op.role, static_cast<int>(op.lane)}];
+    ASSERT_GE(t.start_ns, end) << "lane overlap at " << op.op_id;
+    end = t.end_ns;
+    if (op.group >= 0) {
+      int64_t& start = group_start[{op.role, op.group}];
+      ASSERT_GE(t.start_ns, start) << "group order at " << op.op_id;
+      start = t.start_ns;
+    }
+  }
+}
+
+TEST(SimulateTest, EveryTransientAllocationIsFreedByTheStepEnd) {
+  for (const char* ac : {"none", "full", "selective_op", "selective_layer:2"}) {
+    const Simulation sim = MustRun(SmallJob(), {std::string("training.activation_checkpoint=") + ac});
+    for (const RoleMemory& m : sim.memory) {
+      EXPECT_EQ(m.final_bytes, m.initial_bytes) << ac;
+      EXPECT_EQ(m.live_buffers_at_end, 0) << ac;
+    }
+  }
+}
+
+TEST(SimulateTest, MoreBandwidthIsNeverSlower) {
+  // Two nodes, so the all-gathers cross the network and matter.
+  const std::vector<std::string> base = {"cluster.nodes=2"};
+  std::vector<std::string> fast = base;
+  fast.push_back("cluster.cost_model=tests/engine/data/fast_network.json");
+  const Simulation slow_sim = MustRun(SmallJob(), base);
+  const Simulation fast_sim = MustRun(SmallJob(), fast);
+  EXPECT_LE(fast_sim.summary.step_time_s, slow_sim.summary.step_time_s);
+  EXPECT_LE(fast_sim.summary.exposed_comm_s, slow_sim.summary.exposed_comm_s);
+  EXPECT_LT(fast_sim.summary.comm_s.at("all_gather"), slow_sim.summary.comm_s.at("all_gather"));
+}
+
+TEST(SimulateTest, DeeperPrefetchNeverLowersPeakMemory) {
+  int64_t previous = 0;
+  for (int depth = 0; depth <= 3; ++depth) {
+    const Simulation sim = MustRun(SmallJob(), {"fsdp.forward_prefetch_depth=" + std::to_string(depth),
+                                                "fsdp.backward_prefetch_depth=" + std::to_string(depth)});
+    const int64_t peak = sim.memory[0].peak_allocated_bytes;
+    EXPECT_GE(peak, previous) << "depth " << depth;
+    previous = peak;
+  }
+}
+
+TEST(SimulateTest, FullCheckpointingNeverUsesMoreActivationMemory) {
+  const auto activations = [](const char* ac) {
+    const Simulation sim = MustRun(SmallJob(), {std::string("training.activation_checkpoint=") + ac});
+    return MaxOverSamples(sim.memory[0], MemCategory::kActivations);
+  };
+  const int64_t none = activations("none");
+  const int64_t selective = activations("selective_op");
+  const int64_t full = activations("full");
+  EXPECT_GT(none, 0);
+  EXPECT_LE(full, selective);
+  EXPECT_LE(selective, none);
+  EXPECT_LT(full, none);
+}
+
+TEST(SimulateTest, AJobThatCannotFitSaysSoAndNamesTheCategory) {
+  json j = DefaultScenarioJson();
+  j["cluster"]["gpu"] = "a100-40g";
+  j["training"]["local_batch"] = 8;
+  j["training"]["activation_checkpoint"] = "none";
+  const Simulation sim = MustRun(j);
+  EXPECT_FALSE(sim.summary.fits);
+  EXPECT_FALSE(sim.summary.overflow_category.empty());
+  EXPECT_GT(sim.summary.peak_memory_allocated_gib, sim.summary.usable_gib);
+  ASSERT_FALSE(sim.summary.warnings.empty());
+  EXPECT_NE(sim.summary.warnings.front().find("does not fit"), std::string::npos);
+  const json out = SummaryToJson(sim.summary);
+  EXPECT_EQ(out["fits"], false);
+  EXPECT_TRUE(out["overflow_category"].is_string());
+}
+
+TEST(SimulateTest, SummaryJsonHasEveryFormatsField) {
+  const json out = SummaryToJson(MustRun(SmallJob()).summary);
+  for (const char* key : {"scenario", "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
+                          "compute_s", "exposed_comm_s", "idle_s", "overlap_ratio", "comm_s",
+                          "peak_memory_allocated_gib", "peak_memory_reserved_gib",
+                          "memory_at_peak_gib", "hbm_gib", "fits", "warnings"}) {
+    EXPECT_TRUE(out.contains(key)) << key;
+  }
+  for (const char* kind : {"all_gather", "reduce_scatter", "all_reduce"}) {
+    EXPECT_TRUE(out["comm_s"].contains(kind)) << kind;
+  }
+  EXPECT_EQ(out["memory_at_peak_gib"].size(), static_cast<size_t>(kNumMemCategories));
+  EXPECT_EQ(out["scenario"]["training"]["seq_len"], 2048);
+}
+
+TEST(SimulateTest, SameInputGivesAByteIdenticalTrace) {
+  const std::string a = SerializeTrace(MakePredictedTrace(MustRun(SmallJob()), "shardscope test"));
+  const std::string b = SerializeTrace(MakePredictedTrace(MustRun(SmallJob()), "shardscope test"));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.find("\"peak_memory\""), std::string::npos);
+  EXPECT_NE(a.find("\"step_begin\""), std::string::npos);
+  EXPECT_NE(a.find("allocated_bytes"), std::string::npos);
+  EXPECT_NE(a.find("reserved_bytes"), std::string::npos);
+  EXPECT_NE(a.find("busbw_GBps"), std::string::npos);
+  // The trace reads back as ours with the same number of work events.
+  auto back = ParseTrace(a, "<predicted>");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->metadata.kind, "predicted");
+}
+
+TEST(SimulateTest, UnknownGpuIsAnErrorNamingTheField) {
+  json j = SmallJob();
+  j["cluster"]["gpu"] = "h100-sxn";
+  auto r = Run(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(r.status().message().find("h100-sx"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace shardscope::sim

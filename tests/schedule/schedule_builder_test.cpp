@@ -1,0 +1,404 @@
+#include "core/schedule/schedule_builder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "core/schedule/schedule_check.h"
+#include "tests/schedule/test_model.h"
+
+namespace shardscope::testing {
+namespace {
+
+Case Base() {
+  Case s;
+  s.options.local_batch = 2;
+  s.options.seq_len = 128;
+  s.fsdp.mix_precision.param_dtype = DType::kBFloat16;
+  s.fsdp.mix_precision.reduce_dtype = DType::kFloat32;
+  return s;
+}
+
+int Find(const Schedule& s, const std::string& op_id) {
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (s.ops[i].op_id == op_id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Count(const Schedule& s, OpType type) {
+  return static_cast<int>(
+      std::count_if(s.ops.begin(), s.ops.end(), [&](const ScheduleOp& o) { return o.type == type; }));
+}
+
+TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation) {
+  std::vector<std::pair<std::string, Case>> cases;
+  cases.emplace_back("default", Base());
+  for (const char* ac : {"none", "full", "selective_op", "selective_layer:2"}) {
+    Case s = Base();
+    s.options.activation_checkpoint = *ParseActivationCheckpoint(ac, "test");
+    cases.emplace_back(ac, s);
+  }
+  {
+    Case s = Base();
+    s.options.grad_accum = 3;
+    cases.emplace_back("grad_accum", s);
+    s.fsdp.requires_grad_sync = false;
+    cases.emplace_back("grad_accum no sync", s);
+    s.fsdp.reshard_after_backward = false;
+    cases.emplace_back("grad_accum no sync no reshard", s);
+  }
+  {
+    Case s = Base();
+    s.dp_replicate = 2;
+    cases.emplace_back("hsdp", s);
+    s.fsdp.reshard_after_forward = false;
+    cases.emplace_back("hsdp zero2", s);
+  }
+  {
+    Case s = Base();
+    s.fsdp.enable_offload = true;
+    cases.emplace_back("offload", s);
+  }
+  {
+    Case s = Base();
+    s.tp = 2;
+    cases.emplace_back("tp sp", s);
+    s.options.sequence_parallel = false;
+    cases.emplace_back("tp", s);
+    s.cp = 2;
+    s.world = 16;
+    cases.emplace_back("tp cp", s);
+  }
+  {
+    Case s = Base();
+    s.fsdp.mix_precision = {};
+    cases.emplace_back("fp32", s);
+  }
+  for (auto& [name, setup] : cases) {
+    SCOPED_TRACE(name);
+    Built b = BuildAll(setup);
+    ASSERT_FALSE(b.schedule.ops.empty());
+    const Status st = ValidateSchedule(b.schedule);
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(b.schedule.ops.back().op_id, "step/optimizer");
+  }
+}
+
+// Bus bytes of all-gathers and reduce-scatters equal the closed form: (S−1)/S of the padded
+// unit size, all-gathered twice for units resharded after forward (once for the root).
+TEST(ScheduleBuilderTest, CommunicationVolumeMatchesClosedForm) {
+  for (bool reshard : {true, false}) {
+    SCOPED_TRACE(reshard);
+    Case setup = Base();
+    setup.fsdp.reshard_after_forward = reshard;
+    Built b = BuildAll(setup);
+    double ag = 0, rs = 0;
+    for (const UnitPlan& u : b.plan.units) {
+      int64_t numel = 0;
+      for (const ParamPlan& p : u.params) numel += p.sharded_numel;
+      const double s = 8;
+      const double gathered = s * static_cast<double>(numel) * 2;  // bf16
+      ag += (s - 1) / s * gathered * ((u.reshard_after_forward && !u.is_root) ? 2 : 1);
+      rs += (s - 1) / s * s * static_cast<double>(numel) * 4;  // fp32 reduce
+    }
+    const StepTotals t = ComputeStepTotals(b.schedule, 0);
+    EXPECT_DOUBLE_EQ(t.bus_bytes.at(OpType::kAllGather), ag);
+    EXPECT_DOUBLE_EQ(t.bus_bytes.at(OpType::kReduceScatter), rs);
+    EXPECT_EQ(t.count.count(OpType::kAllReduce), 0u);
+  }
+}
+
+TEST(ScheduleBuilderTest, PersistentMemoryEqualsThePlansShardedBytes) {
+  Case setup = Base();
+  setup.fsdp.mix_precision = {};
+  Built b = BuildAll(setup);
+  const auto& init = b.schedule.initial_memory.at(0);
+  EXPECT_EQ(init[static_cast<int>(MemCategory::kShardedParams)],
+            b.plan.totals.sharded_bytes_per_rank);
+  // fp32 parameters: grads the same size, AdamW two fp32 moments.
+  EXPECT_EQ(init[static_cast<int>(MemCategory::kShardedGrads)],
+            b.plan.totals.sharded_bytes_per_rank);
+  EXPECT_EQ(init[static_cast<int>(MemCategory::kOptimizer)],
+            2 * b.plan.totals.sharded_bytes_per_rank);
+  EXPECT_EQ(init[static_cast<int>(MemCategory::kActivations)], 0);
+
+  setup.options.optimizer = "sgd";
+  Built sgd = BuildAll(setup);
+  EXPECT_EQ(sgd.schedule.initial_memory[0][static_cast<int>(MemCategory::kOptimizer)], 0);
+}
+
+TEST(ScheduleBuilderTest, ForwardPrefetchDepthMovesAllGathersBeforeCompute) {
+  auto built = [](int depth) {
+    Case s = Base();
+    s.fsdp.forward_prefetch_depth = depth;
+    return BuildAll(s).schedule;
+  };
+  const Schedule d0 = built(0), d1 = built(1), d2 = built(2);
+  // Depth 0: layer 1 is gathered only after layer 0 computed.
+  EXPECT_GT(Find(d0, "fwd/model.layers.1/all_gather"), Find(d0, "fwd/model.layers.0/compute"));
+  // Depth 1: prefetched from layer 0's pre-forward, before layer 0 computes.
+  EXPECT_LT(Find(d1, "fwd/model.layers.1/all_gather"), Find(d1, "fwd/model.layers.0/compute"));
+  EXPECT_GT(Find(d1, "fwd/model.layers.2/all_gather"), Find(d1, "fwd/model.layers.0/compute"));
+  // Depth 2: two layers ahead.
+  EXPECT_LT(Find(d2, "fwd/model.layers.2/all_gather"), Find(d2, "fwd/model.layers.0/compute"));
+  // A unit's compute waits for its own all-gather.
+  const int ag = Find(d1, "fwd/model.layers.1/all_gather");
+  const auto& deps = d1.ops[Find(d1, "fwd/model.layers.1/compute")].deps;
+  EXPECT_NE(std::find(deps.begin(), deps.end(), ag), deps.end());
+}
+
+TEST(ScheduleBuilderTest, BackwardPrefetchAndOneReduceScatterInFlight) {
+  Built b = BuildAll(Base());
+  const Schedule& s = b.schedule;
+  EXPECT_LT(Find(s, "bwd/model.layers.2/all_gather"), Find(s, "bwd/model.layers.3/compute"));
+  // Layer 1's backward cannot start before layer 3's reduce-scatter is done.
+  const int rs3 = Find(s, "bwd/model.layers.3/reduce_scatter");
+  const auto& deps = s.ops[Find(s, "bwd/model.layers.1/compute")].deps;
+  EXPECT_NE(std::find(deps.begin(), deps.end(), rs3), deps.end());
+  // The root: gathered once, in forward, never in backward; reduced last.
+  EXPECT_GE(Find(s, "fwd/root/all_gather"), 0);
+  EXPECT_EQ(Find(s, "bwd/root/all_gather"), -1);
+  EXPECT_GE(Find(s, "fwd/root/compute:1"), 0);  // norm + head + loss after the layers
+  const int wait = Find(s, "step/wait_reductions");
+  for (int d : {Find(s, "bwd/root/reduce_scatter"), Find(s, "bwd/model.layers.0/reduce_scatter")}) {
+    EXPECT_NE(std::find(s.ops[wait].deps.begin(), s.ops[wait].deps.end(), d),
+              s.ops[wait].deps.end());
+  }
+}
+
+TEST(ScheduleBuilderTest, FullCheckpointingSavesLessActivationMemoryThanNone) {
+  auto peak = [](const char* mode) {
+    Case s = Base();
+    s.options.activation_checkpoint = *ParseActivationCheckpoint(mode, "test");
+    Built b = BuildAll(s);
+    return std::make_pair(IssueOrderPeak(b.schedule, 0), ComputeStepTotals(b.schedule, 0));
+  };
+  const auto [none, none_t] = peak("none");
+  const auto [full, full_t] = peak("full");
+  const auto [sel, sel_t] = peak("selective_op");
+  const int act = static_cast<int>(MemCategory::kActivations);
+  EXPECT_LT(full.max_by_category[act], sel.max_by_category[act]);
+  EXPECT_LT(sel.max_by_category[act], none.max_by_category[act]);
+  EXPECT_EQ(none_t.recompute_flops, 0);
+  EXPECT_GT(full_t.recompute_flops, 0);
+  EXPECT_DOUBLE_EQ(full_t.fwd_flops, none_t.fwd_flops);
+}
+
+TEST(ScheduleBuilderTest, GradientAccumulationMultipliesComputeAndReductions) {
+  Case one = Base();
+  Case three = Base();
+  three.options.grad_accum = 3;
+  const Schedule s1 = BuildAll(one).schedule, s3 = BuildAll(three).schedule;
+  const StepTotals t1 = ComputeStepTotals(s1, 0), t3 = ComputeStepTotals(s3, 0);
+  EXPECT_DOUBLE_EQ(t3.fwd_flops, 3 * t1.fwd_flops);
+  EXPECT_DOUBLE_EQ(t3.bwd_flops, 3 * t1.bwd_flops);
+  EXPECT_EQ(Count(s3, OpType::kReduceScatter), 3 * Count(s1, OpType::kReduceScatter));
+  EXPECT_GE(Find(s3, "mb2/bwd/model.layers.0/reduce_scatter"), 0);
+  EXPECT_EQ(Count(s3, OpType::kOptimizer), 1);
+
+  three.fsdp.requires_grad_sync = false;
+  const Schedule nosync = BuildAll(three).schedule;
+  EXPECT_EQ(Count(nosync, OpType::kReduceScatter), Count(s1, OpType::kReduceScatter));
+  EXPECT_EQ(Find(nosync, "mb0/bwd/model.layers.0/reduce_scatter"), -1);
+  // The unsharded fp32 accumulator outlives micro-steps: more unsharded grads at the peak.
+  const int g = static_cast<int>(MemCategory::kUnshardedGrads);
+  EXPECT_GT(IssueOrderPeak(nosync, 0).max_by_category[g], IssueOrderPeak(s3, 0).max_by_category[g]);
+
+  three.fsdp.reshard_after_backward = false;
+  const Schedule keep = BuildAll(three).schedule;
+  EXPECT_LT(Count(keep, OpType::kAllGather), Count(nosync, OpType::kAllGather));
+}
+
+TEST(ScheduleBuilderTest, HsdpAddsAllReducesOverTheReplicateGroup) {
+  Case setup = Base();
+  setup.dp_replicate = 2;
+  Built b = BuildAll(setup);
+  const Schedule& s = b.schedule;
+  EXPECT_EQ(Count(s, OpType::kAllReduce), Count(s, OpType::kReduceScatter));
+  const ScheduleOp& ar = s.ops[Find(s, "bwd/model.layers.0/all_reduce")];
+  EXPECT_EQ(s.groups[ar.group].ranks, (std::vector<int>{0, 4}));
+  const ScheduleOp& rs = s.ops[Find(s, "bwd/model.layers.0/reduce_scatter")];
+  EXPECT_EQ(s.groups[rs.group].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ar.bytes * 4, rs.bytes);
+  EXPECT_NE(std::find(ar.deps.begin(), ar.deps.end(), Find(s, "bwd/model.layers.0/reduce_scatter")),
+            ar.deps.end());
+  EXPECT_EQ(ar.name, "ncclAllReduce");
+}
+
+TEST(ScheduleBuilderTest, TensorParallelCollectivesBlockTheComputeLane) {
+  Case setup = Base();
+  setup.tp = 2;
+  Built sp = BuildAll(setup);
+  int rs = 0, ag = 0;
+  for (const ScheduleOp& op : sp.schedule.ops) {
+    if (op.op_id.rfind("fwd/model.layers.0/tp_", 0) != 0) continue;
+    EXPECT_EQ(op.lane, Lane::kCompute);
+    EXPECT_EQ(sp.schedule.groups[op.group].ranks, (std::vector<int>{0, 1}));
+    rs += op.type == OpType::kReduceScatter;
+    ag += op.type == OpType::kAllGather;
+  }
+  EXPECT_EQ(rs, 2);  // after o_proj and down_proj
+  EXPECT_EQ(ag, 2);  // before q/k/v and gate/up
+  setup.options.sequence_parallel = false;
+  Built no_sp = BuildAll(setup);
+  EXPECT_GE(Find(no_sp.schedule, "fwd/model.layers.0/tp_all_reduce:1"), 0);
+  EXPECT_EQ(Find(no_sp.schedule, "fwd/model.layers.0/tp_all_reduce:2"), -1);
+}
+
+TEST(ScheduleBuilderTest, OffloadCopiesParamsInAndGradsOutAndStepsOnTheHost) {
+  Case setup = Base();
+  setup.fsdp.enable_offload = true;
+  Built b = BuildAll(setup);
+  const Schedule& s = b.schedule;
+  EXPECT_LT(Find(s, "fwd/model.layers.0/h2d"), Find(s, "fwd/model.layers.0/copy_in"));
+  EXPECT_GT(Find(s, "bwd/model.layers.0/d2h"), Find(s, "bwd/model.layers.0/reduce_scatter"));
+  EXPECT_TRUE(s.ops.back().on_host);
+  EXPECT_EQ(s.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)], 0);
+  EXPECT_EQ(s.initial_host_memory[0][static_cast<int>(MemCategory::kShardedParams)],
+            b.plan.totals.sharded_bytes_per_rank);
+}
+
+TEST(ScheduleBuilderTest, RefusesWhatItDoesNotModel) {
+  Built b = BuildAll(Base());
+  ScheduleOptions o;
+  o.world_size = 8;
+  o.dp_shard = 8;
+  o.pp = 2;
+  o.dp_shard = 4;
+  o.pp_schedule = "zero_bubble";
+  Result<Schedule> pp = BuildSchedule(b.tree, b.plan, o);
+  ASSERT_FALSE(pp.ok());
+  EXPECT_NE(pp.status().message().find("parallelism.pp_schedule = 'zero_bubble'"),
+            std::string::npos);
+  EXPECT_EQ(pp.status().code(), ErrorCode::kInvalidInput);
+  o.pp_schedule = "1f1b";
+  o.pp_virtual_stages = 2;
+  Result<Schedule> virt = BuildSchedule(b.tree, b.plan, o);
+  ASSERT_FALSE(virt.ok());
+  EXPECT_NE(virt.status().message().find("parallelism.pp_virtual_stages = 2"), std::string::npos);
+  o.pp_virtual_stages = 1;
+  o.pp_microbatches = 2;
+  o.local_batch = 3;
+  Result<Schedule> split = BuildSchedule(b.tree, b.plan, o);
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("training.local_batch = 3"), std::string::npos);
+  o.local_batch = 1;
+  o.pp_microbatches = 1;
+
+  o.pp = 1;
+  o.dp_shard = 8;
+  o.optimizer = "lion";
+  Result<Schedule> opt = BuildSchedule(b.tree, b.plan, o);
+  ASSERT_FALSE(opt.ok());
+  EXPECT_NE(opt.status().message().find("training.optimizer = 'lion'"), std::string::npos);
+
+  o.optimizer = "adamw";
+  o.dp_shard = 4;
+  Result<Schedule> world = BuildSchedule(b.tree, b.plan, o);
+  ASSERT_FALSE(world.ok());
+  EXPECT_NE(world.status().message().find("does not equal the world size 8"), std::string::npos);
+
+  o.dp_shard = 2;
+  o.dp_replicate = 4;  // the plan shards over 8 ranks
+  Result<Schedule> mismatch = BuildSchedule(b.tree, b.plan, o);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.status().message().find("plan and schedule options disagree"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::testing
+
+namespace shardscope::testing {
+namespace {
+
+// Prints the default schedule when SHARDSCOPE_DUMP_SCHEDULE is set (a debugging aid); always
+// checks the listing names every op.
+TEST(ScheduleBuilderTest, FormatListsEveryOp) {
+  Case c = Base();
+  if (const char* ac = std::getenv("SHARDSCOPE_DUMP_AC")) {
+    c.options.activation_checkpoint = *ParseActivationCheckpoint(ac, "env");
+  }
+  if (std::getenv("SHARDSCOPE_DUMP_TP")) c.tp = 2;
+  Built b = BuildAll(c, TinyShape{2});
+  const std::string text = FormatSchedule(b.schedule, 0);
+  EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')),
+            b.schedule.ops.size());
+  if (std::getenv("SHARDSCOPE_DUMP_SCHEDULE")) std::printf("%s", text.c_str());
+}
+
+}  // namespace
+}  // namespace shardscope::testing
+
+namespace shardscope::testing {
+namespace {
+
+Case Pipeline(const std::string& schedule, int virtual_stages) {
+  Case c = Base();
+  c.pp = 2;
+  c.options.pp_schedule = schedule;
+  c.options.pp_virtual_stages = virtual_stages;
+  c.options.pp_microbatches = 4;
+  c.options.local_batch = 4;
+  return c;
+}
+
+TEST(SchedulePipelineTest, EverySchedulesValidatesWithOneRolePerStage) {
+  for (auto [name, v] : {std::pair{"1f1b", 1}, {"gpipe", 1}, {"interleaved_1f1b", 2}}) {
+    SCOPED_TRACE(name);
+    Built b = BuildAll(Pipeline(name, v));
+    const Schedule& s = b.schedule;
+    ASSERT_EQ(s.roles.size(), 2u);
+    EXPECT_EQ(s.roles[1].rank, 4);
+    EXPECT_EQ(s.roles[1].ranks_like, 4);
+    const Status st = ValidateSchedule(s);
+    EXPECT_TRUE(st.ok()) << st.message();
+    int sends = 0;
+    for (const ScheduleOp& op : s.ops) sends += op.type == OpType::kSend;
+    // Every micro-batch crosses each of the 2·v − 1 chunk boundaries twice (fwd + bwd).
+    EXPECT_EQ(sends, 4 * (2 * v - 1) * 2);
+  }
+}
+
+TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
+  Built b = BuildAll(Pipeline("1f1b", 1));
+  const Schedule& s = b.schedule;
+  auto find = [&](int role, const std::string& id) {
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      if (s.ops[i].role == role && s.ops[i].op_id == id) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  // Stage 0 runs the embedding and layers 0-1, stage 1 layers 2-3, norm, head and loss.
+  EXPECT_GE(find(0, "mb0/fwd/model.layers.1/compute"), 0);
+  EXPECT_EQ(find(1, "mb0/fwd/model.layers.1/compute"), -1);
+  EXPECT_GE(find(1, "mb0/fwd/model.layers.2/compute"), 0);
+  bool stage1_has_loss = false;
+  for (const ComputeItem& item : s.ops[find(1, "mb0/fwd/root.chunk1/compute")].items) {
+    stage1_has_loss = stage1_has_loss || item.kind == OpKind::kLoss;
+  }
+  EXPECT_TRUE(stage1_has_loss);
+  // Stage 1's first forward waits for stage 0's send through its receive.
+  const int recv = find(1, "mb0/fwd/chunk1/recv");
+  ASSERT_GE(recv, 0);
+  EXPECT_EQ(s.ops[recv].deps, (std::vector<int>{find(0, "mb0/fwd/chunk0/send")}));
+  // 1F1B on stage 0: two forwards before the first backward.
+  EXPECT_LT(find(0, "mb1/fwd/model.layers.0/compute"), find(0, "mb0/bwd/model.layers.0/compute"));
+  EXPECT_GT(find(0, "mb2/fwd/model.layers.0/compute"), find(0, "mb0/bwd/model.layers.1/compute"));
+  // Gradients are reduced once, after the last micro-batch.
+  EXPECT_EQ(find(0, "mb0/bwd/model.layers.0/reduce_scatter"), -1);
+  EXPECT_GE(find(0, "mb3/bwd/model.layers.0/reduce_scatter"), 0);
+  // Stage 0 keeps more micro-batches in flight, so it holds more activations at its peak.
+  const int act = static_cast<int>(MemCategory::kActivations);
+  EXPECT_GT(IssueOrderPeak(s, 0).max_by_category[act], IssueOrderPeak(s, 1).max_by_category[act]);
+  // Persistent memory of the two stages adds up to the plan's.
+  int64_t sharded = 0;
+  for (const auto& m : s.initial_memory) sharded += m[static_cast<int>(MemCategory::kShardedParams)];
+  EXPECT_EQ(sharded, b.plan.totals.sharded_bytes_per_rank);
+}
+
+}  // namespace
+}  // namespace shardscope::testing

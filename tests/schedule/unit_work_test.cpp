@@ -1,0 +1,113 @@
+#include "core/schedule/unit_work.h"
+
+#include <gtest/gtest.h>
+
+#include "core/config/scenario.h"
+#include "core/schedule/schedule_options.h"
+#include "tests/schedule/test_model.h"
+
+namespace shardscope::testing {
+namespace {
+
+// A plan with the root as its only unit (module 0), enough for the tree walk.
+Plan RootOnly() {
+  Plan p;
+  UnitPlan root;
+  root.is_root = true;
+  root.module = 0;
+  p.units.push_back(root);
+  return p;
+}
+
+std::vector<std::string> CommKinds(const UnitWork& w, bool forward) {
+  std::vector<std::string> out;
+  for (const WorkEntry& e : w.entries) {
+    if (e.kind != WorkEntry::Kind::kComm) continue;
+    for (const CommSpec& c : forward ? e.fwd : e.bwd) out.push_back(c.what);
+  }
+  return out;
+}
+
+TEST(UnitWorkTest, ExpertParallelAllToAllsSurroundTheRoutedExperts) {
+  ModelTree t;
+  int moe = t.AddModule(0, MakeModule("moe", "MoE"));
+  Leaf(t, moe, "gate", "Router", Op(OpKind::kRouter, {{"dim", 64}, {"experts", 8}, {"top_k", 2}}),
+       {8, 64});
+  Leaf(t, moe, "experts", "Experts",
+       Op(OpKind::kExperts, {{"experts", 8}, {"top_k", 2}, {"dim", 64}, {"ffn", 128}, {"gated", 1}}),
+       {8, 256, 64});
+  ScheduleOptions o;
+  o.ep = 4;
+  OpContext ctx;
+  ctx.batch = 2;
+  ctx.seq = 32;
+  ctx.ep = 4;
+  WorkGroups g;
+  g.ep = 0;
+  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, g);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  const UnitWork& root = (*w)[0];
+  EXPECT_EQ(CommKinds(root, true), (std::vector<std::string>{"ep_dispatch", "ep_combine"}));
+  EXPECT_EQ(CommKinds(root, false), (std::vector<std::string>{"ep_dispatch", "ep_combine"}));
+  // Order: router, dispatch, experts, combine; size tokens · top_k · dim · bf16.
+  ASSERT_EQ(root.entries.size(), 4u);
+  EXPECT_EQ(root.entries[1].fwd[0].bytes, 2 * 32 * 2 * 64 * 2);
+  EXPECT_EQ(root.entries[2].item.kind, OpKind::kExperts);
+  EXPECT_EQ(root.entries[1].fwd[0].type, OpType::kAllToAll);
+
+  g.ep = -1;  // ep = 1: no all-to-all
+  Result<std::vector<UnitWork>> local = BuildUnitWork(t, RootOnly(), o, ctx, g);
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(CommKinds((*local)[0], true).empty());
+}
+
+TEST(UnitWorkTest, ContextParallelGathersKeysAndValuesBeforeAttention) {
+  ModelTree t = TinyLlama(TinyShape{1});
+  ScheduleOptions o;
+  OpContext ctx;
+  ctx.batch = 1;
+  ctx.seq = 128;
+  ctx.cp = 2;
+  WorkGroups g;
+  g.cp = 0;
+  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, g);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(CommKinds((*w)[0], true), (std::vector<std::string>{"cp_all_gather"}));
+  EXPECT_EQ(CommKinds((*w)[0], false),
+            (std::vector<std::string>{"cp_all_gather", "cp_reduce_scatter"}));
+  // K and V of all 128 tokens: 4 kv heads × (32 + 32) dims × bf16.
+  for (const WorkEntry& e : (*w)[0].entries) {
+    if (e.kind == WorkEntry::Kind::kComm) {
+      EXPECT_EQ(e.fwd[0].bytes, 128 * 4 * 64 * 2);
+    }
+  }
+  // The loss runs last although it hangs on the root module.
+  EXPECT_EQ((*w)[0].entries.back().item.kind, OpKind::kLoss);
+}
+
+TEST(UnitWorkTest, ScenarioFieldsReachTheOptions) {
+  nlohmann::json doc = {{"model", "llama3-8b"},
+                        {"cluster", {{"nodes", 2}, {"gpus_per_node", 8}}},
+                        {"parallelism", {{"tp", 2}, {"dp_replicate", 2}}},
+                        {"fsdp", {{"requires_grad_sync", false}}},
+                        {"training",
+                         {{"local_batch", 3}, {"seq_len", 4096}, {"grad_accum", 2},
+                          {"activation_checkpoint", "full"}, {"optimizer", "sgd"}}}};
+  Result<Scenario> s = ParseScenario(doc, "job.json", ".");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const ScheduleOptions o = ScheduleOptionsFromScenario(*s);
+  EXPECT_EQ(o.world_size, 16);
+  EXPECT_EQ(o.tp, 2);
+  EXPECT_EQ(o.dp_replicate, 2);
+  EXPECT_EQ(o.dp_shard, 4);
+  EXPECT_EQ(o.local_batch, 3);
+  EXPECT_EQ(o.seq_len, 4096);
+  EXPECT_EQ(o.grad_accum, 2);
+  EXPECT_EQ(o.activation_checkpoint.mode, CheckpointMode::kFull);
+  EXPECT_EQ(o.optimizer, "sgd");
+  EXPECT_FALSE(o.requires_grad_sync);
+  EXPECT_TRUE(o.reshard_after_backward);
+}
+
+}  // namespace
+}  // namespace shardscope::testing

@@ -1,0 +1,188 @@
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/trace/trace_io.h"
+#include "tests/trace/trace_test_util.h"
+
+namespace shardscope {
+namespace {
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+TEST(TraceWriter, MicrosecondsHaveExactlyThreeDecimals) {
+  EXPECT_EQ(FormatNsAsUs(1), "0.001");
+  EXPECT_EQ(FormatNsAsUs(0), "0.000");
+  EXPECT_EQ(FormatNsAsUs(999), "0.999");
+  EXPECT_EQ(FormatNsAsUs(1000), "1.000");
+  EXPECT_EQ(FormatNsAsUs(1234567), "1234.567");
+  EXPECT_EQ(FormatNsAsUs(-1500), "-1.500");
+  // Beyond double precision (2^53 ns): integer arithmetic keeps every digit.
+  EXPECT_EQ(FormatNsAsUs(9007199254740993), "9007199254740.993");
+  EXPECT_EQ(FormatNsAsUs(INT64_MIN), "-9223372036854775.808");
+}
+
+TEST(TraceReader, MicrosecondTextToNanoseconds) {
+  int64_t ns = 0;
+  ASSERT_TRUE(ParseUsToNs("1234.567", &ns));
+  EXPECT_EQ(ns, 1234567);
+  ASSERT_TRUE(ParseUsToNs("12", &ns));
+  EXPECT_EQ(ns, 12000);
+  ASSERT_TRUE(ParseUsToNs("-1.5", &ns));
+  EXPECT_EQ(ns, -1500);
+  ASSERT_TRUE(ParseUsToNs("0.0015", &ns));
+  EXPECT_EQ(ns, 2);  // rounded half away from zero
+  ASSERT_TRUE(ParseUsToNs("0.0014999", &ns));
+  EXPECT_EQ(ns, 1);
+  ASSERT_TRUE(ParseUsToNs("1.5e3", &ns));
+  EXPECT_EQ(ns, 1500000);
+  ASSERT_TRUE(ParseUsToNs("5124864270256.119", &ns));  // a Kineto timestamp: 16 digits, exact
+  EXPECT_EQ(ns, 5124864270256119);
+  EXPECT_FALSE(ParseUsToNs("", &ns));
+  EXPECT_FALSE(ParseUsToNs("1.2.3", &ns));
+  EXPECT_FALSE(ParseUsToNs("99999999999999999999", &ns));
+}
+
+TEST(TraceWriter, WritesChromeTraceEvents) {
+  const std::string text = SerializeTrace(testing::SmallTrace());
+  EXPECT_NE(text.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"rank 1\"}}"), std::string::npos);
+  EXPECT_NE(text.find("\"name\":\"thread_name\",\"pid\":0,\"tid\":2,\"args\":{\"name\":\"all_gather\"}"), std::string::npos);
+  EXPECT_NE(text.find("\"ts\":50.000,\"dur\":70.000,\"args\":{\"op_id\":\"fwd/layers.1/all_gather\",\"bytes\":67108864,\"group_size\":8,\"busbw_GBps\":123.25}"),
+            std::string::npos);
+  EXPECT_NE(text.find("\"displayTimeUnit\":\"ns\""), std::string::npos);
+  EXPECT_NE(text.find("\"format\":\"shardscope-trace/1\""), std::string::npos);
+  EXPECT_NE(text.find("{\"ph\":\"i\",\"name\":\"peak_memory\""), std::string::npos);
+  // Samples at one instant form one C event.
+  EXPECT_NE(text.find("\"args\":{\"unsharded_params_bytes\":4000,\"allocated_bytes\":5000}"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::accept(text));
+}
+
+TEST(TraceWriter, CountersOnlyOnChange) {
+  Trace t;
+  t.AddCounter(0, 0, "allocated_bytes", 10);
+  t.AddCounter(0, 5, "allocated_bytes", 10);  // unchanged: dropped
+  t.AddCounter(0, 9, "allocated_bytes", 11);
+  const std::string text = SerializeTrace(t);
+  EXPECT_EQ(Count(text, "\"ph\":\"C\""), 2u);
+  EXPECT_EQ(text.find("\"ts\":0.005"), std::string::npos);
+}
+
+TEST(TraceWriter, EscapesStrings) {
+  Trace t;
+  t.AddWork(0, kLaneCompute, "a \"quoted\"\\name\n", "op\t1", 0, 1);
+  const std::string text = SerializeTrace(t);
+  ASSERT_TRUE(nlohmann::json::accept(text));
+  auto back = ParseTrace(text, "mem");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->Str(back->events[0].name), "a \"quoted\"\\name\n");
+  EXPECT_EQ(back->Str(back->events[0].op_id), "op\t1");
+}
+
+TEST(TraceIo, RoundTripIsLossless) {
+  Trace t = testing::SmallTrace();
+  t.SetExtraArgs(t.events[0], {{"stream", 7}, {"note", "x"}});
+  t.SetExtraArgs(t.markers[0], {{"step", 3}});
+  t.metadata.summary = {{"step_time_s", 0.3}};
+  t.metadata.library_versions = {{"nccl", "2.30.7"}};
+  t.metadata.extra["custom"] = 5;
+  t.SortEvents();
+  const std::string path = ::testing::TempDir() + "roundtrip.trace.json";
+  ASSERT_TRUE(WriteTrace(t, path).ok());
+  auto back = ReadTrace(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const Trace& b = *back;
+  EXPECT_EQ(b.import.source, "shardscope");
+  EXPECT_TRUE(b.import.problems.empty());
+  ASSERT_EQ(b.events.size(), t.events.size());
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const WorkEvent& x = t.events[i];
+    const WorkEvent& y = b.events[i];
+    EXPECT_EQ(x.start_ns, y.start_ns);
+    EXPECT_EQ(x.dur_ns, y.dur_ns);
+    EXPECT_EQ(x.rank, y.rank);
+    EXPECT_EQ(x.lane, y.lane);
+    EXPECT_EQ(x.bytes, y.bytes);
+    EXPECT_EQ(x.group_size, y.group_size);
+    EXPECT_EQ(x.flops, y.flops);
+    EXPECT_EQ(x.busbw_gbps, y.busbw_gbps);
+    EXPECT_EQ(t.Str(x.name), b.Str(y.name));
+    EXPECT_EQ(t.Str(x.op_id), b.Str(y.op_id));
+    EXPECT_EQ(t.ExtraArgs(x.extra_args), b.ExtraArgs(y.extra_args));
+  }
+  ASSERT_EQ(b.counters.size(), t.counters.size());
+  for (size_t i = 0; i < t.counters.size(); ++i) {
+    EXPECT_EQ(t.counters[i].time_ns, b.counters[i].time_ns);
+    EXPECT_EQ(t.counters[i].value, b.counters[i].value);
+    EXPECT_EQ(t.Str(t.counters[i].key), b.Str(b.counters[i].key));
+  }
+  ASSERT_EQ(b.markers.size(), t.markers.size());
+  EXPECT_EQ(b.ExtraArgs(b.markers[0].extra_args)["step"], 3);
+  EXPECT_EQ(b.metadata.kind, "predicted");
+  EXPECT_EQ(b.metadata.tool_version, "shardscope test");
+  EXPECT_EQ(b.metadata.scenario, t.metadata.scenario);
+  EXPECT_EQ(b.metadata.summary, t.metadata.summary);
+  EXPECT_EQ(b.metadata.library_versions, t.metadata.library_versions);
+  EXPECT_EQ(b.metadata.extra["custom"], 5);
+  EXPECT_EQ(b.rank_names.at(1), "rank 1");
+  // Writing what was read gives the same bytes.
+  EXPECT_EQ(SerializeTrace(b), SerializeTrace(t));
+  std::remove(path.c_str());
+}
+
+struct BadCase {
+  const char* text;
+  const char* expected;  // a piece of the message
+};
+
+TEST(TraceReader, BadInputsGiveCleanErrors) {
+  const std::string meta = R"(,"metadata":{"format":"shardscope-trace/1","kind":"predicted","tool_version":"t"}})";
+  const BadCase cases[] = {
+      {"{", "t.json: not valid JSON at byte"},
+      {"[1,2]", "expected a JSON object"},
+      {R"({"metadata":{}})", "traceEvents: missing"},
+      {R"({"traceEvents":{}})", "traceEvents: expected an array"},
+      {R"({"traceEvents":[3]})", "traceEvents[0]: expected an object"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":"2"}])", "traceEvents[0].dur: expected a number"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":-2}])", "traceEvents[0].dur: expected a duration"},
+      {R"({"traceEvents":[{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}},{"ph":"X","name":"a","pid":"r","tid":1,"ts":1,"dur":2}])", "traceEvents[1].pid: expected an integer"},
+      {R"({"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":1,"dur":2}])", "traceEvents[0].name: expected a string"},
+      {R"({"traceEvents":[{"ph":"C","name":"memory","pid":0,"ts":1,"args":{"a_bytes":1.5}}])", "traceEvents[0].args.a_bytes: expected an integer"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":[]}])", "traceEvents[0].args: expected an object"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{"bytes":"9"}}])", "traceEvents[0].args.bytes: expected an integer"},
+  };
+  for (const BadCase& c : cases) {
+    std::string text = c.text;
+    // Valid metadata where the case is about something else.
+    if (text.find("\"metadata\"") == std::string::npos && text.size() > 2 && text.back() == '}' &&
+        text.find("traceEvents\":[") != std::string::npos) {
+      text = text.substr(0, text.size() - 1) + meta;
+    }
+    auto r = ParseTrace(text, "t.json");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(r.status().message().find(c.expected), std::string::npos)
+        << "input: " << c.text << "\nmessage: " << r.status().message();
+  }
+}
+
+TEST(TraceReader, MissingFileNamesThePath) {
+  auto r = ReadTrace("/nonexistent/x.trace.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/nonexistent/x.trace.json"), std::string::npos);
+}
+
+TEST(TraceReader, UnknownFormatIsRefused) {
+  auto r = ParseTrace(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2}]})", "plain.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("neither a shardscope trace"), std::string::npos);
+  auto wrong = ParseTrace(R"({"traceEvents":[],"metadata":{"format":"other/2","kind":"predicted","tool_version":"x"}})", "w.json");
+  ASSERT_FALSE(wrong.ok());
+}
+
+}  // namespace
+}  // namespace shardscope

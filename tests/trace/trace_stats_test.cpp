@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include "core/trace/intervals.h"
+#include "core/trace/trace_stats.h"
+#include "tests/trace/trace_test_util.h"
+
+namespace shardscope {
+namespace {
+
+TEST(Intervals, UnionMergesOverlapsAndTouches) {
+  const auto u = UnionOf({{10, 20}, {0, 5}, {15, 30}, {30, 35}, {40, 40}, {50, 60}});
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0].start_ns, 0);
+  EXPECT_EQ(u[0].end_ns, 5);
+  EXPECT_EQ(u[1].start_ns, 10);
+  EXPECT_EQ(u[1].end_ns, 35);
+  EXPECT_EQ(u[2].start_ns, 50);
+  EXPECT_EQ(TotalNs(u), 5 + 25 + 10);
+}
+
+TEST(Intervals, IntersectionAndClip) {
+  const auto a = UnionOf({{0, 100}, {200, 300}});
+  const auto b = UnionOf({{50, 250}, {290, 400}});
+  EXPECT_EQ(IntersectNs(a, b), 50 + 50 + 10);
+  EXPECT_EQ(IntersectNs(a, {}), 0);
+  const auto c = ClipTo(a, 80, 210);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].start_ns, 80);
+  EXPECT_EQ(c[1].end_ns, 210);
+  EXPECT_EQ(TotalNs(ClipTo(a, 100, 200)), 0);
+}
+
+TEST(TraceStats, ExposedCommunicationByIntervalArithmetic) {
+  const TraceStats s = ComputeStats(testing::SmallTrace());
+  ASSERT_EQ(s.steps.size(), 2u);  // one step per rank
+  const StepStats& st = s.steps[0];
+  EXPECT_EQ(st.rank, 0);
+  EXPECT_EQ(st.step_ns, 300000);
+  EXPECT_EQ(st.busy_ns, 270000);   // [0,120) ∪ [150,300) µs
+  EXPECT_EQ(st.idle_ns, 30000);
+  EXPECT_EQ(st.compute_ns, 200000);
+  EXPECT_EQ(st.comm_ns, 130000);
+  EXPECT_EQ(st.exposed_comm_ns, 70000);  // 20 µs of the all-gather, 50 µs of the reduce-scatter
+  EXPECT_DOUBLE_EQ(st.overlap_ratio, 60000.0 / 130000.0);
+  EXPECT_EQ(st.exposed_by_lane_ns.at("all_gather"), 20000);
+  EXPECT_EQ(st.exposed_by_lane_ns.at("reduce_scatter"), 50000);
+  EXPECT_EQ(s.step_time_ns, 300000);
+  EXPECT_EQ(s.exposed_comm_ns, 70000);
+}
+
+TEST(TraceStats, OverlapNeverDoubleCounts) {
+  // Two communication lanes busy at once while compute is idle: exposed is the union (10 µs),
+  // not the sum (20 µs) and not compute + comm − wall.
+  Trace t;
+  t.AddWork(0, kLaneCompute, "c", "c", 0, 10000);
+  t.AddWork(0, kLaneAllGather, "ag", "ag", 10000, 10000);
+  t.AddWork(0, kLaneReduceScatter, "rs", "rs", 10000, 10000);
+  const TraceStats s = ComputeStats(t);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].comm_ns, 10000);
+  EXPECT_EQ(s.steps[0].exposed_comm_ns, 10000);
+  EXPECT_EQ(s.steps[0].overlap_ratio, 0.0);
+  EXPECT_EQ(s.steps[0].idle_ns, 0);
+}
+
+TEST(TraceStats, StepsSplitAtMarkers) {
+  Trace t;
+  t.AddMarker(0, 0, "step_begin");
+  t.AddMarker(0, 1000, "step_begin");
+  t.AddWork(0, kLaneCompute, "a", "s0", 0, 600);
+  t.AddWork(0, kLaneCompute, "b", "s1", 1000, 1500);
+  const TraceStats s = ComputeStats(t);
+  ASSERT_EQ(s.steps.size(), 2u);
+  EXPECT_EQ(s.steps[0].step_ns, 1000);
+  EXPECT_EQ(s.steps[0].idle_ns, 400);
+  EXPECT_EQ(s.steps[1].step_ns, 1500);
+  EXPECT_EQ(s.step_time_ns, 1250);
+}
+
+TEST(TraceStats, CollectivesAndMemoryPeak) {
+  const TraceStats s = ComputeStats(testing::SmallTrace(), 3);
+  ASSERT_EQ(s.collectives.size(), 2u);
+  const CollectiveStats& ag = s.collectives[0];
+  EXPECT_EQ(ag.kind, "all_gather");
+  EXPECT_EQ(ag.count, 2);
+  EXPECT_EQ(ag.bytes, 2 * (64 << 20));
+  EXPECT_EQ(ag.time_ns, 140000);
+  EXPECT_NEAR(ag.busbw_gbps, (64 << 20) * 7.0 / 8.0 / 70000.0, 1e-9);
+  ASSERT_EQ(s.top_ops.size(), 3u);
+  EXPECT_EQ(s.top_ops[0].dur_ns, 100000);
+
+  ASSERT_EQ(s.memory.size(), 2u);
+  const MemoryPeak& m = s.memory[0];
+  EXPECT_EQ(m.key, "allocated_bytes");
+  EXPECT_EQ(m.peak_bytes, 5000);
+  EXPECT_EQ(m.time_ns, 50000);
+  EXPECT_EQ(m.at_peak_bytes.at("unsharded_params_bytes"), 4000);
+  EXPECT_EQ(m.at_peak_bytes.at("sharded_params_bytes"), 1000);
+  ASSERT_EQ(m.running.size(), 2u);
+  EXPECT_EQ(m.running[0], "compute: fwd layers.0 [fwd/layers.0/compute]");
+  EXPECT_EQ(m.running[1], "all_gather: nccl:all_gather [fwd/layers.1/all_gather]");
+  EXPECT_EQ(s.peak_memory_bytes, 5000);
+  const auto j = StatsToJson(s);
+  EXPECT_EQ(j["memory"][0]["peak_bytes"], 5000);
+  EXPECT_EQ(j["steps"][0]["exposed_comm_ns"], 70000);
+}
+
+TEST(TraceStats, PeakOfCategorySumWithoutAllocatedSeries) {
+  Trace t;
+  t.AddCounter(0, 0, "activations_bytes", 10);
+  t.AddCounter(0, 5, "temporaries_bytes", 7);
+  t.AddCounter(0, 9, "activations_bytes", 1);
+  const TraceStats s = ComputeStats(t);
+  ASSERT_EQ(s.memory.size(), 1u);
+  EXPECT_EQ(s.memory[0].key, "sum of categories");
+  EXPECT_EQ(s.memory[0].peak_bytes, 17);
+  EXPECT_EQ(s.memory[0].time_ns, 5);
+}
+
+}  // namespace
+}  // namespace shardscope

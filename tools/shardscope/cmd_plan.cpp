@@ -1,0 +1,65 @@
+// `shardscope plan SCENARIO [--json FILE] [--set path=value ...]`: plans the FSDP units of a
+// scenario (planning.md) and prints the units table; --json writes formats.md §1b.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "core/config/scenario.h"
+#include "core/model/model_source.h"
+#include "core/plan/plan_json.h"
+#include "core/plan/planner.h"
+#include "core/util/file_io.h"
+#include "tools/shardscope/command.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct PlanArgs {
+  std::string scenario;
+  std::string json;
+  std::vector<std::string> sets;
+};
+
+Status RunPlan(const PlanArgs& args) {
+  SS_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(args.scenario, args.sets));
+  ModelBuildOptions build;
+  build.tp = scenario.parallelism.tp;
+  build.ep = scenario.parallelism.ep;
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(scenario.model, build));
+  Result<Plan> planned = PlanScenario(scenario, tree);
+  if (!planned.ok()) return planned.status().WithContext(scenario.source);
+  const Plan& plan = *planned;
+  const PlanMeshInfo& m = plan.mesh;
+  fmt::print("{}: {} GPUs ({}×{} {}), tp={} cp={} pp={} ep={}, dp_replicate={} dp_shard={}{}{}\n",
+             scenario.source, m.world_size, scenario.cluster.nodes,
+             scenario.cluster.gpus_per_node, scenario.cluster.gpu, m.tp, m.cp, m.pp, m.ep,
+             m.dp_replicate, m.dp_shard,
+             m.edp > 0 ? fmt::format(", edp_replicate={} edp_shard={}", m.edp_replicate, m.edp_shard)
+                       : "",
+             plan.adapter.empty() ? "" : ", " + plan.adapter);
+  fmt::print("{}", FormatPlanTable(plan));
+  if (!args.json.empty()) {
+    SS_RETURN_IF_ERROR(WriteFileAtomic(args.json, PlanToJson(plan).dump(1) + "\n"));
+    fmt::print("plan written to {}\n", args.json);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterPlanCommand(CLI::App& app, CommandRegistry& registry) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Plan the FSDP units of a scenario: units, meshes, reduction, prefetch, sharding");
+  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("--json", args->json, "write the plan (shardscope-plan/1 JSON) here");
+  sub->add_option("--set", args->sets, "override a scenario field, path=value (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  registry.Add(sub, [args] { return RunPlan(*args); });
+}
+
+}  // namespace shardscope::cli
