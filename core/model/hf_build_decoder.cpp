@@ -59,8 +59,8 @@ class DecoderBuilder {
   }
 
   OpDescriptor AttentionOp(int64_t index, int64_t head_dim, int64_t v_head_dim) const {
-    std::map<std::string, int64_t> dims = {{"heads", s_.heads}, {"kv_heads", s_.kv_heads},
-                                           {"head_dim", head_dim}, {"causal", 1}};
+    std::map<std::string, int64_t> dims = {
+        {"heads", s_.heads}, {"kv_heads", s_.kv_heads}, {"head_dim", head_dim}, {"causal", 1}};
     if (v_head_dim != head_dim) dims["v_head_dim"] = v_head_dim;
     const int64_t window = s_.window.empty() ? 0 : s_.window[static_cast<size_t>(index)];
     if (window > 0) dims["window"] = window;
@@ -100,11 +100,11 @@ class DecoderBuilder {
     } else {
       b_.Linear(a, "q_proj", s_.hidden, s_.heads * qk_head_dim, false, TpStyle::kColumn);
     }
-    b_.Linear(a, "kv_a_proj_with_mqa", s_.hidden, m.kv_lora_rank + m.qk_rope_head_dim,
-              s_.qkv_bias, TpStyle::kReplicate, /*shared_input=*/true);
+    b_.Linear(a, "kv_a_proj_with_mqa", s_.hidden, m.kv_lora_rank + m.qk_rope_head_dim, s_.qkv_bias,
+              TpStyle::kReplicate, /*shared_input=*/true);
     b_.Norm(a, "kv_a_layernorm", s_.norm_class, m.kv_lora_rank);
-    b_.Linear(a, "kv_b_proj", m.kv_lora_rank, s_.heads * (m.qk_nope_head_dim + m.v_head_dim),
-              false, TpStyle::kColumn);
+    b_.Linear(a, "kv_b_proj", m.kv_lora_rank, s_.heads * (m.qk_nope_head_dim + m.v_head_dim), false,
+              TpStyle::kColumn);
     b_.Linear(a, "o_proj", s_.heads * m.v_head_dim, s_.hidden, s_.o_bias, TpStyle::kRow, true);
   }
 
@@ -125,8 +125,8 @@ class DecoderBuilder {
     if (m.router_fp32) w.dtype = DType::kFloat32;
     r.params.push_back(std::move(w));
     if (m.router_bias) r.params.push_back(b_.MakeParam("bias", {m.experts}));
-    r.op = MakeOp(OpKind::kRouter, {{"dim", s_.hidden}, {"experts", m.experts},
-                                    {"top_k", m.top_k}});
+    r.op =
+        MakeOp(OpKind::kRouter, {{"dim", s_.hidden}, {"experts", m.experts}, {"top_k", m.top_k}});
     b_.tree().AddModule(block, std::move(r));
   }
 
@@ -137,8 +137,7 @@ class DecoderBuilder {
     const int64_t E = m.experts, d = s_.hidden, f = m.ffn;
     if (m.transposed_experts) {  // gpt-oss: [E, in, out]
       e.params.push_back(b_.MakeExpertParam("gate_up_proj", {E, d, 2 * f}, Placement::Shard(2)));
-      e.params.push_back(
-          b_.MakeExpertParam("gate_up_proj_bias", {E, 2 * f}, Placement::Shard(1)));
+      e.params.push_back(b_.MakeExpertParam("gate_up_proj_bias", {E, 2 * f}, Placement::Shard(1)));
       e.params.push_back(b_.MakeExpertParam("down_proj", {E, f, d}, Placement::Shard(1)));
       e.params.push_back(b_.MakeExpertParam("down_proj_bias", {E, d}, Placement::Replicate()));
     } else {  // [E, out, in]
@@ -174,8 +173,8 @@ class DecoderBuilder {
 Result<ModelTree> BuildModelFromHfConfig(const nlohmann::json& config, const std::string& source,
                                          const ModelBuildOptions& options) {
   if (options.tp < 1 || options.ep < 1) {
-    return InvalidInput(source + ": tp and ep must be >= 1 (got tp=" +
-                        std::to_string(options.tp) + ", ep=" + std::to_string(options.ep) + ")");
+    return InvalidInput(source + ": tp and ep must be >= 1 (got tp=" + std::to_string(options.tp) +
+                        ", ep=" + std::to_string(options.ep) + ")");
   }
   if (config.is_object() && config.value("model_type", nlohmann::json()) == "mpt") {
     SS_ASSIGN_OR_RETURN(ModelTree mpt, BuildMptTree(config, source, options));
@@ -184,9 +183,8 @@ Result<ModelTree> BuildModelFromHfConfig(const nlohmann::json& config, const std
   }
   SS_ASSIGN_OR_RETURN(DecoderSpec spec, ParseDecoderSpec(config, source));
   if (options.ep > 1 && spec.moe.experts > 0 && spec.moe.experts % options.ep != 0) {
-    return InvalidInput(source + ": ep=" + std::to_string(options.ep) +
-                        " does not divide the " + std::to_string(spec.moe.experts) +
-                        " routed experts");
+    return InvalidInput(source + ": ep=" + std::to_string(options.ep) + " does not divide the " +
+                        std::to_string(spec.moe.experts) + " routed experts");
   }
   ModelTree tree;
   DecoderBuilder(spec, tree, options).Build();

@@ -50,9 +50,9 @@ Result<ModelTree> BuildMptTree(const nlohmann::json& config, const std::string& 
     const int block = b.Plain(blocks, std::to_string(i), "MptBlock", /*gc=*/true);
     b.Norm(block, "norm_1", "LayerNorm", d, "layernorm");
     Module attn = MakeModule("attn", "MptAttention");
-    attn.op = MakeOp(OpKind::kAttention,
-                     {{"heads", heads}, {"kv_heads", heads}, {"head_dim", d / heads},
-                      {"causal", 1}});
+    attn.op =
+        MakeOp(OpKind::kAttention,
+               {{"heads", heads}, {"kv_heads", heads}, {"head_dim", d / heads}, {"causal", 1}});
     const int a = tree.AddModule(block, std::move(attn));
     b.Linear(a, "Wqkv", d, 3 * d, false, TpStyle::kColumn);
     b.Linear(a, "out_proj", d, d, false, TpStyle::kRow, true);

@@ -83,8 +83,7 @@ int TreeBuilder::Embedding(int parent, std::string name, std::string class_name,
 int TreeBuilder::Activation(int parent, std::string name, std::string class_name,
                             std::string variant, int64_t dim, bool gated) {
   Module m = MakeModule(std::move(name), std::move(class_name));
-  m.op = MakeOp(OpKind::kActivation, {{"dim", dim}, {"gated", gated ? 1 : 0}},
-                std::move(variant));
+  m.op = MakeOp(OpKind::kActivation, {{"dim", dim}, {"gated", gated ? 1 : 0}}, std::move(variant));
   return tree_.AddModule(parent, std::move(m));
 }
 

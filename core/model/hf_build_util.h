@@ -25,8 +25,7 @@ enum class TpStyle { kReplicate, kColumn, kRow };
 
 class TreeBuilder {
  public:
-  TreeBuilder(ModelTree& tree, const ModelBuildOptions& options)
-      : tree_(tree), options_(options) {}
+  TreeBuilder(ModelTree& tree, const ModelBuildOptions& options) : tree_(tree), options_(options) {}
 
   // A parameter in the build dtype; `tp` is its placement under tensor parallelism, used only
   // when options.tp > 1.

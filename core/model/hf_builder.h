@@ -15,9 +15,8 @@
 // MosaicML's learned position table `transformer.wpe` [max_seq_len, d_model].
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/model/model_source.h"
 #include "core/model/tree.h"

@@ -16,8 +16,8 @@ constexpr int64_t kMaxLayers = 1024;
 
 struct Family {
   const char* model_type;
-  const char* prefix;            // class-name prefix, e.g. "Llama"
-  int64_t default_head_dim;      // 0: hidden_size / num_attention_heads
+  const char* prefix;        // class-name prefix, e.g. "Llama"
+  int64_t default_head_dim;  // 0: hidden_size / num_attention_heads
   bool default_tie;
 };
 
@@ -106,13 +106,12 @@ Status ParseMoe(const ConfigReader& r, DecoderSpec& s) {
     SS_ASSIGN_OR_RETURN(int64_t step, r.IntOr("decoder_sparse_step", 1, 1));
     SS_ASSIGN_OR_RETURN(std::vector<int64_t> dense_only, r.IntList("mlp_only_layers"));
     for (int64_t i = 0; i < s.layers; ++i) {
-      const bool listed =
-          std::find(dense_only.begin(), dense_only.end(), i) != dense_only.end();
+      const bool listed = std::find(dense_only.begin(), dense_only.end(), i) != dense_only.end();
       m.is_moe[static_cast<size_t>(i)] = !listed && m.experts > 0 && (i + 1) % step == 0;
     }
   } else {  // deepseek_v3
     SS_ASSIGN_OR_RETURN(m.experts, r.Has("n_routed_experts") ? r.Int("n_routed_experts")
-                                                              : r.Int("num_local_experts"));
+                                                             : r.Int("num_local_experts"));
     SS_ASSIGN_OR_RETURN(m.ffn, r.Int("moe_intermediate_size"));
     SS_ASSIGN_OR_RETURN(int64_t shared, r.IntOr("n_shared_experts", 0));
     m.shared_ffn = shared * m.ffn;
@@ -166,8 +165,8 @@ Result<DecoderSpec> ParseDecoderSpec(const nlohmann::json& config, const std::st
   s.norm_class = p + "RMSNorm";
   s.rotary_class = p + "RotaryEmbedding";
   if (type == "gemma2" || type == "gemma3_text") {
-    s.embedding_class = (type == "gemma2" ? "Gemma2" : "Gemma3") +
-                        std::string("TextScaledWordEmbedding");
+    s.embedding_class =
+        (type == "gemma2" ? "Gemma2" : "Gemma3") + std::string("TextScaledWordEmbedding");
     s.sandwich_norms = true;
   }
   SS_ASSIGN_OR_RETURN(s.vocab, r.Int("vocab_size"));

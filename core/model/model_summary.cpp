@@ -7,8 +7,8 @@ namespace shardscope {
 namespace {
 
 bool Under(const std::string& fqn, const std::string& prefix) {
-  return fqn == prefix || (fqn.size() > prefix.size() && fqn.compare(0, prefix.size(), prefix) == 0 &&
-                           fqn[prefix.size()] == '.');
+  return fqn == prefix || (fqn.size() > prefix.size() &&
+                           fqn.compare(0, prefix.size(), prefix) == 0 && fqn[prefix.size()] == '.');
 }
 
 }  // namespace
@@ -53,7 +53,7 @@ ModelSummary SummarizeModel(const ModelTree& tree) {
   }
   s.blocks = FindUnitCandidates(tree);
   s.block_params.assign(s.blocks.size(), 0);
-  std::set<std::string> experts;
+  std::set<std::string> experts_seen;
   double active = 0;
   for (const ParamEntry& p : EnumerateParams(tree)) {
     const int64_t n = NumElements(p.param->shape);
@@ -75,11 +75,13 @@ ModelSummary SummarizeModel(const ModelTree& tree) {
     if (is_embedding) s.embedding_params += n;
     if (is_expert && num_experts > 0) {
       s.routed_expert_params += n;
-      active += static_cast<double>(n) * static_cast<double>(top_k) /
-                static_cast<double>(num_experts);
+      active +=
+          static_cast<double>(n) * static_cast<double>(top_k) / static_cast<double>(num_experts);
       const std::string& fqn = p.fqns[0];
       const size_t cut = fqn.rfind('.');
-      if (cut != std::string::npos) experts.insert(fqn.substr(0, cut));
+      if (cut != std::string::npos && experts_seen.insert(fqn.substr(0, cut)).second) {
+        s.expert_modules.push_back(fqn.substr(0, cut));
+      }
     } else {
       active += static_cast<double>(n);
     }
@@ -91,7 +93,6 @@ ModelSummary SummarizeModel(const ModelTree& tree) {
     }
   }
   s.active_params_per_token = static_cast<int64_t>(active + 0.5);
-  s.expert_modules.assign(experts.begin(), experts.end());
   // Group consecutive blocks of one class and size (dense vs MoE layers).
   std::unordered_map<std::string, std::string> class_of;
   for (const ModuleEntry& e : EnumerateModules(tree)) {

@@ -9,10 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/model/tree.h"
 
@@ -28,17 +27,17 @@ struct LayerGroup {
 struct ModelSummary {
   std::string model_type;
   std::string architecture;
-  int64_t total_params = 0;            // each tied tensor once
-  int64_t trainable_params = 0;        // requires_grad
-  int64_t embedding_params = 0;        // tensors owned by embedding-op modules
-  int64_t active_params_per_token = 0; // routed experts count top_k / experts of theirs
+  int64_t total_params = 0;             // each tied tensor once
+  int64_t trainable_params = 0;         // requires_grad
+  int64_t embedding_params = 0;         // tensors owned by embedding-op modules
+  int64_t active_params_per_token = 0;  // routed experts count top_k / experts of theirs
   int64_t routed_expert_params = 0;
-  int64_t param_bytes = 0;             // in the tree's dtypes
-  bool tied = false;                   // some tensor has several FQNs
-  std::vector<std::string> blocks;     // unit candidates, pre-order
-  std::vector<int64_t> block_params;   // parameters under each candidate
+  int64_t param_bytes = 0;            // in the tree's dtypes
+  bool tied = false;                  // some tensor has several FQNs
+  std::vector<std::string> blocks;    // unit candidates, pre-order
+  std::vector<int64_t> block_params;  // parameters under each candidate
   std::vector<LayerGroup> layer_groups;
-  std::vector<std::string> expert_modules;  // `<prefix>.experts` units when ep > 1
+  std::vector<std::string> expert_modules;  // `<prefix>.experts` units when ep > 1, pre-order
 };
 
 // Planning.md §2 step 3c without adapter declarations: direct children of each

@@ -47,8 +47,8 @@ OpCost Linear(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   c.gemm_m = s.tokens;
   c.gemm_k = in;
   c.gemm_n = out;
-  c.fwd_flops = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(in) *
-                static_cast<double>(out);
+  c.fwd_flops =
+      2.0 * static_cast<double>(s.tokens) * static_cast<double>(in) * static_cast<double>(out);
   // The bias add is one FLOP per output element and needs no weight gradient matmul.
   if (op.dim("bias")) c.fwd_flops += static_cast<double>(s.tokens * out);
   c.bwd_flops = 2.0 * c.fwd_flops;
@@ -109,8 +109,8 @@ double AttentionPairs(int64_t n, int64_t w, bool causal) {
 
 OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   const int64_t heads = CeilDiv(op.dim("heads"), ctx.tp);
-  const int64_t kv_heads = std::max<int64_t>(1, CeilDiv(op.dim("kv_heads", op.dim("heads")),
-                                                        ctx.tp));
+  const int64_t kv_heads =
+      std::max<int64_t>(1, CeilDiv(op.dim("kv_heads", op.dim("heads")), ctx.tp));
   const int64_t qk_dim = op.dim("head_dim");
   const int64_t v_dim = op.dim("v_head_dim") > 0 ? op.dim("v_head_dim") : qk_dim;
   const double pairs = AttentionPairs(ctx.seq, op.dim("window"), op.dim("causal") != 0);
@@ -218,8 +218,7 @@ Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
       return ac;
     }
   }
-  return InvalidInput(std::string(what) + ": bad activation checkpoint mode '" +
-                      std::string(text) +
+  return InvalidInput(std::string(what) + ": bad activation checkpoint mode '" + std::string(text) +
                       "' (expected none, full, selective_op or selective_layer:K with K >= 1)");
 }
 

@@ -35,8 +35,8 @@ Status CheckKeys(const json& obj, const std::vector<std::string_view>& allowed,
   for (const auto& [key, value] : obj.items()) {
     (void)value;
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return InvalidInput(path + ": unknown key '" + key + "' (expected one of: " +
-                          JoinKeys(allowed) + ")");
+      return InvalidInput(path + ": unknown key '" + key +
+                          "' (expected one of: " + JoinKeys(allowed) + ")");
     }
   }
   return Status::Ok();
@@ -105,8 +105,8 @@ struct TieFacts {
 struct ParseState {
   ModelTree tree;
   std::string source;
-  std::unordered_map<std::string, int> module_by_id;   // module id → node index
-  std::set<std::string> open_ids;                      // ids of modules being parsed (ancestors)
+  std::unordered_map<std::string, int> module_by_id;  // module id → node index
+  std::set<std::string> open_ids;                     // ids of modules being parsed (ancestors)
   std::unordered_map<std::string, TieFacts> param_by_id;
 };
 
@@ -182,22 +182,20 @@ Status ParseModuleInto(const json& j, const std::string& path, int index, int de
                        ParseState& st);
 
 // Parses child entry `j` of `parent`.
-Status ParseChild(const json& j, const std::string& path, int parent, int depth,
-                  ParseState& st) {
+Status ParseChild(const json& j, const std::string& path, int parent, int depth, ParseState& st) {
   if (!j.is_object()) return InvalidInput(path + ": expected a module object");
   SS_ASSIGN_OR_RETURN(std::string id, GetString(j, "id", path, false));
   if (!id.empty()) {
     auto it = st.module_by_id.find(id);
     if (it != st.module_by_id.end()) {
-      SS_RETURN_IF_ERROR(CheckKeys(j, {"name", "class", "id"}, path + " (repeat of module id '" +
-                                                                   id + "')"));
+      SS_RETURN_IF_ERROR(
+          CheckKeys(j, {"name", "class", "id"}, path + " (repeat of module id '" + id + "')"));
       if (st.open_ids.count(id)) {
         return InvalidInput(path + ": module id '" + id + "' repeats one of its own ancestors");
       }
       SS_ASSIGN_OR_RETURN(std::string name, GetString(j, "name", path, true));
       const Module& original = st.tree.modules[static_cast<size_t>(it->second)];
-      SS_ASSIGN_OR_RETURN(std::string cls, GetString(j, "class", path, false,
-                                                     original.class_name));
+      SS_ASSIGN_OR_RETURN(std::string cls, GetString(j, "class", path, false, original.class_name));
       if (cls != original.class_name) {
         return InvalidInput(path + ".class: module id '" + id + "' was first '" +
                             original.class_name + "', here '" + cls + "'");
@@ -239,8 +237,7 @@ Status ParseModuleInto(const json& j, const std::string& path, int index, int de
   }
   SS_ASSIGN_OR_RETURN(m.class_name, GetString(j, "class", path, true));
   if (m.class_name.empty()) return InvalidInput(path + ".class: expected a non-empty class name");
-  SS_ASSIGN_OR_RETURN(m.gradient_checkpointing,
-                      GetBool(j, "gradient_checkpointing", path, false));
+  SS_ASSIGN_OR_RETURN(m.gradient_checkpointing, GetBool(j, "gradient_checkpointing", path, false));
   SS_ASSIGN_OR_RETURN(m.checkpoint_wrapper, GetBool(j, "checkpoint_wrapper", path, false));
   SS_ASSIGN_OR_RETURN(m.id, GetString(j, "id", path, false));
   if (auto it = j.find("op"); it != j.end()) {
@@ -278,8 +275,10 @@ Status ParseModuleInto(const json& j, const std::string& path, int index, int de
     }
   }
   if (st.tree.modules[static_cast<size_t>(index)].checkpoint_wrapper && child_count != 1) {
-    return InvalidInput(path + ": a checkpoint_wrapper module must have exactly one child (the "
-                        "wrapped block), found " + std::to_string(child_count));
+    return InvalidInput(path +
+                        ": a checkpoint_wrapper module must have exactly one child (the "
+                        "wrapped block), found " +
+                        std::to_string(child_count));
   }
   return Status::Ok();
 }

@@ -17,9 +17,8 @@
 // whose parameters are tied to the original's (the tree keeps one name per node).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/model/descriptor.h"
 #include "core/model/tree.h"

@@ -85,12 +85,10 @@ Result<SourceInfo> ResolveSources(const std::vector<ParamEntry>& entries, const 
                                   const PlanOptions& options) {
   SourceInfo info;
   info.params.resize(entries.size());
-  info.by_fqn.reserve(entries.size() * 2);
   for (size_t i = 0; i < entries.size(); ++i) {
     ParamInfo& p = info.params[i];
     p.entry = &entries[i];
     const ParamEntry& e = entries[i];
-    for (const std::string& fqn : e.fqns) info.by_fqn.emplace(fqn, static_cast<int>(i));
     // Aliases must agree on their layout.
     int first_with = -1;
     for (size_t k = 0; k < e.entries.size(); ++k) {
@@ -116,6 +114,7 @@ Result<SourceInfo> ResolveSources(const std::vector<ParamEntry>& entries, const 
   }
   // Layouts given by FQN replace the tree's; two aliases named with different layouts clash.
   std::unordered_map<int, std::string> named_by;
+  if (!options.source_layouts.empty()) BuildFqnIndex(info);
   for (const auto& [fqn, layout] : options.source_layouts) {
     auto it = info.by_fqn.find(fqn);
     if (it == info.by_fqn.end()) {
@@ -147,7 +146,58 @@ Result<SourceInfo> ResolveSources(const std::vector<ParamEntry>& entries, const 
   return info;
 }
 
+std::vector<ParamEntry> EnumerateParamsOf(const ModelTree& tree,
+                                          const std::vector<ModuleEntry>& modules) {
+  std::vector<ParamEntry> out;
+  std::unordered_map<std::string_view, size_t> by_id;
+  // slot_start[module] indexes slot_entry, which holds the ParamEntry of each of the
+  // module's parameters; filled on the module's first visit.
+  std::vector<int> slot_start(tree.modules.size(), -1);
+  std::vector<size_t> slot_entry;
+  for (const ModuleEntry& m : modules) {
+    const Module& mod = tree.modules[static_cast<size_t>(m.module)];
+    if (mod.params.empty()) continue;
+    int& start = slot_start[static_cast<size_t>(m.module)];
+    const bool first = start < 0;
+    if (first) start = static_cast<int>(slot_entry.size());
+    for (size_t i = 0; i < mod.params.size(); ++i) {
+      const Param& p = mod.params[i];
+      size_t index;
+      if (!p.id.empty()) {
+        index = by_id.emplace(p.id, out.size()).first->second;
+      } else if (first) {
+        index = out.size();
+      } else {
+        index = slot_entry[static_cast<size_t>(start) + i];
+      }
+      if (first) slot_entry.push_back(index);
+      if (index == out.size()) out.push_back(ParamEntry{{}, &p, {}});
+      std::string fqn;
+      fqn.reserve(m.fqn.size() + 1 + p.name.size());
+      if (!m.fqn.empty()) {
+        fqn += m.fqn;
+        fqn += '.';
+      }
+      fqn += p.name;
+      out[index].fqns.push_back(std::move(fqn));
+      out[index].entries.push_back(&p);
+    }
+  }
+  return out;
+}
+
+void BuildFqnIndex(SourceInfo& info) {
+  if (!info.by_fqn.empty()) return;
+  info.by_fqn.reserve(info.params.size() * 2);
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    for (const std::string& fqn : info.params[i].entry->fqns) {
+      info.by_fqn.emplace(fqn, static_cast<int>(i));
+    }
+  }
+}
+
 Status MarkParamLists(const FsdpConfig& config, SourceInfo& info) {
+  if (!config.replicate_params.empty() || !config.ignored_params.empty()) BuildFqnIndex(info);
   for (const std::string& fqn : config.replicate_params) {
     auto it = info.by_fqn.find(fqn);
     if (it == info.by_fqn.end()) {

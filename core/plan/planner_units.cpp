@@ -1,6 +1,6 @@
 // Step 3 of planning.md §2: which modules become FSDP units, in list order (automatic blocks,
 // then adapter-declared units, then expert units).
-#include <set>
+#include <algorithm>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -14,15 +14,17 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
                                              const ResolvedAdapter* adapter,
                                              const SourceInfo& sources, const MeshContext& mesh) {
   const size_t n = modules.size();
-  std::unordered_map<std::string_view, int> canonical;  // first-visit FQN → entry
-  std::unordered_map<std::string_view, int> any_visit;
-  canonical.reserve(n);
-  std::vector<std::vector<int>> kids(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ModuleEntry& m = modules[i];
-    if (m.first_visit) canonical.emplace(m.fqn, static_cast<int>(i));
-    any_visit.emplace(m.fqn, static_cast<int>(i));
-    if (m.parent >= 0) kids[static_cast<size_t>(m.parent)].push_back(static_cast<int>(i));
+  // Children as linked lists over the enumeration (no per-module allocation: trees of 60k
+  // modules must plan in milliseconds).
+  std::vector<int> first_child(n, -1), next_sibling(n, -1), last_child(n, -1);
+  for (size_t i = 1; i < n; ++i) {
+    const size_t p = static_cast<size_t>(modules[i].parent);
+    if (last_child[p] < 0) {
+      first_child[p] = static_cast<int>(i);
+    } else {
+      next_sibling[static_cast<size_t>(last_child[p])] = static_cast<int>(i);
+    }
+    last_child[p] = static_cast<int>(i);
   }
   std::vector<char> chosen(tree.modules.size(), 0);
   auto choose = [&](int module) {
@@ -35,21 +37,32 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
   // 3a/3b. Declared units (already validated by ResolveAdapter) and the excluded set.
   std::vector<UnitDraft> declared;
   std::unordered_set<std::string_view> excluded_fqns;
-  if (adapter != nullptr) {
+  if (adapter != nullptr && !adapter->wrap_modules.empty()) {
+    std::unordered_map<std::string_view, int> entry_of;
+    for (const std::string& fqn : adapter->wrap_modules) entry_of.emplace(fqn, -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (!modules[i].first_visit) continue;
+      auto it = entry_of.find(modules[i].fqn);
+      if (it != entry_of.end()) it->second = static_cast<int>(i);
+    }
     for (const std::string& fqn : adapter->wrap_modules) {
-      const int e = canonical.at(fqn);
+      const int e = entry_of.at(fqn);
+      if (e < 0) return InvalidInput("declared unit " + fqn + " is not a module FQN");
       declared.push_back({fqn, e, modules[static_cast<size_t>(e)].module});
       excluded_fqns.insert(fqn);
     }
+  }
+  if (adapter != nullptr) {
     for (const std::string& fqn : adapter->excluded_subtrees) excluded_fqns.insert(fqn);
   }
   for (const UnitDraft& d : declared) choose(d.module);
   // A module is excluded when it or an ancestor visit is (pre-order: parents come first).
   std::vector<char> excluded(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const ModuleEntry& m = modules[i];
-    excluded[i] = (m.parent >= 0 && excluded[static_cast<size_t>(m.parent)]) ||
-                  (!m.fqn.empty() && excluded_fqns.count(m.fqn) > 0);
+  if (!excluded_fqns.empty()) {
+    for (size_t i = 1; i < n; ++i) {
+      const ModuleEntry& m = modules[i];
+      excluded[i] = excluded[static_cast<size_t>(m.parent)] || excluded_fqns.count(m.fqn) > 0;
+    }
   }
 
   // 3c. Automatic discovery: grandchildren of `gradient_checkpointing` containers. A second
@@ -62,11 +75,12 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
         !mod.gradient_checkpointing) {
       continue;
     }
-    for (int c : kids[i]) {
+    for (int c = first_child[i]; c >= 0; c = next_sibling[static_cast<size_t>(c)]) {
       if (excluded[static_cast<size_t>(c)]) continue;
       const ModuleEntry& child = modules[static_cast<size_t>(c)];
       if (tree.modules[static_cast<size_t>(child.module)].children.empty()) continue;
-      for (int g : kids[static_cast<size_t>(c)]) {
+      for (int g = first_child[static_cast<size_t>(c)]; g >= 0;
+           g = next_sibling[static_cast<size_t>(g)]) {
         const ModuleEntry& block = modules[static_cast<size_t>(g)];
         // Not in the reference's words, but needed: a grandchild that is excluded (declared)
         // or already a block must not become a second unit.
@@ -80,21 +94,34 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
   // 3d. Expert units: `<prefix>.experts` of every alias of a parameter on an `ep` mesh.
   std::vector<UnitDraft> experts;
   if (sources.present && mesh.has_expert_mesh()) {
-    std::set<std::string> names;
+    // Views into the parameters' FQNs: "<prefix>.experts" is the FQN up to the infix's dot.
+    std::unordered_set<std::string_view> unique;
     for (const ParamInfo& p : sources.params) {
       if (!p.expert) continue;
       for (const std::string& fqn : p.entry->fqns) {
         const size_t pos = fqn.find(".experts.");
-        if (pos != std::string::npos) names.insert(fqn.substr(0, pos) + ".experts");
+        if (pos != std::string::npos) unique.insert(std::string_view(fqn).substr(0, pos + 8));
+      }
+    }
+    std::vector<std::string> names(unique.begin(), unique.end());
+    std::sort(names.begin(), names.end());
+    // Entry of each name: the first visit, else any visit (a second name of a shared module).
+    std::unordered_map<std::string_view, int> entry_of;
+    for (const std::string& name : names) entry_of.emplace(name, -1);
+    constexpr std::string_view kSuffix = ".experts";
+    for (size_t i = 0; i < n && !names.empty(); ++i) {
+      const std::string& f = modules[i].fqn;
+      if (f.size() < kSuffix.size() || f.compare(f.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+        continue;
+      }
+      auto it = entry_of.find(f);
+      if (it == entry_of.end()) continue;
+      if (it->second < 0 || (modules[i].first_visit && !modules[static_cast<size_t>(it->second)].first_visit)) {
+        it->second = static_cast<int>(i);
       }
     }
     for (const std::string& name : names) {
-      int entry = -1;
-      if (auto it = canonical.find(name); it != canonical.end()) {
-        entry = it->second;
-      } else if (auto it2 = any_visit.find(name); it2 != any_visit.end()) {
-        entry = it2->second;
-      }
+      const int entry = entry_of.at(name);
       if (entry < 0) {
         return InvalidInput(fmt::format(
             "expert unit {}: no module has this FQN (expert parameters must live under a module "

@@ -32,7 +32,7 @@ int64_t FirstInputBytes(const std::vector<UnitWork>& work, int u) {
 }  // namespace
 
 Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork>& work,
-                                    int chunks) {
+                                    const std::vector<std::string>& modules, int chunks) {
   const int root = static_cast<int>(plan.units.size()) - 1;
   const UnitWork& root_work = work[root];
   int top_level = 0;
@@ -55,7 +55,7 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
   int seen = 0, current = 0;
   for (const WorkEntry& e : root_work.entries) {
     if (e.kind == WorkEntry::Kind::kUnit) current = static_cast<int>(int64_t{seen++} * chunks / top_level);
-    if (e.kind == WorkEntry::Kind::kItem) chunk_of_module.emplace(e.item.module, current);
+    if (e.kind == WorkEntry::Kind::kItem) chunk_of_module.emplace(modules[e.item.module], current);
     chunk_work[current].entries.push_back(e);
   }
   const UnitPlan& plan_root = plan.units[root];

@@ -26,8 +26,9 @@ struct ModelChunks {
   std::vector<int64_t> input_bytes;     // per chunk: the activation it receives
 };
 
-// `work` is parallel to plan.units. Errors when there are fewer top-level units than chunks.
+// `work` is parallel to plan.units; `modules` names the items' modules. Errors when there are
+// fewer top-level units than chunks.
 Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork>& work,
-                                    int chunks);
+                                    const std::vector<std::string>& modules, int chunks);
 
 }  // namespace shardscope

@@ -47,8 +47,8 @@ enum class OpType {
   kReduceScatter,
   kAllReduce,
   kAllToAll,       // EP token dispatch / combine, CP exchange
-  kSend,           // PP activation / gradient send
-  kRecv,
+  kSend,           // PP activation / gradient send (carries the transfer's bytes)
+  kRecv,           // its receiving side: a zero-byte join point that depends on the send
   kCopyH2D,        // offload
   kCopyD2H,
   kWait,           // zero-work join point (e.g. end-of-backward wait for all reductions)
@@ -86,7 +86,7 @@ struct ComputeItem {
   // Work that is not a model module (optimizer step, casts): kind is kNorm so any cost model
   // prices it at memory bandwidth from fwd_bytes; `module` then names the work ("optimizer").
   bool elementwise = false;
-  std::string module;    // FQN of the module this item computes (or the work's name)
+  int module = -1;       // index into Schedule::modules: the module's FQN or the work's name
 };
 
 struct MemoryEffect {
@@ -132,6 +132,7 @@ struct Schedule {
   std::vector<std::array<int64_t, kNumMemCategories>> initial_host_memory;
   int64_t tokens_per_step = 0;   // global tokens per optimizer step
   int world_size = 1;
+  std::vector<std::string> modules;  // names ComputeItem::module points to (interned once)
   std::vector<std::string> notes;  // what was modelled and how (shown by `simulate`)
 };
 

@@ -20,18 +20,25 @@ namespace {
 class GroupTable {
  public:
   explicit GroupTable(Schedule& s) : s_(s) {}
-  // Index of the group `name` with `ranks`, or -1 for a group of one rank (nothing to talk to).
-  int Get(const std::string& name, std::vector<int> ranks) {
-    if (ranks.size() <= 1) return -1;
+  // Index of the group `name`, whose ranks `make` computes the first time the name is seen, or
+  // -1 for a group of one rank (nothing to talk to).
+  template <typename MakeRanks>
+  int Get(const std::string& name, MakeRanks make) {
     auto it = index_.find(name);
     if (it != index_.end()) return it->second;
+    std::vector<int> ranks = make();
+    if (ranks.size() <= 1) return index_[name] = -1;
     ProcessGroup g;
     g.name = name;
     g.ranks = std::move(ranks);
     s_.groups.push_back(std::move(g));
-    const int i = static_cast<int>(s_.groups.size()) - 1;
-    index_[name] = i;
-    return i;
+    return index_[name] = static_cast<int>(s_.groups.size()) - 1;
+  }
+  // Size of the group `name` if known (-1 groups count as 1), else 0.
+  int Size(const std::string& name) const {
+    auto it = index_.find(name);
+    if (it == index_.end()) return 0;
+    return it->second < 0 ? 1 : s_.groups[it->second].size();
   }
 
  private:
@@ -108,34 +115,40 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
   if (dense == expert) {
     return InvalidInput(fmt::format("{}: expected dense (fsdp_*) or expert (edp_*) dims", what));
   }
-  std::vector<int> shard, replicate, flat;
-  if (dense) {
-    shard = w.Group(rank, {WorldDim::kDpShard, WorldDim::kCp});
-    replicate = w.Group(rank, {WorldDim::kDpReplicate});
-    flat = w.Group(rank, {WorldDim::kDpReplicate, WorldDim::kDpShard, WorldDim::kCp});
-  } else {
-    const int edp_shard = MeshSize(unit.mesh, "edp_shard");
-    const int edp_replicate = MeshSize(unit.mesh, "edp_replicate");
-    SS_ASSIGN_OR_RETURN(shard, ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep,
-                                           {ExpertDim::kEdpShard}));
-    SS_ASSIGN_OR_RETURN(replicate, ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep,
-                                               {ExpertDim::kEdpReplicate}));
-    SS_ASSIGN_OR_RETURN(flat, ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep,
-                                          {ExpertDim::kEdpReplicate, ExpertDim::kEdpShard}));
+  std::string prefix = dense ? "fsdp" : "edp";
+  if (o.pp > 1) prefix = fmt::format("stage{}/{}", stage, prefix);
+  const int edp_shard = MeshSize(unit.mesh, "edp_shard");
+  const int edp_replicate = MeshSize(unit.mesh, "edp_replicate");
+  if (expert && int64_t{edp_replicate} * edp_shard * o.ep != w.stage_size()) {
+    return InvalidInput(fmt::format(
+        "{}: expert mesh edp_replicate {} × edp_shard {} × ep {} does not cover the {} ranks of "
+        "a stage; plan and schedule options disagree",
+        what, edp_replicate, edp_shard, o.ep, w.stage_size()));
   }
-  if (static_cast<int>(shard.size()) != z.shard_group ||
-      static_cast<int>(replicate.size()) != z.replicate_group) {
+  // Group of `rank` along dense world dims or expert-mesh dims.
+  auto group = [&](std::vector<WorldDim> dense_dims, std::vector<ExpertDim> expert_dims) {
+    return [&w, &o, dense, rank, edp_shard, edp_replicate, dense_dims, expert_dims] {
+      if (dense) return w.Group(rank, dense_dims);
+      return ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep, expert_dims).value();
+    };
+  };
+  UnitGroups g;
+  g.shard = table.Get(prefix + "_shard",
+                      group({WorldDim::kDpShard, WorldDim::kCp}, {ExpertDim::kEdpShard}));
+  g.replicate = table.Get(prefix + "_replicate",
+                          group({WorldDim::kDpReplicate}, {ExpertDim::kEdpReplicate}));
+  if (table.Size(prefix + "_shard") != z.shard_group ||
+      table.Size(prefix + "_replicate") != z.replicate_group) {
     return InvalidInput(fmt::format(
         "{}: shard {} × replicate {} does not match the scenario's layout (shard group of {} "
         "ranks, replicate group of {}); plan and schedule options disagree",
-        what, z.shard_group, z.replicate_group, shard.size(), replicate.size()));
+        what, z.shard_group, z.replicate_group, table.Size(prefix + "_shard"),
+        table.Size(prefix + "_replicate")));
   }
-  std::string prefix = dense ? "fsdp" : "edp";
-  if (o.pp > 1) prefix = fmt::format("stage{}/{}", stage, prefix);
-  UnitGroups g;
-  g.shard = table.Get(prefix + "_shard", std::move(shard));
-  g.replicate = table.Get(prefix + "_replicate", std::move(replicate));
-  g.flat = table.Get(prefix, std::move(flat));
+  if (z.replicate_grad_bytes > 0) {
+    g.flat = table.Get(prefix, group({WorldDim::kDpReplicate, WorldDim::kDpShard, WorldDim::kCp},
+                                     {ExpertDim::kEdpReplicate, ExpertDim::kEdpShard}));
+  }
   return g;
 }
 
@@ -165,7 +178,7 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
     const int a = (from_chunk % pp) * world.stage_size();
     const int b = (to_chunk % pp) * world.stage_size();
     return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp),
-                     a < b ? std::vector<int>{a, b} : std::vector<int>{b, a});
+                     [&] { return a < b ? std::vector<int>{a, b} : std::vector<int>{b, a}; });
   };
   std::map<std::tuple<bool, int, int>, int> sends;  // (forward, chunk, micro) → send op
   std::vector<size_t> next(order.size(), 0);
@@ -271,12 +284,14 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   auto work_groups = [&](int stage) {
     const int rank = stage * stage_size;
     WorkGroups g;
-    g.tp = table.Get(stage_name(stage, "tp"), world.Group(rank, {WorldDim::kTp}));
-    g.cp = table.Get(stage_name(stage, "cp"), world.Group(rank, {WorldDim::kCp}));
+    g.tp = table.Get(stage_name(stage, "tp"), [&] { return world.Group(rank, {WorldDim::kTp}); });
+    g.cp = table.Get(stage_name(stage, "cp"), [&] { return world.Group(rank, {WorldDim::kCp}); });
     if (options.ep > 1) {
-      std::vector<int> ep;
-      for (int r = 0; r < options.ep; ++r) ep.push_back(rank + r);
-      g.ep = table.Get(stage_name(stage, "ep"), std::move(ep));
+      g.ep = table.Get(stage_name(stage, "ep"), [&] {
+        std::vector<int> ep;
+        for (int r = 0; r < options.ep; ++r) ep.push_back(rank + r);
+        return ep;
+      });
     }
     return g;
   };
@@ -291,8 +306,9 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   ctx.sequence_parallel = options.sequence_parallel && options.tp > 1;
   ctx.loss_parallel = options.loss_parallel;
   ctx.compute_dtype = ComputeDType(plan);
-  SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work, BuildUnitWork(tree, plan, options, ctx, wg0));
-  SS_ASSIGN_OR_RETURN(ModelChunks chunks, SplitIntoChunks(plan, work, options.pp * v));
+  SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work,
+                      BuildUnitWork(tree, plan, options, ctx, wg0, s.modules));
+  SS_ASSIGN_OR_RETURN(ModelChunks chunks, SplitIntoChunks(plan, work, s.modules, options.pp * v));
 
   int next_buffer = 0;
   StepInputs in;
@@ -305,7 +321,15 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   in.reshard_every_micro = !pipelined && options.reshard_after_backward;
   in.next_buffer = &next_buffer;
   for (const UnitPlan& unit : in.units) in.sizes.push_back(ComputeUnitSizes(unit));
+  in.chunk_of.assign(in.units.size(), 0);
+  for (size_t c = 0; c < chunks.members.size(); ++c) {
+    for (int u : chunks.members[c]) in.chunk_of[u] = static_cast<int>(c);
+  }
 
+  // Reserve the ops up front: growing a vector of ops moves every op (strings, vectors).
+  size_t estimate = 0;
+  for (const UnitWork& w : in.work) estimate += 3 * w.entries.size() + 12;
+  s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
   for (int stage = 0; stage < options.pp; ++stage) {
     const int rank = stage * stage_size;

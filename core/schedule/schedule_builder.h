@@ -11,16 +11,19 @@
 //   o.world_size = 8; o.dp_shard = 8; o.local_batch = 2; o.seq_len = 8192;
 //   SS_ASSIGN_OR_RETURN(Schedule s, BuildSchedule(tree, plan, o));
 //
-// What is modelled, in brief (details beside the code, in schedule_builder.cpp):
-//   - one simulated rank per role: pure FSDP / HSDP / TP / CP / EP: one role (rank 0 stands for
-//     all, padding makes every rank's shard the same size); pipeline parallelism is refused.
+// What is modelled, in brief (details beside the code: step_builder.cpp, unit_work.cpp,
+// model_chunks.cpp, pipeline_order.cpp):
+//   - one simulated rank per role: without pipelining one role (rank 0 stands for all; padding
+//     makes every rank's shard the same size); with pp > 1 one role per stage (its first rank).
 //   - forward in execution order, nested units run inside their parent at their place in module
 //     order (the parent's compute is split into `compute`, `compute:1`, ... around them);
 //     backward in reverse; all-gather, prefetch, reshard, reduce-scatter, HSDP all-reduce,
 //     replicate-param all-reduce, end-of-backward wait, optimizer step, offload copies.
 //   - TP / CP / EP collectives on the compute lane (they block compute), per module.
-//   - op_ids: "<phase>/<unit>/<what>", unit "root" for the root; with several micro-steps
-//     every op of micro-step k carries the prefix "mb<k>/".
+//   - pipelining: gpipe, 1f1b, interleaved_1f1b (pp_virtual_stages chunks per stage); each
+//     chunk is its own FSDP root; send / recv on the p2p lane carry cross-role dependencies.
+//   - op_ids: "<phase>/<unit>/<what>", unit "root" for the root ("root.chunk<c>" per pipeline
+//     chunk); with several micro-batches every op of micro-batch k carries the prefix "mb<k>/".
 #pragma once
 
 #include <cstdint>
@@ -40,7 +43,7 @@ using OpEstimator = Result<OpCost> (*)(const OpDescriptor&, const OpContext&);
 
 struct ScheduleOptions {
   // training.*
-  int64_t local_batch = 1;   // sequences per rank per micro-step
+  int64_t local_batch = 1;   // sequences per rank per micro-step (split into pp_microbatches)
   int64_t seq_len = 1;       // tokens per sequence (before CP splits it)
   int grad_accum = 1;        // micro-steps per optimizer step
   ActivationCheckpoint activation_checkpoint;
@@ -52,9 +55,9 @@ struct ScheduleOptions {
   int pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1, ep = 1;
   bool sequence_parallel = true;
   bool loss_parallel = false;
-  std::string pp_schedule = "1f1b";
-  int pp_microbatches = 1;
-  int pp_virtual_stages = 1;
+  std::string pp_schedule = "1f1b";  // 1f1b | interleaved_1f1b | gpipe
+  int pp_microbatches = 1;           // per micro-step; the step runs grad_accum times as many
+  int pp_virtual_stages = 1;         // model chunks per stage (interleaved_1f1b only)
   // fsdp.* not carried by the plan
   bool reshard_after_backward = true;  // only matters with grad_accum > 1
   bool requires_grad_sync = true;      // false: no reduce-scatter on non-final micro-steps

@@ -183,14 +183,14 @@ class RoleEmitter::Impl {
     if (bytes <= 0) return -1;
     const int id = NewBuffer();
     op.memory.push_back(Effect(when, c, bytes, id));
+    if (static_cast<size_t>(id) >= live_.size()) live_.resize(2 * static_cast<size_t>(id) + 16);
     live_[id] = {c, bytes};
     return id;
   }
   void Free(ScheduleOp& op, MemoryEffect::When when, int& buffer) {
     if (buffer < 0) return;
-    auto it = live_.find(buffer);
-    op.memory.push_back(Effect(when, it->second.first, -it->second.second, buffer));
-    live_.erase(it);
+    const auto& [category, bytes] = live_[buffer];
+    op.memory.push_back(Effect(when, category, -bytes, buffer));
     buffer = -1;
   }
 
@@ -233,6 +233,10 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     if (st.gathered) return;
     const UnitSizes& z = in_.sizes[u];
+    if (z.shard_numel == 0) {  // nothing to gather (FSDP2 skips empty groups)
+      st.gathered = true;
+      return;
+    }
     const UnitPlan& unit = Unit(u);
     const std::string phase = phase_ == Phase::kForward ? "fwd" : "bwd";
     std::vector<int> issue;
@@ -277,6 +281,13 @@ class RoleEmitter::Impl {
     st.gathered = true;
   }
 
+  // Prefetch targets in another pipeline chunk (another rank, or a later action of this one)
+  // are left to their own pre-forward / pre-backward.
+  void Prefetch(int u, const std::string& target) {
+    auto t = index_of_.find(target);
+    if (t != index_of_.end() && in_.chunk_of[t->second] == in_.chunk_of[u]) Unshard(t->second);
+  }
+
   void Reshard(int u, ScheduleOp& at) {
     UnitState& st = state_[u];
     if (!st.gathered) return;
@@ -290,10 +301,7 @@ class RoleEmitter::Impl {
     const Phase saved = phase_;
     phase_ = Phase::kForward;
     Unshard(u);
-    for (const std::string& target : Unit(u).forward_prefetch) {
-      auto t = index_of_.find(target);
-      if (t != index_of_.end()) Unshard(t->second);
-    }
+    for (const std::string& target : Unit(u).forward_prefetch) Prefetch(u, target);
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
     std::vector<int>& loss = st.chunk_loss_buffers[micro_];
@@ -375,10 +383,7 @@ class RoleEmitter::Impl {
     phase_ = Phase::kBackward;
     UnitState& st = state_[u];
     Unshard(u);
-    for (const std::string& target : Unit(u).backward_prefetch) {
-      auto t = index_of_.find(target);
-      if (t != index_of_.end()) Unshard(t->second);
-    }
+    for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
     const CheckpointMode mode = ModeOf(u);
     if (mode == CheckpointMode::kFull) Recompute(u);
     std::map<std::string, int> counters;
@@ -591,7 +596,8 @@ class RoleEmitter::Impl {
       ComputeItem item;
       item.kind = OpKind::kNorm;
       item.elementwise = true;
-      item.module = "optimizer:" + in_.labels[u];
+      item.module = static_cast<int>(s_.modules.size());
+      s_.modules.push_back("optimizer:" + in_.labels[u]);
       // Read and write the parameter, read the gradient (stored in the parameter's dtype),
       // read and write two fp32 moments (Adam/AdamW); ~12 FLOPs per element.
       const int64_t grad = z.optimizer_param_bytes;
@@ -615,7 +621,8 @@ class RoleEmitter::Impl {
   std::vector<int> chunks_;
   std::vector<UnitState> state_;
   std::map<std::string, int> index_of_;  // unit FQN → index
-  std::map<int, std::pair<MemCategory, int64_t>> live_;
+  // Category and size of every buffer this role allocated, by buffer id (ids are dense).
+  std::vector<std::pair<MemCategory, int64_t>> live_;
   std::vector<int> barrier_;      // deps for the next compute-lane op
   std::vector<int> reductions_;   // ops the end-of-backward wait joins
   int prev_reduce_scatter_ = -1;

@@ -34,6 +34,7 @@ struct StepInputs {
   std::vector<std::string> labels;  // op_id unit part per unit ("root" for a chunk root)
   std::vector<UnitWork> work;       // per unit
   std::vector<UnitSizes> sizes;     // per unit
+  std::vector<int> chunk_of;        // per unit: the model chunk it belongs to
   int micro_batches = 1;            // micro-batches per optimizer step (all roles)
   // Whether non-final micro-batches reduce gradients / reshard after backward (false under
   // pipeline parallelism: torch.distributed.pipelining's backward_maybe_with_nosync).

@@ -29,8 +29,9 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 class WorkBuilder {
  public:
-  WorkBuilder(const ScheduleOptions& o, const OpContext& ctx, const WorkGroups& g)
-      : options_(o), ctx_(ctx), groups_(g) {
+  WorkBuilder(const ScheduleOptions& o, const OpContext& ctx, const WorkGroups& g,
+              std::vector<std::string>& modules)
+      : options_(o), ctx_(ctx), groups_(g), modules_(modules) {
     const int64_t b = DTypeBytes(ctx.compute_dtype);
     act_bytes_ = b;
     tokens_ = ctx.batch * CeilDiv(ctx.seq, ctx.cp);
@@ -42,7 +43,8 @@ class WorkBuilder {
     ComputeItem item;
     item.kind = op.kind;
     item.cost = cost;
-    item.module = fqn;
+    item.module = static_cast<int>(modules_.size());
+    modules_.push_back(fqn);
     const bool tp = groups_.tp >= 0;
     const bool sp = options_.sequence_parallel;
     if (tp && op.kind == OpKind::kLinear && op.variant == "column" && !in_region_) {
@@ -128,6 +130,7 @@ class WorkBuilder {
   const ScheduleOptions& options_;
   const OpContext& ctx_;
   const WorkGroups& groups_;
+  std::vector<std::string>& modules_;
   int64_t act_bytes_ = 2;
   int64_t tokens_ = 1;
   bool in_region_ = false;
@@ -171,7 +174,8 @@ void Arrange(const Plan& plan, UnitWork& work) {
 
 Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& plan,
                                             const ScheduleOptions& options,
-                                            const OpContext& ctx, const WorkGroups& groups) {
+                                            const OpContext& ctx, const WorkGroups& groups,
+                                            std::vector<std::string>& modules) {
   const OpEstimator estimate = options.estimator ? options.estimator : &EstimateOp;
   std::unordered_map<int, int> unit_of_module;
   for (size_t u = 0; u < plan.units.size(); ++u) {
@@ -184,7 +188,7 @@ Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& p
   }
   const int root = static_cast<int>(plan.units.size()) - 1;
   std::vector<UnitWork> work(plan.units.size());
-  WorkBuilder builder(options, ctx, groups);
+  WorkBuilder builder(options, ctx, groups, modules);
   // Enclosing units as (module depth, unit index); the root encloses everything.
   std::vector<std::pair<int, int>> stack = {{-1, root}};
   struct Deferred {

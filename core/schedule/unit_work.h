@@ -49,12 +49,14 @@ struct WorkGroups {
   int ep = -1;
 };
 
-// One UnitWork per plan unit (same indices). Modules belong to the nearest enclosing unit;
+// One UnitWork per plan unit (same indices); item module names are appended to `modules`
+// (ComputeItem::module indexes it). Modules belong to the nearest enclosing unit;
 // nested units keep their place among the parent's modules, siblings follow the plan's
 // execution order; a loss op runs last in its unit (it hangs on the model root in the tree
 // but consumes the logits).
 Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& plan,
                                             const ScheduleOptions& options,
-                                            const OpContext& ctx, const WorkGroups& groups);
+                                            const OpContext& ctx, const WorkGroups& groups,
+                                            std::vector<std::string>& modules);
 
 }  // namespace shardscope

@@ -211,7 +211,7 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
   if (ph == 'i' && e.name.type == RawValue::Type::kString && e.name.text == "[memory]") {
     MemorySample m;
     int64_t ns = 0;
-    if (!e.ts.is_number() || !ParseUsToNs(e.ts.text, &ns)) {
+    if (!RawToNs(e.ts, &ns)) {
       return InvalidInput(FieldPath(source_, e.index, "ts") + ": expected a number of microseconds");
     }
     m.time_ns = ns;
@@ -221,7 +221,11 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
       if (!a->value.is_number()) {
         return InvalidInput(FieldPath(source_, e.index, "args." + std::string(key)) + ": expected a number");
       }
-      *out = a->value.type == RawValue::Type::kInt ? a->value.i : static_cast<int64_t>(a->value.d);
+      const double d = a->value.type == RawValue::Type::kInt ? static_cast<double>(a->value.i) : a->value.d;
+      if (!(d >= -static_cast<double>(kMaxTraceBytes) && d <= static_cast<double>(kMaxTraceBytes))) {
+        return InvalidInput(FieldPath(source_, e.index, "args." + std::string(key)) + ": expected a byte count within ±2^60");
+      }
+      *out = a->value.type == RawValue::Type::kInt ? a->value.i : static_cast<int64_t>(d);
       return Status::Ok();
     };
     SS_RETURN_IF_ERROR(arg_int("Total Allocated", &m.allocated));
@@ -238,10 +242,10 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
     return InvalidInput(FieldPath(source_, e.index, "name") + ": expected a string, got " + std::string(e.name.TypeName()));
   }
   Event ev;
-  if (!e.ts.is_number() || !ParseUsToNs(e.ts.text, &ev.start_ns)) {
+  if (!RawToNs(e.ts, &ev.start_ns)) {
     return InvalidInput(FieldPath(source_, e.index, "ts") + ": expected a number of microseconds, got " + std::string(e.ts.TypeName()));
   }
-  if (!e.dur.is_number() || !ParseUsToNs(e.dur.text, &ev.dur_ns) || ev.dur_ns < 0) {
+  if (!RawToNs(e.dur, &ev.dur_ns) || ev.dur_ns < 0) {
     return InvalidInput(FieldPath(source_, e.index, "dur") + ": expected a duration ≥ 0 in microseconds");
   }
   if (ev.start_ns > INT64_MAX - ev.dur_ns) {

@@ -179,9 +179,9 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     return Status::Ok();
   }
   Status Time(const RawEvent& e, const RawValue& v, std::string_view field, int64_t* ns) {
-    if (!v.is_number() || !ParseUsToNs(v.text, ns)) {
-      return InvalidInput(FieldPath(source_, e.index, field) + ": expected a number of microseconds, got " +
-                          std::string(v.TypeName()));
+    if (!RawToNs(v, ns)) {
+      return InvalidInput(FieldPath(source_, e.index, field) + ": expected a number of microseconds within ±2^61 ns, got " +
+                          (v.is_number() ? v.ToJsonText() : std::string(v.TypeName())));
     }
     return Status::Ok();
   }
@@ -245,6 +245,7 @@ class ShardscopeSink : public trace_internal::RawEventSink {
         int64_t v = 0;
         SS_RETURN_IF_ERROR(Int(e, a.value, "args." + a.key, &v));
         if (a.key == "bytes") {
+          if (v < 0 || v > trace_internal::kMaxTraceBytes) return InvalidInput(FieldPath(source_, e.index, "args.bytes") + ": expected a byte count in [0, 2^60]");
           w.bytes = v;
         } else {
           if (v < 0 || v > INT32_MAX) return InvalidInput(FieldPath(source_, e.index, "args.group_size") + ": expected a count ≥ 0");
@@ -287,6 +288,9 @@ class ShardscopeSink : public trace_internal::RawEventSink {
       const RawArg& a = e.args[k];
       int64_t v = 0;
       SS_RETURN_IF_ERROR(Int(e, a.value, "args." + a.key, &v));
+      if (v < 0 || v > trace_internal::kMaxTraceBytes) {
+        return InvalidInput(FieldPath(source_, e.index, "args." + a.key) + ": expected a byte count in [0, 2^60]");
+      }
       if (a.key.size() < 6 || a.key.compare(a.key.size() - 6, 6, "_bytes") != 0) {
         Problem(fmt::format("traceEvents[{}].args.{}: counter key must end in \"_bytes\"", e.index, a.key));
       }

@@ -1,8 +1,12 @@
 #include "core/trace/trace_sax.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
+#include "core/trace/json_scan.h"
 #include "core/trace/json_text.h"
+#include "core/trace/trace_io.h"
 
 namespace shardscope::trace_internal {
 
@@ -11,7 +15,7 @@ std::string RawValue::ToJsonText() const {
     case Type::kAbsent:
     case Type::kNull: return "null";
     case Type::kBool: return b ? "true" : "false";
-    case Type::kInt:
+    case Type::kInt: return fmt::format("{}", i);
     case Type::kFloat:
     case Type::kNested: return text;
     case Type::kString: {
@@ -41,6 +45,19 @@ const RawArg* RawEvent::FindArg(std::string_view key) const {
     if (args[i].key == key) return &args[i];
   }
   return nullptr;
+}
+
+bool RawToNs(const RawValue& v, int64_t* ns) {
+  int64_t out = 0;
+  if (v.type == RawValue::Type::kInt) {
+    if (v.i > kMaxTraceNs / 1000 || v.i < -kMaxTraceNs / 1000) return false;
+    out = v.i * 1000;
+  } else if (v.type != RawValue::Type::kFloat || !ParseUsToNs(v.text, &out)) {
+    return false;
+  }
+  if (out > kMaxTraceNs || out < -kMaxTraceNs) return false;
+  *ns = out;
+  return true;
 }
 
 std::string FieldPath(const std::string& source, int64_t index, std::string_view field) {
@@ -111,17 +128,21 @@ class Handler {
 
   bool null() { return OnScalar(RawValue::Type::kNull, false, 0, 0, "null"); }
   bool boolean(bool v) { return OnScalar(RawValue::Type::kBool, v, 0, 0, v ? "true" : "false"); }
-  bool number_integer(Json::number_integer_t v) {
-    return OnScalar(RawValue::Type::kInt, false, v, static_cast<double>(v), fmt::format("{}", v));
-  }
-  bool number_unsigned(Json::number_unsigned_t v) {
-    if (v <= static_cast<uint64_t>(INT64_MAX)) {
-      return OnScalar(RawValue::Type::kInt, false, static_cast<int64_t>(v), static_cast<double>(v),
-                      fmt::format("{}", v));
+  // Integers keep no text (formatting a million of them costs); ToJsonText formats on demand.
+  bool number_integer(int64_t v) {
+    if (capturing_) {
+      char buf[24];
+      const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+      capture_.Scalar(std::string_view(buf, static_cast<size_t>(r.ptr - buf)));
+      return true;
     }
+    return OnScalar(RawValue::Type::kInt, false, v, static_cast<double>(v), {});
+  }
+  bool number_unsigned(uint64_t v) {
+    if (v <= static_cast<uint64_t>(INT64_MAX)) return number_integer(static_cast<int64_t>(v));
     return OnScalar(RawValue::Type::kFloat, false, 0, static_cast<double>(v), fmt::format("{}", v));
   }
-  bool number_float(Json::number_float_t v, const std::string& s) {
+  bool number_float(double v, const std::string& s) {
     return OnScalar(RawValue::Type::kFloat, false, 0, v, s);
   }
   bool string(std::string& s) {
@@ -136,7 +157,6 @@ class Handler {
     if (depth_ == 1) return Deliver(top_key_, slot->ToJsonText());
     return true;
   }
-  bool binary(Json::binary_t&) { return true; }  // never produced by the JSON text parser
 
   bool start_object(std::size_t) { return Open('{'); }
   bool start_array(std::size_t) { return Open('['); }
@@ -162,16 +182,8 @@ class Handler {
     return true;
   }
 
-  bool parse_error(std::size_t position, const std::string& /*token*/,
-                   const nlohmann::detail::exception& ex) {
-    if (status_.ok()) {
-      std::string what = ex.what();
-      // nlohmann's message repeats "[json.exception.parse_error.101] parse error at line..."
-      const auto pos = what.find("] ");
-      if (pos != std::string::npos) what = what.substr(pos + 2);
-      status_ = InvalidInput(fmt::format("{}: not valid JSON at byte {}: {}", source_, position, what));
-    }
-    return false;
+  void ScanError(std::size_t position, const std::string& what) {
+    if (status_.ok()) status_ = InvalidInput(fmt::format("{}: not valid JSON at byte {}: {}", source_, position, what));
   }
 
  private:
@@ -352,7 +364,7 @@ class Handler {
 
 Status ParseTraceEvents(std::string_view text, const std::string& source, RawEventSink* sink) {
   Handler handler(source, sink);
-  const bool ok = Json::sax_parse(text.begin(), text.end(), &handler);
+  const bool ok = ScanJson(text, &handler);
   if (!handler.status().ok()) return handler.status();
   if (!ok) return InvalidInput(source + ": not valid JSON");
   if (!handler.saw_events()) return InvalidInput(source + ": traceEvents: missing (expected an array of events)");

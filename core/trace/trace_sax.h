@@ -1,4 +1,4 @@
-// Streaming parse of a Chrome trace-event file (internal to core/trace). One SAX pass over the
+// Streaming parse of a Chrome trace-event file (internal to core/trace). One SAX pass (json_scan.h) over the
 // text hands each `traceEvents` entry to a consumer as a flat RawEvent whose storage is reused,
 // so a million events never exist as a DOM. Number texts are kept, so `ts` converts to ns
 // exactly. Every other top-level member is captured as JSON (metadata, distributedInfo, ...).
@@ -8,6 +8,7 @@
 //   RawEvent         one traceEvents entry: ph, name, cat, pid, tid, ts, dur, s, args
 //   RawEventSink     the consumer interface
 //   ParseTraceEvents runs the pass; errors name the source and byte offset or event index
+//   RawToNs          ts/dur µs → ns
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,7 @@ struct RawValue {
   bool b = false;
   int64_t i = 0;        // kInt (unsigned values above INT64_MAX become kFloat)
   double d = 0;         // kFloat, and kInt as a double
-  std::string text;     // kString: the string; kFloat/kInt: the number text; kNested: JSON
+  std::string text;     // kString: the string; kFloat: the number text; kNested: JSON
 
   bool present() const { return type != Type::kAbsent; }
   bool is_number() const { return type == Type::kInt || type == Type::kFloat; }
@@ -67,6 +68,16 @@ class RawEventSink {
 // Parses `text`; `source` names it in errors. Fails when the text is not JSON, the top level is
 // not an object, traceEvents is missing or not an array, or an entry is not an object.
 Status ParseTraceEvents(std::string_view text, const std::string& source, RawEventSink* sink);
+
+// Times beyond ±2^61 ns (73 years) are refused, so start + dur and differences of times never
+// overflow int64 in the analyses.
+constexpr int64_t kMaxTraceNs = int64_t{1} << 61;
+// Byte counts (event bytes, counter values) must lie in [0, 2^60].
+constexpr int64_t kMaxTraceBytes = int64_t{1} << 60;
+
+// A `ts`/`dur` value in µs as integer ns (exact for integers and decimal text); false when it
+// is not a number or lies beyond ±kMaxTraceNs.
+bool RawToNs(const RawValue& v, int64_t* ns);
 
 // Typed access with messages like "run.json: traceEvents[3].pid: expected an integer, got a
 // string".

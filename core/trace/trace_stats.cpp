@@ -10,6 +10,13 @@
 namespace shardscope {
 namespace {
 
+// Sums of many int64 figures are taken in 128 bits and clamped, so no input can overflow them.
+int64_t Clamp(__int128 v) {
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 // nccl-tests bus-bandwidth factor for a collective over n ranks.
 double BusFactor(int lane, int n) {
   if (n <= 1) return 0;
@@ -96,7 +103,7 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
   StrId reserved = kEmptyStr;
   const bool has_reserved = trace.strings.Find("reserved_bytes", &reserved);
   std::map<StrId, int64_t> current;
-  int64_t sum = 0;
+  __int128 sum = 0;
   MemoryPeak peak;
   peak.rank = rank;
   peak.key = has_allocated ? "allocated_bytes" : "sum of categories";
@@ -105,11 +112,11 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
   for (size_t i = 0; i < samples.size(); ++i) {
     const CounterSample* c = samples[i];
     int64_t& slot = current[c->key];
-    if (!has_allocated && !(has_reserved && c->key == reserved)) sum += c->value - slot;
+    if (!has_allocated && !(has_reserved && c->key == reserved)) sum += static_cast<__int128>(c->value) - slot;
     slot = c->value;
     // Evaluate once all samples of one instant are applied.
     if (i + 1 < samples.size() && samples[i + 1]->time_ns == c->time_ns) continue;
-    const int64_t value = has_allocated ? current[allocated] : sum;
+    const int64_t value = has_allocated ? current[allocated] : Clamp(sum);
     if (value > peak.peak_bytes) {
       peak.peak_bytes = value;
       peak.time_ns = c->time_ns;
@@ -139,22 +146,25 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
   }
 
   std::map<int, CollectiveStats> coll;
-  std::map<int, int64_t> bw_time;
+  std::map<int, std::pair<__int128, __int128>> sums;  // bytes, time
+  std::map<int, double> bw_time;
   std::map<int, double> bw_bytes;
   for (const WorkEvent& e : trace.events) {
     if (!IsCommLane(e.lane)) continue;
     CollectiveStats& c = coll[e.lane];
     c.kind = std::string(TraceLaneName(e.lane));
     ++c.count;
-    c.bytes += e.bytes;
-    c.time_ns += e.dur_ns;
+    sums[e.lane].first += e.bytes;
+    sums[e.lane].second += e.dur_ns;
     if (e.bytes > 0 && e.group_size > 1 && e.dur_ns > 0) {
-      bw_time[e.lane] += e.dur_ns;
+      bw_time[e.lane] += static_cast<double>(e.dur_ns);
       bw_bytes[e.lane] += static_cast<double>(e.bytes) * BusFactor(e.lane, e.group_size);
     }
   }
   for (auto& [lane, c] : coll) {
-    if (bw_time[lane] > 0) c.busbw_gbps = bw_bytes[lane] / static_cast<double>(bw_time[lane]);
+    c.bytes = Clamp(sums[lane].first);
+    c.time_ns = Clamp(sums[lane].second);
+    if (bw_time[lane] > 0) c.busbw_gbps = bw_bytes[lane] / bw_time[lane];
     stats.collectives.push_back(c);
   }
 
@@ -173,7 +183,7 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
   }
 
   // Headlines: the worst rank's mean per step.
-  std::map<int, std::array<int64_t, 4>> per_rank;  // step, exposed, compute, count
+  std::map<int, std::array<__int128, 4>> per_rank;  // step, exposed, compute, count
   for (const StepStats& s : stats.steps) {
     auto& a = per_rank[s.rank];
     a[0] += s.step_ns;
@@ -182,9 +192,9 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
     a[3] += 1;
   }
   for (const auto& [rank, a] : per_rank) {
-    stats.step_time_ns = std::max(stats.step_time_ns, a[0] / a[3]);
-    stats.exposed_comm_ns = std::max(stats.exposed_comm_ns, a[1] / a[3]);
-    stats.compute_ns = std::max(stats.compute_ns, a[2] / a[3]);
+    stats.step_time_ns = std::max(stats.step_time_ns, Clamp(a[0] / a[3]));
+    stats.exposed_comm_ns = std::max(stats.exposed_comm_ns, Clamp(a[1] / a[3]));
+    stats.compute_ns = std::max(stats.compute_ns, Clamp(a[2] / a[3]));
   }
   for (const MemoryPeak& m : stats.memory) stats.peak_memory_bytes = std::max(stats.peak_memory_bytes, m.peak_bytes);
   return stats;

@@ -1,11 +1,11 @@
 #include "sim/cost/calibration.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <functional>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/util/file_io.h"
 #include "sim/hardware/did_you_mean.h"
@@ -28,11 +28,15 @@ const std::vector<ParamField>& ComputeFields() {
   static const std::vector<ParamField> fields = {
       {"gemm_efficiency", false, 0.01, 1, [](CostParams& p, double v) { p.gemm_efficiency = v; }},
       {"gemm_ramp_us", false, 0, 1e4, [](CostParams& p, double v) { p.gemm_ramp_us = v; }},
-      {"gemm_tile", true, 1, 4096, [](CostParams& p, double v) { p.gemm_tile = static_cast<int>(v); }},
-      {"attention_efficiency", false, 0.01, 1, [](CostParams& p, double v) { p.attention_efficiency = v; }},
-      {"memory_bound_efficiency", false, 0.01, 1, [](CostParams& p, double v) { p.memory_bound_efficiency = v; }},
+      {"gemm_tile", true, 1, 4096,
+       [](CostParams& p, double v) { p.gemm_tile = static_cast<int>(v); }},
+      {"attention_efficiency", false, 0.01, 1,
+       [](CostParams& p, double v) { p.attention_efficiency = v; }},
+      {"memory_bound_efficiency", false, 0.01, 1,
+       [](CostParams& p, double v) { p.memory_bound_efficiency = v; }},
       {"backward_kernels", false, 0, 64, [](CostParams& p, double v) { p.backward_kernels = v; }},
-      {"kernel_overhead_us", false, 0, 1e5, [](CostParams& p, double v) { p.kernel_overhead_us = v; }},
+      {"kernel_overhead_us", false, 0, 1e5,
+       [](CostParams& p, double v) { p.kernel_overhead_us = v; }},
       {"unit_overhead_us", false, 0, 1e7, [](CostParams& p, double v) { p.unit_overhead_us = v; }},
       {"overlap_slowdown", false, 1, 10, [](CostParams& p, double v) { p.overlap_slowdown = v; }},
   };
@@ -42,13 +46,16 @@ const std::vector<ParamField>& ComputeFields() {
 const std::vector<ParamField>& CollectiveFields() {
   static const std::vector<ParamField> fields = {
       {"launch_us", false, 0, 1e6, [](CostParams& p, double v) { p.collective_launch_us = v; }},
-      {"latency_scale", false, 0, 1e3, [](CostParams& p, double v) { p.collective_latency_scale = v; }},
-      {"bandwidth_scale", false, 1e-3, 1e3, [](CostParams& p, double v) { p.collective_bandwidth_scale = v; }},
+      {"latency_scale", false, 0, 1e3,
+       [](CostParams& p, double v) { p.collective_latency_scale = v; }},
+      {"bandwidth_scale", false, 1e-3, 1e3,
+       [](CostParams& p, double v) { p.collective_bandwidth_scale = v; }},
   };
   return fields;
 }
 
-std::vector<std::string> KeysOf(const std::vector<ParamField>& fields, std::vector<std::string> extra = {}) {
+std::vector<std::string> KeysOf(const std::vector<ParamField>& fields,
+                                std::vector<std::string> extra = {}) {
   for (const ParamField& f : fields) extra.push_back(f.key);
   return extra;
 }
@@ -56,28 +63,31 @@ std::vector<std::string> KeysOf(const std::vector<ParamField>& fields, std::vect
 Status CheckNumber(const json& v, const std::string& path, bool integer, double lo, double hi) {
   if (!v.is_number()) return InvalidInput(path + ": expected a number");
   const double x = v.get<double>();
-  if (integer && x != std::floor(x)) return InvalidInput(fmt::format("{}: expected an integer, got {}", path, x));
+  if (integer && x != std::floor(x))
+    return InvalidInput(fmt::format("{}: expected an integer, got {}", path, x));
   if (!std::isfinite(x) || x < lo || x > hi) {
     return InvalidInput(fmt::format("{}: {} is out of range [{}, {}]", path, x, lo, hi));
   }
   return Status::Ok();
 }
 
-Status ApplyParamFields(const std::vector<ParamField>& fields, const json& section, const std::string& where,
-                        const std::vector<std::string>& other_keys, CostParams* params) {
+Status ApplyParamFields(const std::vector<ParamField>& fields, const json& section,
+                        const std::string& where, const std::vector<std::string>& other_keys,
+                        CostParams* params) {
   for (const auto& [key, value] : section.items()) {
     bool handled = false;
     for (const ParamField& f : fields) {
       if (key != f.key) continue;
-      SS_RETURN_IF_ERROR(CheckNumber(value, where + "." + key, f.integer, f.min_value, f.max_value));
+      SS_RETURN_IF_ERROR(
+          CheckNumber(value, where + "." + key, f.integer, f.min_value, f.max_value));
       f.set(*params, value.get<double>());
       handled = true;
     }
     bool other = false;
     for (const std::string& k : other_keys) other = other || k == key;
     if (!handled && !other) {
-      return InvalidInput(
-          fmt::format("{}.{}: unknown key{}", where, key, DidYouMean(key, KeysOf(fields, other_keys))));
+      return InvalidInput(fmt::format("{}.{}: unknown key{}", where, key,
+                                      DidYouMean(key, KeysOf(fields, other_keys))));
     }
   }
   return Status::Ok();
@@ -85,9 +95,12 @@ Status ApplyParamFields(const std::vector<ParamField>& fields, const json& secti
 
 Result<OpType> ParseCollectiveOp(const json& v, const std::string& path) {
   static const std::vector<std::pair<std::string, OpType>> ops = {
-      {"all_gather", OpType::kAllGather}, {"reduce_scatter", OpType::kReduceScatter},
-      {"all_reduce", OpType::kAllReduce}, {"all_to_all", OpType::kAllToAll},
-      {"send", OpType::kSend},            {"recv", OpType::kRecv}};
+      {"all_gather", OpType::kAllGather},
+      {"reduce_scatter", OpType::kReduceScatter},
+      {"all_reduce", OpType::kAllReduce},
+      {"all_to_all", OpType::kAllToAll},
+      {"send", OpType::kSend},
+      {"recv", OpType::kRecv}};
   std::vector<std::string> names;
   for (const auto& [name, type] : ops) {
     names.push_back(name);
@@ -100,9 +113,12 @@ Result<OpType> ParseCollectiveOp(const json& v, const std::string& path) {
 }
 
 Status ApplyOverrides(const json& list, const std::string& where, CostParams* params) {
-  if (!list.is_array()) return InvalidInput(where + ": expected an array of {op, ranks_per_node, nodes, latency_us, busbw_gbps}");
+  if (!list.is_array())
+    return InvalidInput(
+        where + ": expected an array of {op, ranks_per_node, nodes, latency_us, busbw_gbps}");
   std::vector<CollectiveOverride> out;
-  const std::vector<std::string> keys = {"op", "ranks_per_node", "nodes", "latency_us", "busbw_gbps"};
+  const std::vector<std::string> keys = {"op", "ranks_per_node", "nodes", "latency_us",
+                                         "busbw_gbps"};
   for (size_t i = 0; i < list.size(); ++i) {
     const json& e = list[i];
     const std::string path = fmt::format("{}[{}]", where, i);
@@ -110,14 +126,16 @@ Status ApplyOverrides(const json& list, const std::string& where, CostParams* pa
     for (const auto& [key, value] : e.items()) {
       bool known = false;
       for (const std::string& k : keys) known = known || k == key;
-      if (!known) return InvalidInput(fmt::format("{}.{}: unknown key{}", path, key, DidYouMean(key, keys)));
+      if (!known)
+        return InvalidInput(fmt::format("{}.{}: unknown key{}", path, key, DidYouMean(key, keys)));
     }
     for (const std::string& k : keys) {
       if (!e.contains(k)) return InvalidInput(fmt::format("{}: missing key '{}'", path, k));
     }
     CollectiveOverride o;
     SS_ASSIGN_OR_RETURN(o.type, ParseCollectiveOp(e["op"], path + ".op"));
-    SS_RETURN_IF_ERROR(CheckNumber(e["ranks_per_node"], path + ".ranks_per_node", true, 1, 1 << 20));
+    SS_RETURN_IF_ERROR(
+        CheckNumber(e["ranks_per_node"], path + ".ranks_per_node", true, 1, 1 << 20));
     SS_RETURN_IF_ERROR(CheckNumber(e["nodes"], path + ".nodes", true, 1, 1 << 20));
     SS_RETURN_IF_ERROR(CheckNumber(e["latency_us"], path + ".latency_us", false, 0, 1e7));
     SS_RETURN_IF_ERROR(CheckNumber(e["busbw_gbps"], path + ".busbw_gbps", false, 1e-6, 1e6));
@@ -140,9 +158,12 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const std::string& s : sections) known = known || s == key;
-    if (!known) return InvalidInput(fmt::format("{}: {}: unknown key{}", source, key, DidYouMean(key, sections)));
+    if (!known)
+      return InvalidInput(
+          fmt::format("{}: {}: unknown key{}", source, key, DidYouMean(key, sections)));
     if (key == "notes") {
-      if (!value.is_string()) return InvalidInput(fmt::format("{}: notes: expected a string", source));
+      if (!value.is_string())
+        return InvalidInput(fmt::format("{}: notes: expected a string", source));
     } else if (!value.is_object()) {
       return InvalidInput(fmt::format("{}: {}: expected an object", source, key));
     }
@@ -155,12 +176,15 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
     if (g.contains("best_matmul_tflops") || g.contains("peak_bf16_tflops")) {
       params->gemm_efficiency = hw->gpu.best_matmul_flops / hw->gpu.peak_bf16_flops;
     }
-    if (g.contains("attention_efficiency")) params->attention_efficiency = hw->gpu.attention_efficiency;
-    if (g.contains("memory_bound_efficiency")) params->memory_bound_efficiency = hw->gpu.memory_bound_efficiency;
+    if (g.contains("attention_efficiency"))
+      params->attention_efficiency = hw->gpu.attention_efficiency;
+    if (g.contains("memory_bound_efficiency"))
+      params->memory_bound_efficiency = hw->gpu.memory_bound_efficiency;
     if (g.contains("nvls")) params->nvls_enabled = hw->gpu.nvls;
     if (cross_checks && hw->gpu.best_matmul_flops > hw->gpu.peak_bf16_flops) {
-      return InvalidInput(fmt::format("{}gpu.best_matmul_tflops: {} exceeds peak_bf16_tflops {}", prefix,
-                                      hw->gpu.best_matmul_flops / 1e12, hw->gpu.peak_bf16_flops / 1e12));
+      return InvalidInput(fmt::format("{}gpu.best_matmul_tflops: {} exceeds peak_bf16_tflops {}",
+                                      prefix, hw->gpu.best_matmul_flops / 1e12,
+                                      hw->gpu.peak_bf16_flops / 1e12));
     }
     if (cross_checks && hw->gpu.reserved_bytes >= hw->gpu.hbm_bytes) {
       return InvalidInput(prefix + "gpu.reserved_gib: must be smaller than hbm_gib");
@@ -170,18 +194,22 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
     const int gpus = hw->node.gpus_per_node;
     SS_RETURN_IF_ERROR(ApplyNodeFields(j["node"], prefix + "node", &hw->node));
     if (hw->node.gpus_per_node != gpus) {
-      return InvalidInput(fmt::format("{}node.gpus_per_node: set by the scenario ({}), not by a calibration file",
-                                      prefix, gpus));
+      return InvalidInput(
+          fmt::format("{}node.gpus_per_node: set by the scenario ({}), not by a calibration file",
+                      prefix, gpus));
     }
   }
   if (j.contains("compute")) {
-    SS_RETURN_IF_ERROR(ApplyParamFields(ComputeFields(), j["compute"], prefix + "compute", {}, params));
+    SS_RETURN_IF_ERROR(
+        ApplyParamFields(ComputeFields(), j["compute"], prefix + "compute", {}, params));
   }
   if (j.contains("collectives")) {
     const json& c = j["collectives"];
-    SS_RETURN_IF_ERROR(ApplyParamFields(CollectiveFields(), c, prefix + "collectives", {"nvls", "overrides"}, params));
+    SS_RETURN_IF_ERROR(ApplyParamFields(CollectiveFields(), c, prefix + "collectives",
+                                        {"nvls", "overrides"}, params));
     if (c.contains("nvls")) {
-      if (!c["nvls"].is_boolean()) return InvalidInput(prefix + "collectives.nvls: expected true or false");
+      if (!c["nvls"].is_boolean())
+        return InvalidInput(prefix + "collectives.nvls: expected true or false");
       params->nvls_enabled = c["nvls"].get<bool>() && hw->gpu.nvls;
     }
     if (c.contains("overrides")) {
@@ -223,7 +251,8 @@ Status ApplyCalibration(const Calibration& cal, Hardware* hw, CostParams* params
     if (!probe.ok()) return probe.status();
     hw_copy = *probe;
   }
-  SS_RETURN_IF_ERROR(ApplyJson(cal.overrides, cal.source, /*cross_checks=*/true, &hw_copy, &params_copy));
+  SS_RETURN_IF_ERROR(
+      ApplyJson(cal.overrides, cal.source, /*cross_checks=*/true, &hw_copy, &params_copy));
   if (hw != nullptr) *hw = hw_copy;
   if (params != nullptr) *params = params_copy;
   return Status::Ok();

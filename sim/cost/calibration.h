@@ -1,7 +1,7 @@
 // Calibration files: JSON that overrides any figure of the hardware catalog or of the cost
 // model. Every key is optional; an unknown key or a value of the wrong type or range is an
 // error naming the file and the key (`cal.json: compute.gemm_efficency: unknown key (did you
-// mean compute.gemm_efficiency?)`).
+// mean gemm_efficiency?)`).
 //
 // Format (all sections optional):
 //   {
@@ -33,10 +33,9 @@
 //   CalibrationToJson    the canonical JSON text of a Calibration (what `calibrate` writes)
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/status.h"
 #include "sim/cost/cost_params.h"

@@ -35,8 +35,9 @@ double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_
   const double peak = hw.gpu.peak_bf16_flops;
   if (peak <= 0 || cap <= 0) return 0;
   const bool shaped = m > 0 && n > 0 && k > 0;
-  const double flops = shaped ? 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)
-                              : flops_if_unknown;
+  const double flops =
+      shaped ? 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)
+             : flops_if_unknown;
   const double ideal_us = flops / (peak * cap) * 1e6;
   double eff = cap * RampShare(ideal_us, p.gemm_ramp_us);
   if (shaped) eff *= TileShare(m, p.gemm_tile) * TileShare(n, p.gemm_tile);
@@ -57,9 +58,11 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
     double eff = p.gemm_efficiency;  // elementwise work that also computes (loss) runs at the cap
     if (!item.elementwise && IsGemmKind(item.kind)) {
       // One GEMM's shape sets the efficiency; the item's FLOPs may hold several (bwd = 2).
-      eff = GemmEfficiency(hw, p, item.cost.gemm_m, item.cost.gemm_n, item.cost.gemm_k, flops / kernels);
+      eff = GemmEfficiency(hw, p, item.cost.gemm_m, item.cost.gemm_n, item.cost.gemm_k,
+                           flops / kernels);
     } else if (!item.elementwise && item.kind == OpKind::kAttention) {
-      eff = p.attention_efficiency * RampShare(flops / kernels / (peak * p.attention_efficiency) * 1e6, p.gemm_ramp_us);
+      eff = p.attention_efficiency *
+            RampShare(flops / kernels / (peak * p.attention_efficiency) * 1e6, p.gemm_ramp_us);
     }
     compute_us = eff > 0 ? flops / (peak * eff) * 1e6 : 0.0;
   }
@@ -68,7 +71,8 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p) {
   const double mem_bps = hw.gpu.hbm_gbps * 1e9 * p.memory_bound_efficiency;
-  const double us = mem_bps > 0 ? 2.0 * static_cast<double>(std::max<int64_t>(0, bytes)) / mem_bps * 1e6 : 0.0;
+  const double us =
+      mem_bps > 0 ? 2.0 * static_cast<double>(std::max<int64_t>(0, bytes)) / mem_bps * 1e6 : 0.0;
   return ToNs(us + p.kernel_overhead_us);
 }
 

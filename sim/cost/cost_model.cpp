@@ -15,13 +15,16 @@ class DefaultCostModel final : public CostModel {
   DefaultCostModel(const Hardware& hw, const CostParams& params)
       : hw_(hw), params_(params), nccl_(NcclSystemFor(hw, params)) {}
 
-  int64_t ComputeNs(const ComputeItem& item) const override { return ComputeItemNs(item, hw_, params_); }
+  int64_t ComputeNs(const ComputeItem& item) const override {
+    return ComputeItemNs(item, hw_, params_);
+  }
 
   int64_t UnitOverheadNs() const override {
     return static_cast<int64_t>(std::llround(std::max(0.0, params_.unit_overhead_us) * 1e3));
   }
 
-  CollectiveEstimate CollectiveNs(OpType type, int64_t bytes, const GroupShape& group) const override {
+  CollectiveEstimate CollectiveNs(OpType type, int64_t bytes,
+                                  const GroupShape& group) const override {
     for (const CollectiveOverride& o : params_.collective_overrides) {
       if (o.type == type && o.ranks_per_node == group.ranks_per_node && o.nodes == group.nodes) {
         return Calibrated(o, type, bytes, group);
@@ -31,7 +34,8 @@ class DefaultCostModel final : public CostModel {
   }
 
   int64_t CopyNs(OpType type, int64_t bytes) const override {
-    if (type == OpType::kCopyH2D || type == OpType::kCopyD2H) return HostCopyNs(bytes, hw_, params_);
+    if (type == OpType::kCopyH2D || type == OpType::kCopyD2H)
+      return HostCopyNs(bytes, hw_, params_);
     return DeviceCopyNs(bytes, hw_, params_);
   }
 
@@ -69,30 +73,43 @@ GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node) {
   for (int rank : group.ranks) ++ranks_on_node[rank / per_node];
   shape.nodes = std::max<int>(1, static_cast<int>(ranks_on_node.size()));
   shape.ranks_per_node = 1;
-  for (const auto& [node, count] : ranks_on_node) shape.ranks_per_node = std::max(shape.ranks_per_node, count);
+  for (const auto& [node, count] : ranks_on_node)
+    shape.ranks_per_node = std::max(shape.ranks_per_node, count);
   return shape;
 }
 
 std::string_view NcclAlgoName(NcclAlgo algo) {
   switch (algo) {
-    case NcclAlgo::kRing: return "Ring";
-    case NcclAlgo::kTree: return "Tree";
-    case NcclAlgo::kNvls: return "NVLS";
-    case NcclAlgo::kNvlsTree: return "NVLSTree";
-    case NcclAlgo::kPat: return "PAT";
-    case NcclAlgo::kAllToAll: return "AllToAll";
-    case NcclAlgo::kP2p: return "P2P";
-    case NcclAlgo::kLocal: return "Local";
-    case NcclAlgo::kCalibrated: return "Calibrated";
+    case NcclAlgo::kRing:
+      return "Ring";
+    case NcclAlgo::kTree:
+      return "Tree";
+    case NcclAlgo::kNvls:
+      return "NVLS";
+    case NcclAlgo::kNvlsTree:
+      return "NVLSTree";
+    case NcclAlgo::kPat:
+      return "PAT";
+    case NcclAlgo::kAllToAll:
+      return "AllToAll";
+    case NcclAlgo::kP2p:
+      return "P2P";
+    case NcclAlgo::kLocal:
+      return "Local";
+    case NcclAlgo::kCalibrated:
+      return "Calibrated";
   }
   return "unknown";
 }
 
 std::string_view NcclProtoName(NcclProto proto) {
   switch (proto) {
-    case NcclProto::kLL: return "LL";
-    case NcclProto::kLL128: return "LL128";
-    case NcclProto::kSimple: return "Simple";
+    case NcclProto::kLL:
+      return "LL";
+    case NcclProto::kLL128:
+      return "LL128";
+    case NcclProto::kSimple:
+      return "Simple";
   }
   return "unknown";
 }

@@ -53,16 +53,16 @@ enum class NcclAlgo {
   kCalibrated,  // a calibration file's latency/bandwidth for this op and group shape
 };
 enum class NcclProto { kLL, kLL128, kSimple };
-std::string_view NcclAlgoName(NcclAlgo algo);    // "Ring", "Tree", "NVLS", ...
-std::string_view NcclProtoName(NcclProto proto); // "LL", "LL128", "Simple"
+std::string_view NcclAlgoName(NcclAlgo algo);     // "Ring", "Tree", "NVLS", ...
+std::string_view NcclProtoName(NcclProto proto);  // "LL", "LL128", "Simple"
 
 struct CollectiveEstimate {
   int64_t ns = 0;
   NcclAlgo algo = NcclAlgo::kRing;
   NcclProto proto = NcclProto::kSimple;
-  int channels = 0;         // channels the message actually uses
-  double busbw_gbps = 0;    // nccl-tests bus bandwidth of this estimate (bytes / ns × factor)
-  double algbw_gbps = 0;    // bytes / time
+  int channels = 0;       // channels the message actually uses
+  double busbw_gbps = 0;  // nccl-tests bus bandwidth of this estimate (bytes / ns × factor)
+  double algbw_gbps = 0;  // bytes / time
 };
 
 class CostModel {

@@ -24,48 +24,66 @@ constexpr double kBaseLatUs[kNumAlgos][kNumProtos] = {
     {8.0, 8.0, 8.0},   // PAT
 };
 constexpr double kHwLatUs[2][kNumAlgos][kNumProtos] = {
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},    // NVLink
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}},    // network
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}},  // NVLink
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}},  // network
 };
 // Network post overhead per step of an inter-node ring (Intel CPU: 1 µs, ×3 for Simple).
 constexpr double kNetOverheadUs = 1.0;
 
 // Rows: Volta/Intel, Ampere/AMD, Hopper, Blackwell. Columns: 1 node, 2 nodes, >= 3 nodes.
 // One node picks the row by GPU; several nodes by CPU (we assume Intel: row 0).
-constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+constexpr double kLlMaxBw[4][3] = {
+    {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
 // Rows: Ampere, Hopper, Blackwell (AMD CDNA3 uses the Hopper row: RCCL's own tables differ).
-constexpr double kPerChMaxRingLL128Bw[3][3] = {{20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
-constexpr double kPerChMaxTreeLL128Bw[3][3] = {{20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-constexpr double kPerChMaxTreeBw[3][3] = {{24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+constexpr double kPerChMaxRingLL128Bw[3][3] = {
+    {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+constexpr double kPerChMaxTreeLL128Bw[3][3] = {
+    {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kPerChMaxTreeBw[3][3] = {
+    {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
 constexpr double kNvlsEfficiency[3] = {0.0, 0.85, 0.74};
 // Tree all-reduce bandwidth correction for 64 B .. 512 MB (index log2(bytes / 64)).
 constexpr int kTreeCorrectionSize = 24;
 constexpr double kTreeCorrection[kNumProtos][kTreeCorrectionSize] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
 };
 
 // Pipeline slice size per protocol (bytes per channel per step), ours: NCCL's pipeline model
-// takes them from its enqueue logic. Chosen once for all GPUs, in NCCL's range (an LL line
-// buffer, an LL128 step, the Simple chunk, NCCL_NVLS_CHUNKSIZE's order), and validated
-// against the 8-GPU curves of tests/cost/data/collectives.json.
+// takes them from its enqueue logic. One set for every GPU, picked from NCCL-sized
+// candidates (LL 4-32 KiB, LL128 16-128 KiB, Simple 32-512 KiB, NVLS 128 KiB-1 MiB) as the
+// combination that meets the most points >= 1 MiB of the 8-GPU curves in
+// tests/cost/data/collectives.json together with the 15 µs launch of CostParams; no figure
+// is set per curve. 66 of 70 points are within 15%. The four that are not are measurement
+// shapes no latency + bandwidth model reproduces: the A100 run's flat ~101 µs for 1-4 MiB
+// (model -31% at 4 MiB, -29% at 8 MiB) and the P6-B200 run's 96/116/115 µs for 4/8/16 MiB
+// (model +32% at 4 MiB, +17% at 8 MiB); see known_miss in that file.
 constexpr double kSliceBytes[kNumProtos] = {8 * 1024.0, 32 * 1024.0, 128 * 1024.0};
 constexpr double kNvlsSliceBytes = 512 * 1024.0;
 
 int ArchRow3(GpuArch arch) {  // Ampere / Hopper / Blackwell tables
   switch (arch) {
-    case GpuArch::kAmpere: return 0;
-    case GpuArch::kBlackwell: return 2;
-    default: return 1;
+    case GpuArch::kAmpere:
+      return 0;
+    case GpuArch::kBlackwell:
+      return 2;
+    default:
+      return 1;
   }
 }
 int LlRow(GpuArch arch, int nodes) {
   if (nodes > 1) return 0;
   switch (arch) {
-    case GpuArch::kAmpere: return 1;
-    case GpuArch::kBlackwell: return 3;
-    default: return 2;
+    case GpuArch::kAmpere:
+      return 1;
+    case GpuArch::kBlackwell:
+      return 3;
+    default:
+      return 2;
   }
 }
 int NodeColumn(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
@@ -82,7 +100,7 @@ struct Candidate {
   double stages = 1;        // steps a slice crosses
   double slice_bytes = 128 * 1024.0;
   int channels = 1;
-  double correction = 1;    // Tree correction factor on the bandwidth
+  double correction = 1;  // Tree correction factor on the bandwidth
 };
 
 // Time of one candidate for `bytes`, in µs.
@@ -97,7 +115,8 @@ double CandidateUs(const Candidate& c, double bytes, const NcclSystem& sys) {
   const double pipe_us = c.stages * (0.5 * lat + slice / bw_ch) + (slices - 1) * slice / bw_ch;
   // The Tree correction caps the plateau only: applied inside the pipeline as well, its
   // non-monotone table would make some larger messages faster than smaller ones.
-  const double eff_alg = std::min(max_alg * c.correction, c.channels * channel_bytes / pipe_us / 1e3);
+  const double eff_alg =
+      std::min(max_alg * c.correction, c.channels * channel_bytes / pipe_us / 1e3);
   return sys.launch_us + c.base_us * sys.latency_scale + bytes / (eff_alg * 1e3);
 }
 
@@ -152,19 +171,23 @@ void AddCollectiveCandidates(Coll coll, double bytes, const GroupShape& g, const
     for (int p = 0; p < kNumProtos; ++p) {
       double alg = std::min(tree_alg, 0.5 * sys.channels * kPerChMaxTreeBw[row][col]);
       if (p == kLL) alg = std::min(alg / 3.8, 0.5 * kLlMaxBw[LlRow(sys.arch, k)][col]);
-      if (p == kLL128) alg = std::min(alg * 120.0 / 128.0, 0.5 * sys.channels * kPerChMaxTreeLL128Bw[row][col]);
+      if (p == kLL128)
+        alg = std::min(alg * 120.0 / 128.0, 0.5 * sys.channels * kPerChMaxTreeLL128Bw[row][col]);
       Candidate c;
       c.algo = NcclAlgo::kTree;
       c.proto = static_cast<NcclProto>(p);
       c.base_us = kBaseLatUs[kTree][p];
       const double stages = 2.0 * ((ppn - 1) + Log2Ceil(k));
-      c.step_lat_us = 2.0 * ((ppn - 1) * kHwLatUs[kHwNvlink][kTree][p] + Log2Ceil(k) * kHwLatUs[kHwNet][kTree][p]) /
-                      std::max(1.0, stages);
+      c.step_lat_us =
+          2.0 *
+          ((ppn - 1) * kHwLatUs[kHwNvlink][kTree][p] + Log2Ceil(k) * kHwLatUs[kHwNet][kTree][p]) /
+          std::max(1.0, stages);
       c.max_alg_gbps = alg;
       c.stages = std::max(1.0, stages);
       c.slice_bytes = kSliceBytes[p];
       c.channels = sys.channels;
-      if (log_size >= 0 && log_size < kTreeCorrectionSize) c.correction = kTreeCorrection[p][log_size];
+      if (log_size >= 0 && log_size < kTreeCorrectionSize)
+        c.correction = kTreeCorrection[p][log_size];
       out->push_back(c);
     }
   }
@@ -197,7 +220,8 @@ void AddCollectiveCandidates(Coll coll, double bytes, const GroupShape& g, const
     c.proto = NcclProto::kSimple;
     c.base_us = kBaseLatUs[kNvlsTree][kSimple];
     c.stages = 2.0 + 2.0 * Log2Ceil(k);
-    c.step_lat_us = (kHwLatUs[kHwNvlink][kNvlsTree][kSimple] + 2.0 * Log2Ceil(k) * kHwLatUs[kHwNet][kNvlsTree][kSimple]) /
+    c.step_lat_us = (kHwLatUs[kHwNvlink][kNvlsTree][kSimple] +
+                     2.0 * Log2Ceil(k) * kHwLatUs[kHwNet][kNvlsTree][kSimple]) /
                     c.stages;
     c.max_alg_gbps = std::min(nvls_alg, inter_alg);
     c.slice_bytes = kNvlsSliceBytes;
@@ -209,7 +233,8 @@ void AddCollectiveCandidates(Coll coll, double bytes, const GroupShape& g, const
     Candidate c;
     c.algo = NcclAlgo::kPat;
     c.proto = NcclProto::kSimple;
-    c.base_us = kBaseLatUs[kPat][kSimple] + Log2Ceil(k) * kHwLatUs[kHwNet][kPat][kSimple] / 3.5 + n * 2.8;
+    c.base_us =
+        kBaseLatUs[kPat][kSimple] + Log2Ceil(k) * kHwLatUs[kHwNet][kPat][kSimple] / 3.5 + n * 2.8;
     c.step_lat_us = 0;
     c.max_alg_gbps = ring_bus * 0.75 * ring_alg_per_bus;
     c.stages = 1;
@@ -219,8 +244,8 @@ void AddCollectiveCandidates(Coll coll, double bytes, const GroupShape& g, const
   }
 }
 
-CollectiveEstimate Finish(OpType type, double bytes, int n, double us, NcclAlgo algo, NcclProto proto,
-                          int channels) {
+CollectiveEstimate Finish(OpType type, double bytes, int n, double us, NcclAlgo algo,
+                          NcclProto proto, int channels) {
   CollectiveEstimate e;
   e.ns = std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3)));
   e.algo = algo;
@@ -236,11 +261,14 @@ CollectiveEstimate Finish(OpType type, double bytes, int n, double us, NcclAlgo 
 double BusBandwidthFactor(OpType type, int n) {
   if (n <= 1) return 1.0;
   switch (type) {
-    case OpType::kAllReduce: return 2.0 * (n - 1) / n;
+    case OpType::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case OpType::kAllGather:
     case OpType::kReduceScatter:
-    case OpType::kAllToAll: return static_cast<double>(n - 1) / n;
-    default: return 1.0;
+    case OpType::kAllToAll:
+      return static_cast<double>(n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -259,7 +287,8 @@ NcclSystem NcclSystemFor(const Hardware& hw, const CostParams& params) {
   return s;
 }
 
-CollectiveEstimate NcclCollective(OpType type, int64_t bytes_in, const GroupShape& group, const NcclSystem& sys) {
+CollectiveEstimate NcclCollective(OpType type, int64_t bytes_in, const GroupShape& group,
+                                  const NcclSystem& sys) {
   const double bytes = static_cast<double>(std::max<int64_t>(0, bytes_in));
   const int n = std::max(1, group.size);
   const int k = std::max(1, group.nodes);
@@ -273,8 +302,8 @@ CollectiveEstimate NcclCollective(OpType type, int64_t bytes_in, const GroupShap
     return Finish(type, bytes, 1, us, NcclAlgo::kLocal, NcclProto::kSimple, 0);
   }
   const bool inter = k > 1;
-  const double lat_us = kBaseLatUs[kRing][kSimple] +
-                        (inter ? kHwLatUs[kHwNet][kRing][kSimple] : kHwLatUs[kHwNvlink][kRing][kSimple]);
+  const double lat_us = kBaseLatUs[kRing][kSimple] + (inter ? kHwLatUs[kHwNet][kRing][kSimple]
+                                                            : kHwLatUs[kHwNvlink][kRing][kSimple]);
   if (type == OpType::kSend || type == OpType::kRecv) {
     // One peer: NVLink through the switch inside a node (p2p ~ the per-GPU NVLink rate,
     // measured 376 GB/s on H100), the GPU's NIC share across nodes.

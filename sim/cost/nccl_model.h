@@ -32,14 +32,14 @@ namespace shardscope {
 
 struct NcclSystem {
   GpuArch arch = GpuArch::kHopper;
-  double intra_bus_gbps = 0;  // ring bus bandwidth over NVLink: links × NCCL's per-link rate
-  double nic_gbps = 0;        // achievable network bandwidth per GPU
-  double local_copy_gbps = 0; // device-local copy rate (group of one rank)
-  int channels = 32;          // ring / tree channels
+  double intra_bus_gbps = 0;   // ring bus bandwidth over NVLink: links × NCCL's per-link rate
+  double nic_gbps = 0;         // achievable network bandwidth per GPU
+  double local_copy_gbps = 0;  // device-local copy rate (group of one rank)
+  int channels = 32;           // ring / tree channels
   int nvls_channels = 16;
-  bool nvls = false;          // hardware has NVLS and it is enabled
-  double launch_us = 15;      // per collective, outside NCCL's own model
-  double latency_scale = 1;   // calibration multipliers
+  bool nvls = false;         // hardware has NVLS and it is enabled
+  double launch_us = 15;     // per collective, outside NCCL's own model
+  double latency_scale = 1;  // calibration multipliers
   double bandwidth_scale = 1;
 };
 

@@ -66,14 +66,15 @@ Trace MakePredictedTrace(const Simulation& sim, const std::string& tool_version)
     const ScheduleOp& op = sim.schedule.ops[i];
     const int rank = sim.schedule.roles[op.role].rank;
     const OpTiming& timing = sim.timeline.ops[i];
+    // A wait is a join point, not work: a measured trace has no event for it, and a
+    // zero-length event at another event's boundary reads as an overlap to trace checkers.
+    if (op.type == OpType::kWait && timing.duration_ns() == 0) continue;
     WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), op.name.empty() ? op.op_id : op.name,
                              op.op_id, timing.start_ns, timing.duration_ns());
     if (IsCommKernel(op.type)) {
       e.bytes = op.bytes;
       e.group_size = op.group >= 0 ? sim.schedule.groups[op.group].size() : 1;
       e.busbw_gbps = sim.prices.busbw_gbps[i];
-    } else if (op.type == OpType::kCopyIn || op.type == OpType::kCopyH2D || op.type == OpType::kCopyD2H) {
-      e.bytes = op.bytes;
     }
     if (sim.prices.flops[i] > 0) e.flops = sim.prices.flops[i];
   }

@@ -2,7 +2,8 @@
 // (core/trace/trace.h); WriteTrace (core/trace/trace_io.h) writes it.
 //
 // Contents:
-//   MakePredictedTrace   one pid per simulated rank, one tid per lane, X events per op,
+//   MakePredictedTrace   one pid per simulated rank, one tid per lane, X events per op (zero-
+//                        length waits omitted; bytes/group_size/busbw on collectives only),
 //                        `memory` counters per category + allocated + reserved, markers
 #pragma once
 

@@ -31,7 +31,8 @@ size_t EditDistance(std::string_view a_in, std::string_view b_in) {
   return prev[b.size()];
 }
 
-std::vector<std::string> ClosestNames(std::string_view name, const std::vector<std::string>& candidates,
+std::vector<std::string> ClosestNames(std::string_view name,
+                                      const std::vector<std::string>& candidates,
                                       size_t max_results) {
   const std::string lower = Lower(name);
   const size_t limit = std::max<size_t>(2, name.size() / 3);
@@ -40,15 +41,16 @@ std::vector<std::string> ClosestNames(std::string_view name, const std::vector<s
     const std::string lc = Lower(c);
     size_t d = EditDistance(lower, lc);
     // "h100" names two catalog entries: containment is as good a hint as a small typo.
-    const bool contains = !lower.empty() &&
-                          (lc.find(lower) != std::string::npos || lower.find(lc) != std::string::npos);
+    const bool contains = !lower.empty() && (lc.find(lower) != std::string::npos ||
+                                             lower.find(lc) != std::string::npos);
     if (contains) d = std::min(d, limit);
     if (d <= limit) scored.emplace_back(d, c);
   }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;
-  for (size_t i = 0; i < scored.size() && out.size() < max_results; ++i) out.push_back(scored[i].second);
+  for (size_t i = 0; i < scored.size() && out.size() < max_results; ++i)
+    out.push_back(scored[i].second);
   return out;
 }
 

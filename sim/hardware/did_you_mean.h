@@ -18,7 +18,8 @@ size_t EditDistance(std::string_view a, std::string_view b);
 
 // Candidates within distance max(2, |name| / 3), or containing / contained in `name`
 // (case-insensitive), nearest first.
-std::vector<std::string> ClosestNames(std::string_view name, const std::vector<std::string>& candidates,
+std::vector<std::string> ClosestNames(std::string_view name,
+                                      const std::vector<std::string>& candidates,
                                       size_t max_results = 3);
 
 std::string DidYouMean(std::string_view name, const std::vector<std::string>& candidates);

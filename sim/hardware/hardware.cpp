@@ -1,11 +1,11 @@
 #include "sim/hardware/hardware.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "sim/hardware/did_you_mean.h"
 
@@ -30,7 +30,8 @@ struct Field {
 };
 
 template <typename T>
-Status ApplyFields(const std::vector<Field<T>>& fields, const json& j, std::string_view where, T* out) {
+Status ApplyFields(const std::vector<Field<T>>& fields, const json& j, std::string_view where,
+                   T* out) {
   if (!j.is_object()) return InvalidInput(fmt::format("{}: expected an object", where));
   std::vector<std::string> names;
   for (const Field<T>& f : fields) names.push_back(f.key);
@@ -52,8 +53,8 @@ Status ApplyFields(const std::vector<Field<T>>& fields, const json& j, std::stri
         return InvalidInput(fmt::format("{}: expected an integer, got {}", path, v));
       }
       if (!std::isfinite(v) || v < field->min_value || v > field->max_value) {
-        return InvalidInput(fmt::format("{}: {} is out of range [{}, {}]", path, v, field->min_value,
-                                        field->max_value));
+        return InvalidInput(fmt::format("{}: {} is out of range [{}, {}]", path, v,
+                                        field->min_value, field->max_value));
       }
     }
     field->set(*out, value);
@@ -69,18 +70,28 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
       {"best_matmul_tflops", F::kNumber, 1, 1e5,
        [](GpuSpec& g, const json& v) { g.best_matmul_flops = v.get<double>() * 1e12; }},
       {"hbm_gib", F::kNumber, 0.5, 1e5,
-       [](GpuSpec& g, const json& v) { g.hbm_bytes = static_cast<int64_t>(v.get<double>() * kGiB); }},
+       [](GpuSpec& g, const json& v) {
+         g.hbm_bytes = static_cast<int64_t>(v.get<double>() * kGiB);
+       }},
       {"reserved_gib", F::kNumber, 0, 1e3,
-       [](GpuSpec& g, const json& v) { g.reserved_bytes = static_cast<int64_t>(v.get<double>() * kGiB); }},
-      {"hbm_tbps", F::kNumber, 0.01, 1e3, [](GpuSpec& g, const json& v) { g.hbm_gbps = v.get<double>() * 1e3; }},
-      {"nvlink_gbps", F::kNumber, 0, 1e5, [](GpuSpec& g, const json& v) { g.nvlink_gbps = v.get<double>(); }},
-      {"nvlink_links", F::kInteger, 0, 1024, [](GpuSpec& g, const json& v) { g.nvlink_links = v.get<int>(); }},
+       [](GpuSpec& g, const json& v) {
+         g.reserved_bytes = static_cast<int64_t>(v.get<double>() * kGiB);
+       }},
+      {"hbm_tbps", F::kNumber, 0.01, 1e3,
+       [](GpuSpec& g, const json& v) { g.hbm_gbps = v.get<double>() * 1e3; }},
+      {"nvlink_gbps", F::kNumber, 0, 1e5,
+       [](GpuSpec& g, const json& v) { g.nvlink_gbps = v.get<double>(); }},
+      {"nvlink_links", F::kInteger, 0, 1024,
+       [](GpuSpec& g, const json& v) { g.nvlink_links = v.get<int>(); }},
       {"nvlink_link_gbps", F::kNumber, 0, 1e4,
        [](GpuSpec& g, const json& v) { g.nvlink_link_gbps = v.get<double>(); }},
       {"nvls", F::kBool, 0, 0, [](GpuSpec& g, const json& v) { g.nvls = v.get<bool>(); }},
-      {"nccl_channels", F::kInteger, 1, 64, [](GpuSpec& g, const json& v) { g.nccl_channels = v.get<int>(); }},
-      {"nvls_channels", F::kInteger, 0, 64, [](GpuSpec& g, const json& v) { g.nvls_channels = v.get<int>(); }},
-      {"pcie_gbps", F::kNumber, 0.1, 1e4, [](GpuSpec& g, const json& v) { g.pcie_gbps = v.get<double>(); }},
+      {"nccl_channels", F::kInteger, 1, 64,
+       [](GpuSpec& g, const json& v) { g.nccl_channels = v.get<int>(); }},
+      {"nvls_channels", F::kInteger, 0, 64,
+       [](GpuSpec& g, const json& v) { g.nvls_channels = v.get<int>(); }},
+      {"pcie_gbps", F::kNumber, 0.1, 1e4,
+       [](GpuSpec& g, const json& v) { g.pcie_gbps = v.get<double>(); }},
       {"attention_efficiency", F::kNumber, 0.01, 1,
        [](GpuSpec& g, const json& v) { g.attention_efficiency = v.get<double>(); }},
       {"memory_bound_efficiency", F::kNumber, 0.01, 1,
@@ -92,11 +103,16 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
 const std::vector<Field<NodeSpec>>& NodeFields() {
   using F = Field<NodeSpec>;
   static const std::vector<F> fields = {
-      {"gpus_per_node", F::kInteger, 1, 1024, [](NodeSpec& n, const json& v) { n.gpus_per_node = v.get<int>(); }},
-      {"nvlink_domain", F::kInteger, 1, 1 << 20, [](NodeSpec& n, const json& v) { n.nvlink_domain = v.get<int>(); }},
-      {"nics_per_node", F::kInteger, 0, 1024, [](NodeSpec& n, const json& v) { n.nics_per_node = v.get<int>(); }},
-      {"nic_gbit_per_s", F::kNumber, 0, 1e5, [](NodeSpec& n, const json& v) { n.nic_gbit_per_s = v.get<double>(); }},
-      {"nic_efficiency", F::kNumber, 0.01, 1, [](NodeSpec& n, const json& v) { n.nic_efficiency = v.get<double>(); }},
+      {"gpus_per_node", F::kInteger, 1, 1024,
+       [](NodeSpec& n, const json& v) { n.gpus_per_node = v.get<int>(); }},
+      {"nvlink_domain", F::kInteger, 1, 1 << 20,
+       [](NodeSpec& n, const json& v) { n.nvlink_domain = v.get<int>(); }},
+      {"nics_per_node", F::kInteger, 0, 1024,
+       [](NodeSpec& n, const json& v) { n.nics_per_node = v.get<int>(); }},
+      {"nic_gbit_per_s", F::kNumber, 0, 1e5,
+       [](NodeSpec& n, const json& v) { n.nic_gbit_per_s = v.get<double>(); }},
+      {"nic_efficiency", F::kNumber, 0.01, 1,
+       [](NodeSpec& n, const json& v) { n.nic_efficiency = v.get<double>(); }},
   };
   return fields;
 }
@@ -152,10 +168,14 @@ const Result<std::vector<CatalogEntry>>& Catalog() {
 
 std::string_view GpuArchName(GpuArch arch) {
   switch (arch) {
-    case GpuArch::kAmpere: return "ampere";
-    case GpuArch::kHopper: return "hopper";
-    case GpuArch::kBlackwell: return "blackwell";
-    case GpuArch::kCdna3: return "cdna3";
+    case GpuArch::kAmpere:
+      return "ampere";
+    case GpuArch::kHopper:
+      return "hopper";
+    case GpuArch::kBlackwell:
+      return "blackwell";
+    case GpuArch::kCdna3:
+      return "cdna3";
   }
   return "unknown";
 }
@@ -206,8 +226,9 @@ Result<Hardware> LookupHardware(std::string_view gpu_name, int gpus_per_node, in
                                     DidYouMean(gpu_name, names), fmt::join(names, ", ")));
   }
   if (gpus_per_node < 1 || gpus_per_node > found->node.gpus_per_node) {
-    return InvalidInput(fmt::format("gpus_per_node {} for {}: expected 1..{} (the catalog node size)",
-                                    gpus_per_node, found->gpu.name, found->node.gpus_per_node));
+    return InvalidInput(
+        fmt::format("gpus_per_node {} for {}: expected 1..{} (the catalog node size)",
+                    gpus_per_node, found->gpu.name, found->node.gpus_per_node));
   }
   if (nodes < 1) return InvalidInput(fmt::format("nodes {}: expected at least 1", nodes));
   Hardware hw;

@@ -24,11 +24,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/status.h"
 
@@ -39,23 +38,23 @@ enum class GpuArch { kAmpere, kHopper, kBlackwell, kCdna3 };
 std::string_view GpuArchName(GpuArch arch);  // "ampere", "hopper", "blackwell", "cdna3"
 
 struct GpuSpec {
-  std::string name;           // catalog key, e.g. "h100-sxm"
-  std::string description;    // human-readable, e.g. "NVIDIA H100 SXM 80 GB"
+  std::string name;         // catalog key, e.g. "h100-sxm"
+  std::string description;  // human-readable, e.g. "NVIDIA H100 SXM 80 GB"
   GpuArch arch = GpuArch::kHopper;
-  double peak_bf16_flops = 0;      // dense datasheet peak
-  double best_matmul_flops = 0;    // best measured bf16 matmul (MAMF); GEMM efficiency cap
-  int64_t hbm_bytes = 0;           // memory as torch.cuda reports it (total)
-  int64_t reserved_bytes = 0;      // CUDA context + NCCL buffers + allocator slack, not usable
-  double hbm_gbps = 0;             // HBM bandwidth (datasheet)
-  double nvlink_gbps = 0;          // NVLink (xGMI) per direction, per GPU (datasheet)
-  int nvlink_links = 0;            // links per GPU (NCCL multiplies links by the per-link rate)
-  double nvlink_link_gbps = 0;     // NCCL's effective per-link rate (src/graph/topo.h)
-  bool nvls = false;               // NVLink SHARP (NVSwitch multicast) available
-  int nccl_channels = 32;          // ring/tree channels NCCL opens on a full node
-  int nvls_channels = 16;          // NVLS channels (NCCL_NVLS_NCHANNELS default)
-  double pcie_gbps = 0;            // host<->device copy rate, pinned memory, per direction
-  double attention_efficiency = 0;       // fused attention FLOP/s as a fraction of peak
-  double memory_bound_efficiency = 0;    // achieved fraction of hbm_gbps for elementwise kernels
+  double peak_bf16_flops = 0;          // dense datasheet peak
+  double best_matmul_flops = 0;        // best measured bf16 matmul (MAMF); GEMM efficiency cap
+  int64_t hbm_bytes = 0;               // memory as torch.cuda reports it (total)
+  int64_t reserved_bytes = 0;          // CUDA context + NCCL buffers + allocator slack, not usable
+  double hbm_gbps = 0;                 // HBM bandwidth (datasheet)
+  double nvlink_gbps = 0;              // NVLink (xGMI) per direction, per GPU (datasheet)
+  int nvlink_links = 0;                // links per GPU (NCCL multiplies links by the per-link rate)
+  double nvlink_link_gbps = 0;         // NCCL's effective per-link rate (src/graph/topo.h)
+  bool nvls = false;                   // NVLink SHARP (NVSwitch multicast) available
+  int nccl_channels = 32;              // ring/tree channels NCCL opens on a full node
+  int nvls_channels = 16;              // NVLS channels (NCCL_NVLS_NCHANNELS default)
+  double pcie_gbps = 0;                // host<->device copy rate, pinned memory, per direction
+  double attention_efficiency = 0;     // fused attention FLOP/s as a fraction of peak
+  double memory_bound_efficiency = 0;  // achieved fraction of hbm_gbps for elementwise kernels
 
   // HBM the training job can allocate (hbm_bytes - reserved_bytes).
   int64_t usable_bytes() const { return hbm_bytes - reserved_bytes; }
@@ -63,10 +62,10 @@ struct GpuSpec {
 
 struct NodeSpec {
   int gpus_per_node = 8;
-  int nvlink_domain = 8;        // GPUs reachable over NVLink (== gpus_per_node for HGX nodes)
+  int nvlink_domain = 8;  // GPUs reachable over NVLink (== gpus_per_node for HGX nodes)
   int nics_per_node = 8;
-  double nic_gbit_per_s = 400;  // line rate of one NIC
-  double nic_efficiency = 0.94; // achievable fraction of line rate (46–48 GB/s of 50 for NDR)
+  double nic_gbit_per_s = 400;   // line rate of one NIC
+  double nic_efficiency = 0.94;  // achievable fraction of line rate (46–48 GB/s of 50 for NDR)
 };
 
 struct Hardware {

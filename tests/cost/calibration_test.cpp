@@ -1,15 +1,17 @@
 #include "sim/cost/calibration.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "sim/cost/cost_model.h"
 
 namespace shardscope {
 namespace {
 
-std::string Fixture(const std::string& name) { return std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/cost/data/" + name; }
+std::string Fixture(const std::string& name) {
+  return std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/cost/data/" + name;
+}
 
 Hardware H100() { return *LookupHardware("h100-sxm", 8, 1); }
 
@@ -87,15 +89,18 @@ TEST(Calibration, EmptyFileChangesNothing) {
 
 TEST(Calibration, UnknownKeysAreNamedWithSuggestions) {
   std::string m = ParseError(R"({"comptue": {}})");
-  EXPECT_NE(m.find("cal.json: comptue: unknown key (did you mean compute?)"), std::string::npos) << m;
+  EXPECT_NE(m.find("cal.json: comptue: unknown key (did you mean compute?)"), std::string::npos)
+      << m;
   m = ParseError(R"({"compute": {"gemm_efficency": 0.7}})");
-  EXPECT_NE(m.find("cal.json: compute.gemm_efficency: unknown key (did you mean gemm_efficiency?)"), std::string::npos)
+  EXPECT_NE(m.find("cal.json: compute.gemm_efficency: unknown key (did you mean gemm_efficiency?)"),
+            std::string::npos)
       << m;
   m = ParseError(R"({"gpu": {"hbm_tb": 3}})");
   EXPECT_NE(m.find("cal.json: gpu.hbm_tb: unknown key"), std::string::npos) << m;
   m = ParseError(R"({"collectives": {"latency": 2}})");
   EXPECT_NE(m.find("collectives.latency: unknown key"), std::string::npos) << m;
-  m = ParseError(R"({"collectives": {"overrides": [{"op": "all_gather", "ranks_per_node": 8, "nodes": 1,
+  m = ParseError(
+      R"({"collectives": {"overrides": [{"op": "all_gather", "ranks_per_node": 8, "nodes": 1,
                     "latency_us": 5, "busbw_gbps": 300, "size": 4}]}})");
   EXPECT_NE(m.find("collectives.overrides[0].size: unknown key"), std::string::npos) << m;
 }
@@ -104,18 +109,22 @@ TEST(Calibration, BadValuesAreNamed) {
   std::string m = ParseError(R"({"compute": {"gemm_efficiency": "high"}})");
   EXPECT_NE(m.find("compute.gemm_efficiency: expected a number"), std::string::npos) << m;
   m = ParseError(R"({"compute": {"gemm_efficiency": 1.5}})");
-  EXPECT_NE(m.find("compute.gemm_efficiency: 1.5 is out of range [0.01, 1]"), std::string::npos) << m;
+  EXPECT_NE(m.find("compute.gemm_efficiency: 1.5 is out of range [0.01, 1]"), std::string::npos)
+      << m;
   m = ParseError(R"({"compute": {"overlap_slowdown": 0.5}})");
   EXPECT_NE(m.find("overlap_slowdown"), std::string::npos) << m;
   m = ParseError(R"({"compute": {"gemm_tile": 64.5}})");
   EXPECT_NE(m.find("gemm_tile: expected an integer"), std::string::npos) << m;
   m = ParseError(R"({"collectives": {"nvls": "no"}})");
   EXPECT_NE(m.find("collectives.nvls: expected true or false"), std::string::npos) << m;
-  m = ParseError(R"({"collectives": {"overrides": [{"op": "allgather", "ranks_per_node": 8, "nodes": 1,
+  m = ParseError(
+      R"({"collectives": {"overrides": [{"op": "allgather", "ranks_per_node": 8, "nodes": 1,
                     "latency_us": 5, "busbw_gbps": 300}]}})");
-  EXPECT_NE(m.find("overrides[0].op: 'allgather' is not a collective (did you mean all_gather?)"), std::string::npos)
+  EXPECT_NE(m.find("overrides[0].op: 'allgather' is not a collective (did you mean all_gather?)"),
+            std::string::npos)
       << m;
-  m = ParseError(R"({"collectives": {"overrides": [{"op": "all_gather", "ranks_per_node": 8, "nodes": 1,
+  m = ParseError(
+      R"({"collectives": {"overrides": [{"op": "all_gather", "ranks_per_node": 8, "nodes": 1,
                     "latency_us": 5}]}})");
   EXPECT_NE(m.find("overrides[0]: missing key 'busbw_gbps'"), std::string::npos) << m;
   m = ParseError(R"({"collectives": {"overrides": {"op": "all_gather"}}})");
@@ -132,7 +141,8 @@ TEST(Calibration, BadValuesAreNamed) {
 
 TEST(Calibration, CrossChecksRunAgainstTheScenarioGpu) {
   // 1500 TFLOP/s is a fine best matmul for a B200 but above an H100's peak.
-  Result<Calibration> cal = ParseCalibration(R"({"gpu": {"best_matmul_tflops": 1500}})", "cal.json");
+  Result<Calibration> cal =
+      ParseCalibration(R"({"gpu": {"best_matmul_tflops": 1500}})", "cal.json");
   ASSERT_TRUE(cal.ok()) << cal.status().message();
   Hardware b200 = *LookupHardware("b200", 8, 1);
   CostParams params = DefaultCostParams(b200);
@@ -141,15 +151,18 @@ TEST(Calibration, CrossChecksRunAgainstTheScenarioGpu) {
   CostParams h100_params = DefaultCostParams(h100);
   const Status s = ApplyCalibration(*cal, &h100, &h100_params);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("best_matmul_tflops: 1500 exceeds peak_bf16_tflops 989"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("best_matmul_tflops: 1500 exceeds peak_bf16_tflops 989"),
+            std::string::npos)
+      << s.message();
   EXPECT_DOUBLE_EQ(h100.gpu.best_matmul_flops, 794.5e12);  // untouched on error
 }
 
 TEST(Calibration, FilesNameThemselvesInErrors) {
   Result<Calibration> bad = LoadCalibration(Fixture("calibration_bad_key.json"));
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("calibration_bad_key.json: compute.overlap_slowdwn: unknown key"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.status().message().find("calibration_bad_key.json: compute.overlap_slowdwn: unknown key"),
+      std::string::npos)
       << bad.status().message();
   Result<Calibration> missing = LoadCalibration(Fixture("no_such_file.json"));
   ASSERT_FALSE(missing.ok());

@@ -4,16 +4,17 @@
 // Contents:
 //   CurvePoint / Curve     one measured point / curve, with the NVLS setting it was measured with
 //   LoadCurves             the JSON file → curves
-//   ModelPoint             the model's estimate for one point (catalog defaults + that NVLS setting)
+//   ModelPoint             the model's estimate for one point (catalog defaults + that NVLS
+//   setting)
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/util/file_io.h"
+#include "sim/cost/calibration.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_params.h"
 #include "sim/hardware/hardware.h"
@@ -34,13 +35,16 @@ struct Curve {
   OpType type = OpType::kAllReduce;
   bool nvls = true;
   int64_t nvls_from_bytes = 0;  // > 0: NVLS only from this size on
+  bool informational = false;   // printed by the benchmark, not held to the 15% target
+  std::string calibration;      // calibration JSON the curve's system needs ("" = none)
   std::vector<CurvePoint> points;
 };
 
 inline Result<std::vector<Curve>> LoadCurves(const std::string& path) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.contains("curves")) return InvalidInput(path + ": expected {\"curves\": [...]}");
+  if (j.is_discarded() || !j.contains("curves"))
+    return InvalidInput(path + ": expected {\"curves\": [...]}");
   std::vector<Curve> out;
   for (const auto& c : j["curves"]) {
     Curve curve;
@@ -53,6 +57,8 @@ inline Result<std::vector<Curve>> LoadCurves(const std::string& path) {
                                             : OpType::kAllReduce;
     curve.nvls = c.value("nvls", true);
     curve.nvls_from_bytes = c.value("nvls_from_bytes", int64_t{0});
+    curve.informational = c.value("informational", false);
+    if (c.contains("calibration")) curve.calibration = c["calibration"].dump();
     for (const auto& p : c.at("points")) {
       CurvePoint point;
       point.bytes = p.at("bytes").get<int64_t>();
@@ -66,11 +72,15 @@ inline Result<std::vector<Curve>> LoadCurves(const std::string& path) {
   return out;
 }
 
-// The default model's estimate for `point` of `curve`: catalog figures, one node of
-// point.gpus GPUs, NVLS as the measurement had it.
+// The default model's estimate for `point` of `curve`: catalog figures (plus the curve's
+// calibration, if any), point.gpus GPUs per node, NVLS as the measurement had it.
 inline Result<CollectiveEstimate> ModelPoint(const Curve& curve, const CurvePoint& point) {
   SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware(curve.gpu, point.gpus, curve.nodes));
   CostParams params = DefaultCostParams(hw);
+  if (!curve.calibration.empty()) {
+    SS_ASSIGN_OR_RETURN(Calibration cal, ParseCalibration(curve.calibration, curve.id));
+    SS_RETURN_IF_ERROR(ApplyCalibration(cal, &hw, &params));
+  }
   const bool nvls = curve.nvls_from_bytes > 0 ? point.bytes >= curve.nvls_from_bytes : curve.nvls;
   params.nvls_enabled = params.nvls_enabled && nvls;
   const auto model = MakeDefaultCostModel(hw, params);

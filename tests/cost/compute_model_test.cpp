@@ -42,7 +42,7 @@ TEST(GemmEfficiency, RisesWithSizeTowardTheMeasuredBest) {
       EXPECT_GT(eff, previous) << name << " " << d;
       previous = eff;
     }
-    EXPECT_GT(previous, 0.99 * best) << name;                        // 16k³ is at the plateau
+    EXPECT_GT(previous, 0.99 * best) << name;                             // 16k³ is at the plateau
     EXPECT_LT(GemmEfficiency(hw, p, 256, 256, 256), 0.5 * best) << name;  // tiny GEMMs are not
   }
 }
@@ -51,8 +51,9 @@ TEST(GemmEfficiency, PartialTilesCost) {
   const Hardware hw = Gpu("h100-sxm");
   const CostParams p = DefaultCostParams(hw);
   EXPECT_LT(GemmEfficiency(hw, p, 4096 + 1, 4096, 4096), GemmEfficiency(hw, p, 4096, 4096, 4096));
-  EXPECT_NEAR(GemmEfficiency(hw, p, 8192, 8192 + 64, 8192) / GemmEfficiency(hw, p, 8192, 8192, 8192),
-              (8192.0 + 64) / (8192 + 128), 0.01);
+  EXPECT_NEAR(
+      GemmEfficiency(hw, p, 8192, 8192 + 64, 8192) / GemmEfficiency(hw, p, 8192, 8192, 8192),
+      (8192.0 + 64) / (8192 + 128), 0.01);
 }
 
 TEST(ComputeItemNs, GemmFollowsTheFormula) {
@@ -60,12 +61,14 @@ TEST(ComputeItemNs, GemmFollowsTheFormula) {
   const CostParams p = DefaultCostParams(hw);
   const ComputeItem item = Gemm(8192, 4096, 4096);
   const double eff = GemmEfficiency(hw, p, 8192, 4096, 4096);
-  const double expect_us = item.cost.fwd_flops / (hw.gpu.peak_bf16_flops * eff) * 1e6 + p.kernel_overhead_us;
+  const double expect_us =
+      item.cost.fwd_flops / (hw.gpu.peak_bf16_flops * eff) * 1e6 + p.kernel_overhead_us;
   EXPECT_NEAR(ComputeItemNs(item, hw, p), expect_us * 1e3, 2);
   // Backward: twice the FLOPs in two kernels, each at the same shape's efficiency.
   ComputeItem bwd = item;
   bwd.backward = true;
-  const double bwd_us = item.cost.bwd_flops / (hw.gpu.peak_bf16_flops * eff) * 1e6 + 2 * p.kernel_overhead_us;
+  const double bwd_us =
+      item.cost.bwd_flops / (hw.gpu.peak_bf16_flops * eff) * 1e6 + 2 * p.kernel_overhead_us;
   EXPECT_NEAR(ComputeItemNs(bwd, hw, p), bwd_us * 1e3, 2);
   // Recompute repeats the forward.
   ComputeItem recompute = bwd;
@@ -74,7 +77,8 @@ TEST(ComputeItemNs, GemmFollowsTheFormula) {
 }
 
 TEST(ComputeItemNs, NeverFasterThanTheMeasuredBestMatmul) {
-  for (const char* name : {"h100-sxm", "h100-96g", "h200", "b200", "a100-80g", "a100-40g", "mi300x"}) {
+  for (const char* name :
+       {"h100-sxm", "h100-96g", "h200", "b200", "a100-80g", "a100-40g", "mi300x"}) {
     const Hardware hw = Gpu(name);
     const CostParams p = DefaultCostParams(hw);
     for (int64_t d : {1024, 4096, 16384}) {
@@ -89,7 +93,8 @@ TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
   const Hardware hw = Gpu("h100-sxm");
   const CostParams p = DefaultCostParams(hw);
   const int64_t bytes = int64_t{1} << 30;
-  const double expect_us = bytes / (hw.gpu.hbm_gbps * 1e3 * p.memory_bound_efficiency) + p.kernel_overhead_us;
+  const double expect_us =
+      bytes / (hw.gpu.hbm_gbps * 1e3 * p.memory_bound_efficiency) + p.kernel_overhead_us;
   EXPECT_NEAR(ComputeItemNs(Norm(bytes), hw, p), expect_us * 1e3, 2);
   // An elementwise item (optimizer step) is priced on bytes whatever its kind.
   ComputeItem optimizer = Norm(bytes);
@@ -99,7 +104,8 @@ TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
   EXPECT_NEAR(ComputeItemNs(optimizer, hw, p), expect_us * 1e3, 2);
   // A skinny GEMM (one token) is limited by reading its weight, not by FLOPs.
   const ComputeItem skinny = Gemm(1, 8192, 8192);
-  EXPECT_GE(ComputeItemNs(skinny, hw, p), skinny.cost.fwd_bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency));
+  EXPECT_GE(ComputeItemNs(skinny, hw, p),
+            skinny.cost.fwd_bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency));
 }
 
 TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
@@ -109,7 +115,8 @@ TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
             ComputeItemNs(Norm(1 << 28), h100, DefaultCostParams(h100)));
   const Hardware a100 = Gpu("a100-80g");
   const ComputeItem g = Gemm(4096, 4096, 4096);
-  EXPECT_LT(ComputeItemNs(g, h100, DefaultCostParams(h100)), ComputeItemNs(g, a100, DefaultCostParams(a100)));
+  EXPECT_LT(ComputeItemNs(g, h100, DefaultCostParams(h100)),
+            ComputeItemNs(g, a100, DefaultCostParams(a100)));
 }
 
 TEST(ComputeItemNs, AttentionHasItsOwnEfficiency) {
@@ -130,14 +137,17 @@ TEST(CostModel, CopiesOpsAndOverheads) {
   const CostParams p = DefaultCostParams(hw);
   const auto model = MakeDefaultCostModel(hw, p);
   const int64_t bytes = int64_t{1} << 30;
-  EXPECT_NEAR(model->CopyNs(OpType::kCopyH2D, bytes), bytes / hw.gpu.pcie_gbps + p.kernel_overhead_us * 1e3, 2);
+  EXPECT_NEAR(model->CopyNs(OpType::kCopyH2D, bytes),
+              bytes / hw.gpu.pcie_gbps + p.kernel_overhead_us * 1e3, 2);
   EXPECT_EQ(model->CopyNs(OpType::kCopyD2H, bytes), model->CopyNs(OpType::kCopyH2D, bytes));
   // The all-gather copy-in reads and writes its bytes in HBM: much faster than PCIe.
-  EXPECT_NEAR(model->CopyNs(OpType::kCopyIn, bytes),
-              2.0 * bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency) + p.kernel_overhead_us * 1e3, 2);
+  EXPECT_NEAR(
+      model->CopyNs(OpType::kCopyIn, bytes),
+      2.0 * bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency) + p.kernel_overhead_us * 1e3, 2);
   EXPECT_LT(model->CopyNs(OpType::kCopyIn, bytes), model->CopyNs(OpType::kCopyH2D, bytes));
   const std::vector<ComputeItem> items = {Gemm(4096, 4096, 4096), Norm(1 << 20)};
-  EXPECT_EQ(model->ComputeOpNs(items), model->UnitOverheadNs() + model->ComputeNs(items[0]) + model->ComputeNs(items[1]));
+  EXPECT_EQ(model->ComputeOpNs(items),
+            model->UnitOverheadNs() + model->ComputeNs(items[0]) + model->ComputeNs(items[1]));
   EXPECT_EQ(model->ComputeOpNs({}), 0);
   EXPECT_GT(model->UnitOverheadNs(), 0);
   EXPECT_GT(model->OverlapSlowdown(), 1.0);

@@ -1,9 +1,10 @@
-#include <nlohmann/json.hpp>
+#include "sim/hardware/hardware.h"
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/hardware/did_you_mean.h"
-#include "sim/hardware/hardware.h"
 
 namespace shardscope {
 namespace {
@@ -14,7 +15,8 @@ TEST(Catalog, ParsesAndListsEveryGpu) {
   const nlohmann::json j = nlohmann::json::parse(CatalogJson(), nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   const std::vector<std::string> names = CatalogGpuNames();
-  const std::vector<std::string> expected = {"h100-sxm", "h100-96g", "h200", "b200", "a100-80g", "a100-40g", "mi300x"};
+  const std::vector<std::string> expected = {"h100-sxm", "h100-96g", "h200",  "b200",
+                                             "a100-80g", "a100-40g", "mi300x"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(j["gpus"].size(), expected.size());
 }
@@ -62,8 +64,10 @@ TEST(Catalog, H100At500WattsIsItsOwnEntry) {
 }
 
 TEST(Catalog, NvlsOnlyFromHopperOn) {
-  for (const char* name : {"a100-80g", "a100-40g", "mi300x"}) EXPECT_FALSE(LookupHardware(name, 8, 1)->gpu.nvls) << name;
-  for (const char* name : {"h100-sxm", "h200", "b200"}) EXPECT_TRUE(LookupHardware(name, 8, 1)->gpu.nvls) << name;
+  for (const char* name : {"a100-80g", "a100-40g", "mi300x"})
+    EXPECT_FALSE(LookupHardware(name, 8, 1)->gpu.nvls) << name;
+  for (const char* name : {"h100-sxm", "h200", "b200"})
+    EXPECT_TRUE(LookupHardware(name, 8, 1)->gpu.nvls) << name;
 }
 
 TEST(Catalog, PartialNodeKeepsEachGpusNic) {
@@ -79,14 +83,18 @@ TEST(Catalog, UnknownNameSuggestsCloseOnes) {
   Result<Hardware> hw = LookupHardware("h100sxm", 8, 1);
   ASSERT_FALSE(hw.ok());
   EXPECT_EQ(hw.status().code(), ErrorCode::kInvalidInput);
-  EXPECT_NE(hw.status().message().find("unknown GPU 'h100sxm'"), std::string::npos) << hw.status().message();
-  EXPECT_NE(hw.status().message().find("did you mean h100-sxm"), std::string::npos) << hw.status().message();
+  EXPECT_NE(hw.status().message().find("unknown GPU 'h100sxm'"), std::string::npos)
+      << hw.status().message();
+  EXPECT_NE(hw.status().message().find("did you mean h100-sxm"), std::string::npos)
+      << hw.status().message();
   Result<Hardware> short_name = LookupHardware("H100", 8, 1);
   ASSERT_FALSE(short_name.ok());
-  EXPECT_NE(short_name.status().message().find("h100-96g"), std::string::npos) << short_name.status().message();
+  EXPECT_NE(short_name.status().message().find("h100-96g"), std::string::npos)
+      << short_name.status().message();
   Result<Hardware> far = LookupHardware("tpu-v5p", 8, 1);
   ASSERT_FALSE(far.ok());
-  EXPECT_EQ(far.status().message().find("did you mean"), std::string::npos) << far.status().message();
+  EXPECT_EQ(far.status().message().find("did you mean"), std::string::npos)
+      << far.status().message();
   EXPECT_NE(far.status().message().find("mi300x"), std::string::npos);  // lists the catalog
 }
 
@@ -102,7 +110,8 @@ TEST(GpuFields, UnknownKeyAndBadValuesAreNamed) {
   GpuSpec g;
   Status s = ApplyGpuFields(nlohmann::json{{"peak_bf16_tflop", 1}}, "cal.json: gpu", &g);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("cal.json: gpu.peak_bf16_tflop: unknown key"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("cal.json: gpu.peak_bf16_tflop: unknown key"), std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("peak_bf16_tflops"), std::string::npos) << s.message();
   s = ApplyGpuFields(nlohmann::json{{"nvls", 1}}, "gpu", &g);
   EXPECT_NE(s.message().find("gpu.nvls: expected true or false"), std::string::npos) << s.message();
@@ -118,7 +127,8 @@ TEST(GpuFields, UnknownKeyAndBadValuesAreNamed) {
 TEST(DidYouMean, EditDistanceAndSuggestions) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
   EXPECT_EQ(EditDistance("H200", "h200"), 0u);
-  EXPECT_EQ(DidYouMean("gemm_efficency", {"gemm_efficiency", "gemm_tile"}), " (did you mean gemm_efficiency?)");
+  EXPECT_EQ(DidYouMean("gemm_efficency", {"gemm_efficiency", "gemm_tile"}),
+            " (did you mean gemm_efficiency?)");
   EXPECT_EQ(DidYouMean("zzzzzz", {"gemm_efficiency"}), "");
 }
 

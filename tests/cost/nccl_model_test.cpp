@@ -27,28 +27,36 @@ const GroupShape kNode8{8, 8, 1};
 // For messages only (core_schedule's OpTypeName is not linked into this test).
 const char* Name(OpType type) {
   switch (type) {
-    case OpType::kAllReduce: return "all_reduce";
-    case OpType::kAllGather: return "all_gather";
-    case OpType::kReduceScatter: return "reduce_scatter";
-    case OpType::kAllToAll: return "all_to_all";
-    case OpType::kSend: return "send";
-    case OpType::kRecv: return "recv";
-    default: return "other";
+    case OpType::kAllReduce:
+      return "all_reduce";
+    case OpType::kAllGather:
+      return "all_gather";
+    case OpType::kReduceScatter:
+      return "reduce_scatter";
+    case OpType::kAllToAll:
+      return "all_to_all";
+    case OpType::kSend:
+      return "send";
+    case OpType::kRecv:
+      return "recv";
+    default:
+      return "other";
   }
 }
 
 TEST(NcclModel, LargerMessagesNeverFaster) {
-  const std::vector<GroupShape> shapes = {{2, 2, 1}, {4, 4, 1}, kNode8, {16, 8, 2}, {32, 8, 4}, {4, 1, 4}, {64, 8, 8}};
+  const std::vector<GroupShape> shapes = {{2, 2, 1},  {4, 4, 1}, kNode8,    {16, 8, 2},
+                                          {32, 8, 4}, {4, 1, 4}, {64, 8, 8}};
   for (const char* gpu : {"h100-sxm", "a100-80g", "b200", "mi300x"}) {
     const NcclSystem sys = System(gpu);
-    for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter, OpType::kAllToAll,
-                        OpType::kSend}) {
+    for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter,
+                        OpType::kAllToAll, OpType::kSend}) {
       for (const GroupShape& g : shapes) {
         int64_t previous = 0;
         for (int64_t bytes = 1 * kKiB; bytes <= 16 * kGiB; bytes *= 2) {
           const int64_t ns = Estimate(sys, type, bytes, g).ns;
-          EXPECT_GE(ns, previous) << gpu << " " << Name(type) << " n=" << g.size << " nodes=" << g.nodes
-                                  << " bytes=" << bytes;
+          EXPECT_GE(ns, previous) << gpu << " " << Name(type) << " n=" << g.size
+                                  << " nodes=" << g.nodes << " bytes=" << bytes;
           previous = ns;
         }
       }
@@ -67,8 +75,8 @@ TEST(NcclModel, MoreBandwidthNeverSlower) {
   CostParams scaled = p;
   scaled.collective_bandwidth_scale = 2;
   const NcclSystem wide = NcclSystemFor(hw, scaled);
-  for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter, OpType::kAllToAll,
-                      OpType::kRecv}) {
+  for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter,
+                      OpType::kAllToAll, OpType::kRecv}) {
     for (const GroupShape& g : {kNode8, GroupShape{32, 8, 4}, GroupShape{4, 1, 4}}) {
       for (int64_t bytes = 64 * kKiB; bytes <= 4 * kGiB; bytes *= 4) {
         const int64_t t = Estimate(base, type, bytes, g).ns;
@@ -83,17 +91,21 @@ TEST(NcclModel, SmallMessagesUseLLAndLargeOnesSimple) {
   for (const char* gpu : {"h100-sxm", "a100-80g", "b200"}) {
     const NcclSystem sys = System(gpu);
     for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter}) {
-      EXPECT_EQ(Estimate(sys, type, 4 * kKiB, kNode8).proto, NcclProto::kLL) << gpu << " " << Name(type);
-      EXPECT_EQ(Estimate(sys, type, 4 * kGiB, kNode8).proto, NcclProto::kSimple) << gpu << " " << Name(type);
+      EXPECT_EQ(Estimate(sys, type, 4 * kKiB, kNode8).proto, NcclProto::kLL)
+          << gpu << " " << Name(type);
+      EXPECT_EQ(Estimate(sys, type, 4 * kGiB, kNode8).proto, NcclProto::kSimple)
+          << gpu << " " << Name(type);
     }
   }
 }
 
 TEST(NcclModel, NvlsOnlyWhereTheHardwareHasIt) {
   // Large 8-GPU all-reduces: NVLS on Hopper and Blackwell, Ring on Ampere, Ring when disabled.
-  EXPECT_EQ(Estimate(System("h100-sxm"), OpType::kAllReduce, 1 * kGiB, kNode8).algo, NcclAlgo::kNvls);
+  EXPECT_EQ(Estimate(System("h100-sxm"), OpType::kAllReduce, 1 * kGiB, kNode8).algo,
+            NcclAlgo::kNvls);
   EXPECT_EQ(Estimate(System("b200"), OpType::kAllReduce, 1 * kGiB, kNode8).algo, NcclAlgo::kNvls);
-  EXPECT_EQ(Estimate(System("h100-sxm", false), OpType::kAllReduce, 1 * kGiB, kNode8).algo, NcclAlgo::kRing);
+  EXPECT_EQ(Estimate(System("h100-sxm", false), OpType::kAllReduce, 1 * kGiB, kNode8).algo,
+            NcclAlgo::kRing);
   for (const char* gpu : {"a100-80g", "a100-40g", "mi300x"}) {
     const NcclSystem sys = System(gpu);
     for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter}) {
@@ -105,8 +117,10 @@ TEST(NcclModel, NvlsOnlyWhereTheHardwareHasIt) {
     }
   }
   // NCCL's own choice on H200 (measured sweep): Ring on 4 GPUs, NVLS from 5.
-  EXPECT_EQ(Estimate(System("h200"), OpType::kAllReduce, 8 * kGiB, {4, 4, 1}).algo, NcclAlgo::kRing);
-  EXPECT_EQ(Estimate(System("h200"), OpType::kAllReduce, 8 * kGiB, {5, 5, 1}).algo, NcclAlgo::kNvls);
+  EXPECT_EQ(Estimate(System("h200"), OpType::kAllReduce, 8 * kGiB, {4, 4, 1}).algo,
+            NcclAlgo::kRing);
+  EXPECT_EQ(Estimate(System("h200"), OpType::kAllReduce, 8 * kGiB, {5, 5, 1}).algo,
+            NcclAlgo::kNvls);
   // All-gather's NVLS bandwidth is below the ring's: large all-gathers stay on Ring.
   EXPECT_EQ(Estimate(System("h200"), OpType::kAllGather, 4 * kGiB, kNode8).algo, NcclAlgo::kRing);
 }
@@ -114,8 +128,8 @@ TEST(NcclModel, NvlsOnlyWhereTheHardwareHasIt) {
 TEST(NcclModel, InterNodeSlowerThanIntraNode) {
   for (const char* gpu : {"h100-sxm", "a100-80g", "b200"}) {
     const NcclSystem sys = System(gpu);
-    for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter, OpType::kAllToAll,
-                        OpType::kSend}) {
+    for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter,
+                        OpType::kAllToAll, OpType::kSend}) {
       for (int64_t bytes : {1 * kMiB, 64 * kMiB, 1 * kGiB}) {
         // Same group size: eight ranks in one node vs one rank on each of eight nodes.
         const int64_t intra = Estimate(sys, type, bytes, kNode8).ns;
@@ -130,16 +144,21 @@ TEST(NcclModel, InterNodeSlowerThanIntraNode) {
 
 TEST(NcclModel, PlateausMatchTheAnchors) {
   // cost-model.md anchors at large messages.
-  const double h100_ag = Estimate(System("h100-sxm"), OpType::kAllGather, 16 * kGiB, kNode8).busbw_gbps;
+  const double h100_ag =
+      Estimate(System("h100-sxm"), OpType::kAllGather, 16 * kGiB, kNode8).busbw_gbps;
   EXPECT_NEAR(h100_ag, 365, 365 * 0.1);
-  const double h100_ar = Estimate(System("h100-sxm"), OpType::kAllReduce, 16 * kGiB, kNode8).busbw_gbps;
+  const double h100_ar =
+      Estimate(System("h100-sxm"), OpType::kAllReduce, 16 * kGiB, kNode8).busbw_gbps;
   EXPECT_NEAR(h100_ar, 478, 478 * 0.1);
-  const double a100_ar = Estimate(System("a100-80g"), OpType::kAllReduce, 16 * kGiB, kNode8).busbw_gbps;
+  const double a100_ar =
+      Estimate(System("a100-80g"), OpType::kAllReduce, 16 * kGiB, kNode8).busbw_gbps;
   EXPECT_NEAR(a100_ar, 232, 232 * 0.1);
-  const double b200_ring = Estimate(System("b200", false), OpType::kAllReduce, 16 * kGiB, kNode8).busbw_gbps;
+  const double b200_ring =
+      Estimate(System("b200", false), OpType::kAllReduce, 16 * kGiB, kNode8).busbw_gbps;
   EXPECT_NEAR(b200_ring, 682, 682 * 0.1);
   // One GPU per node on NDR 400 Gb/s: the NIC, 46-48 GB/s.
-  const double ndr = Estimate(System("h100-sxm"), OpType::kAllGather, 16 * kGiB, {4, 1, 4}).busbw_gbps;
+  const double ndr =
+      Estimate(System("h100-sxm"), OpType::kAllGather, 16 * kGiB, {4, 1, 4}).busbw_gbps;
   EXPECT_GT(ndr, 40);
   EXPECT_LT(ndr, 48);
   // Bandwidth is still rising at FSDP-sized messages: 64 MiB is well below the plateau.
@@ -167,7 +186,8 @@ TEST(NcclModel, PointToPoint) {
   const CollectiveEstimate send = Estimate(sys, OpType::kSend, 1 * kGiB, {2, 2, 1});
   EXPECT_EQ(send.algo, NcclAlgo::kP2p);
   EXPECT_EQ(send.ns, Estimate(sys, OpType::kRecv, 1 * kGiB, {2, 2, 1}).ns);
-  EXPECT_NEAR(send.algbw_gbps, sys.intra_bus_gbps, 0.02 * sys.intra_bus_gbps);  // ~ the measured 376 GB/s
+  EXPECT_NEAR(send.algbw_gbps, sys.intra_bus_gbps,
+              0.02 * sys.intra_bus_gbps);  // ~ the measured 376 GB/s
   const CollectiveEstimate remote = Estimate(sys, OpType::kSend, 1 * kGiB, {2, 1, 2});
   EXPECT_NEAR(remote.algbw_gbps, sys.nic_gbps, 0.02 * sys.nic_gbps);
   // All-to-all across nodes is bound by the NIC share of the traffic.

@@ -28,13 +28,13 @@ json SmallJob() {
   return j;
 }
 
-Result<Simulation> Run(const json& doc, const std::vector<std::string>& sets = {}) {
+Result<Simulation> RunJob(const json& doc, const std::vector<std::string>& sets = {}) {
   SS_ASSIGN_OR_RETURN(Scenario sc, ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets));
   return SimulateScenario(sc);
 }
 
 Simulation MustRun(const json& doc, const std::vector<std::string>& sets = {}) {
-  auto r = Run(doc, sets);
+  auto r = RunJob(doc, sets);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (!r.ok()) std::abort();
   return std::move(r).value();
@@ -181,7 +181,7 @@ TEST(SimulateTest, SameInputGivesAByteIdenticalTrace) {
 TEST(SimulateTest, UnknownGpuIsAnErrorNamingTheField) {
   json j = SmallJob();
   j["cluster"]["gpu"] = "h100-sxn";
-  auto r = Run(j);
+  auto r = RunJob(j);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(r.status().message().find("h100-sx"), std::string::npos) << r.status().message();

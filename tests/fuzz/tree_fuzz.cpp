@@ -9,9 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/model/hf_builder.h"
 #include "core/model/model_summary.h"

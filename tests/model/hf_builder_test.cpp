@@ -70,8 +70,8 @@ TEST(BuiltinTest, TiedEmbeddingIsOneTensorUnderTwoNames) {
   auto tree = LoadModel(source, {});
   ASSERT_TRUE(tree.ok());
   auto params = EnumerateParams(*tree);
-  EXPECT_EQ(params[0].fqns, (std::vector<std::string>{"model.embed_tokens.weight",
-                                                       "lm_head.weight"}));
+  EXPECT_EQ(params[0].fqns,
+            (std::vector<std::string>{"model.embed_tokens.weight", "lm_head.weight"}));
   const ModelSummary s = SummarizeModel(*tree);
   EXPECT_TRUE(s.tied);
   EXPECT_EQ(s.embedding_params, 128256 * 2048);
@@ -119,11 +119,10 @@ TEST(BuilderTest, MptCountDependsOnMaxSeqLenWithLearnedPositions) {
   auto long_ctx = BuildModelFromHfConfig(config, "mpt", {});
   ASSERT_TRUE(short_ctx.ok() && long_ctx.ok());
   EXPECT_EQ(SummarizeModel(*long_ctx).total_params - SummarizeModel(*short_ctx).total_params,
-            64 * 64);  // 64 more positions × d_model
+            64 * 64);                     // 64 more positions × d_model
   config["attn_config"]["alibi"] = true;  // ALiBi: no position table
   auto alibi = BuildModelFromHfConfig(config, "mpt", {});
-  EXPECT_EQ(SummarizeModel(*alibi).total_params + 32 * 64,
-            SummarizeModel(*short_ctx).total_params);
+  EXPECT_EQ(SummarizeModel(*alibi).total_params + 32 * 64, SummarizeModel(*short_ctx).total_params);
 }
 
 TEST(BuilderTest, TensorAndExpertParallelLayouts) {

@@ -47,28 +47,27 @@ TEST(OpCostTest, LinearFlopsAndTensorParallelStyles) {
   ASSERT_TRUE(c.ok());
   EXPECT_DOUBLE_EQ(c->fwd_flops, 2.0 * 2048 * 4096 * 14336);
   EXPECT_DOUBLE_EQ(c->bwd_flops, 2.0 * c->fwd_flops);
-  EXPECT_EQ(c->saved_bytes_none, 2048 * 4096 * 2);       // its bf16 input
+  EXPECT_EQ(c->saved_bytes_none, 2048 * 4096 * 2);        // its bf16 input
   EXPECT_EQ(c->saved_bytes_selective, 2048 * 14336 * 2);  // its output
   EXPECT_EQ(c->gemm_m, 2048);
   EXPECT_EQ(c->gemm_n, 14336);
   // Replicated over tp: all the work; column/row: a quarter, on different gemm dims.
   EXPECT_DOUBLE_EQ(EstimateOp(lin, Ctx(2, 1024, 4))->fwd_flops, c->fwd_flops);
-  auto col = EstimateOp(Op(OpKind::kLinear, {{"in", 4096}, {"out", 14336}}, "column"),
-                        Ctx(2, 1024, 4));
+  auto col =
+      EstimateOp(Op(OpKind::kLinear, {{"in", 4096}, {"out", 14336}}, "column"), Ctx(2, 1024, 4));
   EXPECT_DOUBLE_EQ(col->fwd_flops, c->fwd_flops / 4);
   EXPECT_EQ(col->gemm_n, 14336 / 4);
-  auto row = EstimateOp(Op(OpKind::kLinear, {{"in", 4096}, {"out", 14336}}, "row"),
-                        Ctx(2, 1024, 4));
+  auto row =
+      EstimateOp(Op(OpKind::kLinear, {{"in", 4096}, {"out", 14336}}, "row"), Ctx(2, 1024, 4));
   EXPECT_DOUBLE_EQ(row->fwd_flops, c->fwd_flops / 4);
   EXPECT_EQ(row->gemm_k, 4096 / 4);
-  auto shared = EstimateOp(Op(OpKind::kLinear, {{"in", 8}, {"out", 8}, {"shared_input", 1}}),
-                           Ctx(1, 16));
+  auto shared =
+      EstimateOp(Op(OpKind::kLinear, {{"in", 8}, {"out", 8}, {"shared_input", 1}}), Ctx(1, 16));
   EXPECT_EQ(shared->saved_bytes_none, 0);
 }
 
 TEST(OpCostTest, AttentionCausalHalvesAndWindowBounds) {
-  const std::map<std::string, int64_t> dims = {
-      {"heads", 32}, {"kv_heads", 8}, {"head_dim", 128}};
+  const std::map<std::string, int64_t> dims = {{"heads", 32}, {"kv_heads", 8}, {"head_dim", 128}};
   auto full = EstimateOp(Op(OpKind::kAttention, dims), Ctx(2, 4096));
   auto causal_dims = dims;
   causal_dims["causal"] = 1;
@@ -80,28 +79,29 @@ TEST(OpCostTest, AttentionCausalHalvesAndWindowBounds) {
   causal_dims["window"] = 1024;
   auto window = EstimateOp(Op(OpKind::kAttention, causal_dims), Ctx(2, 4096));
   // Each query sees at most 1024 keys: 4096·1024 − 1024²/2 pairs per sequence and head.
-  EXPECT_DOUBLE_EQ(window->fwd_flops,
-                   4.0 * 2 * 32 * 128 * (4096.0 * 1024 - 1024.0 * 1024 / 2));
+  EXPECT_DOUBLE_EQ(window->fwd_flops, 4.0 * 2 * 32 * 128 * (4096.0 * 1024 - 1024.0 * 1024 / 2));
   // Saved: q (32 heads), k and v (8 heads), output, and fp32 lse.
   const int64_t tokens = 2 * 4096;
-  EXPECT_EQ(causal->saved_bytes_none,
-            tokens * 128 * 2 * (32 + 8 + 8 + 32) + tokens * 32 * 4);
+  EXPECT_EQ(causal->saved_bytes_none, tokens * 128 * 2 * (32 + 8 + 8 + 32) + tokens * 32 * 4);
   // Tensor parallelism splits the heads.
   EXPECT_DOUBLE_EQ(EstimateOp(Op(OpKind::kAttention, dims), Ctx(2, 4096, 4))->fwd_flops,
                    full->fwd_flops / 4);
 }
 
 TEST(OpCostTest, MlaValueHeadDimEntersTheFlops) {
-  auto c = EstimateOp(Op(OpKind::kAttention, {{"heads", 128}, {"kv_heads", 128},
-                                              {"head_dim", 192}, {"v_head_dim", 128},
+  auto c = EstimateOp(Op(OpKind::kAttention, {{"heads", 128},
+                                              {"kv_heads", 128},
+                                              {"head_dim", 192},
+                                              {"v_head_dim", 128},
                                               {"causal", 1}}),
                       Ctx(1, 1000));
   EXPECT_DOUBLE_EQ(c->fwd_flops, 2.0 * 128 * (1000.0 * 1000 / 2) * (192 + 128));
 }
 
 TEST(OpCostTest, ExpertsUseRoutedTokensPerRank) {
-  const auto experts = Op(OpKind::kExperts, {{"experts", 128}, {"top_k", 8}, {"dim", 2048},
-                                             {"ffn", 768}, {"gated", 1}});
+  const auto experts =
+      Op(OpKind::kExperts,
+         {{"experts", 128}, {"top_k", 8}, {"dim", 2048}, {"ffn", 768}, {"gated", 1}});
   OpContext ctx = Ctx(1, 4096);
   auto c1 = EstimateOp(experts, ctx);
   ctx.ep = 8;
@@ -117,8 +117,7 @@ TEST(OpCostTest, NormsActivationsAndLossAreMemoryBound) {
   EXPECT_EQ(norm->fwd_flops, 0);
   EXPECT_EQ(norm->saved_bytes_none, 100 * 4096 * 2 + 100 * 4);
   EXPECT_EQ(norm->saved_bytes_selective, 0);
-  auto act = EstimateOp(Op(OpKind::kActivation, {{"dim", 1000}, {"gated", 1}}, "silu"),
-                        Ctx(1, 10));
+  auto act = EstimateOp(Op(OpKind::kActivation, {{"dim", 1000}, {"gated", 1}}, "silu"), Ctx(1, 10));
   EXPECT_EQ(act->saved_bytes_none, 2 * 10 * 1000 * 2);  // SwiGLU keeps both branches
   auto loss = EstimateOp(Op(OpKind::kLoss, {{"vocab", 128256}}), Ctx(2, 8192));
   EXPECT_EQ(loss->workspace_bytes, int64_t{2} * 8192 * 128256 * (2 + 4));

@@ -111,7 +111,7 @@ TEST(ExamplesTest, AdapterDeclaresExcludesAndOrders) {
   Result<Plan> bad = PlanExample("adapter_tiny_vl.json",
                                  {"adapter.fsdp_execution_order=[\"vision.merger\"]"});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("fsdp_execution_order misses unit 'vision.blocks.0'"),
+  EXPECT_NE(bad.status().message().find("fsdp_execution_order misses unit 'model.layers.0'"),
             std::string::npos);
 }
 

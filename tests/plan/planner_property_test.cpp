@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plan/planner_internal.h"
 #include "tests/plan/plan_test_util.h"
 
 namespace shardscope {
@@ -78,6 +79,12 @@ RandomCase MakeCase(std::mt19937& rng) {
       }
     }
   }
+  // Sometimes a block is registered a second time elsewhere (a shared module): its
+  // parameters are one tensor under two names.
+  if (pick(0, 3) == 0) {
+    const int holder = b.Add(0, "shared_holder");
+    b.tree.AddExistingChild(holder, b.tree.modules[static_cast<size_t>(layers)].children[0]);
+  }
   const int extra = b.Add(0, "head");
   module_fqns.push_back("head");
   add_param(extra, "head", "weight");
@@ -119,6 +126,15 @@ TEST(PlannerPropertyTest, EveryParameterOnceAndShardsAddUp) {
   int planned = 0;
   for (int iteration = 0; iteration < 300; ++iteration) {
     RandomCase c = MakeCase(rng);
+    // The planner's own parameter enumeration agrees with the tree's.
+    const std::vector<ParamEntry> reference = EnumerateParams(c.tree);
+    const std::vector<ParamEntry> own = planner::EnumerateParamsOf(c.tree, EnumerateModules(c.tree));
+    ASSERT_EQ(own.size(), reference.size());
+    for (size_t k = 0; k < own.size(); ++k) {
+      EXPECT_EQ(own[k].fqns, reference[k].fqns);
+      EXPECT_EQ(own[k].param, reference[k].param);
+      EXPECT_EQ(own[k].entries, reference[k].entries);
+    }
     PlanOptions o;
     if (c.use_adapter) o.adapter = &c.adapter;
     Result<Plan> r = BuildPlan(c.tree, c.mesh, c.config, o);

@@ -402,3 +402,61 @@ TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
 
 }  // namespace
 }  // namespace shardscope::testing
+
+namespace shardscope::testing {
+namespace {
+
+// Two MoE blocks: router + routed experts (expert-parallel source layout) in each.
+ModelTree TinyMoe() {
+  ModelTree t;
+  t.root().op = Op(OpKind::kLoss, {{"vocab", 512}});
+  int model = t.AddModule(0, MakeModule("model", "MoeModel", true));
+  Leaf(t, model, "embed_tokens", "Embedding", Op(OpKind::kEmbedding, {{"vocab", 512}, {"dim", 64}}),
+       {512, 64});
+  int layers = t.AddModule(model, MakeModule("layers", "ModuleList"));
+  for (int i = 0; i < 2; ++i) {
+    int block = t.AddModule(layers, MakeModule(std::to_string(i), "MoeBlock", true));
+    Leaf(t, block, "norm", "RMSNorm", Op(OpKind::kNorm, {{"dim", 64}}, "rmsnorm"), {64});
+    int mlp = t.AddModule(block, MakeModule("mlp", "MoE"));
+    Leaf(t, mlp, "gate", "Router", Op(OpKind::kRouter, {{"dim", 64}, {"experts", 8}, {"top_k", 2}}),
+         {8, 64});
+    Module experts = MakeModule("experts", "GroupedExperts");
+    experts.op = Op(OpKind::kExperts,
+                    {{"experts", 8}, {"top_k", 2}, {"dim", 64}, {"ffn", 128}, {"gated", 1}});
+    for (const char* w : {"w1", "w2", "w3"}) {
+      Param p = W({8, 128, 64}, w);
+      p.layout = SourceLayout{{"ep", Placement::Shard(0)}};
+      experts.params.push_back(p);
+    }
+    t.AddModule(mlp, std::move(experts));
+  }
+  Leaf(t, 0, "lm_head", "Linear", Op(OpKind::kLinear, {{"in", 64}, {"out", 512}}), {512, 64});
+  return t;
+}
+
+TEST(ScheduleBuilderTest, ExpertUnitsShardOverTheExpertMeshWithAllToAlls) {
+  Case c = Base();
+  c.ep = 4;
+  c.fsdp.edp_shard_size = 2;
+  Built b = BuildTree(c, TinyMoe());
+  ASSERT_GE(b.plan.FindUnit("model.layers.0.mlp.experts"), 0);
+  const Schedule& s = b.schedule;
+  const Status st = ValidateSchedule(s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  const int ag = Find(s, "fwd/model.layers.0.mlp.experts/all_gather");
+  ASSERT_GE(ag, 0);
+  EXPECT_EQ(s.groups[s.ops[ag].group].ranks, (std::vector<int>{0, 4}));
+  const int dense = Find(s, "fwd/model.layers.0/all_gather");
+  EXPECT_EQ(s.groups[s.ops[dense].group].size(), 8);
+  const int dispatch = Find(s, "fwd/model.layers.0.mlp.experts/ep_dispatch");
+  ASSERT_GE(dispatch, 0);
+  EXPECT_EQ(s.ops[dispatch].type, OpType::kAllToAll);
+  EXPECT_EQ(s.groups[s.ops[dispatch].group].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_GE(Find(s, "bwd/model.layers.1.mlp.experts/ep_combine"), 0);
+  // The experts unit runs inside its block: the block's compute is split around it.
+  EXPECT_LT(Find(s, "fwd/model.layers.0/compute"), dispatch);
+  EXPECT_GT(Find(s, "fwd/model.layers.1/compute"), dispatch);
+}
+
+}  // namespace
+}  // namespace shardscope::testing

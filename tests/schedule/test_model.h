@@ -102,6 +102,7 @@ struct Case {
   int tp = 1;
   int cp = 1;
   int pp = 1;
+  int ep = 1;
   FsdpConfig fsdp;
   ScheduleOptions options;
   // Fills the mesh-derived fields of `options` and returns the planning layout.
@@ -111,6 +112,8 @@ struct Case {
     l.tp = tp;
     l.cp = cp;
     l.pp = pp;
+    l.ep = ep;
+    l.edp_shard = fsdp.edp_shard_size;
     const int dp = world / (tp * cp * pp);
     l.dp_shard = dp * cp / dp_replicate;
     fsdp.dp_shard_size = l.dp_shard;
@@ -118,6 +121,7 @@ struct Case {
     options.tp = tp;
     options.cp = cp;
     options.pp = pp;
+    options.ep = ep;
     options.dp_replicate = dp_replicate;
     options.dp_shard = dp / dp_replicate;
     options.reshard_after_backward = fsdp.reshard_after_backward;
@@ -132,9 +136,9 @@ struct Built {
   Schedule schedule;
 };
 
-inline Built BuildAll(Case setup, const TinyShape& shape = {}) {
+inline Built BuildTree(Case setup, ModelTree tree) {
   Built b;
-  b.tree = TinyLlama(shape);
+  b.tree = std::move(tree);
   const MeshLayout layout = setup.Layout();
   Result<MeshContext> mesh = BuildMeshContext(layout);
   EXPECT_TRUE(mesh.ok()) << mesh.status().message();
@@ -145,6 +149,10 @@ inline Built BuildAll(Case setup, const TinyShape& shape = {}) {
   EXPECT_TRUE(s.ok()) << s.status().message();
   if (s.ok()) b.schedule = *s;
   return b;
+}
+
+inline Built BuildAll(Case setup, const TinyShape& shape = {}) {
+  return BuildTree(std::move(setup), TinyLlama(shape));
 }
 
 }  // namespace shardscope::testing

@@ -44,9 +44,11 @@ TEST(UnitWorkTest, ExpertParallelAllToAllsSurroundTheRoutedExperts) {
   ctx.ep = 4;
   WorkGroups g;
   g.ep = 0;
-  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, g);
+  std::vector<std::string> names;
+  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, g, names);
   ASSERT_TRUE(w.ok()) << w.status().message();
   const UnitWork& root = (*w)[0];
+  EXPECT_EQ(names.at(root.entries[2].item.module), "moe.experts");
   EXPECT_EQ(CommKinds(root, true), (std::vector<std::string>{"ep_dispatch", "ep_combine"}));
   EXPECT_EQ(CommKinds(root, false), (std::vector<std::string>{"ep_dispatch", "ep_combine"}));
   // Order: router, dispatch, experts, combine; size tokens · top_k · dim · bf16.
@@ -56,7 +58,7 @@ TEST(UnitWorkTest, ExpertParallelAllToAllsSurroundTheRoutedExperts) {
   EXPECT_EQ(root.entries[1].fwd[0].type, OpType::kAllToAll);
 
   g.ep = -1;  // ep = 1: no all-to-all
-  Result<std::vector<UnitWork>> local = BuildUnitWork(t, RootOnly(), o, ctx, g);
+  Result<std::vector<UnitWork>> local = BuildUnitWork(t, RootOnly(), o, ctx, g, names);
   ASSERT_TRUE(local.ok());
   EXPECT_TRUE(CommKinds((*local)[0], true).empty());
 }
@@ -70,7 +72,8 @@ TEST(UnitWorkTest, ContextParallelGathersKeysAndValuesBeforeAttention) {
   ctx.cp = 2;
   WorkGroups g;
   g.cp = 0;
-  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, g);
+  std::vector<std::string> names;
+  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, g, names);
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(CommKinds((*w)[0], true), (std::vector<std::string>{"cp_all_gather"}));
   EXPECT_EQ(CommKinds((*w)[0], false),

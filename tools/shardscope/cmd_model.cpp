@@ -1,11 +1,11 @@
 // `shardscope model NAME|CONFIG|TREE [--tree FILE] [--json FILE] [--tp N] [--ep N]`: parameter
 // counts, layer structure and unit candidates of a model; writes its tree (formats.md §1a)
 // and its summary (§1c).
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
-
-#include <fmt/core.h>
 
 #include "core/model/model_source.h"
 #include "core/model/model_summary.h"
@@ -69,12 +69,13 @@ Status RunModel(const ModelArgs& args) {
   for (const LayerGroup& g : s.layer_groups) {
     const std::string& first = s.blocks[static_cast<size_t>(g.first)];
     const std::string& last = s.blocks[static_cast<size_t>(g.first + g.count - 1)];
-    fmt::print("  {:>3} x {:<28} {} params each   {}{}\n", g.count, g.class_name,
-               Count(g.params), first, g.count > 1 ? " .. " + last : "");
+    fmt::print("  {:>3} x {:<28} {} params each   {}{}\n", g.count, g.class_name, Count(g.params),
+               first, g.count > 1 ? " .. " + last : "");
   }
   if (s.blocks.empty()) {
-    fmt::print("unit candidates  none: no module carries gradient_checkpointing; declare units "
-               "with adapter.fsdp_wrap_modules\n");
+    fmt::print(
+        "unit candidates  none: no module carries gradient_checkpointing; declare units "
+        "with adapter.fsdp_wrap_modules\n");
   } else {
     fmt::print("unit candidates  {} blocks: {} .. {}\n", s.blocks.size(), s.blocks.front(),
                s.blocks.back());
@@ -100,17 +101,17 @@ void RegisterModelCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<ModelArgs>();
   std::string names;
   for (const std::string& n : BuiltinModelNames()) names += (names.empty() ? "" : ", ") + n;
-  CLI::App* sub = app.add_subcommand(
-      "model", "Parameter counts, layers and FSDP unit candidates of a model");
+  CLI::App* sub =
+      app.add_subcommand("model", "Parameter counts, layers and FSDP unit candidates of a model");
   sub->add_option("model", args->model,
                   "A built-in name (" + names + "), an HF config.json, or a module tree file")
       ->required();
   sub->add_option("--tree", args->tree_out, "Write the module tree (shardscope-tree/1 JSON)");
   sub->add_option("--json", args->json_out, "Write the summary as JSON");
   sub->add_option("--tp", args->tp, "Tensor-parallel size: attach the standard TP source layout")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--ep", args->ep, "Expert-parallel size: shard routed experts over ep")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--param-dtype", args->param_dtype,
                   "dtype of the parameters as created (default float32)");
   registry.Add(sub, [args] { return RunModel(*args); });
