@@ -2,7 +2,8 @@
 // a 61-layer model with 256 routed experts per layer (DeepSeek-V3 shapes, ep 8), whose
 // per-expert module tree has ~60k modules. Target: < 100 ms per plan.
 //
-// Run: build-<you>/bench/plan_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only
+// Run: build-<you>/bench/plan_benchmark --benchmark_repetitions=5
+// --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -13,7 +14,8 @@
 namespace shardscope {
 namespace {
 
-Param MakeParam(std::string name, std::vector<int64_t> shape, std::optional<SourceLayout> layout = {}) {
+Param MakeParam(std::string name, std::vector<int64_t> shape,
+                std::optional<SourceLayout> layout = {}) {
   Param p;
   p.name = std::move(name);
   p.shape = std::move(shape);
@@ -81,7 +83,8 @@ ModelTree DeepSeekV3PerExpert() {
   t.AddModule(model, std::move(emb));
   const int layers = t.AddModule(model, MakeModule("layers", "ModuleList"));
   for (int i = 0; i < 61; ++i) {
-    const int l = t.AddModule(layers, MakeModule(std::to_string(i), "DeepseekV3DecoderLayer", true));
+    const int l =
+        t.AddModule(layers, MakeModule(std::to_string(i), "DeepseekV3DecoderLayer", true));
     const int attn = t.AddModule(l, MakeModule("self_attn", "DeepseekV3Attention"));
     Linear(t, attn, "q_a_proj", 1536, h);
     Norm(t, attn, "q_a_layernorm", 1536);

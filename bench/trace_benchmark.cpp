@@ -6,13 +6,12 @@
 //
 // rss_growth_MB is the resident-set growth of this process across one load (the text already
 // read is excluded; the loaded Trace is alive when it is taken), i.e. what loading costs.
+#include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <benchmark/benchmark.h>
 
 #include "core/trace/trace_diff.h"
 #include "core/trace/trace_io.h"
@@ -47,14 +46,16 @@ Trace MakeTrace(int64_t events, double slowdown) {
     for (int64_t i = 0; i * 3 < per_rank; ++i) {
       const std::string unit = "model.layers." + std::to_string(i);
       const int64_t compute_ns = static_cast<int64_t>((90000 + (i * 7919) % 20000) * slowdown);
-      WorkEvent& ag = t.AddWork(r, kLaneAllGather, "nccl:all_gather", "fwd/" + unit + "/all_gather", now, 60000);
+      WorkEvent& ag = t.AddWork(r, kLaneAllGather, "nccl:all_gather", "fwd/" + unit + "/all_gather",
+                                now, 60000);
       ag.bytes = 400 << 20;
       ag.group_size = 64;
       ag.busbw_gbps = 350.5;
-      WorkEvent& c = t.AddWork(r, kLaneCompute, "fwd " + unit, "fwd/" + unit + "/compute", now + 60000, compute_ns);
+      WorkEvent& c = t.AddWork(r, kLaneCompute, "fwd " + unit, "fwd/" + unit + "/compute",
+                               now + 60000, compute_ns);
       c.flops = 3.2e12;
-      WorkEvent& rs = t.AddWork(r, kLaneReduceScatter, "nccl:reduce_scatter", "bwd/" + unit + "/reduce_scatter",
-                                now + 60000, 50000);
+      WorkEvent& rs = t.AddWork(r, kLaneReduceScatter, "nccl:reduce_scatter",
+                                "bwd/" + unit + "/reduce_scatter", now + 60000, 50000);
       rs.bytes = 800 << 20;
       rs.group_size = 64;
       if (i % 10 == 0) {

@@ -51,6 +51,13 @@ def gpu_name(desc):
     raise Unexpressible(f"GPU '{desc}' is not in the catalog")
 
 
+# torchtitan's op-level selective AC (torchtitan/parallelisms/parallelize_llama.py, since its
+# torchtrain days): save the outputs of aten.mm, SDPA and reduce-scatter except every second mm
+# of a block (mm_count % 2 == 0 is recomputed). shardscope calls that policy selective_op:2.
+# torchao's and PR #165's runs use torchtitan's trainer, so the same policy.
+TORCHTITAN_OP_SAC = "selective_op:2"
+
+
 def checkpoint_mode(text):
     if text is None:
         raise Unexpressible("activation checkpointing not stated")
@@ -60,13 +67,13 @@ def checkpoint_mode(text):
     if t in ("none",):
         return "none"
     if "layer or op" in t:
-        return "selective_op"
+        return TORCHTITAN_OP_SAC
     if "layer" in t:
         # torchtitan's selective layer AC checkpoints every 2nd block by default
         # (selective_ac_option = "2"); the rows that say so explicitly agree.
         return "selective_layer:2"
     if "selective" in t:
-        return "selective_op"  # torchtitan's "selective" default is op-level
+        return TORCHTITAN_OP_SAC  # torchtitan's "selective" default is op-level
     raise Unexpressible(f"activation checkpointing '{text}' not understood")
 
 

@@ -42,8 +42,8 @@ Status ValidateFsdpConfig(const FsdpConfig& c) {
                          Field{"output_dtype", c.mix_precision.output_dtype}}) {
     if (f.value && !IsMixedPrecisionDType(*f.value)) {
       return InvalidInput(fmt::format(
-          "fsdp_config.mix_precision.{} = {} (expected bfloat16, float16, float32 or null)",
-          f.name, DTypeName(*f.value)));
+          "fsdp_config.mix_precision.{} = {} (expected bfloat16, float16, float32 or null)", f.name,
+          DTypeName(*f.value)));
     }
   }
   for (const std::string& fqn : c.replicate_params) {

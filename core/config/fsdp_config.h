@@ -42,7 +42,7 @@ struct FsdpConfig {
   bool comm_fusion = false;
   std::optional<bool> comm_fusion_zero_copy;  // null: same as comm_fusion
   bool fp32_main_params = false;
-  std::vector<std::string> ignored_params;    // FQNs FSDP leaves alone
+  std::vector<std::string> ignored_params;  // FQNs FSDP leaves alone
 
   // comm_fusion_zero_copy with its null default resolved.
   bool CommFusionZeroCopy() const { return comm_fusion_zero_copy.value_or(comm_fusion); }

@@ -1,8 +1,8 @@
 #include "core/config/scenario.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "core/config/scenario_schema.h"
 #include "core/util/file_io.h"
@@ -33,8 +33,7 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
 Status AtLeast(const json& section, const char* section_name, const char* key, int64_t minimum) {
   const int64_t v = section.at(key).get<int64_t>();
   if (v < minimum) {
-    return InvalidInput(
-        fmt::format("{}.{} = {} (expected >= {})", section_name, key, v, minimum));
+    return InvalidInput(fmt::format("{}.{} = {} (expected >= {})", section_name, key, v, minimum));
   }
   if (v > (int64_t{1} << 31) - 1) {
     return InvalidInput(fmt::format("{}.{} = {} is too large", section_name, key, v));
@@ -55,8 +54,8 @@ Result<ModelSource> ParseModel(const json& m, const std::string& base_dir) {
     src.inline_config = m.begin().value();
     return src;
   }
-  src.kind = key == "hf_config" ? ModelSource::Kind::kHfConfigFile
-                                : ModelSource::Kind::kModuleTreeFile;
+  src.kind =
+      key == "hf_config" ? ModelSource::Kind::kHfConfigFile : ModelSource::Kind::kModuleTreeFile;
   src.name_or_path = ResolvePath(base_dir, m.begin().value().get<std::string>());
   return src;
 }
@@ -250,13 +249,13 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
 Status ApplyOverride(json& doc, std::string_view assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    return InvalidInput(fmt::format(
-        "--set {}: expected path=value, e.g. training.local_batch=4", assignment));
+    return InvalidInput(
+        fmt::format("--set {}: expected path=value, e.g. training.local_batch=4", assignment));
   }
   const std::string path(assignment.substr(0, eq));
   const std::string text(assignment.substr(eq + 1));
-  const bool model_key = path == "model.hf_config" || path == "model.module_tree" ||
-                         path == "model.hf";
+  const bool model_key =
+      path == "model.hf_config" || path == "model.module_tree" || path == "model.hf";
   if (FindSchemaKey(path) == nullptr && !model_key) {
     return InvalidInput(
         fmt::format("--set {}: unknown key (did you mean {}?)", path, SuggestKey(path)));
@@ -281,8 +280,8 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
     json& next = (*node)[key];
     if (next.is_null()) next = json::object();
     if (!next.is_object()) {
-      return InvalidInput(fmt::format("--set {}: {} is not an object in the scenario", path,
-                                      path.substr(0, dot)));
+      return InvalidInput(
+          fmt::format("--set {}: {} is not an object in the scenario", path, path.substr(0, dot)));
     }
     node = &next;
     start = dot + 1;

@@ -6,14 +6,15 @@
 //   Scenario            every section with defaults filled + the resolved JSON
 //   LoadScenario        reads a file, applies `--set path=value` overrides, validates
 //   ParseScenario       the same from a JSON document already in memory
-//   ApplyOverride       one `path=value` onto a JSON document (value: JSON if it parses, else string)
-//   ScenarioMeshLayout  the planning sizes (planning.md §1.2) of a scenario; CP folded into FSDP
-//   ScenarioFsdpConfig  the FsdpConfig of a scenario (sizes filled from parallelism)
+//   ApplyOverride       one `path=value` onto a JSON document (value: JSON if it parses, else
+//   string) ScenarioMeshLayout  the planning sizes (planning.md §1.2) of a scenario; CP folded into
+//   FSDP ScenarioFsdpConfig  the FsdpConfig of a scenario (sizes filled from parallelism)
 //   PpScheduleName, OptimizerName
 //
 // Example:
-//   SS_ASSIGN_OR_RETURN(Scenario s, LoadScenario("examples/dense.json", {"training.local_batch=4"}));
-//   SS_ASSIGN_OR_RETURN(MeshContext mesh, BuildMeshContext(ScenarioMeshLayout(s)));
+//   SS_ASSIGN_OR_RETURN(Scenario s, LoadScenario("examples/dense.json",
+//   {"training.local_batch=4"})); SS_ASSIGN_OR_RETURN(MeshContext mesh,
+//   BuildMeshContext(ScenarioMeshLayout(s)));
 //
 // Errors name the file and the key path: "job.json: fsdp.forward_prefech_depth: unknown key
 // (did you mean fsdp.forward_prefetch_depth?)", "job.json: parallelism.tp: expected an integer,
@@ -21,11 +22,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config/fsdp_config.h"
 #include "core/mesh/mesh_context.h"
@@ -39,24 +39,24 @@ struct ClusterConfig {
   std::string gpu = "h100-sxm";  // catalog name
   int nodes = 1;
   int gpus_per_node = 8;
-  std::string cost_model;        // calibration file, resolved against the scenario; "" = none
+  std::string cost_model;  // calibration file, resolved against the scenario; "" = none
   int world_size() const { return nodes * gpus_per_node; }
 };
 
 enum class PpSchedule { k1F1B, kInterleaved1F1B, kGPipe };
 
 struct ParallelismConfig {
-  int dp_shard = 1;      // resolved (-1 in the file fills the world)
+  int dp_shard = 1;  // resolved (-1 in the file fills the world)
   int dp_replicate = 1;
   int tp = 1;
   int cp = 1;
   int pp = 1;
   int ep = 1;
-  int edp_shard = 1;     // resolved (-1 in the file fills edp)
+  int edp_shard = 1;  // resolved (-1 in the file fills edp)
   bool loss_parallel = false;
   bool sequence_parallel = true;
   PpSchedule pp_schedule = PpSchedule::k1F1B;
-  int pp_microbatches = 1;   // resolved (default = pp)
+  int pp_microbatches = 1;  // resolved (default = pp)
   int pp_virtual_stages = 1;
 };
 

@@ -1,8 +1,8 @@
 #include "core/config/scenario_schema.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace shardscope {
 namespace {
@@ -128,10 +128,9 @@ Status CheckModel(const json& v) {
   if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
     std::string best = kKeys.front();
     for (const std::string& k : kKeys) {
-      if (EditDistance(key, k) < EditDistance(key, best)) best = k;
+      if (KeyEditDistance(key, k) < KeyEditDistance(key, best)) best = k;
     }
-    return InvalidInput(
-        fmt::format("model.{}: unknown key (did you mean model.{}?)", key, best));
+    return InvalidInput(fmt::format("model.{}: unknown key (did you mean model.{}?)", key, best));
   }
   const json& value = v.begin().value();
   if (key == "hf") {
@@ -140,8 +139,8 @@ Status CheckModel(const json& v) {
                                       JsonTypeText(value)));
     }
   } else if (!value.is_string() || value.get<std::string>().empty()) {
-    return InvalidInput(
-        fmt::format("model.{}: expected a non-empty path string, got {}", key, JsonTypeText(value)));
+    return InvalidInput(fmt::format("model.{}: expected a non-empty path string, got {}", key,
+                                    JsonTypeText(value)));
   }
   return Status::Ok();
 }
@@ -181,7 +180,7 @@ const SchemaKey* FindSchemaKey(std::string_view path) {
   return nullptr;
 }
 
-size_t EditDistance(std::string_view a, std::string_view b) {
+size_t KeyEditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
@@ -205,11 +204,11 @@ std::string SuggestKey(std::string_view path) {
   for (const SchemaKey& k : ScenarioSchema()) {
     size_t cost;
     if (Parent(k.path) == parent) {
-      cost = EditDistance(leaf, Leaf(k.path));
+      cost = KeyEditDistance(leaf, Leaf(k.path));
     } else if (Leaf(k.path) == leaf) {
       cost = 1;
     } else {
-      cost = EditDistance(path, k.path) + 2;
+      cost = KeyEditDistance(path, k.path) + 2;
     }
     if (cost < best_cost) {
       best_cost = cost;

@@ -9,22 +9,21 @@
 //   SuggestKey           nearest valid path to an unknown one (edit distance over paths)
 //   CheckAgainstSchema   walks a document: unknown keys and wrong types → errors with the path
 //   ScenarioDefaults     a document holding every default (model absent)
-//   EditDistance         Levenshtein distance, for suggestions
+//   KeyEditDistance      Levenshtein distance, for suggestions
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/status.h"
 
 namespace shardscope {
 
 enum class KeyType {
-  kSection,         // an object of further keys
+  kSection,  // an object of further keys
   kInt,
   kBool,
   kString,
@@ -48,7 +47,7 @@ std::string SuggestKey(std::string_view path);
 // Errors: "<path>: unknown key (did you mean <x>?)", "<path>: expected <type>, got <type>".
 Status CheckAgainstSchema(const nlohmann::json& doc);
 nlohmann::json ScenarioDefaults();
-size_t EditDistance(std::string_view a, std::string_view b);
+size_t KeyEditDistance(std::string_view a, std::string_view b);
 // "an integer", "a boolean", ... for messages.
 std::string_view KeyTypeText(KeyType type);
 

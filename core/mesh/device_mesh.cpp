@@ -1,10 +1,10 @@
 #include "core/mesh/device_mesh.h"
 
-#include <algorithm>
-#include <set>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
 
 namespace shardscope {
 namespace {
@@ -33,8 +33,8 @@ std::vector<int> Strides(const std::vector<int>& sizes) {
 Result<DeviceMesh> DeviceMesh::Create(std::vector<std::string> dim_names, std::vector<int> sizes,
                                       int first_rank) {
   if (dim_names.size() != sizes.size()) {
-    return InvalidInput(fmt::format("device mesh: {} dim names but {} sizes", dim_names.size(),
-                                    sizes.size()));
+    return InvalidInput(
+        fmt::format("device mesh: {} dim names but {} sizes", dim_names.size(), sizes.size()));
   }
   std::set<std::string> seen;
   int64_t total = 1;
@@ -45,8 +45,8 @@ Result<DeviceMesh> DeviceMesh::Create(std::vector<std::string> dim_names, std::v
                                       dim_names[i], fmt::join(dim_names, ", ")));
     }
     if (sizes[i] < 1) {
-      return InvalidInput(fmt::format("device mesh: dim '{}' has size {} (expected >= 1)",
-                                      dim_names[i], sizes[i]));
+      return InvalidInput(
+          fmt::format("device mesh: dim '{}' has size {} (expected >= 1)", dim_names[i], sizes[i]));
     }
     total *= sizes[i];
     if (total > (int64_t{1} << 30)) {
@@ -60,7 +60,8 @@ Result<DeviceMesh> DeviceMesh::Create(std::vector<std::string> dim_names, std::v
   mesh.dim_names_ = std::move(dim_names);
   mesh.sizes_ = std::move(sizes);
   mesh.ranks_.resize(static_cast<size_t>(total));
-  for (int64_t i = 0; i < total; ++i) mesh.ranks_[static_cast<size_t>(i)] = first_rank + static_cast<int>(i);
+  for (int64_t i = 0; i < total; ++i)
+    mesh.ranks_[static_cast<size_t>(i)] = first_rank + static_cast<int>(i);
   return mesh;
 }
 
@@ -161,9 +162,9 @@ Result<DeviceMesh> DeviceMesh::Flatten(const std::vector<std::string>& dims,
   }
   for (size_t k = 1; k < idx.size(); ++k) {
     if (idx[k] != idx[k - 1] + 1) {
-      return InvalidInput(fmt::format(
-          "device mesh flatten: dims {} must be adjacent and in mesh order {}",
-          fmt::join(dims, ", "), ToString()));
+      return InvalidInput(
+          fmt::format("device mesh flatten: dims {} must be adjacent and in mesh order {}",
+                      fmt::join(dims, ", "), ToString()));
     }
   }
   DeviceMesh out;
@@ -192,9 +193,8 @@ Result<DeviceMesh> DeviceMesh::Flatten(const std::vector<std::string>& dims,
 Result<DeviceMesh> DeviceMesh::Concatenate(const DeviceMesh& a, const DeviceMesh& b) {
   for (const std::string& d : b.dim_names_) {
     if (a.HasDim(d)) {
-      return InvalidInput(
-          fmt::format("device mesh concatenate: dim '{}' is in both {} and {}", d, a.ToString(),
-                      b.ToString()));
+      return InvalidInput(fmt::format("device mesh concatenate: dim '{}' is in both {} and {}", d,
+                                      a.ToString(), b.ToString()));
     }
   }
   std::vector<int> common;
@@ -218,9 +218,9 @@ Result<DeviceMesh> DeviceMesh::Concatenate(const DeviceMesh& a, const DeviceMesh
     for (int rb : b.ranks_) {
       const int r = ra + rb - anchor;
       if (!seen.insert(r).second || r < 0) {
-        return InvalidInput(fmt::format(
-            "device mesh concatenate: {} and {} are not slices of one row-major mesh", a.ToString(),
-            b.ToString()));
+        return InvalidInput(
+            fmt::format("device mesh concatenate: {} and {} are not slices of one row-major mesh",
+                        a.ToString(), b.ToString()));
       }
       out.ranks_.push_back(r);
     }

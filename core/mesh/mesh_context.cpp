@@ -1,15 +1,15 @@
 #include "core/mesh/mesh_context.h"
 
-#include <array>
-
 #include <fmt/format.h>
+
+#include <array>
 
 namespace shardscope {
 
 bool IsFsdpDimName(std::string_view name) {
   static constexpr std::array<std::string_view, 10> kNames = {
-      "dp",   "dp_replicate",   "dp_shard",   "cp",  "pp", "fsdp_replicate",
-      "fsdp_shard", "edp", "edp_replicate", "edp_shard"};
+      "dp",         "dp_replicate", "dp_shard",      "cp",       "pp", "fsdp_replicate",
+      "fsdp_shard", "edp",          "edp_replicate", "edp_shard"};
   for (std::string_view n : kNames) {
     if (n == name) return true;
   }
@@ -21,9 +21,9 @@ Result<MeshContext> BuildMeshContext(const MeshLayout& l, int stage) {
     const char* name;
     int value;
   };
-  for (const Named& n : {Named{"world size", l.world_size}, Named{"tp", l.tp}, Named{"cp", l.cp},
-                         Named{"pp", l.pp}, Named{"ep", l.ep}, Named{"dp_shard", l.dp_shard},
-                         Named{"edp_shard", l.edp_shard}}) {
+  for (const Named& n :
+       {Named{"world size", l.world_size}, Named{"tp", l.tp}, Named{"cp", l.cp}, Named{"pp", l.pp},
+        Named{"ep", l.ep}, Named{"dp_shard", l.dp_shard}, Named{"edp_shard", l.edp_shard}}) {
     if (n.value < 1) {
       return InvalidInput(fmt::format("mesh: {} = {} (expected >= 1)", n.name, n.value));
     }
@@ -32,9 +32,9 @@ Result<MeshContext> BuildMeshContext(const MeshLayout& l, int stage) {
   m.layout = l;
   const int64_t tp_cp_pp = int64_t{l.tp} * l.cp * l.pp;
   if (l.world_size % tp_cp_pp != 0) {
-    return InvalidInput(fmt::format(
-        "mesh: world size {} is not divisible by tp·cp·pp = {}·{}·{} = {}", l.world_size, l.tp,
-        l.cp, l.pp, tp_cp_pp));
+    return InvalidInput(
+        fmt::format("mesh: world size {} is not divisible by tp·cp·pp = {}·{}·{} = {}",
+                    l.world_size, l.tp, l.cp, l.pp, tp_cp_pp));
   }
   m.dp = static_cast<int>(l.world_size / tp_cp_pp);
   const int dp_cp = m.dp * l.cp;
@@ -57,8 +57,8 @@ Result<MeshContext> BuildMeshContext(const MeshLayout& l, int stage) {
     const int dp_cp_tp = dp_cp * l.tp;
     if (dp_cp_tp % l.ep != 0) {
       return InvalidInput(fmt::format(
-          "mesh: dp·cp·tp = {}·{}·{} = {} is not divisible by ep = {} (edp = dp·cp·tp / ep)",
-          m.dp, l.cp, l.tp, dp_cp_tp, l.ep));
+          "mesh: dp·cp·tp = {}·{}·{} = {} is not divisible by ep = {} (edp = dp·cp·tp / ep)", m.dp,
+          l.cp, l.tp, dp_cp_tp, l.ep));
     }
     m.edp = dp_cp_tp / l.ep;
     if (m.edp % l.edp_shard != 0) {

@@ -17,6 +17,17 @@
 //   for attention (the flash-attention convention: backward runs five matmuls of the size of
 //   forward's two, since it recomputes QKᵀ).
 // - Causal attention does half the score matrix; a sliding window w bounds each query's keys.
+// - Memory-bound bytes are those of eager PyTorch, one kernel per tensor op, since the
+//   simulator models eager execution (torch.compile fuses most of this away):
+//   RMSNorm as torchtitan / transformers write it, x.float(), pow, mean, mul by rsqrt,
+//   type_as, mul by weight, ~38 B per element forward and ~60 backward, plus the residual add
+//   that produces the norm's input in a pre-norm block (one add per norm: 6 B forward, 6 B for
+//   the gradient accumulation); fused LayerNorm (one kernel) plus that add. SwiGLU as silu then
+//   mul (5 element-passes forward, 8 backward). Attention's own elementwise work around the
+//   fused kernel: RoPE on q and k in fp32 (upcast, complex multiply, downcast: ~20 B per
+//   element each way), repeat_kv's materialised k and v for grouped-query attention, the
+//   output's transpose().contiguous(). Cross-entropy on fp32 logits (torchtitan:
+//   cross_entropy(pred.float(), labels)): upcast, log_softmax, and their backwards.
 // - Routed experts see tokens · top_k / ep tokens per rank: routing is assumed balanced and
 //   expert parallelism splits the experts, each rank receiving its experts' tokens.
 namespace shardscope {
@@ -77,8 +88,15 @@ OpCost Norm(const OpDescriptor& op, const Shape& s) {
   const int64_t stats = (op.variant == "layernorm" ? 8 : 4) * s.seq_tokens;
   OpCost c;
   c.input_bytes = s.seq_tokens * dim * s.act_bytes;
-  c.fwd_bytes = 2 * c.input_bytes + dim * s.act_bytes + stats;
-  c.bwd_bytes = 3 * c.input_bytes + 2 * dim * s.act_bytes + stats;
+  const int64_t elems = s.seq_tokens * dim;
+  const int64_t residual_fwd = 3 * elems * s.act_bytes, residual_bwd = 3 * elems * s.act_bytes;
+  if (op.variant == "layernorm") {  // native_layer_norm: one fused kernel each way
+    c.fwd_bytes = 2 * c.input_bytes + dim * s.act_bytes + stats + residual_fwd;
+    c.bwd_bytes = 3 * c.input_bytes + 2 * dim * s.act_bytes + stats + residual_bwd;
+  } else {  // composite RMSNorm: fp32 intermediates, one kernel per op
+    c.fwd_bytes = 38 * elems + dim * s.act_bytes + stats + residual_fwd;
+    c.bwd_bytes = 60 * elems + 2 * dim * s.act_bytes + stats + residual_bwd;
+  }
   c.saved_bytes_none = c.input_bytes + stats;
   c.saved_bytes_selective = 0;  // recomputed from the block input and saved matmul outputs
   return c;
@@ -91,8 +109,11 @@ OpCost Activation(const OpDescriptor& op, const OpContext& ctx, const Shape& s) 
   const int64_t one = s.tokens * dim * s.act_bytes;
   OpCost c;
   c.input_bytes = branches * one;
-  c.fwd_bytes = (branches + 1) * one;
-  c.bwd_bytes = (2 * branches + 1) * one;
+  // Gated: act(gate) (read + write), then mul by up (two reads, one write); backward reads
+  // the gradient, both saved inputs and the activation output, writes both gradients.
+  // Ungated: one elementwise kernel each way.
+  c.fwd_bytes = (branches == 2 ? 5 : 2) * one;
+  c.bwd_bytes = (branches == 2 ? 8 : 3) * one;
   c.saved_bytes_none = c.input_bytes;
   c.saved_bytes_selective = 0;  // its inputs are matmul outputs, already kept
   return c;
@@ -127,10 +148,20 @@ OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   const int64_t o = s.tokens * heads * v_dim * b;
   const int64_t lse = s.tokens * heads * 4;  // fp32 log-sum-exp per query and head
   c.input_bytes = q + k + v;
-  c.fwd_bytes = q + k + v + o + lse;
-  c.bwd_bytes = 2 * (q + k + v) + 2 * o + lse;  // reads q,k,v,o,dO,lse; writes dq,dk,dv
+  // Eager work around the fused kernel (conventions above), bytes moved per direction: RoPE
+  // on q and k (~20 bytes per 2-byte element: 10 per byte), k and v expanded to all heads for
+  // grouped-query attention, and the output's transpose copy.
+  const int64_t rope = 10 * (q + k);
+  const int64_t repeat_kv = kv_heads < heads ? (k + v) + (k + v) * heads / kv_heads : 0;
+  const int64_t layout = 2 * o;
+  const int64_t eager = rope + repeat_kv + layout;
+  c.fwd_bytes = q + k + v + o + lse + eager;
+  // Reads q,k,v,o,dO,lse; writes dq,dk,dv; plus the backward of the eager work.
+  c.bwd_bytes = 2 * (q + k + v) + 2 * o + lse + eager;
   c.saved_bytes_none = q + k + v + o + lse;
-  c.saved_bytes_selective = q + k + v + o + lse;  // q,k,v are matmul outputs; o, lse its own
+  // q, k, v are the projections' outputs, counted (or recomputed) there; the fused kernel's
+  // own outputs are o and the log-sum-exp.
+  c.saved_bytes_selective = o + lse;
   return c;
 }
 
@@ -181,12 +212,17 @@ OpCost Experts(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
 OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   const int64_t vocab = ctx.loss_parallel ? CeilDiv(op.dim("vocab"), ctx.tp) : op.dim("vocab");
   OpCost c;
-  // The logits in the compute dtype and their fp32 copy for the loss are transient: freed
-  // once backward has consumed the gradient of the logits.
-  c.workspace_bytes = s.tokens * vocab * (s.act_bytes + 4);
-  c.input_bytes = s.tokens * vocab * s.act_bytes;
-  c.fwd_bytes = c.input_bytes + 2 * s.tokens * vocab * 4;
-  c.bwd_bytes = s.tokens * vocab * (4 + s.act_bytes);
+  const int64_t logits = s.tokens * vocab;
+  // Transient, freed once backward has consumed the gradient of the logits: the logits in the
+  // compute dtype, their fp32 copy and the fp32 log-probabilities log_softmax saves (the
+  // forward peak; backward holds log-probs, their gradient and the input gradient, alike).
+  c.workspace_bytes = logits * (s.act_bytes + 2 * 4);
+  c.input_bytes = logits * s.act_bytes;
+  // Upcast (read bf16, write fp32), log_softmax (two reads, one write), nll.
+  c.fwd_bytes = logits * (s.act_bytes + 4) + logits * 3 * 4;
+  // nll backward writes the fp32 gradient, log_softmax backward reads it and the saved
+  // log-probs and writes fp32, the upcast's backward casts it down.
+  c.bwd_bytes = logits * 4 + logits * 3 * 4 + logits * (4 + s.act_bytes);
   return c;
 }
 
@@ -207,6 +243,17 @@ Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
     ac.mode = CheckpointMode::kSelectiveOp;
     return ac;
   }
+  constexpr std::string_view kOp = "selective_op:";
+  if (text.substr(0, kOp.size()) == kOp) {
+    std::string_view k = text.substr(kOp.size());
+    int every = 0;
+    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
+    if (ec == std::errc() && ptr == k.data() + k.size() && every >= 1) {
+      ac.mode = CheckpointMode::kSelectiveOp;
+      ac.recompute_every_mm = every;
+      return ac;
+    }
+  }
   constexpr std::string_view kLayer = "selective_layer:";
   if (text.substr(0, kLayer.size()) == kLayer) {
     std::string_view k = text.substr(kLayer.size());
@@ -219,7 +266,7 @@ Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
     }
   }
   return InvalidInput(std::string(what) + ": bad activation checkpoint mode '" + std::string(text) +
-                      "' (expected none, full, selective_op or selective_layer:K with K >= 1)");
+                      "' (expected none, full, selective_op, selective_op:K or selective_layer:K with K >= 1)");
 }
 
 std::string ActivationCheckpointName(const ActivationCheckpoint& ac) {
@@ -229,7 +276,8 @@ std::string ActivationCheckpointName(const ActivationCheckpoint& ac) {
     case CheckpointMode::kFull:
       return "full";
     case CheckpointMode::kSelectiveOp:
-      return "selective_op";
+      return ac.recompute_every_mm > 0 ? "selective_op:" + std::to_string(ac.recompute_every_mm)
+                                       : "selective_op";
     case CheckpointMode::kSelectiveLayer:
       return "selective_layer:" + std::to_string(ac.every_k);
   }

@@ -24,9 +24,14 @@ enum class CheckpointMode { kNone, kFull, kSelectiveOp, kSelectiveLayer };
 struct ActivationCheckpoint {
   CheckpointMode mode = CheckpointMode::kSelectiveOp;
   int every_k = 1;  // selective_layer:K checkpoints every K-th unit
+  // selective_op:K: of a unit's matrix multiplies (linears, routers) in forward order, every
+  // K-th is recomputed instead of saved. torchtitan's op policy is K = 2 (it counts aten.mm
+  // calls per checkpointed block and recomputes when count % 2 == 0). 0: every output saved.
+  int recompute_every_mm = 0;
   bool operator==(const ActivationCheckpoint&) const = default;
 };
-// "none" | "full" | "selective_op" | "selective_layer:K" (K >= 1); `what` names the field.
+// "none" | "full" | "selective_op" | "selective_op:K" (K >= 1) | "selective_layer:K" (K >= 1);
+// `what` names the field.
 Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text, std::string_view what);
 std::string ActivationCheckpointName(const ActivationCheckpoint& ac);
 
@@ -51,7 +56,8 @@ struct OpCost {
   // Matrix-multiply shape (m×k · k×n) for the efficiency curve; 0 for non-matmul ops.
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
   // Bytes this op saves for backward when nothing is recomputed (mode none), and under
-  // selective_op (matmul and attention outputs kept, cheap elementwise results recomputed).
+  // selective_op (matmul and attention outputs kept, cheap elementwise results recomputed;
+  // attention keeps only its own outputs: q, k, v are the projections' saved outputs).
   int64_t saved_bytes_none = 0;
   int64_t saved_bytes_selective = 0;
   // Transient workspace during forward (attention, logits); freed when the op ends.
@@ -60,7 +66,8 @@ struct OpCost {
   int64_t input_bytes = 0;
 };
 
-// Closed forms per kind; linear fwd 2·tokens·in·out (÷tp for column/row variants), bwd 2×;
+// Closed forms per kind (eager PyTorch: elementwise bytes are those of the unfused kernel
+// sequence, see op_cost.cpp); linear fwd 2·tokens·in·out (÷tp for column/row variants), bwd 2×;
 // attention fwd 2·batch·heads·pairs·(head_dim + v_head_dim) (pairs = seq²/2 when causal), bwd
 // 2.5×. InvalidInput when a context size is below 1.
 Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx);

@@ -1,12 +1,12 @@
 #include "core/plan/adapter.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 namespace shardscope {
 namespace {
@@ -51,11 +51,16 @@ std::string NormalizeModelName(std::string_view name) {
     if (c == '_' || c == '-') continue;
     out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
-  static constexpr std::array<std::string_view, 10> kSuffixes = {
-      "forconditionalgeneration", "forsequenceclassification", "fortokenclassification",
-      "forquestionanswering",     "forcausallm",               "formaskedlm",
-      "forpretraining",           "lmheadmodel",               "pretrainedmodel",
-      "model"};
+  static constexpr std::array<std::string_view, 10> kSuffixes = {"forconditionalgeneration",
+                                                                 "forsequenceclassification",
+                                                                 "fortokenclassification",
+                                                                 "forquestionanswering",
+                                                                 "forcausallm",
+                                                                 "formaskedlm",
+                                                                 "forpretraining",
+                                                                 "lmheadmodel",
+                                                                 "pretrainedmodel",
+                                                                 "model"};
   for (std::string_view suffix : kSuffixes) {
     if (EndsWith(out, suffix) && out.size() > suffix.size()) {
       out.resize(out.size() - suffix.size());
@@ -124,8 +129,8 @@ Result<ResolvedAdapter> ResolveAdapter(const AdapterSpec& spec,
     for (size_t i = 0; i < entries.size(); ++i) {
       const std::string& e = entries[i];
       if (e.empty()) {
-        return InvalidInput(fmt::format("{}: {}[{}] is empty (expected a module FQN)", spec.name,
-                                        field, i));
+        return InvalidInput(
+            fmt::format("{}: {}[{}] is empty (expected a module FQN)", spec.name, field, i));
       }
       if (e.find('*') != std::string::npos) {
         size_t matched = 0;
@@ -156,8 +161,8 @@ Result<ResolvedAdapter> ResolveAdapter(const AdapterSpec& spec,
             "pre-order)",
             spec.name, field, i, e));
       }
-      return InvalidInput(
-          fmt::format("{}: {}[{}] = '{}' is not a module FQN of this model", spec.name, field, i, e));
+      return InvalidInput(fmt::format("{}: {}[{}] = '{}' is not a module FQN of this model",
+                                      spec.name, field, i, e));
     }
     return result;
   };
@@ -169,8 +174,8 @@ Result<ResolvedAdapter> ResolveAdapter(const AdapterSpec& spec,
   std::unordered_set<std::string_view> seen;
   for (const std::string& w : out.wrap_modules) {
     if (!seen.insert(w).second) {
-      return InvalidInput(fmt::format("{}: fsdp_wrap_modules declares module '{}' twice",
-                                      spec.name, w));
+      return InvalidInput(
+          fmt::format("{}: fsdp_wrap_modules declares module '{}' twice", spec.name, w));
     }
   }
   return out;

@@ -52,9 +52,9 @@ const AdapterRegistry& BuiltinAdapters();
 
 struct ResolvedAdapter {
   std::string name;
-  std::vector<std::string> wrap_modules;      // canonical module FQNs, declared order
+  std::vector<std::string> wrap_modules;  // canonical module FQNs, declared order
   std::vector<std::string> excluded_subtrees;
-  std::vector<std::string> execution_order;   // unit FQNs; empty: pre-order
+  std::vector<std::string> execution_order;  // unit FQNs; empty: pre-order
 };
 
 // True when `fqn` matches `pattern` component by component; `*` matches one component.

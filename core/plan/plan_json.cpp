@@ -1,9 +1,9 @@
 #include "core/plan/plan_json.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace shardscope {
 namespace {
@@ -38,39 +38,39 @@ json UnitJson(const UnitPlan& u) {
     replicate.push_back(p.fqn);
     replicate_details.push_back(ParamJson(p));
   }
-  return json{
-      {"fqn", u.fqn},
-      {"is_root", u.is_root},
-      {"wrap_index", u.wrap_index},
-      {"execution_index", u.execution_index ? json(*u.execution_index) : json(nullptr)},
-      {"depth", u.depth},
-      {"expert", u.expert},
-      {"mesh", {{"dims", u.mesh.dims}, {"sizes", u.mesh.sizes}}},
-      {"params", std::move(params)},
-      {"replicate_params", std::move(replicate)},
-      {"replicate_param_details", std::move(replicate_details)},
-      {"ignored_params", u.ignored_params},
-      {"reduce_op", u.reduce_op == ReduceOp::kSum ? "sum" : "avg"},
-      {"gradient_scaling_factor",
-       u.gradient_scaling_factor ? json(*u.gradient_scaling_factor) : json(nullptr)},
-      {"reshard_after_forward", u.reshard_after_forward},
-      {"mixed_precision",
-       {{"param_dtype", OptionalDType(u.mixed_precision.param_dtype)},
-        {"reduce_dtype", OptionalDType(u.mixed_precision.reduce_dtype)},
-        {"output_dtype", OptionalDType(u.mixed_precision.output_dtype)},
-        {"cast_forward_inputs", u.mixed_precision.cast_forward_inputs}}},
-      {"offload", u.offload},
-      {"comm_fusion", u.comm_fusion},
-      {"comm_fusion_zero_copy", u.comm_fusion_zero_copy},
-      {"sharded_bytes", u.sharded_bytes()},
-      {"unsharded_bytes", u.unsharded_bytes()},
-      {"forward_prefetch", u.forward_prefetch},
-      {"backward_prefetch", u.backward_prefetch}};
+  return json{{"fqn", u.fqn},
+              {"is_root", u.is_root},
+              {"wrap_index", u.wrap_index},
+              {"execution_index", u.execution_index ? json(*u.execution_index) : json(nullptr)},
+              {"depth", u.depth},
+              {"expert", u.expert},
+              {"mesh", {{"dims", u.mesh.dims}, {"sizes", u.mesh.sizes}}},
+              {"params", std::move(params)},
+              {"replicate_params", std::move(replicate)},
+              {"replicate_param_details", std::move(replicate_details)},
+              {"ignored_params", u.ignored_params},
+              {"reduce_op", u.reduce_op == ReduceOp::kSum ? "sum" : "avg"},
+              {"gradient_scaling_factor",
+               u.gradient_scaling_factor ? json(*u.gradient_scaling_factor) : json(nullptr)},
+              {"reshard_after_forward", u.reshard_after_forward},
+              {"mixed_precision",
+               {{"param_dtype", OptionalDType(u.mixed_precision.param_dtype)},
+                {"reduce_dtype", OptionalDType(u.mixed_precision.reduce_dtype)},
+                {"output_dtype", OptionalDType(u.mixed_precision.output_dtype)},
+                {"cast_forward_inputs", u.mixed_precision.cast_forward_inputs}}},
+              {"offload", u.offload},
+              {"comm_fusion", u.comm_fusion},
+              {"comm_fusion_zero_copy", u.comm_fusion_zero_copy},
+              {"sharded_bytes", u.sharded_bytes()},
+              {"unsharded_bytes", u.unsharded_bytes()},
+              {"forward_prefetch", u.forward_prefetch},
+              {"backward_prefetch", u.backward_prefetch}};
 }
 
 std::string MeshText(const MeshSpec& m) {
   std::vector<std::string> parts;
-  for (size_t i = 0; i < m.dims.size(); ++i) parts.push_back(fmt::format("{}={}", m.dims[i], m.sizes[i]));
+  for (size_t i = 0; i < m.dims.size(); ++i)
+    parts.push_back(fmt::format("{}={}", m.dims[i], m.sizes[i]));
   return fmt::format("{}", fmt::join(parts, "×"));
 }
 
@@ -100,45 +100,54 @@ json PlanToJson(const Plan& plan) {
   json order = json::array();
   for (int i : plan.execution_order) order.push_back(plan.units[static_cast<size_t>(i)].fqn);
   const PlanMeshInfo& m = plan.mesh;
-  return json{
-      {"format", "shardscope-plan/1"},
-      {"units", std::move(units)},
-      {"execution_order", std::move(order)},
-      {"warnings", std::move(warnings)},
-      {"totals",
-       {{"params", plan.totals.params},
-        {"managed_params", plan.totals.managed_params},
-        {"sharded_bytes_per_rank", plan.totals.sharded_bytes_per_rank},
-        {"unsharded_bytes_per_rank", plan.totals.unsharded_bytes_per_rank},
-        {"replicated_bytes_per_rank", plan.totals.replicated_bytes_per_rank},
-        {"ignored_bytes_per_rank", plan.totals.ignored_bytes_per_rank},
-        {"persistent_bytes_per_rank", plan.totals.persistent_bytes_per_rank()},
-        {"scaled_units", plan.totals.scaled_units}}},
-      {"mesh",
-       {{"world_size", m.world_size}, {"tp", m.tp}, {"cp", m.cp}, {"pp", m.pp}, {"ep", m.ep},
-        {"dp", m.dp}, {"dp_replicate", m.dp_replicate}, {"dp_shard", m.dp_shard},
-        {"edp", m.edp}, {"edp_replicate", m.edp_replicate}, {"edp_shard", m.edp_shard},
-        {"loss_parallel", m.loss_parallel}}},
-      {"adapter", plan.adapter},
-      {"source_metadata_present", plan.source_metadata_present},
-      {"forward_prefetch_depth", plan.forward_prefetch_depth},
-      {"backward_prefetch_depth", plan.backward_prefetch_depth}};
+  return json{{"format", "shardscope-plan/1"},
+              {"units", std::move(units)},
+              {"execution_order", std::move(order)},
+              {"warnings", std::move(warnings)},
+              {"totals",
+               {{"params", plan.totals.params},
+                {"managed_params", plan.totals.managed_params},
+                {"sharded_bytes_per_rank", plan.totals.sharded_bytes_per_rank},
+                {"unsharded_bytes_per_rank", plan.totals.unsharded_bytes_per_rank},
+                {"replicated_bytes_per_rank", plan.totals.replicated_bytes_per_rank},
+                {"ignored_bytes_per_rank", plan.totals.ignored_bytes_per_rank},
+                {"persistent_bytes_per_rank", plan.totals.persistent_bytes_per_rank()},
+                {"scaled_units", plan.totals.scaled_units}}},
+              {"mesh",
+               {{"world_size", m.world_size},
+                {"tp", m.tp},
+                {"cp", m.cp},
+                {"pp", m.pp},
+                {"ep", m.ep},
+                {"dp", m.dp},
+                {"dp_replicate", m.dp_replicate},
+                {"dp_shard", m.dp_shard},
+                {"edp", m.edp},
+                {"edp_replicate", m.edp_replicate},
+                {"edp_shard", m.edp_shard},
+                {"loss_parallel", m.loss_parallel}}},
+              {"adapter", plan.adapter},
+              {"source_metadata_present", plan.source_metadata_present},
+              {"forward_prefetch_depth", plan.forward_prefetch_depth},
+              {"backward_prefetch_depth", plan.backward_prefetch_depth}};
 }
 
 std::string FormatPlanTable(const Plan& plan) {
   std::vector<int> rows = plan.execution_order;
   rows.push_back(static_cast<int>(plan.units.size()) - 1);
   size_t name_width = 6;
-  for (int r : rows) name_width = std::max(name_width, plan.units[static_cast<size_t>(r)].fqn.size());
+  for (int r : rows)
+    name_width = std::max(name_width, plan.units[static_cast<size_t>(r)].fqn.size());
   name_width = std::min<size_t>(name_width, 48);
-  std::string out = fmt::format("{:>4} {:>4}  {:<{}} {:>7} {:>11} {:>11}  {:<28} {:<12} {:<7} {:<24} {}\n",
-                                "exec", "wrap", "unit", name_width, "#params", "sharded/rk",
-                                "unsharded", "mesh", "reduce", "reshard", "fwd prefetch",
-                                "bwd prefetch");
+  std::string out =
+      fmt::format("{:>4} {:>4}  {:<{}} {:>7} {:>11} {:>11}  {:<28} {:<12} {:<7} {:<24} {}\n",
+                  "exec", "wrap", "unit", name_width, "#params", "sharded/rk", "unsharded", "mesh",
+                  "reduce", "reshard", "fwd prefetch", "bwd prefetch");
   for (int r : rows) {
     const UnitPlan& u = plan.units[static_cast<size_t>(r)];
     std::string reduce = u.reduce_op == ReduceOp::kSum ? "sum" : "avg";
-    if (u.gradient_scaling_factor) reduce += fmt::format(" ×1/{:.0f}", 1.0 / *u.gradient_scaling_factor);
+    if (u.gradient_scaling_factor)
+      reduce += fmt::format(" ×1/{:.0f}", 1.0 / *u.gradient_scaling_factor);
     std::string name = u.is_root ? "<root>" : u.fqn;
     if (name.size() > name_width) name = "…" + name.substr(name.size() - name_width + 1);
     out += fmt::format("{:>4} {:>4}  {:<{}} {:>7} {:>11} {:>11}  {:<28} {:<12} {:<7} {:<24} {}\n",

@@ -1,10 +1,10 @@
 // planning.md §2: the orchestration of steps 1–10 and the policies of steps 4–10.
 #include "core/plan/planner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "core/plan/planner_internal.h"
 
@@ -43,7 +43,8 @@ void AssignOwners(const std::vector<UnitDraft>& drafts, SourceInfo& src,
                   std::vector<PlanWarning>& warnings) {
   std::unordered_map<std::string_view, int> unit_by_fqn;
   unit_by_fqn.reserve(drafts.size() * 2);
-  for (size_t u = 0; u < drafts.size(); ++u) unit_by_fqn.emplace(drafts[u].fqn, static_cast<int>(u));
+  for (size_t u = 0; u < drafts.size(); ++u)
+    unit_by_fqn.emplace(drafts[u].fqn, static_cast<int>(u));
   for (ParamInfo& p : src.params) {
     const std::vector<std::string>& fqns = p.entry->fqns;
     const std::string_view first(fqns[0]);
@@ -66,8 +67,8 @@ void AssignOwners(const std::vector<UnitDraft>& drafts, SourceInfo& src,
     for (const std::string& a : fqns) {
       const int u = DeepestUnitFor(a, unit_by_fqn);
       differs = differs || u != p.owner;
-      spread.push_back(fmt::format("{} in {}", a,
-                                   u < 0 ? "the root" : drafts[static_cast<size_t>(u)].fqn));
+      spread.push_back(
+          fmt::format("{} in {}", a, u < 0 ? "the root" : drafts[static_cast<size_t>(u)].fqn));
     }
     if (differs) {
       warnings.push_back(
@@ -181,14 +182,14 @@ MeshSpec UnitMesh(const MeshContext& mesh, bool expert) {
 
 Status CheckConfigMatchesMesh(const FsdpConfig& config, const MeshContext& mesh) {
   if (config.dp_shard_size != mesh.layout.dp_shard) {
-    return InvalidInput(fmt::format(
-        "fsdp_config.dp_shard_size = {} but the mesh was built with dp_shard = {}",
-        config.dp_shard_size, mesh.layout.dp_shard));
+    return InvalidInput(
+        fmt::format("fsdp_config.dp_shard_size = {} but the mesh was built with dp_shard = {}",
+                    config.dp_shard_size, mesh.layout.dp_shard));
   }
   if (mesh.has_expert_mesh() && config.edp_shard_size != mesh.layout.edp_shard) {
-    return InvalidInput(fmt::format(
-        "fsdp_config.edp_shard_size = {} but the mesh was built with edp_shard = {}",
-        config.edp_shard_size, mesh.layout.edp_shard));
+    return InvalidInput(
+        fmt::format("fsdp_config.edp_shard_size = {} but the mesh was built with edp_shard = {}",
+                    config.edp_shard_size, mesh.layout.edp_shard));
   }
   return Status::Ok();
 }
@@ -214,8 +215,8 @@ Result<std::vector<int>> ExecutionOrder(const std::vector<UnitDraft>& drafts,
           "{}: fsdp_execution_order names '{}', which is not an FSDP unit", adapter->name, fqn));
     }
     if (named[static_cast<size_t>(it->second)]) {
-      return InvalidInput(fmt::format("{}: fsdp_execution_order names unit '{}' twice",
-                                      adapter->name, fqn));
+      return InvalidInput(
+          fmt::format("{}: fsdp_execution_order names unit '{}' twice", adapter->name, fqn));
     }
     named[static_cast<size_t>(it->second)] = 1;
     order.push_back(it->second);
@@ -252,17 +253,16 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
     SS_ASSIGN_OR_RETURN(adapter, ResolveAdapter(*spec, modules));
     plan.adapter = spec->name;
   }
-  SS_ASSIGN_OR_RETURN(std::vector<UnitDraft> drafts,
-                      planner::DiscoverUnits(tree, modules, adapter ? &*adapter : nullptr, src,
-                                             mesh));
+  SS_ASSIGN_OR_RETURN(
+      std::vector<UnitDraft> drafts,
+      planner::DiscoverUnits(tree, modules, adapter ? &*adapter : nullptr, src, mesh));
   // Step 4.
   AssignOwners(drafts, src, plan.warnings);
   // Step 7: wrapping order, deepest first (stable), then the root.
   std::vector<int> wrap(drafts.size());
   std::iota(wrap.begin(), wrap.end(), 0);
-  std::stable_sort(wrap.begin(), wrap.end(), [&](int a, int b) {
-    return Depth(drafts[a].fqn) > Depth(drafts[b].fqn);
-  });
+  std::stable_sort(wrap.begin(), wrap.end(),
+                   [&](int a, int b) { return Depth(drafts[a].fqn) > Depth(drafts[b].fqn); });
   std::vector<int> position(drafts.size());  // draft → index into plan.units
   plan.units.resize(drafts.size() + 1);
   for (size_t w = 0; w < wrap.size(); ++w) {
@@ -281,8 +281,9 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   for (const ParamInfo& p : src.params) {
     const int64_t global = NumElements(p.entry->param->shape);
     plan.totals.params += global;
-    UnitPlan& u = p.owner < 0 ? plan.units.back()
-                              : plan.units[static_cast<size_t>(position[static_cast<size_t>(p.owner)])];
+    UnitPlan& u = p.owner < 0
+                      ? plan.units.back()
+                      : plan.units[static_cast<size_t>(position[static_cast<size_t>(p.owner)])];
     if (p.ignored) {
       u.ignored_params.push_back(p.entry->fqns[0]);
       plan.totals.ignored_bytes_per_rank +=
@@ -290,6 +291,7 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
       continue;
     }
     plan.totals.managed_params += global;
+    // Ignored expert parameters at the root are allowed: FSDP never touches them.
     if (p.owner < 0 && p.expert) {
       return InvalidInput(fmt::format(
           "Routed expert parameters must belong to a nested experts FSDP unit ({} is owned by the "
@@ -300,8 +302,8 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   }
 
   // Steps 5, 6, 10 per unit.
-  const int64_t d_scale = int64_t{mesh.dp} * mesh.layout.cp *
-                          (mesh.layout.loss_parallel ? 1 : mesh.layout.tp);
+  const int64_t d_scale =
+      int64_t{mesh.dp} * mesh.layout.cp * (mesh.layout.loss_parallel ? 1 : mesh.layout.tp);
   for (UnitPlan& u : plan.units) {
     auto is_expert = [](const ParamPlan& p) { return p.expert; };
     u.expert = std::any_of(u.params.begin(), u.params.end(), is_expert) ||

@@ -26,13 +26,13 @@ namespace shardscope::planner {
 
 struct ParamInfo {
   const ParamEntry* entry = nullptr;
-  SourceLayout layout;        // defaults filled only when metadata is present
-  bool has_layout = false;    // an entry (tree or options) named this parameter
+  SourceLayout layout;      // defaults filled only when metadata is present
+  bool has_layout = false;  // an entry (tree or options) named this parameter
   std::vector<int64_t> local_shape;
-  bool expert = false;        // its source mesh has an `ep` dim
+  bool expert = false;  // its source mesh has an `ep` dim
   bool replicated = false;
   bool ignored = false;
-  int owner = -1;             // index into the unit drafts; -1 = root
+  int owner = -1;  // index into the unit drafts; -1 = root
 };
 
 struct SourceInfo {

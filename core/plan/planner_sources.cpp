@@ -64,8 +64,8 @@ Status ApplyLayout(const std::string& fqn, const MeshContext& mesh, ParamInfo& p
     const int d = placement.dim;
     if (d >= static_cast<int>(p.local_shape.size())) {
       return InvalidInput(fmt::format(
-          "parameter {}: source layout {}: Shard({}) but the parameter has shape {} ({} dims)",
-          fqn, dim, d, ShapeText(p.entry->param->shape), p.local_shape.size()));
+          "parameter {}: source layout {}: Shard({}) but the parameter has shape {} ({} dims)", fqn,
+          dim, d, ShapeText(p.entry->param->shape), p.local_shape.size()));
     }
     int64_t& n = p.local_shape[static_cast<size_t>(d)];
     if (n % size != 0) {
@@ -105,9 +105,9 @@ Result<SourceInfo> ResolveSources(const std::vector<ParamEntry>& entries, const 
         const SourceLayout& other = e.entries[k]->layout ? *e.entries[k]->layout : none;
         if (!SameLayout(p.layout, other)) {
           return InvalidInput(fmt::format(
-              "parameter {}: aliases {} and {} have different source layouts ({} vs {})",
-              e.fqns[0], e.fqns[static_cast<size_t>(first_with)], e.fqns[k],
-              LayoutText(p.layout), LayoutText(other)));
+              "parameter {}: aliases {} and {} have different source layouts ({} vs {})", e.fqns[0],
+              e.fqns[static_cast<size_t>(first_with)], e.fqns[k], LayoutText(p.layout),
+              LayoutText(other)));
         }
       }
     }

@@ -1,9 +1,9 @@
 // Step 3 of planning.md §2: which modules become FSDP units, in list order (automatic blocks,
 // then adapter-declared units, then expert units).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "core/plan/planner_internal.h"
 
@@ -31,7 +31,8 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
     chosen[static_cast<size_t>(module)] = 1;
     // A checkpoint wrapper's block is the module it wraps.
     const Module& m = tree.modules[static_cast<size_t>(module)];
-    if (m.checkpoint_wrapper && m.children.size() == 1) chosen[static_cast<size_t>(m.children[0])] = 1;
+    if (m.checkpoint_wrapper && m.children.size() == 1)
+      chosen[static_cast<size_t>(m.children[0])] = 1;
   };
 
   // 3a/3b. Declared units (already validated by ResolveAdapter) and the excluded set.
@@ -111,12 +112,14 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
     constexpr std::string_view kSuffix = ".experts";
     for (size_t i = 0; i < n && !names.empty(); ++i) {
       const std::string& f = modules[i].fqn;
-      if (f.size() < kSuffix.size() || f.compare(f.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+      if (f.size() < kSuffix.size() ||
+          f.compare(f.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
         continue;
       }
       auto it = entry_of.find(f);
       if (it == entry_of.end()) continue;
-      if (it->second < 0 || (modules[i].first_visit && !modules[static_cast<size_t>(it->second)].first_visit)) {
+      if (it->second < 0 ||
+          (modules[i].first_visit && !modules[static_cast<size_t>(it->second)].first_visit)) {
         it->second = static_cast<int>(i);
       }
     }

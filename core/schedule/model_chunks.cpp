@@ -1,8 +1,8 @@
 #include "core/schedule/model_chunks.h"
 
-#include <map>
-
 #include <fmt/core.h>
+
+#include <map>
 
 namespace shardscope {
 namespace {
@@ -54,7 +54,8 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
   std::map<std::string, int> chunk_of_module;
   int seen = 0, current = 0;
   for (const WorkEntry& e : root_work.entries) {
-    if (e.kind == WorkEntry::Kind::kUnit) current = static_cast<int>(int64_t{seen++} * chunks / top_level);
+    if (e.kind == WorkEntry::Kind::kUnit)
+      current = static_cast<int>(int64_t{seen++} * chunks / top_level);
     if (e.kind == WorkEntry::Kind::kItem) chunk_of_module.emplace(modules[e.item.module], current);
     chunk_work[current].entries.push_back(e);
   }

@@ -18,12 +18,12 @@
 namespace shardscope {
 
 struct ModelChunks {
-  std::vector<UnitPlan> units;          // plan units without the root, then one root per chunk
-  std::vector<UnitWork> work;           // parallel to units
-  std::vector<std::string> labels;      // op_id unit part
-  std::vector<int> roots;               // per chunk: index of its root in units
+  std::vector<UnitPlan> units;            // plan units without the root, then one root per chunk
+  std::vector<UnitWork> work;             // parallel to units
+  std::vector<std::string> labels;        // op_id unit part
+  std::vector<int> roots;                 // per chunk: index of its root in units
   std::vector<std::vector<int>> members;  // per chunk: every unit it runs (root included)
-  std::vector<int64_t> input_bytes;     // per chunk: the activation it receives
+  std::vector<int64_t> input_bytes;       // per chunk: the activation it receives
 };
 
 // `work` is parallel to plan.units; `modules` names the items' modules. Errors when there are

@@ -1,8 +1,8 @@
 #include "core/schedule/pipeline_order.h"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 namespace shardscope {
 namespace {
@@ -46,8 +46,7 @@ std::vector<PipeAction> Interleaved(int pp, int v, int s, int m) {
 }  // namespace
 
 Result<std::vector<std::vector<PipeAction>>> PipelineOrder(const std::string& schedule, int pp,
-                                                           int virtual_stages,
-                                                           int micro_batches) {
+                                                           int virtual_stages, int micro_batches) {
   if (pp < 1 || virtual_stages < 1 || micro_batches < 1) {
     return InvalidInput(fmt::format(
         "pipeline: pp = {}, pp_virtual_stages = {} and micro-batches = {} must all be >= 1", pp,

@@ -24,7 +24,6 @@ struct PipeAction {
 // `schedule`: "1f1b" | "interleaved_1f1b" | "gpipe". `virtual_stages` chunks per stage (only
 // interleaved_1f1b allows more than one); `micro_batches` ≥ 1.
 Result<std::vector<std::vector<PipeAction>>> PipelineOrder(const std::string& schedule, int pp,
-                                                           int virtual_stages,
-                                                           int micro_batches);
+                                                           int virtual_stages, int micro_batches);
 
 }  // namespace shardscope

@@ -1,8 +1,8 @@
 #include "core/schedule/rank_layout.h"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 namespace shardscope {
 namespace {

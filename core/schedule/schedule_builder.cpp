@@ -1,11 +1,11 @@
 #include "core/schedule/schedule_builder.h"
 
-#include <map>
-#include <tuple>
-#include <memory>
-#include <utility>
-
 #include <fmt/core.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
 
 #include "core/schedule/model_chunks.h"
 #include "core/schedule/pipeline_order.h"
@@ -62,8 +62,7 @@ Status CheckOptions(const ScheduleOptions& o) {
   }
   if (o.ep < 1) return InvalidInput(fmt::format("parallelism.ep = {}: expected >= 1", o.ep));
   if (o.gpus_per_node < 1) {
-    return InvalidInput(
-        fmt::format("cluster.gpus_per_node = {}: expected >= 1", o.gpus_per_node));
+    return InvalidInput(fmt::format("cluster.gpus_per_node = {}: expected >= 1", o.gpus_per_node));
   }
   if (o.pp_microbatches < 1) {
     return InvalidInput(
@@ -98,8 +97,8 @@ int MeshSize(const MeshSpec& m, const std::string& dim) {
 // sizes the plan recorded.
 Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const WorldLayout& w,
                             const ScheduleOptions& o, int rank, int stage, GroupTable& table) {
-  const std::string what = fmt::format("plan: unit '{}' mesh {}", UnitOpLabel(unit.fqn),
-                                       JoinDims(unit.mesh));
+  const std::string what =
+      fmt::format("plan: unit '{}' mesh {}", UnitOpLabel(unit.fqn), JoinDims(unit.mesh));
   bool dense = false, expert = false;
   for (const std::string& d : unit.mesh.dims) {
     if (d == "fsdp_shard" || d == "fsdp_replicate") {
@@ -107,9 +106,10 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
     } else if (d == "edp_shard" || d == "edp_replicate") {
       expert = true;
     } else {
-      return InvalidInput(fmt::format("{}: dim '{}' is not one the schedule knows (expected "
-                                      "fsdp_shard, fsdp_replicate, edp_shard, edp_replicate)",
-                                      what, d));
+      return InvalidInput(
+          fmt::format("{}: dim '{}' is not one the schedule knows (expected "
+                      "fsdp_shard, fsdp_replicate, edp_shard, edp_replicate)",
+                      what, d));
     }
   }
   if (dense == expert) {
@@ -135,8 +135,8 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
   UnitGroups g;
   g.shard = table.Get(prefix + "_shard",
                       group({WorldDim::kDpShard, WorldDim::kCp}, {ExpertDim::kEdpShard}));
-  g.replicate = table.Get(prefix + "_replicate",
-                          group({WorldDim::kDpReplicate}, {ExpertDim::kEdpReplicate}));
+  g.replicate =
+      table.Get(prefix + "_replicate", group({WorldDim::kDpReplicate}, {ExpertDim::kEdpReplicate}));
   if (table.Size(prefix + "_shard") != z.shard_group ||
       table.Size(prefix + "_replicate") != z.replicate_group) {
     return InvalidInput(fmt::format(
@@ -163,7 +163,6 @@ DType ComputeDType(const Plan& plan) {
   return DType::kFloat32;
 }
 
-
 // Drives every role through its pipeline actions, emitting in an order where each receive
 // comes after its send (deps always point to earlier ops).
 Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const ModelChunks& chunks,
@@ -177,8 +176,9 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
   auto p2p = [&](int from_chunk, int to_chunk) {
     const int a = (from_chunk % pp) * world.stage_size();
     const int b = (to_chunk % pp) * world.stage_size();
-    return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp),
-                     [&] { return a < b ? std::vector<int>{a, b} : std::vector<int>{b, a}; });
+    return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp), [&] {
+      return a < b ? std::vector<int>{a, b} : std::vector<int>{b, a};
+    });
   };
   std::map<std::tuple<bool, int, int>, int> sends;  // (forward, chunk, micro) → send op
   std::vector<size_t> next(order.size(), 0);
@@ -270,8 +270,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   const bool pipelined = options.pp > 1;
   const int v = pipelined ? options.pp_virtual_stages : 1;
   const int micro_batches = options.grad_accum * (pipelined ? options.pp_microbatches : 1);
-  SS_ASSIGN_OR_RETURN(auto order, PipelineOrder(options.pp_schedule, options.pp, v,
-                                                micro_batches));
+  SS_ASSIGN_OR_RETURN(auto order, PipelineOrder(options.pp_schedule, options.pp, v, micro_batches));
   Schedule s;
   s.world_size = options.world_size;
   GroupTable table(s);
@@ -349,7 +348,8 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
       const UnitSizes& z = in.sizes[u];
       SS_ASSIGN_OR_RETURN(groups[u], GroupsOf(unit, z, world, options, rank, stage, table));
       auto& persistent = unit.offload ? host : device;
-      persistent[static_cast<int>(MemCategory::kShardedParams)] += z.shard_bytes + z.replicate_bytes;
+      persistent[static_cast<int>(MemCategory::kShardedParams)] +=
+          z.shard_bytes + z.replicate_bytes;
       persistent[static_cast<int>(MemCategory::kShardedGrads)] += z.sharded_grad_bytes;
       if (options.optimizer != "sgd") {
         persistent[static_cast<int>(MemCategory::kOptimizer)] += 2 * 4 * z.optimizer_numel;
@@ -373,6 +373,24 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   s.tokens_per_step = options.local_batch * options.seq_len * options.grad_accum *
                       options.dp_replicate * options.dp_shard;
   AddNotes(options, s);
+  // Ignored parameters are whole tensors FSDP never touches: no collective, but memory.
+  if (plan.totals.ignored_bytes_per_rank > 0) {
+    s.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)] +=
+        plan.totals.ignored_bytes_per_rank;
+    s.notes.push_back(fmt::format(
+        "{} bytes of ignored parameters counted as sharded_params of the first role; their "
+        "gradients and optimizer state are not modelled",
+        plan.totals.ignored_bytes_per_rank));
+  }
+  for (const UnitPlan& u : plan.units) {
+    if (u.comm_fusion) {
+      s.notes.push_back(
+          "comm_fusion: FSDP2 already issues one flat all-gather and reduce-scatter per unit, "
+          "which is what the schedule models; the zero-copy variant's memory saving is not "
+          "modelled");
+      break;
+    }
+  }
   return s;
 }
 

@@ -43,9 +43,9 @@ using OpEstimator = Result<OpCost> (*)(const OpDescriptor&, const OpContext&);
 
 struct ScheduleOptions {
   // training.*
-  int64_t local_batch = 1;   // sequences per rank per micro-step (split into pp_microbatches)
-  int64_t seq_len = 1;       // tokens per sequence (before CP splits it)
-  int grad_accum = 1;        // micro-steps per optimizer step
+  int64_t local_batch = 1;  // sequences per rank per micro-step (split into pp_microbatches)
+  int64_t seq_len = 1;      // tokens per sequence (before CP splits it)
+  int grad_accum = 1;       // micro-steps per optimizer step
   ActivationCheckpoint activation_checkpoint;
   std::string optimizer = "adamw";  // adamw | adam | sgd
   // cluster.*

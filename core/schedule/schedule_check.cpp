@@ -1,10 +1,10 @@
 #include "core/schedule/schedule_check.h"
 
+#include <fmt/core.h>
+
 #include <set>
 #include <string>
 #include <unordered_map>
-
-#include <fmt/core.h>
 
 namespace shardscope {
 namespace {
@@ -33,8 +33,7 @@ Status ValidateSchedule(const Schedule& s) {
     }
     for (int d : op.deps) {
       if (d < 0 || d >= static_cast<int>(i)) {
-        return InvalidInput(
-            fmt::format("{}: dependency {} is not an earlier op", Where(s, i), d));
+        return InvalidInput(fmt::format("{}: dependency {} is not an earlier op", Where(s, i), d));
       }
     }
     if (IsCollective(op.type)) {
@@ -42,8 +41,8 @@ Status ValidateSchedule(const Schedule& s) {
         return InvalidInput(fmt::format("{}: collective without a valid group", Where(s, i)));
       }
       if (op.name.rfind("nccl", 0) != 0) {
-        return InvalidInput(fmt::format("{}: collective name '{}' must begin with nccl",
-                                        Where(s, i), op.name));
+        return InvalidInput(
+            fmt::format("{}: collective name '{}' must begin with nccl", Where(s, i), op.name));
       }
     }
     for (const MemoryEffect::When when : {MemoryEffect::When::kStart, MemoryEffect::When::kEnd}) {
@@ -148,8 +147,8 @@ std::string FormatSchedule(const Schedule& s, int role) {
       mem += fmt::format(" {}{}{:+}#{}", m.when == MemoryEffect::When::kStart ? "S:" : "E:",
                          MemCategoryName(m.category), m.bytes, m.buffer);
     }
-    out += fmt::format("{:4} {:<14} {:<44} bytes={} items={} deps=[{}]{}\n", i,
-                       LaneName(op.lane), op.op_id, op.bytes, op.items.size(), deps, mem);
+    out += fmt::format("{:4} {:<14} {:<44} bytes={} items={} deps=[{}]{}\n", i, LaneName(op.lane),
+                       op.op_id, op.bytes, op.items.size(), deps, mem);
   }
   return out;
 }

@@ -6,31 +6,50 @@ namespace shardscope {
 
 std::string_view LaneName(Lane lane) {
   switch (lane) {
-    case Lane::kCompute: return "compute";
-    case Lane::kAllGather: return "all_gather";
-    case Lane::kReduceScatter: return "reduce_scatter";
-    case Lane::kAllReduce: return "all_reduce";
-    case Lane::kH2D: return "h2d";
-    case Lane::kD2H: return "d2h";
-    case Lane::kP2P: return "p2p";
+    case Lane::kCompute:
+      return "compute";
+    case Lane::kAllGather:
+      return "all_gather";
+    case Lane::kReduceScatter:
+      return "reduce_scatter";
+    case Lane::kAllReduce:
+      return "all_reduce";
+    case Lane::kH2D:
+      return "h2d";
+    case Lane::kD2H:
+      return "d2h";
+    case Lane::kP2P:
+      return "p2p";
   }
   return "unknown";
 }
 
 std::string_view OpTypeName(OpType type) {
   switch (type) {
-    case OpType::kCompute: return "compute";
-    case OpType::kOptimizer: return "optimizer";
-    case OpType::kCopyIn: return "copy_in";
-    case OpType::kAllGather: return "all_gather";
-    case OpType::kReduceScatter: return "reduce_scatter";
-    case OpType::kAllReduce: return "all_reduce";
-    case OpType::kAllToAll: return "all_to_all";
-    case OpType::kSend: return "send";
-    case OpType::kRecv: return "recv";
-    case OpType::kCopyH2D: return "h2d";
-    case OpType::kCopyD2H: return "d2h";
-    case OpType::kWait: return "wait";
+    case OpType::kCompute:
+      return "compute";
+    case OpType::kOptimizer:
+      return "optimizer";
+    case OpType::kCopyIn:
+      return "copy_in";
+    case OpType::kAllGather:
+      return "all_gather";
+    case OpType::kReduceScatter:
+      return "reduce_scatter";
+    case OpType::kAllReduce:
+      return "all_reduce";
+    case OpType::kAllToAll:
+      return "all_to_all";
+    case OpType::kSend:
+      return "send";
+    case OpType::kRecv:
+      return "recv";
+    case OpType::kCopyH2D:
+      return "h2d";
+    case OpType::kCopyD2H:
+      return "d2h";
+    case OpType::kWait:
+      return "wait";
   }
   return "unknown";
 }
@@ -51,14 +70,22 @@ bool IsCollective(OpType type) {
 
 std::string_view MemCategoryName(MemCategory c) {
   switch (c) {
-    case MemCategory::kShardedParams: return "sharded_params";
-    case MemCategory::kOptimizer: return "optimizer";
-    case MemCategory::kShardedGrads: return "sharded_grads";
-    case MemCategory::kUnshardedParams: return "unsharded_params";
-    case MemCategory::kUnshardedGrads: return "unsharded_grads";
-    case MemCategory::kCommBuffers: return "comm_buffers";
-    case MemCategory::kActivations: return "activations";
-    case MemCategory::kTemporaries: return "temporaries";
+    case MemCategory::kShardedParams:
+      return "sharded_params";
+    case MemCategory::kOptimizer:
+      return "optimizer";
+    case MemCategory::kShardedGrads:
+      return "sharded_grads";
+    case MemCategory::kUnshardedParams:
+      return "unsharded_params";
+    case MemCategory::kUnshardedGrads:
+      return "unsharded_grads";
+    case MemCategory::kCommBuffers:
+      return "comm_buffers";
+    case MemCategory::kActivations:
+      return "activations";
+    case MemCategory::kTemporaries:
+      return "temporaries";
   }
   return "unknown";
 }

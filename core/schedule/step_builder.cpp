@@ -1,10 +1,10 @@
 #include "core/schedule/step_builder.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
-
-#include <fmt/core.h>
 
 // FSDP2 behaviour modelled here (torch/distributed/fsdp/_fully_shard/, read for this file):
 // - Issue timing. The simulator has no CPU thread, so an op issued from a hook (an unshard,
@@ -35,10 +35,21 @@
 // - Activations (runtime.md): saved per compute chunk in forward, freed by that chunk's
 //   backward. full: a checkpointed unit saves its input; its forward is recomputed before its
 //   backward into temporaries. selective_op: matmul / attention outputs saved, norms and
-//   activations recomputed inside backward (added as recompute items). selective_layer:k:
-//   units whose execution index is a multiple of k are fully checkpointed, the rest keep
-//   everything. The root (embedding, final norm, head) is never checkpointed, as torchtitan
+//   activations recomputed inside backward (added as recompute items); the unit's input is
+//   kept too (the checkpoint wrapper saves its inputs), and during the unit's backward the
+//   recomputation regenerates what the saved set lacks (temporaries: mode none's saved bytes
+//   minus selective's, freed at post-backward). selective_op:K (torchtitan's op policy, K = 2:
+//   torch/utils/checkpoint policy counting aten.mm per block, recompute when count % K == 0):
+//   every K-th matmul of a unit in forward order is not saved but recomputed in backward
+//   like the norms. selective_layer:k:
+//   every k-th unit in execution order (torchtitan's counter) is fully checkpointed, the rest
+//   keep everything. The root (embedding, final norm, head) is never checkpointed, as torchtitan
 //   applies activation checkpointing to blocks only.
+// - Pipelining (torch.distributed.pipelining, _PipelineStageBase.backward_maybe_with_nosync):
+//   non-final micro-batches run backward with requires_gradient_sync and reshard_after_backward
+//   off, so gradients accumulate unsharded and parameters stay gathered; PyTorch then calls
+//   every group's post_backward after the stage's last backward. Here each unit reduces as
+//   its last backward ends (FSDP2's own hook order), which overlaps a little more.
 namespace shardscope {
 namespace {
 
@@ -50,13 +61,13 @@ struct Segment {
   Kind kind = Kind::kChunk;
   std::vector<int> entries;  // kChunk: item entries; kComm: the one comm entry
   int unit = -1;
-  int chunk = -1;            // kChunk: index among the unit's chunks
+  int chunk = -1;  // kChunk: index among the unit's chunks
 };
 
 struct UnitState {
   bool gathered = false;
   int params_buffer = -1;
-  int ready_op = -1;          // compute waits for this op before using the parameters
+  int ready_op = -1;  // compute waits for this op before using the parameters
   int grad_buffer = -1;
   int replicate_grad_buffer = -1;
   int accum_buffer = -1;
@@ -84,6 +95,7 @@ class RoleEmitter::Impl {
     const size_t n = in.units.size();
     segments_.resize(n);
     chunks_.assign(n, 0);
+    recomputed_mm_.resize(n);
     for (int u : role_units_) Segment(u);
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
@@ -125,6 +137,17 @@ class RoleEmitter::Impl {
   void Segment(int u) {
     const UnitWork& w = in_.work[u];
     std::vector<struct Segment>& segs = segments_[u];
+    // selective_op:K: which matrix multiplies (nn.Linear → aten.mm) the policy recomputes.
+    const int every_mm = in_.options->activation_checkpoint.recompute_every_mm;
+    recomputed_mm_[u].assign(w.entries.size(), 0);
+    int mm_count = 0;
+    for (size_t i = 0; i < w.entries.size(); ++i) {
+      const WorkEntry& e = w.entries[i];
+      if (e.kind != WorkEntry::Kind::kItem) continue;
+      if (e.item.kind != OpKind::kLinear && e.item.kind != OpKind::kRouter) continue;
+      ++mm_count;
+      recomputed_mm_[u][i] = every_mm > 0 && mm_count % every_mm == 0;
+    }
     for (size_t i = 0; i < w.entries.size(); ++i) {
       const WorkEntry& e = w.entries[i];
       if (e.kind == WorkEntry::Kind::kItem) {
@@ -152,8 +175,9 @@ class RoleEmitter::Impl {
     if (IsRoot(u)) return CheckpointMode::kNone;
     const ActivationCheckpoint& ac = in_.options->activation_checkpoint;
     if (ac.mode == CheckpointMode::kSelectiveLayer) {
-      return Unit(u).execution_index.value_or(0) % ac.every_k == 0 ? CheckpointMode::kFull
-                                                                   : CheckpointMode::kNone;
+      // torchtitan counts blocks from 1 and wraps every k-th: execution index k−1, 2k−1, ...
+      return (Unit(u).execution_index.value_or(0) + 1) % ac.every_k == 0 ? CheckpointMode::kFull
+                                                                         : CheckpointMode::kNone;
     }
     return ac.mode;
   }
@@ -247,8 +271,8 @@ class RoleEmitter::Impl {
       ScheduleOp copy = NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, "h2d"), "Memcpy HtoD", u);
       copy.bytes = z.shard_bytes;
       copy.deps = issue;
-      device_shard = Alloc(copy, MemoryEffect::When::kStart, MemCategory::kShardedParams,
-                           z.shard_bytes);
+      device_shard =
+          Alloc(copy, MemoryEffect::When::kStart, MemCategory::kShardedParams, z.shard_bytes);
       h2d = Push(std::move(copy));
     }
     ScheduleOp copy_in =
@@ -256,8 +280,8 @@ class RoleEmitter::Impl {
     copy_in.bytes = z.shard_gather_bytes;
     copy_in.deps = issue;
     if (h2d >= 0) copy_in.deps.push_back(h2d);
-    st.params_buffer = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
-                             z.gathered_bytes);
+    st.params_buffer =
+        Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams, z.gathered_bytes);
     int cast = -1;
     if (z.cast_in_copy_in) {
       cast = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
@@ -270,8 +294,8 @@ class RoleEmitter::Impl {
       st.ready_op = Push(std::move(copy_in));
     } else {
       const int copy_in_index = Push(std::move(copy_in));
-      ScheduleOp ag =
-          NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, "all_gather"), "ncclAllGather", u);
+      ScheduleOp ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, "all_gather"),
+                            "ncclAllGather", u);
       ag.group = group;
       ag.bytes = z.gathered_bytes;
       ag.deps = {copy_in_index};
@@ -324,22 +348,26 @@ class RoleEmitter::Impl {
       for (int e : seg.entries) {
         const ComputeItem& item = in_.work[u].entries[e].item;
         op.items.push_back(item);
-        saved_bytes += mode == CheckpointMode::kSelectiveOp ? item.cost.saved_bytes_selective
-                                                           : item.cost.saved_bytes_none;
+        if (mode != CheckpointMode::kSelectiveOp) {
+          saved_bytes += item.cost.saved_bytes_none;
+        } else if (!recomputed_mm_[u][e]) {
+          saved_bytes += item.cost.saved_bytes_selective;
+        }
         if (item.kind == OpKind::kLoss) {
           loss_workspace += item.cost.workspace_bytes;
         } else {
           workspace = std::max(workspace, item.cost.workspace_bytes);
         }
       }
-      if (mode == CheckpointMode::kFull) {
-        saved_bytes = 0;
+      if (mode == CheckpointMode::kFull) saved_bytes = 0;
+      if (mode == CheckpointMode::kFull || mode == CheckpointMode::kSelectiveOp) {
         if (!st.input_buffer.count(micro_)) {
-          st.input_buffer[micro_] = Alloc(op, MemoryEffect::When::kStart,
-                                          MemCategory::kActivations, in_.work[u].input_bytes);
+          st.input_buffer[micro_] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations,
+                                          in_.work[u].input_bytes);
         }
       }
-      act[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes);
+      act[seg.chunk] =
+          Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes);
       loss[seg.chunk] =
           Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, loss_workspace);
       int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
@@ -357,8 +385,8 @@ class RoleEmitter::Impl {
     for (const CommSpec& c : comms) {
       const std::string what = std::string(prefix) + c.what;
       const int k = counters[what]++;
-      ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(phase, u, Indexed(what, k)),
-                            NcclName(c.type), u);
+      ScheduleOp op =
+          NewOp(Lane::kCompute, c.type, Id(phase, u, Indexed(what, k)), NcclName(c.type), u);
       auto mapped = remap_.find(c.group);
       op.group = mapped == remap_.end() ? c.group : mapped->second;
       op.bytes = c.bytes;
@@ -368,13 +396,20 @@ class RoleEmitter::Impl {
 
   static std::string NcclName(OpType t) {
     switch (t) {
-      case OpType::kAllGather: return "ncclAllGather";
-      case OpType::kReduceScatter: return "ncclReduceScatter";
-      case OpType::kAllReduce: return "ncclAllReduce";
-      case OpType::kAllToAll: return "ncclAllToAll";
-      case OpType::kSend: return "ncclSend";
-      case OpType::kRecv: return "ncclRecv";
-      default: return "nccl";
+      case OpType::kAllGather:
+        return "ncclAllGather";
+      case OpType::kReduceScatter:
+        return "ncclReduceScatter";
+      case OpType::kAllReduce:
+        return "ncclAllReduce";
+      case OpType::kAllToAll:
+        return "ncclAllToAll";
+      case OpType::kSend:
+        return "ncclSend";
+      case OpType::kRecv:
+        return "ncclRecv";
+      default:
+        return "nccl";
     }
   }
 
@@ -405,7 +440,8 @@ class RoleEmitter::Impl {
       for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
         const ComputeItem& fwd = in_.work[u].entries[*e].item;
         if (mode == CheckpointMode::kSelectiveOp &&
-            (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation)) {
+            (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
+             recomputed_mm_[u][*e])) {
           ComputeItem again = fwd;
           again.recompute = true;
           op.items.push_back(std::move(again));
@@ -416,6 +452,10 @@ class RoleEmitter::Impl {
         if (fwd.kind != OpKind::kLoss) workspace = std::max(workspace, fwd.cost.workspace_bytes);
       }
       AllocGrads(u, op, MemoryEffect::When::kStart);
+      if (mode == CheckpointMode::kSelectiveOp && bwd_chunk == 1) {
+        st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                                    SelectiveRegeneratedBytes(u));
+      }
       int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
       Free(op, MemoryEffect::When::kEnd, ws);
       Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][it->chunk]);
@@ -423,6 +463,19 @@ class RoleEmitter::Impl {
       PushCompute(std::move(op), u);
     }
     PostBackward(u);
+  }
+
+  // What selective_op's recomputation regenerates for u's backward: everything mode none
+  // would have saved, less what the selective policy did save.
+  int64_t SelectiveRegeneratedBytes(int u) const {
+    int64_t none = 0, kept = 0;
+    const std::vector<WorkEntry>& entries = in_.work[u].entries;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].kind != WorkEntry::Kind::kItem) continue;
+      none += entries[i].item.cost.saved_bytes_none;
+      if (!recomputed_mm_[u][i]) kept += entries[i].item.cost.saved_bytes_selective;
+    }
+    return std::max<int64_t>(0, none - kept);
   }
 
   void Recompute(int u) {
@@ -465,7 +518,8 @@ class RoleEmitter::Impl {
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
     st.grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.grad_bytes);
-    st.replicate_grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes);
+    st.replicate_grad_buffer =
+        Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes);
     st.grads_allocated = true;
   }
 
@@ -524,8 +578,8 @@ class RoleEmitter::Impl {
       } else {
         // S == 1: the "reduction" is a local cast into the output buffer.
         ScheduleOp& e = s_.ops[last];
-        out_buffer = Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers,
-                           z.reduce_out_bytes);
+        out_buffer =
+            Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers, z.reduce_out_bytes);
         Free(e, MemoryEffect::When::kEnd, st.grad_buffer);
         Free(e, MemoryEffect::When::kEnd, st.accum_buffer);
         reduced = last;
@@ -581,8 +635,8 @@ class RoleEmitter::Impl {
   // ----- step end -----
   void EmitOptimizer() {
     micro_ = micro_steps_ - 1;
-    ScheduleOp wait = NewOp(Lane::kCompute, OpType::kWait, "step/wait_reductions",
-                            "wait_for_reductions", -1);
+    ScheduleOp wait =
+        NewOp(Lane::kCompute, OpType::kWait, "step/wait_reductions", "wait_for_reductions", -1);
     wait.deps = reductions_;
     const int wait_index = Push(std::move(wait));
     bool host = false;
@@ -598,11 +652,17 @@ class RoleEmitter::Impl {
       item.elementwise = true;
       item.module = static_cast<int>(s_.modules.size());
       s_.modules.push_back("optimizer:" + in_.labels[u]);
-      // Read and write the parameter, read the gradient (stored in the parameter's dtype),
-      // read and write two fp32 moments (Adam/AdamW); ~12 FLOPs per element.
+      // PyTorch's default optimizer implementation is foreach (multi-tensor, one kernel per
+      // elementwise step; torchtitan's default too: fused off), not one fused pass, and
+      // torchtitan clips the gradient norm first. Bytes per element: the parameter is read
+      // and written twice (decoupled weight decay, addcdiv); the gradient (stored in the
+      // parameter's dtype) read by the norm, the clip scale (read + write), lerp and addcmul
+      // (twice); fp32 moments and the denominator: exp_avg lerp r+w and addcdiv r (12 B),
+      // exp_avg_sq mul r+w, addcmul r+w, sqrt r (20 B), denominator sqrt w, div r+w,
+      // add eps r+w, addcdiv r (24 B). ~12 FLOPs per element.
       const int64_t grad = z.optimizer_param_bytes;
-      const int64_t moment_bytes = moments ? 4 * 4 * z.optimizer_numel : 0;
-      item.cost.fwd_bytes = 2 * z.optimizer_param_bytes + grad + moment_bytes;
+      const int64_t moment_bytes = moments ? 56 * z.optimizer_numel : 0;
+      item.cost.fwd_bytes = 4 * z.optimizer_param_bytes + 6 * grad + moment_bytes;
       item.cost.fwd_flops = 12.0 * static_cast<double>(z.optimizer_numel);
       opt.items.push_back(std::move(item));
     }
@@ -619,12 +679,13 @@ class RoleEmitter::Impl {
   Schedule& s_;
   std::vector<std::vector<struct Segment>> segments_;
   std::vector<int> chunks_;
+  std::vector<std::vector<char>> recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
   std::map<std::string, int> index_of_;  // unit FQN → index
   // Category and size of every buffer this role allocated, by buffer id (ids are dense).
   std::vector<std::pair<MemCategory, int64_t>> live_;
-  std::vector<int> barrier_;      // deps for the next compute-lane op
-  std::vector<int> reductions_;   // ops the end-of-backward wait joins
+  std::vector<int> barrier_;     // deps for the next compute-lane op
+  std::vector<int> reductions_;  // ops the end-of-backward wait joins
   int prev_reduce_scatter_ = -1;
   int last_compute_ = -1;
   int micro_ = 0;
@@ -632,12 +693,11 @@ class RoleEmitter::Impl {
   Phase phase_ = Phase::kForward;
 };
 
-
 RoleEmitter::RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups,
                          std::vector<int> units, std::map<int, int> group_remap, int role,
                          Schedule& schedule)
-    : impl_(std::make_unique<Impl>(in, std::move(groups), std::move(units),
-                                   std::move(group_remap), role, schedule)) {}
+    : impl_(std::make_unique<Impl>(in, std::move(groups), std::move(units), std::move(group_remap),
+                                   role, schedule)) {}
 RoleEmitter::~RoleEmitter() = default;
 
 void RoleEmitter::Forward(int chunk_root, int micro, const std::vector<int>& waits) {

@@ -13,7 +13,8 @@ int DimProduct(const MeshSpec& mesh, const std::string& suffix) {
   int p = 1;
   for (size_t i = 0; i < mesh.dims.size() && i < mesh.sizes.size(); ++i) {
     const std::string& d = mesh.dims[i];
-    if (d.size() >= suffix.size() && d.compare(d.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (d.size() >= suffix.size() &&
+        d.compare(d.size() - suffix.size(), suffix.size(), suffix) == 0) {
       p *= mesh.sizes[i];
     }
   }

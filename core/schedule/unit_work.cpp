@@ -1,10 +1,10 @@
 #include "core/schedule/unit_work.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
-
-#include <fmt/core.h>
 
 // Collectives inside a unit's compute, and why they sit where they do:
 // - Tensor parallelism (Megatron style, as torchtitan's parallelize plans apply it): a region
@@ -173,8 +173,8 @@ void Arrange(const Plan& plan, UnitWork& work) {
 }  // namespace
 
 Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& plan,
-                                            const ScheduleOptions& options,
-                                            const OpContext& ctx, const WorkGroups& groups,
+                                            const ScheduleOptions& options, const OpContext& ctx,
+                                            const WorkGroups& groups,
                                             std::vector<std::string>& modules) {
   const OpEstimator estimate = options.estimator ? options.estimator : &EstimateOp;
   std::unordered_map<int, int> unit_of_module;

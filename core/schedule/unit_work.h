@@ -32,10 +32,10 @@ struct CommSpec {
 struct WorkEntry {
   enum class Kind { kItem, kComm, kUnit };
   Kind kind = Kind::kItem;
-  ComputeItem item;            // kItem: forward figures of one module
-  std::vector<CommSpec> fwd;   // kComm: collectives at this point in forward, in order
-  std::vector<CommSpec> bwd;   // kComm: collectives at this point in backward, in order
-  int unit = -1;               // kUnit: index into Plan::units
+  ComputeItem item;           // kItem: forward figures of one module
+  std::vector<CommSpec> fwd;  // kComm: collectives at this point in forward, in order
+  std::vector<CommSpec> bwd;  // kComm: collectives at this point in backward, in order
+  int unit = -1;              // kUnit: index into Plan::units
 };
 
 struct UnitWork {
@@ -55,8 +55,8 @@ struct WorkGroups {
 // execution order; a loss op runs last in its unit (it hangs on the model root in the tree
 // but consumes the logits).
 Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& plan,
-                                            const ScheduleOptions& options,
-                                            const OpContext& ctx, const WorkGroups& groups,
+                                            const ScheduleOptions& options, const OpContext& ctx,
+                                            const WorkGroups& groups,
                                             std::vector<std::string>& modules);
 
 }  // namespace shardscope

@@ -50,14 +50,14 @@ inline size_t Utf8Length(std::string_view s, size_t i) {
   if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
   if (c >= 0xE0 && c <= 0xEF) {
     if (!cont(i + 1) || !cont(i + 2)) return 0;
-    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(i + 1) > 0x9F) return 0;   // surrogate
+    if (c == 0xE0 && b(i + 1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(i + 1) > 0x9F) return 0;  // surrogate
     return 3;
   }
   if (c >= 0xF0 && c <= 0xF4) {
     if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    if (c == 0xF0 && b(i + 1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;   // beyond U+10FFFF
+    if (c == 0xF0 && b(i + 1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(i + 1) > 0x8F) return 0;  // beyond U+10FFFF
     return 4;
   }
   return 0;
@@ -95,7 +95,8 @@ bool ScanJson(std::string_view text, Handler* h) {
     str.clear();
     while (true) {
       const size_t start = i;
-      while (i < n && text[i] != '"' && text[i] != '\\' && static_cast<unsigned char>(text[i]) >= 0x20 &&
+      while (i < n && text[i] != '"' && text[i] != '\\' &&
+             static_cast<unsigned char>(text[i]) >= 0x20 &&
              static_cast<unsigned char>(text[i]) < 0x80) {
         ++i;
       }
@@ -119,14 +120,30 @@ bool ScanJson(std::string_view text, Handler* h) {
       const char e = text[i + 1];
       i += 2;
       switch (e) {
-        case '"': str.push_back('"'); break;
-        case '\\': str.push_back('\\'); break;
-        case '/': str.push_back('/'); break;
-        case 'b': str.push_back('\b'); break;
-        case 'f': str.push_back('\f'); break;
-        case 'n': str.push_back('\n'); break;
-        case 'r': str.push_back('\r'); break;
-        case 't': str.push_back('\t'); break;
+        case '"':
+          str.push_back('"');
+          break;
+        case '\\':
+          str.push_back('\\');
+          break;
+        case '/':
+          str.push_back('/');
+          break;
+        case 'b':
+          str.push_back('\b');
+          break;
+        case 'f':
+          str.push_back('\f');
+          break;
+        case 'n':
+          str.push_back('\n');
+          break;
+        case 'r':
+          str.push_back('\r');
+          break;
+        case 't':
+          str.push_back('\t');
+          break;
         case 'u': {
           auto hex4 = [&](uint32_t* cp) {
             if (i + 4 > n) return false;
@@ -144,9 +161,11 @@ bool ScanJson(std::string_view text, Handler* h) {
           if (!hex4(&cp)) return error("bad \\u escape (expected four hex digits)");
           if (cp >= 0xD800 && cp <= 0xDBFF) {
             uint32_t low = 0;
-            if (i + 2 > n || text[i] != '\\' || text[i + 1] != 'u') return error("unpaired surrogate in \\u escape");
+            if (i + 2 > n || text[i] != '\\' || text[i + 1] != 'u')
+              return error("unpaired surrogate in \\u escape");
             i += 2;
-            if (!hex4(&low) || low < 0xDC00 || low > 0xDFFF) return error("unpaired surrogate in \\u escape");
+            if (!hex4(&low) || low < 0xDC00 || low > 0xDFFF)
+              return error("unpaired surrogate in \\u escape");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
             return error("unpaired surrogate in \\u escape");

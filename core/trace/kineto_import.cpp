@@ -1,10 +1,10 @@
 #include "core/trace/kineto_import.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/trace/trace_io.h"
 
@@ -42,7 +42,8 @@ int CollectiveLane(std::string_view name) {
   if (has("allgather") || has("all_gather")) return kLaneAllGather;
   if (has("reducescatter") || has("reduce_scatter")) return kLaneReduceScatter;
   if (has("allreduce") || has("all_reduce")) return kLaneAllReduce;
-  if (has("sendrecv") || has("alltoall") || has("all_to_all") || has("send") || has("recv")) return kLaneP2P;
+  if (has("sendrecv") || has("alltoall") || has("all_to_all") || has("send") || has("recv"))
+    return kLaneP2P;
   if (has("broadcast") || has("reduce")) return kLaneAllReduce;
   return 0;
 }
@@ -88,23 +89,33 @@ class Timeline {
  public:
   Timeline(std::vector<LabelRange> labels, std::vector<std::pair<int64_t, int64_t>> optimizer,
            std::vector<int64_t> step_starts)
-      : labels_(std::move(labels)), optimizer_(std::move(optimizer)), steps_(std::move(step_starts)) {
+      : labels_(std::move(labels)),
+        optimizer_(std::move(optimizer)),
+        steps_(std::move(step_starts)) {
     std::sort(labels_.begin(), labels_.end(),
               [](const LabelRange& a, const LabelRange& b) { return a.start_ns < b.start_ns; });
     // Unit changes: a unit's pre-hook ends → its compute runs; its post-hook starts → back to
     // the enclosing unit. Kept as a stack so nested units (blocks inside the root) resolve.
-    struct Change { int64_t t; bool push; std::string unit; };
+    struct Change {
+      int64_t t;
+      bool push;
+      std::string unit;
+    };
     std::vector<Change> changes;
     for (const auto& r : labels_) {
       const Label& l = r.label;
       if (!l.has_unit) continue;
-      if (l.kind == "pre_forward" || l.kind == "pre_backward") changes.push_back({r.end_ns, true, l.unit});
-      if (l.kind == "post_forward" || StartsWith(l.kind, "post_backward")) changes.push_back({r.start_ns, false, l.unit});
-      if (l.kind == "pre_backward" && (backward_starts_.empty() || !SameStep(backward_starts_.back(), r.start_ns))) {
+      if (l.kind == "pre_forward" || l.kind == "pre_backward")
+        changes.push_back({r.end_ns, true, l.unit});
+      if (l.kind == "post_forward" || StartsWith(l.kind, "post_backward"))
+        changes.push_back({r.start_ns, false, l.unit});
+      if (l.kind == "pre_backward" &&
+          (backward_starts_.empty() || !SameStep(backward_starts_.back(), r.start_ns))) {
         backward_starts_.push_back(r.start_ns);
       }
     }
-    std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.t < b.t; });
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const Change& a, const Change& b) { return a.t < b.t; });
     std::vector<std::string> stack;
     for (const auto& c : changes) {
       if (c.push) {
@@ -128,8 +139,9 @@ class Timeline {
     return "fwd";
   }
   std::string Unit(int64_t t) const {
-    auto it = std::upper_bound(segments_.begin(), segments_.end(), t,
-                               [](int64_t v, const std::pair<int64_t, std::string>& s) { return v < s.first; });
+    auto it = std::upper_bound(
+        segments_.begin(), segments_.end(), t,
+        [](int64_t v, const std::pair<int64_t, std::string>& s) { return v < s.first; });
     if (it == segments_.begin()) return "root";
     return std::prev(it)->second;
   }
@@ -156,7 +168,9 @@ class Timeline {
 
  private:
   bool SameStep(int64_t a, int64_t b) const {
-    auto step = [&](int64_t t) { return std::upper_bound(steps_.begin(), steps_.end(), t) - steps_.begin(); };
+    auto step = [&](int64_t t) {
+      return std::upper_bound(steps_.begin(), steps_.end(), t) - steps_.begin();
+    };
     return step(a) == step(b);
   }
   std::vector<LabelRange> labels_;
@@ -170,7 +184,8 @@ class Timeline {
 
 int64_t KinetoSink::Id(const RawValue& v) {
   if (v.type == RawValue::Type::kInt) return v.i;
-  auto [it, inserted] = string_ids_.try_emplace(v.ToJsonText(), -1 - static_cast<int64_t>(string_ids_.size()));
+  auto [it, inserted] =
+      string_ids_.try_emplace(v.ToJsonText(), -1 - static_cast<int64_t>(string_ids_.size()));
   return it->second;
 }
 
@@ -183,7 +198,8 @@ Status KinetoSink::OnTopLevel(const std::string& key, const std::string& json_te
   if (key == "distributedInfo") {
     const auto j = nlohmann::json::parse(json_text, nullptr, false);
     if (j.is_object() && j.contains("rank")) {
-      if (!j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0 || j["rank"].get<int64_t>() > INT32_MAX) {
+      if (!j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0 ||
+          j["rank"].get<int64_t>() > INT32_MAX) {
         return InvalidInput(source_ + ": distributedInfo.rank: expected an integer ≥ 0");
       }
       rank_ = j["rank"].get<int>();
@@ -200,7 +216,8 @@ Status KinetoSink::OnTopLevel(const std::string& key, const std::string& json_te
 Status KinetoSink::OnEvent(const RawEvent& e) {
   ++trace_->import.events_read;
   if (e.ph.type != RawValue::Type::kString || e.ph.text.empty()) {
-    return InvalidInput(FieldPath(source_, e.index, "ph") + ": expected a string, got " + std::string(e.ph.TypeName()));
+    return InvalidInput(FieldPath(source_, e.index, "ph") + ": expected a string, got " +
+                        std::string(e.ph.TypeName()));
   }
   const std::string cat = e.cat.type == RawValue::Type::kString ? e.cat.text : std::string();
   const char ph = e.ph.text[0];
@@ -212,18 +229,23 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
     MemorySample m;
     int64_t ns = 0;
     if (!RawToNs(e.ts, &ns)) {
-      return InvalidInput(FieldPath(source_, e.index, "ts") + ": expected a number of microseconds");
+      return InvalidInput(FieldPath(source_, e.index, "ts") +
+                          ": expected a number of microseconds");
     }
     m.time_ns = ns;
     auto arg_int = [&](std::string_view key, int64_t* out) -> Status {
       const RawArg* a = e.FindArg(key);
       if (a == nullptr) return Status::Ok();
       if (!a->value.is_number()) {
-        return InvalidInput(FieldPath(source_, e.index, "args." + std::string(key)) + ": expected a number");
+        return InvalidInput(FieldPath(source_, e.index, "args." + std::string(key)) +
+                            ": expected a number");
       }
-      const double d = a->value.type == RawValue::Type::kInt ? static_cast<double>(a->value.i) : a->value.d;
-      if (!(d >= -static_cast<double>(kMaxTraceBytes) && d <= static_cast<double>(kMaxTraceBytes))) {
-        return InvalidInput(FieldPath(source_, e.index, "args." + std::string(key)) + ": expected a byte count within ±2^60");
+      const double d =
+          a->value.type == RawValue::Type::kInt ? static_cast<double>(a->value.i) : a->value.d;
+      if (!(d >= -static_cast<double>(kMaxTraceBytes) &&
+            d <= static_cast<double>(kMaxTraceBytes))) {
+        return InvalidInput(FieldPath(source_, e.index, "args." + std::string(key)) +
+                            ": expected a byte count within ±2^60");
       }
       *out = a->value.type == RawValue::Type::kInt ? a->value.i : static_cast<int64_t>(d);
       return Status::Ok();
@@ -239,14 +261,17 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
     return Status::Ok();
   }
   if (e.name.type != RawValue::Type::kString) {
-    return InvalidInput(FieldPath(source_, e.index, "name") + ": expected a string, got " + std::string(e.name.TypeName()));
+    return InvalidInput(FieldPath(source_, e.index, "name") + ": expected a string, got " +
+                        std::string(e.name.TypeName()));
   }
   Event ev;
   if (!RawToNs(e.ts, &ev.start_ns)) {
-    return InvalidInput(FieldPath(source_, e.index, "ts") + ": expected a number of microseconds, got " + std::string(e.ts.TypeName()));
+    return InvalidInput(FieldPath(source_, e.index, "ts") +
+                        ": expected a number of microseconds, got " + std::string(e.ts.TypeName()));
   }
   if (!RawToNs(e.dur, &ev.dur_ns) || ev.dur_ns < 0) {
-    return InvalidInput(FieldPath(source_, e.index, "dur") + ": expected a duration ≥ 0 in microseconds");
+    return InvalidInput(FieldPath(source_, e.index, "dur") +
+                        ": expected a duration ≥ 0 in microseconds");
   }
   if (ev.start_ns > INT64_MAX - ev.dur_ns) {
     return InvalidInput(FieldPath(source_, e.index, "dur") + ": ts + dur overflows");
@@ -259,10 +284,12 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
     return Status::Ok();
   }
   ev.name = trace_->strings.Intern(e.name.text);
-  if (const RawArg* a = e.FindArg("correlation"); a != nullptr && a->value.type == RawValue::Type::kInt) {
+  if (const RawArg* a = e.FindArg("correlation");
+      a != nullptr && a->value.type == RawValue::Type::kInt) {
     ev.correlation = a->value.i;
   }
-  if (const RawArg* a = e.FindArg("stream"); a != nullptr && a->value.type == RawValue::Type::kInt) {
+  if (const RawArg* a = e.FindArg("stream");
+      a != nullptr && a->value.type == RawValue::Type::kInt) {
     ev.stream = a->value.i;
   } else {
     ev.stream = ev.tid;
@@ -290,8 +317,9 @@ Status KinetoSink::Finish() {
     if (e.cat == Cat::kCpuOp) ++cpu_ops[{e.pid, e.tid}];
   }
   if (!main_found && !cpu_ops.empty()) {
-    main = std::max_element(cpu_ops.begin(), cpu_ops.end(),
-                            [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    main = std::max_element(cpu_ops.begin(), cpu_ops.end(), [](const auto& a, const auto& b) {
+             return a.second < b.second;
+           })->first;
   }
   auto on_main = [&](const Event& e) { return e.pid == main.first && e.tid == main.second; };
 
@@ -309,7 +337,9 @@ Status KinetoSink::Finish() {
       steps.push_back(e.start_ns);
       Marker& m = t.AddMarker(rank_, e.start_ns, "step_begin");
       const std::string n(name.substr(13));
-      if (!n.empty() && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }) && n.size() < 18) {
+      if (!n.empty() &&
+          std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+          n.size() < 18) {
         t.SetExtraArgs(m, {{"step", std::stoll(n)}});
       }
       ++t.import.markers;
@@ -340,7 +370,8 @@ Status KinetoSink::Finish() {
     }
     for (const Event& e : events_) {
       if (e.cat != Cat::kKernel && e.cat != Cat::kMemcpy && e.cat != Cat::kMemset) {
-        if (e.cat == Cat::kGpuUserAnnotation || e.cat == Cat::kRuntime) Unknown(e.cat == Cat::kRuntime ? "cuda_runtime" : "gpu_user_annotation");
+        if (e.cat == Cat::kGpuUserAnnotation || e.cat == Cat::kRuntime)
+          Unknown(e.cat == Cat::kRuntime ? "cuda_runtime" : "gpu_user_annotation");
         continue;
       }
       const std::string_view name = t.Str(e.name);
@@ -360,7 +391,8 @@ Status KinetoSink::Finish() {
       add(e, lane, cpu_time, lane == kLaneCompute ? "compute" : what_of(lane));
     }
     for (const Event& e : events_) {
-      if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation) Unknown(e.cat == Cat::kCpuOp ? "cpu_op (GPU trace)" : "user_annotation");
+      if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation)
+        Unknown(e.cat == Cat::kCpuOp ? "cpu_op (GPU trace)" : "user_annotation");
     }
   } else {
     // CPU run: collectives issued by c10d ops on the main thread, executed as gloo ranges on
@@ -368,10 +400,12 @@ Status KinetoSink::Finish() {
     std::vector<const Event*> issues, works, main_ops;
     for (const Event& e : events_) {
       const std::string_view name = t.Str(e.name);
-      if (on_main(e) && e.cat == Cat::kCpuOp && StartsWith(name, "c10d::") && CollectiveLane(name) != 0) {
+      if (on_main(e) && e.cat == Cat::kCpuOp && StartsWith(name, "c10d::") &&
+          CollectiveLane(name) != 0) {
         issues.push_back(&e);
       }
-      if (!on_main(e) && e.cat == Cat::kUserAnnotation && (StartsWith(name, "gloo:") || StartsWith(name, "nccl:"))) {
+      if (!on_main(e) && e.cat == Cat::kUserAnnotation &&
+          (StartsWith(name, "gloo:") || StartsWith(name, "nccl:"))) {
         works.push_back(&e);
       }
       if (on_main(e) && e.cat == Cat::kCpuOp) main_ops.push_back(&e);
@@ -403,15 +437,18 @@ Status KinetoSink::Finish() {
     }
     t.import.unknown_by_name["cpu_op nested (inside a kept op)"] += nested;
     t.import.unknown_events += nested;
-    const int64_t other = static_cast<int64_t>(events_.size()) - static_cast<int64_t>(works.size()) -
+    const int64_t other = static_cast<int64_t>(events_.size()) -
+                          static_cast<int64_t>(works.size()) -
                           static_cast<int64_t>(main_ops.size());
     t.import.unknown_by_name["other cpu ranges (annotations, worker-thread ops)"] += other;
     t.import.unknown_events += other;
   }
 
   // Memory: the GPU's allocator when present, else the CPU's.
-  const bool gpu_memory = std::any_of(memory_.begin(), memory_.end(), [](const MemorySample& m) { return m.device_type != 0; });
-  std::sort(memory_.begin(), memory_.end(), [](const MemorySample& a, const MemorySample& b) { return a.time_ns < b.time_ns; });
+  const bool gpu_memory = std::any_of(memory_.begin(), memory_.end(),
+                                      [](const MemorySample& m) { return m.device_type != 0; });
+  std::sort(memory_.begin(), memory_.end(),
+            [](const MemorySample& a, const MemorySample& b) { return a.time_ns < b.time_ns; });
   int64_t last_alloc = -1, last_reserved = -1;
   for (const MemorySample& m : memory_) {
     if ((m.device_type != 0) != gpu_memory) continue;

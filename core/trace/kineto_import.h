@@ -39,8 +39,16 @@ class KinetoSink : public RawEventSink {
   // Builds the trace from what was collected.
   Status Finish();
 
-  enum class Cat : uint8_t { kCpuOp, kUserAnnotation, kGpuUserAnnotation, kKernel, kMemcpy,
-                             kMemset, kRuntime, kOther };
+  enum class Cat : uint8_t {
+    kCpuOp,
+    kUserAnnotation,
+    kGpuUserAnnotation,
+    kKernel,
+    kMemcpy,
+    kMemset,
+    kRuntime,
+    kOther
+  };
   struct Event {
     int64_t start_ns = 0;
     int64_t dur_ns = 0;

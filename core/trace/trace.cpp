@@ -8,14 +8,22 @@ namespace shardscope {
 
 std::string_view TraceLaneName(int lane) {
   switch (lane) {
-    case kLaneCompute: return "compute";
-    case kLaneAllGather: return "all_gather";
-    case kLaneReduceScatter: return "reduce_scatter";
-    case kLaneAllReduce: return "all_reduce";
-    case kLaneH2D: return "h2d";
-    case kLaneD2H: return "d2h";
-    case kLaneP2P: return "p2p";
-    default: return "";
+    case kLaneCompute:
+      return "compute";
+    case kLaneAllGather:
+      return "all_gather";
+    case kLaneReduceScatter:
+      return "reduce_scatter";
+    case kLaneAllReduce:
+      return "all_reduce";
+    case kLaneH2D:
+      return "h2d";
+    case kLaneD2H:
+      return "d2h";
+    case kLaneP2P:
+      return "p2p";
+    default:
+      return "";
   }
 }
 

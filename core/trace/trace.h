@@ -29,13 +29,12 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace shardscope {
 
@@ -90,14 +89,14 @@ constexpr uint32_t kNoArgs = 0xFFFFFFFFu;
 struct WorkEvent {
   int64_t start_ns = 0;
   int64_t dur_ns = 0;
-  int64_t bytes = 0;        // collectives: nccl-tests size; copies: bytes moved
-  double flops = 0;         // compute events
-  double busbw_gbps = 0;    // collectives: bus bandwidth achieved (GB/s, nccl-tests definition)
-  StrId name = kEmptyStr;   // display name; collectives begin with "nccl"
-  StrId op_id = kEmptyStr;  // stable key, e.g. "fwd/model.layers.3/all_gather"
-  int32_t rank = 0;         // trace pid
+  int64_t bytes = 0;            // collectives: nccl-tests size; copies: bytes moved
+  double flops = 0;             // compute events
+  double busbw_gbps = 0;        // collectives: bus bandwidth achieved (GB/s, nccl-tests definition)
+  StrId name = kEmptyStr;       // display name; collectives begin with "nccl"
+  StrId op_id = kEmptyStr;      // stable key, e.g. "fwd/model.layers.3/all_gather"
+  int32_t rank = 0;             // trace pid
   int32_t lane = kLaneCompute;  // trace tid
-  int32_t group_size = 0;   // collectives: ranks in the process group
+  int32_t group_size = 0;       // collectives: ranks in the process group
   uint32_t extra_args = kNoArgs;  // index into Trace::extra_args
   int64_t end_ns() const { return start_ns + dur_ns; }
 };
@@ -123,27 +122,27 @@ struct Marker {
 // The top-level `metadata` object (formats.md §3).
 struct TraceMetadata {
   std::string format = "shardscope-trace/1";
-  std::string kind = "predicted";       // "predicted" | "measured"
-  std::string tool_version;             // e.g. "shardscope 0.1.0"
-  nlohmann::json scenario;              // the resolved scenario (null when unknown)
-  nlohmann::json summary;               // the summary of formats.md §2 (null when unknown)
-  nlohmann::json device;                // GPU / host description (null when unknown)
-  nlohmann::json library_versions;      // {"torch": "...", "nccl": "...", ...}
+  std::string kind = "predicted";   // "predicted" | "measured"
+  std::string tool_version;         // e.g. "shardscope 0.1.0"
+  nlohmann::json scenario;          // the resolved scenario (null when unknown)
+  nlohmann::json summary;           // the summary of formats.md §2 (null when unknown)
+  nlohmann::json device;            // GPU / host description (null when unknown)
+  nlohmann::json library_versions;  // {"torch": "...", "nccl": "...", ...}
   nlohmann::json extra = nlohmann::json::object();  // any other metadata keys, kept as read
 };
 
 // What a reader did with its input; empty for traces built in memory.
 struct ImportReport {
-  std::string source;                   // "shardscope" | "kineto"
-  std::string path;                     // file read
-  int64_t events_read = 0;              // entries of traceEvents
-  int64_t work_events = 0;              // became WorkEvents
+  std::string source;       // "shardscope" | "kineto"
+  std::string path;         // file read
+  int64_t events_read = 0;  // entries of traceEvents
+  int64_t work_events = 0;  // became WorkEvents
   int64_t counter_samples = 0;
   int64_t markers = 0;
-  int64_t unit_labels = 0;              // Kineto: FSDP record_function ranges used for op_ids
-  int64_t unknown_events = 0;           // kept out of the model (counted by name below)
+  int64_t unit_labels = 0;     // Kineto: FSDP record_function ranges used for op_ids
+  int64_t unknown_events = 0;  // kept out of the model (counted by name below)
   std::map<std::string, int64_t> unknown_by_name;  // name (or "ph=<c> cat=<cat>") → count
-  std::vector<std::string> problems;    // non-fatal format problems (check-trace lists them)
+  std::vector<std::string> problems;  // non-fatal format problems (check-trace lists them)
 };
 
 // All ranks of one run. Events are kept in the order they were added or read; SortEvents()
@@ -167,8 +166,8 @@ struct Trace {
   // Adds one counter sample of the "memory" counter (the only counter formats.md names).
   void AddCounter(int rank, int64_t time_ns, std::string_view key, int64_t value);
   // Adds one counter sample of any counter.
-  void AddCounterSample(int rank, int64_t time_ns, std::string_view counter,
-                        std::string_view key, int64_t value);
+  void AddCounterSample(int rank, int64_t time_ns, std::string_view counter, std::string_view key,
+                        int64_t value);
   // Adds an instant marker.
   Marker& AddMarker(int rank, int64_t time_ns, std::string_view name);
   // Attaches extra args (a JSON object; other keys than the model's fields) to an event.

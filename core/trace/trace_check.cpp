@@ -1,10 +1,10 @@
 #include "core/trace/trace_check.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "core/trace/trace_io.h"
 
@@ -24,7 +24,8 @@ std::vector<std::string> CheckTrace(const Trace& trace) {
           "{}: rank {} lane {} ({}): \"{}\" [{}] at {} µs starts before \"{}\" [{}] ends at {} µs "
           "(events must not overlap within a lane)",
           src, e.rank, e.lane, TraceLaneName(e.lane), trace.Str(e.name), trace.Str(e.op_id),
-          FormatNsAsUs(e.start_ns), trace.Str(p.name), trace.Str(p.op_id), FormatNsAsUs(p.end_ns())));
+          FormatNsAsUs(e.start_ns), trace.Str(p.name), trace.Str(p.op_id),
+          FormatNsAsUs(p.end_ns())));
     }
   }
 
@@ -45,12 +46,14 @@ std::vector<std::string> CheckTrace(const Trace& trace) {
     if (e.op_id == kEmptyStr) continue;
     int64_t step = 0;
     if (auto it = begins.find(e.rank); it != begins.end()) {
-      step = std::upper_bound(it->second.begin(), it->second.end(), e.start_ns) - it->second.begin();
+      step =
+          std::upper_bound(it->second.begin(), it->second.end(), e.start_ns) - it->second.begin();
     }
     auto [pos, inserted] = first.try_emplace({e.rank, step, e.op_id}, Seen{e.start_ns, e.lane});
     if (!inserted) {
       problems.push_back(fmt::format(
-          "{}: rank {}: op_id \"{}\" appears again at {} µs on lane {} (first at {} µs on lane {}); "
+          "{}: rank {}: op_id \"{}\" appears again at {} µs on lane {} (first at {} µs on lane "
+          "{}); "
           "op_ids must be unique per rank and step",
           src, e.rank, trace.Str(e.op_id), FormatNsAsUs(e.start_ns), TraceLaneName(e.lane),
           FormatNsAsUs(pos->second.start_ns), TraceLaneName(pos->second.lane)));

@@ -1,12 +1,11 @@
 #include "core/trace/trace_diff.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 #include <functional>
-#include <unordered_map>
-
-#include <fmt/format.h>
+#include <tuple>
 
 #include "core/trace/trace_stats.h"
 
@@ -25,7 +24,8 @@ namespace {
 // do not produce a gigabyte of text.
 constexpr size_t kMaxListed = 1000;
 
-void Note(std::vector<std::string>* list, int64_t* count, const std::function<std::string()>& text) {
+void Note(std::vector<std::string>* list, int64_t* count,
+          const std::function<std::string()>& text) {
   ++*count;
   if (list->size() < kMaxListed) list->push_back(text());
 }
@@ -33,7 +33,8 @@ void Note(std::vector<std::string>* list, int64_t* count, const std::function<st
 double Allowed(const Tolerance& t, double a, double b) {
   double allowed = -1;
   if (t.absolute >= 0) allowed = t.absolute;
-  if (t.relative >= 0) allowed = std::max(allowed, t.relative * std::max(std::fabs(a), std::fabs(b)));
+  if (t.relative >= 0)
+    allowed = std::max(allowed, t.relative * std::max(std::fabs(a), std::fabs(b)));
   return allowed;
 }
 
@@ -66,59 +67,66 @@ MetricDelta Compare(std::string metric, std::string unit, double a, double b, co
 }
 
 void SortByImpact(std::vector<MetricDelta>* metrics) {
-  std::stable_sort(metrics->begin(), metrics->end(), [](const MetricDelta& x, const MetricDelta& y) {
-    if (x.over != y.over) return x.over;
-    return x.impact > y.impact;
-  });
+  std::stable_sort(metrics->begin(), metrics->end(),
+                   [](const MetricDelta& x, const MetricDelta& y) {
+                     if (x.over != y.over) return x.over;
+                     return x.impact > y.impact;
+                   });
 }
 
-// Key of an op: (rank, lane or -1 when joined on op_id, string id in A's table, occurrence).
+// Key of an op: (rank, lane or -1 when joined on op_id, string id in A's table), plus its
+// occurrence among events with that key (in event order) and the event's index.
 struct OpKey {
   int32_t rank;
   int32_t lane;
   StrId id;
   uint32_t occurrence;
-  bool operator==(const OpKey&) const = default;
+  uint32_t index;
 };
-struct OpKeyHash {
-  size_t operator()(const OpKey& k) const {
-    uint64_t h = static_cast<uint32_t>(k.rank);
-    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.lane);
-    h = h * 0x9E3779B97F4A7C15ull ^ k.id;
-    h = h * 0x9E3779B97F4A7C15ull ^ k.occurrence;
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
-};
+bool KeyLess(const OpKey& x, const OpKey& y) {
+  return std::tie(x.rank, x.lane, x.id, x.occurrence) <
+         std::tie(y.rank, y.lane, y.id, y.occurrence);
+}
 
-// Keys for every event of `t`, with string ids translated into `ids_of` (A's table). Strings
-// that A lacks get ids past A's table so they never collide.
-std::vector<OpKey> Keys(const Trace& t, const Trace& ids_of) {
+// Keys for every event of `t`, sorted, with string ids translated into `ids_of` (A's table).
+// Strings that A lacks get ids past A's table so they never collide. Sorting instead of
+// hashing: a million-node hash map costs more than two sorts.
+std::vector<OpKey> SortedKeys(const Trace& t, const Trace& ids_of) {
   std::vector<StrId> translate(t.strings.size());
   StrId next = static_cast<StrId>(ids_of.strings.size());
   for (StrId i = 0; i < t.strings.size(); ++i) {
     StrId id = 0;
     translate[i] = ids_of.strings.Find(t.strings.Get(i), &id) ? id : next++;
   }
-  std::unordered_map<OpKey, uint32_t, OpKeyHash> seen;
-  seen.reserve(t.events.size());
   std::vector<OpKey> keys;
   keys.reserve(t.events.size());
-  for (const WorkEvent& e : t.events) {
-    OpKey k{e.rank, e.op_id != kEmptyStr ? -1 : e.lane, translate[e.op_id != kEmptyStr ? e.op_id : e.name], 0};
-    k.occurrence = seen[k]++;
-    keys.push_back(k);
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    const WorkEvent& e = t.events[i];
+    keys.push_back({e.rank, e.op_id != kEmptyStr ? -1 : e.lane,
+                    translate[e.op_id != kEmptyStr ? e.op_id : e.name], 0,
+                    static_cast<uint32_t>(i)});
+  }
+  // Occurrence = rank among equal keys in event order (index breaks the tie).
+  std::sort(keys.begin(), keys.end(), [](const OpKey& x, const OpKey& y) {
+    return std::tie(x.rank, x.lane, x.id, x.index) < std::tie(y.rank, y.lane, y.id, y.index);
+  });
+  for (size_t k = 1; k < keys.size(); ++k) {
+    const OpKey& p = keys[k - 1];
+    OpKey& q = keys[k];
+    if (p.rank == q.rank && p.lane == q.lane && p.id == q.id) q.occurrence = p.occurrence + 1;
   }
   return keys;
 }
 
 std::string Describe(const Trace& t, const WorkEvent& e) {
   return fmt::format("rank {} {}: {} ({})", e.rank, TraceLaneName(e.lane),
-                     e.op_id != kEmptyStr ? t.Str(e.op_id) : std::string_view("no op_id"), t.Str(e.name));
+                     e.op_id != kEmptyStr ? t.Str(e.op_id) : std::string_view("no op_id"),
+                     t.Str(e.name));
 }
 
 // Indices (into `seq`) outside one longest increasing subsequence of `seq`.
 std::vector<size_t> OutsideLis(const std::vector<int64_t>& seq) {
-  std::vector<size_t> tails;   // index into seq of the smallest tail of each length
+  std::vector<size_t> tails;  // index into seq of the smallest tail of each length
   std::vector<int64_t> prev(seq.size(), -1);
   for (size_t i = 0; i < seq.size(); ++i) {
     auto it = std::lower_bound(tails.begin(), tails.end(), seq[i],
@@ -131,7 +139,8 @@ std::vector<size_t> OutsideLis(const std::vector<int64_t>& seq) {
     }
   }
   std::vector<bool> in(seq.size(), false);
-  for (int64_t i = tails.empty() ? -1 : static_cast<int64_t>(tails.back()); i >= 0; i = prev[i]) in[i] = true;
+  for (int64_t i = tails.empty() ? -1 : static_cast<int64_t>(tails.back()); i >= 0; i = prev[i])
+    in[i] = true;
   std::vector<size_t> out;
   for (size_t i = 0; i < seq.size(); ++i) {
     if (!in[i]) out.push_back(i);
@@ -151,8 +160,9 @@ Tolerances DefaultTolerances() {
 Result<Tolerances> ParseTolerances(std::string_view spec) {
   Tolerances tol = DefaultTolerances();
   static const std::vector<std::pair<std::string_view, double>> kUnits = {
-      {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
+      {"ns", 1},   {"us", 1e3},     {"ms", 1e6},        {"s", 1e9},
+      {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9}};
   size_t pos = 0;
   while (pos <= spec.size() && !spec.empty()) {
     size_t comma = spec.find(',', pos);
@@ -165,17 +175,21 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
     }
     const size_t eq = item.find('=');
     const std::string name(item.substr(0, eq));
-    if (eq == std::string_view::npos || (name != "step_time" && name != "exposed_comm" &&
-                                         name != "compute" && name != "peak_memory" && name != "op")) {
-      return InvalidInput(fmt::format("--tol: \"{}\": expected metric=value with metric one of step_time, "
-                                      "exposed_comm, compute, peak_memory, op", item));
+    if (eq == std::string_view::npos ||
+        (name != "step_time" && name != "exposed_comm" && name != "compute" &&
+         name != "peak_memory" && name != "op")) {
+      return InvalidInput(
+          fmt::format("--tol: \"{}\": expected metric=value with metric one of step_time, "
+                      "exposed_comm, compute, peak_memory, op",
+                      item));
     }
     const std::string value(item.substr(eq + 1));
     char* end = nullptr;
     const double number = std::strtod(value.c_str(), &end);
     const std::string unit(end);
     if (end == value.c_str() || !std::isfinite(number) || number < 0) {
-      return InvalidInput(fmt::format("--tol: \"{}\": expected a number ≥ 0 with % or a unit", item));
+      return InvalidInput(
+          fmt::format("--tol: \"{}\": expected a number ≥ 0 with % or a unit", item));
     }
     if (unit == "%") {
       tol[name] = Make(number / 100.0, -1, value);
@@ -185,8 +199,10 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
         if (unit == u) scale = s;
       }
       if (scale < 0) {
-        return InvalidInput(fmt::format("--tol: \"{}\": unknown unit \"{}\" (expected %, ns, us, ms, s, B, "
-                                        "KiB, MiB, GiB, KB, MB, GB)", item, unit));
+        return InvalidInput(
+            fmt::format("--tol: \"{}\": unknown unit \"{}\" (expected %, ns, us, ms, s, B, "
+                        "KiB, MiB, GiB, KB, MB, GB)",
+                        item, unit));
       }
       tol[name] = Make(-1, number * scale, value);
     }
@@ -199,23 +215,28 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
   DiffReport r;
   r.ops_a = static_cast<int64_t>(a.events.size());
   r.ops_b = static_cast<int64_t>(b.events.size());
-  const std::vector<OpKey> keys_a = Keys(a, a);
-  const std::vector<OpKey> keys_b = Keys(b, a);
-  std::unordered_map<OpKey, size_t, OpKeyHash> index_b;
-  index_b.reserve(keys_b.size());
-  for (size_t i = 0; i < keys_b.size(); ++i) index_b.emplace(keys_b[i], i);
-  std::vector<int64_t> match_of_a(keys_a.size(), -1);
-  std::vector<bool> b_matched(keys_b.size(), false);
-  for (size_t i = 0; i < keys_a.size(); ++i) {
-    auto it = index_b.find(keys_a[i]);
-    if (it == index_b.end()) {
-      Note(&r.removed, &r.removed_count, [&] { return Describe(a, a.events[i]); });
-      continue;
+  const std::vector<OpKey> keys_a = SortedKeys(a, a);
+  const std::vector<OpKey> keys_b = SortedKeys(b, a);
+  std::vector<int64_t> match_of_a(a.events.size(), -1);
+  std::vector<bool> b_matched(b.events.size(), false);
+  size_t ia = 0, ib = 0;
+  while (ia < keys_a.size()) {
+    if (ib < keys_b.size() && KeyLess(keys_b[ib], keys_a[ia])) {
+      ++ib;
+    } else if (ib < keys_b.size() && !KeyLess(keys_a[ia], keys_b[ib])) {
+      match_of_a[keys_a[ia].index] = keys_b[ib].index;
+      b_matched[keys_b[ib].index] = true;
+      ++ia;
+      ++ib;
+    } else {
+      ++ia;
     }
-    match_of_a[i] = static_cast<int64_t>(it->second);
-    b_matched[it->second] = true;
   }
-  for (size_t j = 0; j < keys_b.size(); ++j) {
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    if (match_of_a[i] < 0)
+      Note(&r.removed, &r.removed_count, [&] { return Describe(a, a.events[i]); });
+  }
+  for (size_t j = 0; j < b.events.size(); ++j) {
     if (!b_matched[j]) Note(&r.added, &r.added_count, [&] { return Describe(b, b.events[j]); });
   }
 
@@ -248,7 +269,8 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
         const WorkEvent& eb = b.events[static_cast<size_t>(match_of_a[i])];
         if (eb.lane != head.lane) {
           Note(&r.reordered, &r.reordered_count, [&] {
-            return Describe(a, a.events[i]) + fmt::format(" moved to lane {}", TraceLaneName(eb.lane));
+            return Describe(a, a.events[i]) +
+                   fmt::format(" moved to lane {}", TraceLaneName(eb.lane));
           });
         } else {
           seq.push_back(pos_b[static_cast<size_t>(match_of_a[i])]);
@@ -274,7 +296,8 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
                               static_cast<double>(sb.compute_ns), tolerances, "compute"));
   if (!sa.memory.empty() || !sb.memory.empty()) {
     r.metrics.push_back(Compare("peak_memory", "bytes", static_cast<double>(sa.peak_memory_bytes),
-                                static_cast<double>(sb.peak_memory_bytes), tolerances, "peak_memory"));
+                                static_cast<double>(sb.peak_memory_bytes), tolerances,
+                                "peak_memory"));
   }
   // Per-op durations: rank cheaply first, then describe only the most important ones.
   struct Candidate {
@@ -284,7 +307,7 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
   };
   std::vector<Candidate> candidates;
   const Tolerance* op_tol = tolerances.count("op") != 0 ? &tolerances.at("op") : nullptr;
-  for (size_t i = 0; i < keys_a.size(); ++i) {
+  for (size_t i = 0; i < a.events.size(); ++i) {
     if (match_of_a[i] < 0) continue;
     ++r.ops_matched;
     const double da = static_cast<double>(a.events[i].dur_ns);
@@ -293,13 +316,15 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
     const bool over = op_tol != nullptr && !op_tol->Allows(da, db);
     if (over) ++r.ops_over;
     const double allowed = op_tol != nullptr ? Allowed(*op_tol, da, db) : -1;
-    candidates.push_back({over, allowed > 0 ? std::fabs(db - da) / allowed : std::fabs(db - da), i});
+    candidates.push_back(
+        {over, allowed > 0 ? std::fabs(db - da) / allowed : std::fabs(db - da), i});
   }
   auto more_important = [](const Candidate& x, const Candidate& y) {
     return x.over != y.over ? x.over : x.impact > y.impact;
   };
   if (candidates.size() > kMaxListed) {
-    std::nth_element(candidates.begin(), candidates.begin() + kMaxListed, candidates.end(), more_important);
+    std::nth_element(candidates.begin(), candidates.begin() + kMaxListed, candidates.end(),
+                     more_important);
     candidates.resize(kMaxListed);
   }
   for (const Candidate& c : candidates) {
@@ -309,30 +334,43 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
                                 static_cast<double>(eb.dur_ns), tolerances, "op"));
   }
   SortByImpact(&r.metrics);
-  const bool metric_over = std::any_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
-  r.within_tolerance = !metric_over && r.added_count == 0 && r.removed_count == 0 && r.reordered_count == 0;
+  const bool metric_over =
+      std::any_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
+  r.within_tolerance =
+      !metric_over && r.added_count == 0 && r.removed_count == 0 && r.reordered_count == 0;
   return r;
 }
 
 Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b,
                                  const Tolerances& tolerances, const std::string& source_a,
                                  const std::string& source_b) {
-  struct Field { const char* key; const char* tol; const char* unit; double scale; };
+  struct Field {
+    const char* key;
+    const char* tol;
+    const char* unit;
+    double scale;
+  };
   // Seconds become ns and GiB become bytes so absolute tolerances ("50us", "1GiB") apply.
   static const Field kFields[] = {
-      {"step_time_s", "step_time", "ns", 1e9},       {"exposed_comm_s", "exposed_comm", "ns", 1e9},
-      {"compute_s", "compute", "ns", 1e9},           {"idle_s", "", "ns", 1e9},
-      {"overlap_ratio", "", "ratio", 1},             {"tokens_per_s_per_gpu", "", "tokens/s", 1},
-      {"tflops_per_gpu", "", "TFLOP/s", 1},          {"mfu", "", "ratio", 1},
+      {"step_time_s", "step_time", "ns", 1e9},
+      {"exposed_comm_s", "exposed_comm", "ns", 1e9},
+      {"compute_s", "compute", "ns", 1e9},
+      {"idle_s", "", "ns", 1e9},
+      {"overlap_ratio", "", "ratio", 1},
+      {"tokens_per_s_per_gpu", "", "tokens/s", 1},
+      {"tflops_per_gpu", "", "TFLOP/s", 1},
+      {"mfu", "", "ratio", 1},
       {"peak_memory_allocated_gib", "peak_memory", "bytes", 1073741824.0},
       {"peak_memory_reserved_gib", "peak_memory", "bytes", 1073741824.0}};
   for (const auto* j : {&a, &b}) {
     const std::string& src = j == &a ? source_a : source_b;
     if (!j->is_object()) return InvalidInput(src + ": expected a summary object (formats.md §2)");
-    if (!j->contains("step_time_s")) return InvalidInput(src + ": step_time_s: missing (expected a summary, formats.md §2)");
+    if (!j->contains("step_time_s"))
+      return InvalidInput(src + ": step_time_s: missing (expected a summary, formats.md §2)");
     for (const Field& f : kFields) {
       if (j->contains(f.key) && !(*j)[f.key].is_number()) {
-        return InvalidInput(fmt::format("{}: {}: expected a number, got {}", src, f.key, (*j)[f.key].dump()));
+        return InvalidInput(
+            fmt::format("{}: {}: expected a number, got {}", src, f.key, (*j)[f.key].dump()));
       }
     }
   }
@@ -355,14 +393,15 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
   if (ca.is_object() && cb.is_object()) {
     for (const auto& [k, v] : ca.items()) {
       if (cb.contains(k) && v.is_number() && cb[k].is_number()) {
-        r.metrics.push_back(Compare("comm_s." + k, "ns", v.get<double>() * 1e9, cb[k].get<double>() * 1e9,
-                                    tolerances, ""));
+        r.metrics.push_back(Compare("comm_s." + k, "ns", v.get<double>() * 1e9,
+                                    cb[k].get<double>() * 1e9, tolerances, ""));
       }
     }
   }
   SortByImpact(&r.metrics);
-  r.within_tolerance = r.added_count == 0 && r.removed_count == 0 &&
-                       std::none_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
+  r.within_tolerance =
+      r.added_count == 0 && r.removed_count == 0 &&
+      std::none_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
   return r;
 }
 
@@ -370,19 +409,30 @@ nlohmann::json DiffToJson(const DiffReport& report, size_t max_metrics) {
   using nlohmann::json;
   json j;
   j["within_tolerance"] = report.within_tolerance;
-  j["ops"] = {{"a", report.ops_a}, {"b", report.ops_b}, {"matched", report.ops_matched}, {"over_tolerance", report.ops_over}};
-  j["structural"] = {{"added", report.added}, {"removed", report.removed}, {"reordered", report.reordered},
-                     {"added_count", report.added_count}, {"removed_count", report.removed_count},
+  j["ops"] = {{"a", report.ops_a},
+              {"b", report.ops_b},
+              {"matched", report.ops_matched},
+              {"over_tolerance", report.ops_over}};
+  j["structural"] = {{"added", report.added},
+                     {"removed", report.removed},
+                     {"reordered", report.reordered},
+                     {"added_count", report.added_count},
+                     {"removed_count", report.removed_count},
                      {"reordered_count", report.reordered_count}};
   j["metrics"] = json::array();
   for (size_t i = 0; i < report.metrics.size() && i < max_metrics; ++i) {
     const MetricDelta& m = report.metrics[i];
-    j["metrics"].push_back({{"metric", m.metric}, {"unit", m.unit}, {"a", m.a}, {"b", m.b},
+    j["metrics"].push_back({{"metric", m.metric},
+                            {"unit", m.unit},
+                            {"a", m.a},
+                            {"b", m.b},
                             {"delta", m.b - m.a},
                             {"relative", m.a != 0 ? (m.b - m.a) / std::fabs(m.a) : 0.0},
-                            {"tolerance", m.tolerance}, {"over", m.over}});
+                            {"tolerance", m.tolerance},
+                            {"over", m.over}});
   }
-  j["metrics_left_out"] = report.metrics.size() > max_metrics ? report.metrics.size() - max_metrics : 0;
+  j["metrics_left_out"] =
+      report.metrics.size() > max_metrics ? report.metrics.size() - max_metrics : 0;
   return j;
 }
 

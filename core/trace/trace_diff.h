@@ -17,11 +17,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/trace/trace.h"
 #include "core/util/status.h"
@@ -29,9 +28,9 @@
 namespace shardscope {
 
 struct Tolerance {
-  double relative = -1;   // fraction of the larger magnitude (0.02 for "2%"); < 0: unused
-  double absolute = -1;   // in the metric's unit (ns or bytes); < 0: unused
-  std::string text;       // as given, for reports
+  double relative = -1;  // fraction of the larger magnitude (0.02 for "2%"); < 0: unused
+  double absolute = -1;  // in the metric's unit (ns or bytes); < 0: unused
+  std::string text;      // as given, for reports
   // True when |b − a| is within the limit.
   bool Allows(double a, double b) const;
 };
@@ -45,12 +44,12 @@ Tolerances DefaultTolerances();
 Result<Tolerances> ParseTolerances(std::string_view spec);
 
 struct MetricDelta {
-  std::string metric;     // "step_time", "op fwd/layers.0/all_gather (rank 0)", ...
-  std::string unit;       // "ns", "bytes", "ratio", ...
+  std::string metric;  // "step_time", "op fwd/layers.0/all_gather (rank 0)", ...
+  std::string unit;    // "ns", "bytes", "ratio", ...
   double a = 0, b = 0;
   std::string tolerance;  // "" when the metric has none
   bool over = false;
-  double impact = 0;      // |b − a| over the allowed difference (or |b − a| when none)
+  double impact = 0;  // |b − a| over the allowed difference (or |b − a| when none)
 };
 
 struct DiffReport {

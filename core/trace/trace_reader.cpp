@@ -1,8 +1,8 @@
 // Reads traces: our format (formats.md §3) and, through kineto_import, PyTorch profiler traces.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "core/trace/json_text.h"
 #include "core/trace/kineto_import.h"
@@ -90,7 +90,8 @@ class ShardscopeSink : public trace_internal::RawEventSink {
           Problem(fmt::format("metadata.format: expected \"{}\", got {}", kFormat, v.dump()));
         } else {
           m.format = v.get<std::string>();
-          if (m.format != kFormat) Problem(fmt::format("metadata.format: expected \"{}\", got \"{}\"", kFormat, m.format));
+          if (m.format != kFormat)
+            Problem(fmt::format("metadata.format: expected \"{}\", got \"{}\"", kFormat, m.format));
         }
       } else if (k == "kind") {
         kind_seen_ = true;
@@ -124,17 +125,22 @@ class ShardscopeSink : public trace_internal::RawEventSink {
   Status OnEvent(const RawEvent& e) override {
     ++trace_->import.events_read;
     if (e.ph.type != RawValue::Type::kString || e.ph.text.empty()) {
-      return InvalidInput(FieldPath(source_, e.index, "ph") + ": expected a string such as \"X\", got " +
-                          std::string(e.ph.TypeName()));
+      return InvalidInput(FieldPath(source_, e.index, "ph") +
+                          ": expected a string such as \"X\", got " + std::string(e.ph.TypeName()));
     }
     const char ph = e.ph.text[0];
-    if (e.args_not_object) return InvalidInput(FieldPath(source_, e.index, "args") + ": expected an object");
+    if (e.args_not_object)
+      return InvalidInput(FieldPath(source_, e.index, "args") + ": expected an object");
     switch (ph) {
-      case 'M': return OnMetadataEvent(e);
-      case 'X': return OnWork(e);
-      case 'C': return OnCounter(e);
+      case 'M':
+        return OnMetadataEvent(e);
+      case 'X':
+        return OnWork(e);
+      case 'C':
+        return OnCounter(e);
       case 'i':
-      case 'I': return OnMarker(e);
+      case 'I':
+        return OnMarker(e);
       default:
         Unknown(fmt::format("ph={}", e.ph.text));
         return Status::Ok();
@@ -144,7 +150,10 @@ class ShardscopeSink : public trace_internal::RawEventSink {
   // Checks what can only be checked at the end.
   void Finish() {
     if (!metadata_seen_) {
-      Problem(fmt::format("metadata: missing (expected an object with \"format\": \"{}\", \"kind\", \"tool_version\")", kFormat));
+      Problem(
+          fmt::format("metadata: missing (expected an object with \"format\": \"{}\", \"kind\", "
+                      "\"tool_version\")",
+                      kFormat));
       return;
     }
     if (!format_seen_) Problem(fmt::format("metadata.format: missing (expected \"{}\")", kFormat));
@@ -172,22 +181,26 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     int64_t pid = 0, tid = 0;
     SS_RETURN_IF_ERROR(Int(e, e.pid, "pid", &pid));
     if (e.tid.present()) SS_RETURN_IF_ERROR(Int(e, e.tid, "tid", &tid));
-    if (pid < 0 || pid > INT32_MAX) return InvalidInput(FieldPath(source_, e.index, "pid") + ": expected a rank ≥ 0");
-    if (tid < INT32_MIN || tid > INT32_MAX) return InvalidInput(FieldPath(source_, e.index, "tid") + ": out of range");
+    if (pid < 0 || pid > INT32_MAX)
+      return InvalidInput(FieldPath(source_, e.index, "pid") + ": expected a rank ≥ 0");
+    if (tid < INT32_MIN || tid > INT32_MAX)
+      return InvalidInput(FieldPath(source_, e.index, "tid") + ": out of range");
     *rank = static_cast<int>(pid);
     *lane = static_cast<int>(tid);
     return Status::Ok();
   }
   Status Time(const RawEvent& e, const RawValue& v, std::string_view field, int64_t* ns) {
     if (!RawToNs(v, ns)) {
-      return InvalidInput(FieldPath(source_, e.index, field) + ": expected a number of microseconds within ±2^61 ns, got " +
+      return InvalidInput(FieldPath(source_, e.index, field) +
+                          ": expected a number of microseconds within ±2^61 ns, got " +
                           (v.is_number() ? v.ToJsonText() : std::string(v.TypeName())));
     }
     return Status::Ok();
   }
   Status Name(const RawEvent& e, std::string_view* name) {
     if (e.name.type != RawValue::Type::kString) {
-      return InvalidInput(FieldPath(source_, e.index, "name") + ": expected a string, got " + std::string(e.name.TypeName()));
+      return InvalidInput(FieldPath(source_, e.index, "name") + ": expected a string, got " +
+                          std::string(e.name.TypeName()));
     }
     *name = e.name.text;
     return Status::Ok();
@@ -222,10 +235,13 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     int64_t start_ns = 0, dur_ns = 0;
     SS_RETURN_IF_ERROR(Time(e, e.ts, "ts", &start_ns));
     SS_RETURN_IF_ERROR(Time(e, e.dur, "dur", &dur_ns));
-    if (dur_ns < 0) return InvalidInput(FieldPath(source_, e.index, "dur") + ": expected a duration ≥ 0");
+    if (dur_ns < 0)
+      return InvalidInput(FieldPath(source_, e.index, "dur") + ": expected a duration ≥ 0");
     if (TraceLaneName(lane).empty()) {
-      Problem(fmt::format("traceEvents[{}].tid: unknown lane {} (expected 1 compute, 2 all_gather, "
-                          "3 reduce_scatter, 4 all_reduce, 5 h2d, 6 d2h, 7 p2p)", e.index, lane));
+      Problem(
+          fmt::format("traceEvents[{}].tid: unknown lane {} (expected 1 compute, 2 all_gather, "
+                      "3 reduce_scatter, 4 all_reduce, 5 h2d, 6 d2h, 7 p2p)",
+                      e.index, lane));
     }
     std::string_view op_id;
     const RawArg* op = e.FindArg("op_id");
@@ -245,19 +261,24 @@ class ShardscopeSink : public trace_internal::RawEventSink {
         int64_t v = 0;
         SS_RETURN_IF_ERROR(Int(e, a.value, "args." + a.key, &v));
         if (a.key == "bytes") {
-          if (v < 0 || v > trace_internal::kMaxTraceBytes) return InvalidInput(FieldPath(source_, e.index, "args.bytes") + ": expected a byte count in [0, 2^60]");
+          if (v < 0 || v > trace_internal::kMaxTraceBytes)
+            return InvalidInput(FieldPath(source_, e.index, "args.bytes") +
+                                ": expected a byte count in [0, 2^60]");
           w.bytes = v;
         } else {
-          if (v < 0 || v > INT32_MAX) return InvalidInput(FieldPath(source_, e.index, "args.group_size") + ": expected a count ≥ 0");
+          if (v < 0 || v > INT32_MAX)
+            return InvalidInput(FieldPath(source_, e.index, "args.group_size") +
+                                ": expected a count ≥ 0");
           w.group_size = static_cast<int32_t>(v);
         }
       } else if (a.key == "busbw_GBps" || a.key == "flops") {
         double v = 0;
         if (a.value.type == RawValue::Type::kNull) {
-          Problem(fmt::format("traceEvents[{}].args.{}: null (the writer had no finite value)", e.index, a.key));
+          Problem(fmt::format("traceEvents[{}].args.{}: null (the writer had no finite value)",
+                              e.index, a.key));
         } else if (!a.value.is_number()) {
-          return InvalidInput(FieldPath(source_, e.index, "args." + a.key) + ": expected a number, got " +
-                              std::string(a.value.TypeName()));
+          return InvalidInput(FieldPath(source_, e.index, "args." + a.key) +
+                              ": expected a number, got " + std::string(a.value.TypeName()));
         } else {
           v = a.value.d;
         }
@@ -289,10 +310,12 @@ class ShardscopeSink : public trace_internal::RawEventSink {
       int64_t v = 0;
       SS_RETURN_IF_ERROR(Int(e, a.value, "args." + a.key, &v));
       if (v < 0 || v > trace_internal::kMaxTraceBytes) {
-        return InvalidInput(FieldPath(source_, e.index, "args." + a.key) + ": expected a byte count in [0, 2^60]");
+        return InvalidInput(FieldPath(source_, e.index, "args." + a.key) +
+                            ": expected a byte count in [0, 2^60]");
       }
       if (a.key.size() < 6 || a.key.compare(a.key.size() - 6, 6, "_bytes") != 0) {
-        Problem(fmt::format("traceEvents[{}].args.{}: counter key must end in \"_bytes\"", e.index, a.key));
+        Problem(fmt::format("traceEvents[{}].args.{}: counter key must end in \"_bytes\"", e.index,
+                            a.key));
       }
       trace_->AddCounterSample(rank, time_ns, name, a.key, v);
       ++trace_->import.counter_samples;
@@ -336,8 +359,8 @@ class DispatchSink : public trace_internal::RawEventSink {
       : format_(format), ours_(source, trace), kineto_(source, trace) {}
 
   Status OnTopLevel(const std::string& key, const std::string& json_text, bool before) override {
-    if (before && (key == "schemaVersion" || key == "deviceProperties" || key == "distributedInfo" ||
-                   key == "baseTimeNanoseconds" || key == "trace_id")) {
+    if (before && (key == "schemaVersion" || key == "deviceProperties" ||
+                   key == "distributedInfo" || key == "baseTimeNanoseconds" || key == "trace_id")) {
       kineto_hint_ = true;
     }
     SS_RETURN_IF_ERROR(ours_.OnTopLevel(key, json_text, before));
@@ -349,7 +372,11 @@ class DispatchSink : public trace_internal::RawEventSink {
     }
     return format_ == TraceFormat::kKineto ? kineto_.OnEvent(e) : ours_.OnEvent(e);
   }
-  TraceFormat format() const { return format_ == TraceFormat::kAuto ? (kineto_hint_ ? TraceFormat::kKineto : TraceFormat::kShardscope) : format_; }
+  TraceFormat format() const {
+    return format_ == TraceFormat::kAuto
+               ? (kineto_hint_ ? TraceFormat::kKineto : TraceFormat::kShardscope)
+               : format_;
+  }
   ShardscopeSink& ours() { return ours_; }
   trace_internal::KinetoSink& kineto() { return kineto_; }
 

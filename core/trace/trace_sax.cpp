@@ -1,8 +1,8 @@
 #include "core/trace/trace_sax.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include "core/trace/json_scan.h"
 #include "core/trace/json_text.h"
@@ -13,11 +13,15 @@ namespace shardscope::trace_internal {
 std::string RawValue::ToJsonText() const {
   switch (type) {
     case Type::kAbsent:
-    case Type::kNull: return "null";
-    case Type::kBool: return b ? "true" : "false";
-    case Type::kInt: return fmt::format("{}", i);
+    case Type::kNull:
+      return "null";
+    case Type::kBool:
+      return b ? "true" : "false";
+    case Type::kInt:
+      return fmt::format("{}", i);
     case Type::kFloat:
-    case Type::kNested: return text;
+    case Type::kNested:
+      return text;
     case Type::kString: {
       std::string out;
       AppendJsonString(text, &out);
@@ -29,13 +33,20 @@ std::string RawValue::ToJsonText() const {
 
 std::string_view RawValue::TypeName() const {
   switch (type) {
-    case Type::kAbsent: return "nothing";
-    case Type::kNull: return "null";
-    case Type::kBool: return "a boolean";
-    case Type::kInt: return "an integer";
-    case Type::kFloat: return "a number";
-    case Type::kString: return "a string";
-    case Type::kNested: return (!text.empty() && text[0] == '[') ? "an array" : "an object";
+    case Type::kAbsent:
+      return "nothing";
+    case Type::kNull:
+      return "null";
+    case Type::kBool:
+      return "a boolean";
+    case Type::kInt:
+      return "an integer";
+    case Type::kFloat:
+      return "a number";
+    case Type::kString:
+      return "a string";
+    case Type::kNested:
+      return (!text.empty() && text[0] == '[') ? "an array" : "an object";
   }
   return "?";
 }
@@ -183,14 +194,17 @@ class Handler {
   }
 
   void ScanError(std::size_t position, const std::string& what) {
-    if (status_.ok()) status_ = InvalidInput(fmt::format("{}: not valid JSON at byte {}: {}", source_, position, what));
+    if (status_.ok())
+      status_ =
+          InvalidInput(fmt::format("{}: not valid JSON at byte {}: {}", source_, position, what));
   }
 
  private:
   // Where a scalar at the current position goes; nullptr (with status_) when it is misplaced.
   RawValue* Slot() {
     if (depth_ == 0) {
-      status_ = InvalidInput(source_ + ": expected a JSON object with \"traceEvents\" at the top level");
+      status_ =
+          InvalidInput(source_ + ": expected a JSON object with \"traceEvents\" at the top level");
       return nullptr;
     }
     if (depth_ == 1) {
@@ -202,7 +216,8 @@ class Handler {
       return &top_scalar_;
     }
     if (depth_ == 2) {  // an element of traceEvents that is not an object
-      status_ = InvalidInput(fmt::format("{}: traceEvents[{}]: expected an object", source_, next_index_));
+      status_ = InvalidInput(
+          fmt::format("{}: traceEvents[{}]: expected an object", source_, next_index_));
       return nullptr;
     }
     if (depth_ == 3) return EventField(field_);
@@ -256,7 +271,8 @@ class Handler {
     }
     if (depth_ == 0) {
       if (c != '{') {
-        status_ = InvalidInput(source_ + ": expected a JSON object with \"traceEvents\" at the top level");
+        status_ = InvalidInput(source_ +
+                               ": expected a JSON object with \"traceEvents\" at the top level");
         return false;
       }
       depth_ = 1;
@@ -277,7 +293,8 @@ class Handler {
     }
     if (depth_ == 2) {
       if (c != '{') {
-        status_ = InvalidInput(fmt::format("{}: traceEvents[{}]: expected an object", source_, next_index_));
+        status_ = InvalidInput(
+            fmt::format("{}: traceEvents[{}]: expected an object", source_, next_index_));
         return false;
       }
       ResetEvent();
@@ -334,8 +351,8 @@ class Handler {
 
   void ResetEvent() {
     event_.index = next_index_;
-    for (RawValue* v : {&event_.ph, &event_.name, &event_.cat, &event_.pid, &event_.tid,
-                        &event_.ts, &event_.dur, &event_.s, &event_.id}) {
+    for (RawValue* v : {&event_.ph, &event_.name, &event_.cat, &event_.pid, &event_.tid, &event_.ts,
+                        &event_.dur, &event_.s, &event_.id}) {
       v->type = RawValue::Type::kAbsent;
     }
     event_.num_args = 0;
@@ -367,7 +384,8 @@ Status ParseTraceEvents(std::string_view text, const std::string& source, RawEve
   const bool ok = ScanJson(text, &handler);
   if (!handler.status().ok()) return handler.status();
   if (!ok) return InvalidInput(source + ": not valid JSON");
-  if (!handler.saw_events()) return InvalidInput(source + ": traceEvents: missing (expected an array of events)");
+  if (!handler.saw_events())
+    return InvalidInput(source + ": traceEvents: missing (expected an array of events)");
   return Status::Ok();
 }
 

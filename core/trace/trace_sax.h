@@ -1,6 +1,6 @@
-// Streaming parse of a Chrome trace-event file (internal to core/trace). One SAX pass (json_scan.h) over the
-// text hands each `traceEvents` entry to a consumer as a flat RawEvent whose storage is reused,
-// so a million events never exist as a DOM. Number texts are kept, so `ts` converts to ns
+// Streaming parse of a Chrome trace-event file (internal to core/trace). One SAX pass (json_scan.h)
+// over the text hands each `traceEvents` entry to a consumer as a flat RawEvent whose storage is
+// reused, so a million events never exist as a DOM. Number texts are kept, so `ts` converts to ns
 // exactly. Every other top-level member is captured as JSON (metadata, distributedInfo, ...).
 //
 // Contents:
@@ -13,12 +13,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/status.h"
 
@@ -28,9 +27,9 @@ struct RawValue {
   enum class Type { kAbsent, kNull, kBool, kInt, kFloat, kString, kNested };
   Type type = Type::kAbsent;
   bool b = false;
-  int64_t i = 0;        // kInt (unsigned values above INT64_MAX become kFloat)
-  double d = 0;         // kFloat, and kInt as a double
-  std::string text;     // kString: the string; kFloat: the number text; kNested: JSON
+  int64_t i = 0;     // kInt (unsigned values above INT64_MAX become kFloat)
+  double d = 0;      // kFloat, and kInt as a double
+  std::string text;  // kString: the string; kFloat: the number text; kNested: JSON
 
   bool present() const { return type != Type::kAbsent; }
   bool is_number() const { return type == Type::kInt || type == Type::kFloat; }

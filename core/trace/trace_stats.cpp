@@ -1,9 +1,9 @@
 #include "core/trace/trace_stats.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 #include "core/trace/intervals.h"
 
@@ -44,7 +44,8 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
     return trace.strings.Find("step_begin", &id) ? id : kEmptyStr;
   }();
   for (const Marker& m : trace.markers) {
-    if (m.rank == rank && step_begin != kEmptyStr && m.name == step_begin) begins.push_back(m.time_ns);
+    if (m.rank == rank && step_begin != kEmptyStr && m.name == step_begin)
+      begins.push_back(m.time_ns);
   }
   std::sort(begins.begin(), begins.end());
   begins.erase(std::unique(begins.begin(), begins.end()), begins.end());
@@ -93,12 +94,14 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
     if (c.rank == rank) samples.push_back(&c);
   }
   if (samples.empty()) return;
-  std::stable_sort(samples.begin(), samples.end(),
-                   [](const CounterSample* a, const CounterSample* b) { return a->time_ns < b->time_ns; });
+  std::stable_sort(
+      samples.begin(), samples.end(),
+      [](const CounterSample* a, const CounterSample* b) { return a->time_ns < b->time_ns; });
   StrId allocated = kEmptyStr;
-  const bool has_allocated = trace.strings.Find("allocated_bytes", &allocated) &&
-                             std::any_of(samples.begin(), samples.end(),
-                                         [&](const CounterSample* c) { return c->key == allocated; });
+  const bool has_allocated =
+      trace.strings.Find("allocated_bytes", &allocated) &&
+      std::any_of(samples.begin(), samples.end(),
+                  [&](const CounterSample* c) { return c->key == allocated; });
   // Without allocated_bytes the peak is of the sum of the category series.
   StrId reserved = kEmptyStr;
   const bool has_reserved = trace.strings.Find("reserved_bytes", &reserved);
@@ -112,7 +115,8 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
   for (size_t i = 0; i < samples.size(); ++i) {
     const CounterSample* c = samples[i];
     int64_t& slot = current[c->key];
-    if (!has_allocated && !(has_reserved && c->key == reserved)) sum += static_cast<__int128>(c->value) - slot;
+    if (!has_allocated && !(has_reserved && c->key == reserved))
+      sum += static_cast<__int128>(c->value) - slot;
     slot = c->value;
     // Evaluate once all samples of one instant are applied.
     if (i + 1 < samples.size() && samples[i + 1]->time_ns == c->time_ns) continue;
@@ -174,12 +178,13 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
   const size_t n = std::min<size_t>(order.size(), static_cast<size_t>(std::max(top_n, 0)));
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
                     [](const WorkEvent* a, const WorkEvent* b) {
-                      return a->dur_ns != b->dur_ns ? a->dur_ns > b->dur_ns : a->start_ns < b->start_ns;
+                      return a->dur_ns != b->dur_ns ? a->dur_ns > b->dur_ns
+                                                    : a->start_ns < b->start_ns;
                     });
   for (size_t i = 0; i < n; ++i) {
     const WorkEvent& e = *order[i];
-    stats.top_ops.push_back({std::string(trace.Str(e.name)), std::string(trace.Str(e.op_id)), e.rank,
-                             e.lane, e.start_ns, e.dur_ns});
+    stats.top_ops.push_back({std::string(trace.Str(e.name)), std::string(trace.Str(e.op_id)),
+                             e.rank, e.lane, e.start_ns, e.dur_ns});
   }
 
   // Headlines: the worst rank's mean per step.
@@ -196,7 +201,8 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
     stats.exposed_comm_ns = std::max(stats.exposed_comm_ns, Clamp(a[1] / a[3]));
     stats.compute_ns = std::max(stats.compute_ns, Clamp(a[2] / a[3]));
   }
-  for (const MemoryPeak& m : stats.memory) stats.peak_memory_bytes = std::max(stats.peak_memory_bytes, m.peak_bytes);
+  for (const MemoryPeak& m : stats.memory)
+    stats.peak_memory_bytes = std::max(stats.peak_memory_bytes, m.peak_bytes);
   return stats;
 }
 
@@ -209,28 +215,43 @@ nlohmann::json StatsToJson(const TraceStats& stats) {
   j["peak_memory_bytes"] = stats.peak_memory_bytes;
   j["steps"] = json::array();
   for (const StepStats& s : stats.steps) {
-    j["steps"].push_back({{"rank", s.rank}, {"step", s.step}, {"start_ns", s.start_ns},
-                          {"end_ns", s.end_ns}, {"step_ns", s.step_ns}, {"busy_ns", s.busy_ns},
-                          {"idle_ns", s.idle_ns}, {"compute_ns", s.compute_ns},
-                          {"comm_ns", s.comm_ns}, {"exposed_comm_ns", s.exposed_comm_ns},
+    j["steps"].push_back({{"rank", s.rank},
+                          {"step", s.step},
+                          {"start_ns", s.start_ns},
+                          {"end_ns", s.end_ns},
+                          {"step_ns", s.step_ns},
+                          {"busy_ns", s.busy_ns},
+                          {"idle_ns", s.idle_ns},
+                          {"compute_ns", s.compute_ns},
+                          {"comm_ns", s.comm_ns},
+                          {"exposed_comm_ns", s.exposed_comm_ns},
                           {"overlap_ratio", s.overlap_ratio},
                           {"exposed_by_lane_ns", s.exposed_by_lane_ns}});
   }
   j["collectives"] = json::array();
   for (const CollectiveStats& c : stats.collectives) {
-    j["collectives"].push_back({{"kind", c.kind}, {"count", c.count}, {"bytes", c.bytes},
-                                {"time_ns", c.time_ns}, {"busbw_GBps", c.busbw_gbps}});
+    j["collectives"].push_back({{"kind", c.kind},
+                                {"count", c.count},
+                                {"bytes", c.bytes},
+                                {"time_ns", c.time_ns},
+                                {"busbw_GBps", c.busbw_gbps}});
   }
   j["top_ops"] = json::array();
   for (const TopOp& t : stats.top_ops) {
-    j["top_ops"].push_back({{"name", t.name}, {"op_id", t.op_id}, {"rank", t.rank},
-                            {"lane", std::string(TraceLaneName(t.lane))}, {"start_ns", t.start_ns},
+    j["top_ops"].push_back({{"name", t.name},
+                            {"op_id", t.op_id},
+                            {"rank", t.rank},
+                            {"lane", std::string(TraceLaneName(t.lane))},
+                            {"start_ns", t.start_ns},
                             {"dur_ns", t.dur_ns}});
   }
   j["memory"] = json::array();
   for (const MemoryPeak& m : stats.memory) {
-    j["memory"].push_back({{"rank", m.rank}, {"series", m.key}, {"peak_bytes", m.peak_bytes},
-                           {"time_ns", m.time_ns}, {"running", m.running},
+    j["memory"].push_back({{"rank", m.rank},
+                           {"series", m.key},
+                           {"peak_bytes", m.peak_bytes},
+                           {"time_ns", m.time_ns},
+                           {"running", m.running},
                            {"at_peak_bytes", m.at_peak_bytes}});
   }
   return j;

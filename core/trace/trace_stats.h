@@ -19,10 +19,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/trace/trace.h"
 
@@ -30,22 +29,22 @@ namespace shardscope {
 
 struct StepStats {
   int rank = 0;
-  int step = 0;                  // 0-based within the rank
+  int step = 0;  // 0-based within the rank
   int64_t start_ns = 0, end_ns = 0;
   int64_t step_ns = 0, busy_ns = 0, idle_ns = 0;
-  int64_t compute_ns = 0;        // union of the compute lane
-  int64_t comm_ns = 0;           // union of the communication lanes
-  int64_t exposed_comm_ns = 0;   // communication while compute is idle
-  double overlap_ratio = 0;      // overlapped / communication (0 when no communication)
+  int64_t compute_ns = 0;       // union of the compute lane
+  int64_t comm_ns = 0;          // union of the communication lanes
+  int64_t exposed_comm_ns = 0;  // communication while compute is idle
+  double overlap_ratio = 0;     // overlapped / communication (0 when no communication)
   std::map<std::string, int64_t> exposed_by_lane_ns;  // "all_gather" → exposed ns of that lane
 };
 
 struct CollectiveStats {
-  std::string kind;              // lane name: all_gather, reduce_scatter, all_reduce, p2p
+  std::string kind;  // lane name: all_gather, reduce_scatter, all_reduce, p2p
   int64_t count = 0;
   int64_t bytes = 0;
-  int64_t time_ns = 0;           // sum of durations
-  double busbw_gbps = 0;         // Σ bus bytes / Σ time over events with bytes and group size
+  int64_t time_ns = 0;    // sum of durations
+  double busbw_gbps = 0;  // Σ bus bytes / Σ time over events with bytes and group size
 };
 
 struct TopOp {
@@ -56,11 +55,11 @@ struct TopOp {
 
 struct MemoryPeak {
   int rank = 0;
-  std::string key;               // the series the peak is of ("allocated_bytes", or "sum of categories")
+  std::string key;  // the series the peak is of ("allocated_bytes", or "sum of categories")
   int64_t peak_bytes = 0;
   int64_t time_ns = 0;
-  std::vector<std::string> running;               // "compute: <name> [<op_id>]" at the peak
-  std::map<std::string, int64_t> at_peak_bytes;   // every series' value at the peak
+  std::vector<std::string> running;              // "compute: <name> [<op_id>]" at the peak
+  std::map<std::string, int64_t> at_peak_bytes;  // every series' value at the peak
 };
 
 struct TraceStats {
@@ -72,7 +71,7 @@ struct TraceStats {
   int64_t step_time_ns = 0;
   int64_t exposed_comm_ns = 0;
   int64_t compute_ns = 0;
-  int64_t peak_memory_bytes = 0;   // max over ranks (0 when there is no memory counter)
+  int64_t peak_memory_bytes = 0;  // max over ranks (0 when there is no memory counter)
 };
 
 // Computes the statistics; `top_n` limits top_ops.

@@ -1,11 +1,11 @@
 // The Chrome trace-event writer. Streams text by hand: a DOM for a million events would cost
 // gigabytes and seconds; this costs the output string and one sorted index.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "core/trace/json_text.h"
 #include "core/trace/trace_io.h"
@@ -83,10 +83,11 @@ void AppendWork(const Trace& trace, const WorkEvent& e, std::string* out) {
   AppendNsAsUs(e.dur_ns, out);
   out->append(",\"args\":{\"op_id\":");
   AppendJsonString(trace.Str(e.op_id), out);
-  const bool comm_like = IsCommLane(e.lane) || e.bytes != 0 || e.group_size != 0 || e.busbw_gbps != 0;
+  const bool comm_like =
+      IsCommLane(e.lane) || e.bytes != 0 || e.group_size != 0 || e.busbw_gbps != 0;
   if (comm_like) {
-    fmt::format_to(std::back_inserter(*out), ",\"bytes\":{},\"group_size\":{},\"busbw_GBps\":",
-                   e.bytes, e.group_size);
+    fmt::format_to(std::back_inserter(*out),
+                   ",\"bytes\":{},\"group_size\":{},\"busbw_GBps\":", e.bytes, e.group_size);
     AppendDouble(e.busbw_gbps, out);
   }
   if (e.lane == kLaneCompute || e.flops != 0) {
@@ -210,7 +211,8 @@ std::string SerializeTrace(const Trace& trace) {
     }
   }
   out.append("\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":");
-  out.append(MetadataJson(trace.metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out.append(
+      MetadataJson(trace.metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   out.append("}\n");
   return out;
 }

@@ -32,6 +32,8 @@ const std::vector<ParamField>& ComputeFields() {
        [](CostParams& p, double v) { p.gemm_tile = static_cast<int>(v); }},
       {"attention_efficiency", false, 0.01, 1,
        [](CostParams& p, double v) { p.attention_efficiency = v; }},
+      {"attention_backward_ratio", false, 0.01, 2,
+       [](CostParams& p, double v) { p.attention_backward_ratio = v; }},
       {"memory_bound_efficiency", false, 0.01, 1,
        [](CostParams& p, double v) { p.memory_bound_efficiency = v; }},
       {"backward_kernels", false, 0, 64, [](CostParams& p, double v) { p.backward_kernels = v; }},
@@ -39,6 +41,8 @@ const std::vector<ParamField>& ComputeFields() {
        [](CostParams& p, double v) { p.kernel_overhead_us = v; }},
       {"unit_overhead_us", false, 0, 1e7, [](CostParams& p, double v) { p.unit_overhead_us = v; }},
       {"overlap_slowdown", false, 1, 10, [](CostParams& p, double v) { p.overlap_slowdown = v; }},
+      {"host_optimizer_gbps", false, 0.01, 1e5,
+       [](CostParams& p, double v) { p.host_optimizer_gbps = v; }},
   };
   return fields;
 }

@@ -61,8 +61,8 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
       eff = GemmEfficiency(hw, p, item.cost.gemm_m, item.cost.gemm_n, item.cost.gemm_k,
                            flops / kernels);
     } else if (!item.elementwise && item.kind == OpKind::kAttention) {
-      eff = p.attention_efficiency *
-            RampShare(flops / kernels / (peak * p.attention_efficiency) * 1e6, p.gemm_ramp_us);
+      const double cap = p.attention_efficiency * (bwd ? p.attention_backward_ratio : 1.0);
+      eff = cap * RampShare(flops / kernels / (peak * cap) * 1e6, p.gemm_ramp_us);
     }
     compute_us = eff > 0 ? flops / (peak * eff) * 1e6 : 0.0;
   }
@@ -80,6 +80,12 @@ int64_t HostCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p) {
   const double bps = hw.gpu.pcie_gbps * 1e9;
   const double us = bps > 0 ? static_cast<double>(std::max<int64_t>(0, bytes)) / bps * 1e6 : 0.0;
   return ToNs(us + p.kernel_overhead_us);
+}
+
+int64_t HostItemNs(const ComputeItem& item, const CostParams& p) {
+  const double bps = p.host_optimizer_gbps * 1e9;
+  const double bytes = static_cast<double>(std::max<int64_t>(0, item.cost.fwd_bytes));
+  return ToNs(bps > 0 ? bytes / bps * 1e6 : 0.0);
 }
 
 }  // namespace shardscope

@@ -7,6 +7,7 @@
 //   ComputeItemNs    one ComputeItem → ns (what CostModel::ComputeNs returns)
 //   DeviceCopyNs     a device-local copy/cast producing `bytes`
 //   HostCopyNs       an H2D / D2H copy over PCIe
+//   HostItemNs       one ComputeItem run on the host CPU (offloaded optimizer step)
 #pragma once
 
 #include <cstdint>
@@ -26,5 +27,7 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
 int64_t HostCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
+// Memory-bound on the host: the item's forward bytes over host_optimizer_gbps (no GPU launch gap).
+int64_t HostItemNs(const ComputeItem& item, const CostParams& p);
 
 }  // namespace shardscope

@@ -19,6 +19,13 @@ class DefaultCostModel final : public CostModel {
     return ComputeItemNs(item, hw_, params_);
   }
 
+  int64_t HostComputeOpNs(const std::vector<ComputeItem>& items) const override {
+    if (items.empty()) return 0;
+    int64_t total = UnitOverheadNs();
+    for (const ComputeItem& item : items) total += HostItemNs(item, params_);
+    return total;
+  }
+
   int64_t UnitOverheadNs() const override {
     return static_cast<int64_t>(std::llround(std::max(0.0, params_.unit_overhead_us) * 1e3));
   }

@@ -71,6 +71,9 @@ class CostModel {
 
   // Duration of one compute item on this GPU, including its kernel-launch gaps.
   virtual int64_t ComputeNs(const ComputeItem& item) const = 0;
+  // Duration of work the CPU runs (ScheduleOp::on_host: the offloaded optimizer step), priced
+  // at the host's rate instead of the GPU's; includes UnitOverheadNs(). 0 items → 0.
+  virtual int64_t HostComputeOpNs(const std::vector<ComputeItem>& items) const = 0;
   // Framework overhead paid once per compute op (FSDP hooks, Python between modules).
   virtual int64_t UnitOverheadNs() const = 0;
   // A collective of `bytes` (nccl-tests size: gathered size for all-gather, input size for

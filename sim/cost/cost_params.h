@@ -14,10 +14,12 @@
 //              rises with size toward the measured best and never exceeds it: on an H100 with
 //              the 0.6 µs default, 512³ reaches ~29% of peak, 1024³ ~66%, 4096³ ~80.1% (cap
 //              80.3%). Partial tiles waste the rest of the tile.
-//   attention  the same with attention_efficiency (fused kernels) in place of the GEMM cap.
+//   attention  the same with attention_efficiency (fused kernels) in place of the GEMM cap;
+//              backward at attention_efficiency × attention_backward_ratio.
 //   others     norms, activations, embeddings, loss, and every `elementwise` item (optimizer,
 //              casts): t = max(bytes / (hbm × memory_bound_efficiency), flops / (peak × cap)).
 //   kernels    1 forward / recompute, backward_kernels (data- and weight-gradient) backward.
+//   host       work with ScheduleOp::on_host (offloaded optimizer step): bytes / host_optimizer_gbps.
 // Defaults without a measured source are deliberately round and meant to be calibrated:
 // kernel_overhead_us (eager PyTorch leaves 1-3 µs between kernels), unit_overhead_us (FSDP2
 // pre/post hooks and stream waits per unit), overlap_slowdown (NCCL kernels hold 16-32 SMs
@@ -47,12 +49,22 @@ struct CostParams {
   double gemm_efficiency = 0.8;          // cap: best measured matmul / peak
   double gemm_ramp_us = 0.6;             // fixed time per GEMM that keeps small GEMMs below the cap
   int gemm_tile = 128;                   // output tile edge for the quantisation factor q(d)
-  double attention_efficiency = 0.4;     // fused attention FLOP/s / peak
+  double attention_efficiency = 0.4;     // fused attention forward FLOP/s / peak
+  // Backward over forward efficiency of fused attention. FlashAttention-2 (Dao 2023, Fig. 4-7,
+  // A100, causal, head dim 128, seq 8k) runs forward at ~70% of peak and forward+backward at
+  // ~61%, i.e. backward at ~0.8x the forward rate (it is split into more, smaller matmuls with
+  // atomics for dQ); FA2 on H100 shows the same gap (Shah et al. 2024, FlashAttention-3, Fig. 5-6).
+  double attention_backward_ratio = 0.8;
   double memory_bound_efficiency = 0.8;  // achieved HBM fraction for elementwise/norm/optimizer
   double backward_kernels = 2;           // kernels per backward item (data- and weight-gradient)
   double kernel_overhead_us = 2.0;       // GPU idle gap per kernel (launch, framework dispatch)
   double unit_overhead_us = 30.0;        // per compute op (FSDP pre/post hooks, Python)
   double overlap_slowdown = 1.08;        // compute stretch while communication runs beside it
+  // Offloaded optimizer step on the host CPU (ScheduleOp::on_host): bytes it reads and writes
+  // over this rate, per rank. A 2-socket DDR5 host streams ~200-300 GB/s in all and the 8 ranks
+  // of a node share it; PyTorch's CPU AdamW is far from streaming speed (ZeRO-Offload, Ren et
+  // al. ATC'21, measured its CPU-Adam ~6x faster than PyTorch's): a rough default to calibrate.
+  double host_optimizer_gbps = 10.0;
   // Collectives (sim/cost/nccl_model.h; the scales multiply NCCL's figures, 1 = as NCCL).
   double collective_launch_us = 15.0;  // kernel launch + stream sync per collective
   double collective_latency_scale = 1.0;

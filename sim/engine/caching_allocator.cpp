@@ -44,17 +44,15 @@ void CachingAllocatorModel::EraseFree(int id) {
 }
 
 void CachingAllocatorModel::ReleaseFreeSegments() {
-  for (Segment& seg : segments_) {
-    if (!seg.live) continue;
-    const Block& b = blocks_[seg.first_block];
-    if (b.free && b.size == seg.size) {  // one free block spanning the whole segment
-      EraseFree(seg.first_block);
-      unused_block_ids_.push_back(seg.first_block);
-      seg.live = false;
-      reserved_bytes_ -= seg.size;
-      --live_segments_;
-    }
+  for (int s : idle_segments_) {
+    Segment& seg = segments_[s];
+    EraseFree(seg.first_block);
+    unused_block_ids_.push_back(seg.first_block);
+    seg.live = false;
+    reserved_bytes_ -= seg.size;
+    --live_segments_;
   }
+  idle_segments_.clear();
 }
 
 int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
@@ -67,6 +65,7 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   if (it != free_set.end()) {
     id = it->second;
     EraseFree(id);
+    if (blocks_[id].prev < 0 && blocks_[id].next < 0) idle_segments_.erase(blocks_[id].segment);
   } else {
     const int64_t seg_size = SegmentBytes(size);
     if (capacity_bytes_ > 0 && reserved_bytes_ + seg_size > capacity_bytes_) {
@@ -119,6 +118,8 @@ void CachingAllocatorModel::Free(int handle) {
   }
   if (blocks_[id].prev < 0) segments_[blocks_[id].segment].first_block = id;
   InsertFree(id);
+  // One free block spanning its whole segment: cudaFree-able when memory runs short.
+  if (blocks_[id].prev < 0 && blocks_[id].next < 0) idle_segments_.insert(blocks_[id].segment);
 }
 
 }  // namespace shardscope::sim

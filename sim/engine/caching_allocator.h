@@ -91,6 +91,7 @@ class CachingAllocatorModel {
   std::vector<int> unused_block_ids_;
   std::vector<Segment> segments_;
   std::vector<std::set<std::pair<int64_t, int>>> free_;  // per pool: (size, block id)
+  std::set<int> idle_segments_;  // live segments that are one free block (releasable)
 };
 
 }  // namespace shardscope::sim

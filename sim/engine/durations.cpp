@@ -39,7 +39,8 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
     switch (op.type) {
       case OpType::kCompute:
       case OpType::kOptimizer:
-        out.ns[i] = cost.ComputeOpNs(op.items);
+        // The offloaded optimizer step runs on the CPU, at the host's rate, not HBM's.
+        out.ns[i] = op.on_host ? cost.HostComputeOpNs(op.items) : cost.ComputeOpNs(op.items);
         break;
       case OpType::kCopyIn:
       case OpType::kCopyH2D:

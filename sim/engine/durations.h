@@ -21,7 +21,8 @@ struct OpPrices {
   std::vector<double> flops;         // compute / optimizer: FLOPs of the items; else 0
 };
 
-// Compute and optimizer ops: CostModel::ComputeOpNs(items). Collectives (all-gather,
+// Compute and optimizer ops: CostModel::ComputeOpNs(items), or HostComputeOpNs(items) for an
+// op with on_host (offloaded optimizer step). Collectives (all-gather,
 // reduce-scatter, all-reduce, all-to-all, send, recv): CollectiveNs over the op's group shape
 // (node = rank / gpus_per_node). Copy-in and host copies: CopyNs. Waits: 0.
 // Errors name the op: a collective without a process group, negative bytes.

@@ -159,7 +159,7 @@ class Engine {
   }
 
   bool Stretchable(const ScheduleOp& o) const {
-    return slowdown_ != 1.0 && o.lane == Lane::kCompute && !IsCommKernel(o.type);
+    return slowdown_ != 1.0 && o.lane == Lane::kCompute && !IsCommKernel(o.type) && !o.on_host;
   }
   bool SlowsCompute(const ScheduleOp& o) const {
     return slowdown_ != 1.0 && o.lane != Lane::kCompute && IsCommKernel(o.type);

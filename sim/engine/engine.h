@@ -19,7 +19,8 @@
 // 1/slowdown while at least one communication kernel (IsCommKernel, any non-compute lane)
 // of the same role runs, and at rate 1 otherwise. Its remaining work is re-rated at every
 // change, so a GEMM half overlapped with an all-gather is stretched by half the factor.
-// Host copies (h2d/d2h) use copy engines and do not slow compute.
+// Host copies (h2d/d2h) use copy engines and do not slow compute; ops with on_host run on
+// the CPU and are never stretched (they keep their compute-lane issue order).
 //
 // Durations come from the caller (see durations.h for the cost-model adapter), which keeps
 // this loop independent of any cost model and lets tests hand-make timelines.

@@ -154,6 +154,12 @@ class RoleState {
 
 }  // namespace
 
+int64_t RoleMemory::host_total_bytes() const {
+  int64_t total = 0;
+  for (int64_t b : host_bytes) total += b;
+  return total;
+}
+
 Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Timeline& timeline,
                                             const MemoryOptions& options) {
   const size_t roles = schedule.roles.size();
@@ -181,7 +187,18 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
   }
   std::vector<RoleMemory> out;
   out.reserve(roles);
-  for (RoleState& st : states) out.push_back(st.Finish());
+  for (size_t r = 0; r < roles; ++r) {
+    out.push_back(states[r].Finish());
+    if (r < schedule.initial_host_memory.size()) {
+      for (int c = 0; c < kNumMemCategories; ++c) {
+        if (schedule.initial_host_memory[r][c] < 0) {
+          return InvalidInput(fmt::format(
+              "schedule: role {}: initial host memory of category {} is negative", r, c));
+        }
+      }
+      out.back().host_bytes = schedule.initial_host_memory[r];
+    }
+  }
   return out;
 }
 

@@ -42,6 +42,10 @@ struct MemorySample {
 struct RoleMemory {
   std::vector<MemorySample> samples;  // one per time at which something changed
   CategoryBytes initial_bytes{};
+  // Pinned host memory (Schedule::initial_host_memory: offloaded params, grads, optimizer
+  // state). Static over the step: the device-side copies are tracked in the categories above.
+  CategoryBytes host_bytes{};
+  int64_t host_total_bytes() const;
   CategoryBytes final_bytes{};
   int live_buffers_at_end = 0;        // allocations never freed (beyond initial_memory)
 

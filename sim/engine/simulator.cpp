@@ -7,6 +7,7 @@
 
 #include "core/model/model_source.h"
 #include "core/plan/planner.h"
+#include "core/schedule/schedule_options.h"
 #include "sim/cost/calibration.h"
 #include "sim/hardware/hardware.h"
 
@@ -45,6 +46,36 @@ void AddWarnings(const Simulation& sim, const StepMetrics& m, Summary* s) {
   }
 }
 
+std::string_view ComputeKindName(const ComputeItem& item) {
+  if (item.elementwise) return "optimizer";
+  switch (item.kind) {
+    case OpKind::kLinear:
+    case OpKind::kRouter:
+    case OpKind::kExperts:
+      return "gemm";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kLoss:
+      return "loss";
+    default:
+      return "elementwise";
+  }
+}
+
+// Where the reported role's GPU compute time goes, as the cost model prices it.
+std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& cost, int role) {
+  std::map<std::string, double> out;
+  for (const ScheduleOp& op : s.ops) {
+    if (op.role != role || op.on_host || op.items.empty()) continue;
+    if (op.type != OpType::kCompute && op.type != OpType::kOptimizer) continue;
+    out["overhead"] += Seconds(cost.UnitOverheadNs());
+    for (const ComputeItem& item : op.items) {
+      out[std::string(ComputeKindName(item))] += Seconds(cost.ComputeNs(item));
+    }
+  }
+  return out;
+}
+
 Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   const StepMetrics& m = sim.role_metrics[sim.reported_role];
   Summary s;
@@ -63,6 +94,7 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   s.compute_s = Seconds(m.compute_ns);
   s.exposed_comm_s = Seconds(m.exposed_comm_ns);
   s.idle_s = Seconds(m.idle_ns);
+  s.host_compute_s = Seconds(m.host_ns);
   s.overlap_ratio = m.overlap_ratio();
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (m.comm_by_kind_ns[k] == 0) continue;
@@ -91,6 +123,12 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     for (int c = 0; c < kNumMemCategories; ++c) s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
   }
   s.peak_memory_reserved_gib = Gib(peak_reserved);
+  // Host memory is reported apart from HBM: it never counts against the GPU's capacity.
+  for (const RoleMemory& rm : sim.memory) {
+    if (Gib(rm.host_total_bytes()) <= s.host_memory_gib) continue;
+    s.host_memory_gib = Gib(rm.host_total_bytes());
+    for (int c = 0; c < kNumMemCategories; ++c) s.host_memory_by_category_gib[c] = Gib(rm.host_bytes[c]);
+  }
   s.hbm_gib = Gib(ctx.hbm_bytes);
   s.usable_gib = Gib(ctx.usable_bytes);
   s.fits = !oom && (ctx.usable_bytes <= 0 || peak_reserved <= ctx.usable_bytes);
@@ -126,32 +164,8 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, co
   sim.gpu_description = cost.hardware().gpu.description;
   sim.nodes = cost.hardware().nodes;
   sim.summary = BuildSummary(sim, ctx);
+  sim.summary.compute_by_kind_s = ComputeByKind(sim.schedule, cost, sim.reported_role);
   return sim;
-}
-
-ScheduleOptions ScheduleOptionsFromScenario(const Scenario& sc) {
-  ScheduleOptions o;
-  o.local_batch = sc.training.local_batch;
-  o.seq_len = sc.training.seq_len;
-  o.grad_accum = sc.training.grad_accum;
-  o.activation_checkpoint = sc.training.activation_checkpoint;
-  o.optimizer = std::string(OptimizerName(sc.training.optimizer));
-  o.world_size = sc.cluster.world_size();
-  o.gpus_per_node = sc.cluster.gpus_per_node;
-  o.pp = sc.parallelism.pp;
-  o.dp_replicate = sc.parallelism.dp_replicate;
-  o.dp_shard = sc.parallelism.dp_shard;
-  o.cp = sc.parallelism.cp;
-  o.tp = sc.parallelism.tp;
-  o.ep = sc.parallelism.ep;
-  o.sequence_parallel = sc.parallelism.sequence_parallel;
-  o.loss_parallel = sc.parallelism.loss_parallel;
-  o.pp_schedule = std::string(PpScheduleName(sc.parallelism.pp_schedule));
-  o.pp_microbatches = sc.parallelism.pp_microbatches;
-  o.pp_virtual_stages = sc.parallelism.pp_virtual_stages;
-  o.reshard_after_backward = sc.fsdp.reshard_after_backward;
-  o.requires_grad_sync = sc.fsdp.requires_grad_sync;
-  return o;
 }
 
 Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
@@ -160,7 +174,9 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   build.ep = sc.parallelism.ep;
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
   SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
-  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildSchedule(tree, plan, ScheduleOptionsFromScenario(sc)));
+  // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
+  // backend, so a prediction and an execution of one scenario build the same schedule.
+  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));
   Result<Hardware> hw_or = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
   if (!hw_or.ok()) return hw_or.status().WithContext(sc.source + ": cluster.gpu");
   Hardware hw = std::move(hw_or).value();

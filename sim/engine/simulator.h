@@ -5,7 +5,6 @@
 //   StepContext                 what the summary needs beside the schedule and the cost model
 //   Simulation                  every intermediate product of one prediction
 //   SimulateSchedule            Schedule + CostModel → timed step, memory, metrics, summary
-//   ScheduleOptionsFromScenario the builder options of a scenario
 //   SimulateScenario            scenario → model → plan → schedule → cost model → SimulateSchedule
 //   DefaultScenarioJson         the built-in default job (Llama 3 8B on 8 H100 SXM, FSDP2)
 //
@@ -61,8 +60,6 @@ struct Simulation {
 
 // Prices, runs and measures `schedule`. Errors name the op (bad schedule, deadlock).
 Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, const StepContext& ctx);
-
-ScheduleOptions ScheduleOptionsFromScenario(const Scenario& scenario);
 
 struct SimulateOptions {
   bool keep_memory_samples = true;

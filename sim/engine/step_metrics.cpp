@@ -36,13 +36,15 @@ int CommKindOf(OpType type) {
 }
 
 StepMetrics ComputeStepMetrics(const Schedule& schedule, const Timeline& timeline, int role) {
-  std::vector<Interval> compute_raw;
+  std::vector<Interval> compute_raw, host_raw;
   std::array<std::vector<Interval>, kNumCommKinds> comm_raw;
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const ScheduleOp& op = schedule.ops[i];
     if (op.role != role) continue;
     const Interval span{timeline.ops[i].start_ns, timeline.ops[i].end_ns};
-    if (op.type == OpType::kCompute || op.type == OpType::kOptimizer) {
+    if (op.on_host) {
+      host_raw.push_back(span);
+    } else if (op.type == OpType::kCompute || op.type == OpType::kOptimizer) {
       compute_raw.push_back(span);
     } else if (const int k = CommKindOf(op.type); k >= 0) {
       comm_raw[k].push_back(span);
@@ -59,6 +61,7 @@ StepMetrics ComputeStepMetrics(const Schedule& schedule, const Timeline& timelin
     comm = Unite(comm, kind);
   }
   m.compute_ns = MeasureNs(compute);
+  m.host_ns = MeasureNs(UnionOf(std::move(host_raw)));
   m.comm_ns = MeasureNs(comm);
   m.exposed_comm_ns = MeasureNs(Subtract(comm, compute));
   m.overlapped_comm_ns = MeasureNs(Intersect(comm, compute));
@@ -71,7 +74,8 @@ std::vector<UnitExposure> ExposedAllGathers(const Schedule& schedule, const Time
   std::vector<Interval> compute_raw;
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const ScheduleOp& op = schedule.ops[i];
-    if (op.role == role && (op.type == OpType::kCompute || op.type == OpType::kOptimizer)) {
+    if (op.role == role && !op.on_host &&
+        (op.type == OpType::kCompute || op.type == OpType::kOptimizer)) {
       compute_raw.push_back({timeline.ops[i].start_ns, timeline.ops[i].end_ns});
     }
   }

@@ -8,7 +8,8 @@
 //   UnitExposure              how much of one unit's all-gathers ran while compute was idle
 //   ExposedAllGathers         per unit, most exposed first
 //
-// Definitions: compute = union of compute and optimizer ops (any lane). Communication = union
+// Definitions: compute = union of compute and optimizer ops (any lane) that run on the GPU;
+// host = union of ops with on_host (the offloaded optimizer step: the GPU is idle meanwhile). Communication = union
 // of collectives and copies (copy-in counts as part of its all-gather; h2d/d2h as their own
 // kinds). Exposed = communication − compute; overlapped = communication ∩ compute;
 // idle = step − (compute ∪ communication). TP/CP/EP collectives issued on the compute lane
@@ -36,6 +37,7 @@ int CommKindOf(OpType type);
 struct StepMetrics {
   int64_t step_ns = 0;        // the role's last end (step starts at 0)
   int64_t compute_ns = 0;
+  int64_t host_ns = 0;        // CPU work (on_host ops); counted in idle_ns, not compute_ns
   int64_t comm_ns = 0;        // union over all kinds
   int64_t exposed_comm_ns = 0;
   int64_t overlapped_comm_ns = 0;

@@ -32,6 +32,15 @@ nlohmann::json SummaryToJson(const Summary& s) {
   // Additions (formats.md allows new fields).
   j["exposed_comm_by_kind_s"] = s.exposed_comm_by_kind_s;
   j["usable_gib"] = s.usable_gib;
+  j["host_compute_s"] = s.host_compute_s;
+  j["compute_by_kind_s"] = s.compute_by_kind_s;
+  j["host_memory_gib"] = s.host_memory_gib;
+  json host = json::object();
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    host[std::string(MemCategoryName(static_cast<MemCategory>(c)))] =
+        s.host_memory_by_category_gib[c];
+  }
+  j["host_memory_by_category_gib"] = host;
   j["overflow_category"] = s.overflow_category.empty() ? json(nullptr) : json(s.overflow_category);
   j["peak_memory_time_s"] = s.peak_memory_time_s;
   j["peak_memory_op"] = s.peak_memory_op;
@@ -44,11 +53,15 @@ nlohmann::json SummaryToJson(const Summary& s) {
       {"mfu", "model FLOPs per token = 6*N (parameters without the embedding; routed experts at "
               "top_k/experts) + 12*sum(heads*head_dim)*seq_len, over the catalog's dense bf16 peak"},
       {"comm_s", "busy time per kind (union of that kind's ops)"},
+      {"compute_by_kind_s",
+       "priced GPU compute of the reported role by kind, before the overlap slowdown"},
       {"exposed_comm_s", "communication busy while no compute runs (exact interval arithmetic)"},
       {"peak_memory_allocated_gib", "allocated bytes as the step's memory model gives them"},
       {"peak_memory_reserved_gib",
        "estimate of PyTorch caching-allocator reserved bytes (rounded blocks, cached per stream)"},
       {"memory_at_peak_gib", "allocated bytes per category at the allocated peak"},
+      {"host_memory_gib", "pinned host memory (CPU offload), not included in the HBM figures"},
+      {"host_compute_s", "CPU work (offloaded optimizer step); the GPU counts it as idle"},
       {"fits", "peak reserved estimate <= usable HBM (HBM minus CUDA context and NCCL reserve)"},
       {"gib", "2^30 bytes"}};
   return j;

@@ -32,7 +32,12 @@ struct Summary {
   double compute_s = 0;
   double exposed_comm_s = 0;
   double idle_s = 0;
+  double host_compute_s = 0;            // CPU work (offloaded optimizer step), GPU idle meanwhile
   double overlap_ratio = 0;
+  // Priced (unslowed) GPU compute time of the reported role by what it is: "gemm" (linears,
+  // routers, experts), "attention", "elementwise" (norms, activations, embedding), "loss",
+  // "optimizer", "overhead" (per-op framework overhead); recomputation counted in its kind.
+  std::map<std::string, double> compute_by_kind_s;
   std::map<std::string, double> comm_s;             // busy time per kind
   std::map<std::string, double> exposed_comm_by_kind_s;
   double peak_memory_allocated_gib = 0;
@@ -41,6 +46,10 @@ struct Summary {
   std::string peak_memory_op;           // the op whose allocation reached the peak
   std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
   double hbm_gib = 0;
+  // Pinned host memory of the role with the most (offload), by category; not part of the HBM
+  // figures above.
+  double host_memory_gib = 0;
+  std::array<double, kNumMemCategories> host_memory_by_category_gib{};
   double usable_gib = 0;
   bool fits = true;
   std::string overflow_category;        // when it does not fit: the allocation that overflowed

@@ -57,7 +57,8 @@ TEST(FsdpConfigTest, MixPrecisionDTypeNames) {
     Result<DType> r = ParseMixPrecisionDType(bad, "fsdp.mix_precision.param_dtype");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("fsdp.mix_precision.param_dtype: unknown mixed-precision "
-                                        "dtype '" + std::string(bad) + "'"),
+                                        "dtype '" +
+                                        std::string(bad) + "'"),
               std::string::npos)
         << r.status().message();
   }

@@ -7,10 +7,10 @@ namespace {
 
 using nlohmann::json;
 
-TEST(ScenarioSchemaTest, EditDistance) {
-  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
-  EXPECT_EQ(EditDistance("", "abc"), 3u);
-  EXPECT_EQ(EditDistance("tp", "tp"), 0u);
+TEST(ScenarioSchemaTest, KeyEditDistance) {
+  EXPECT_EQ(KeyEditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(KeyEditDistance("", "abc"), 3u);
+  EXPECT_EQ(KeyEditDistance("tp", "tp"), 0u);
 }
 
 TEST(ScenarioSchemaTest, SuggestsSiblingsAndKeysInTheWrongSection) {

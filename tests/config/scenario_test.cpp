@@ -1,9 +1,9 @@
 #include "core/config/scenario.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace shardscope {
 namespace {
@@ -80,9 +80,10 @@ TEST(ScenarioTest, WorldSizeMismatch) {
                       "divisible by dp_replicate·tp·cp·pp = 1·3·1·1 = 3"),
             std::string::npos);
   // Expert sizes go through the mesh checks.
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"ep", 3}}}})
-                .find("job.json: parallelism: mesh: dp·cp·tp = 8·1·1 = 8 is not divisible by ep = 3"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(json{{"model", "m"}, {"parallelism", {{"ep", 3}}}})
+          .find("job.json: parallelism: mesh: dp·cp·tp = 8·1·1 = 8 is not divisible by ep = 3"),
+      std::string::npos);
 }
 
 TEST(ScenarioTest, UnknownKeysSuggestTheNearest) {
@@ -96,10 +97,10 @@ TEST(ScenarioTest, UnknownKeysSuggestTheNearest) {
 }
 
 TEST(ScenarioTest, ValueErrorsNameTheField) {
-  EXPECT_NE(ErrorOf(json{{"model", "m"},
-                         {"fsdp", {{"mix_precision", {{"param_dtype", "bfloat17"}}}}}})
-                .find("fsdp.mix_precision.param_dtype: unknown mixed-precision dtype 'bfloat17'"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(json{{"model", "m"}, {"fsdp", {{"mix_precision", {{"param_dtype", "bfloat17"}}}}}})
+          .find("fsdp.mix_precision.param_dtype: unknown mixed-precision dtype 'bfloat17'"),
+      std::string::npos);
   EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"fsdp", {{"forward_prefetch_depth", -1}}}}),
             "job.json: fsdp.forward_prefetch_depth = -1 (expected >= 0)");
   EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", 0}}}}),
@@ -119,13 +120,16 @@ TEST(ScenarioTest, ValueErrorsNameTheField) {
 }
 
 TEST(ScenarioTest, SimulatorKeysAreParsed) {
-  Result<Scenario> s = Parse(json{
-      {"model", "m"},
-      {"cluster", {{"cost_model", "calib/h100.json"}, {"nodes", 2}}},
-      {"parallelism",
-       {{"pp", 2}, {"pp_schedule", "interleaved_1f1b"}, {"pp_virtual_stages", 2},
-        {"sequence_parallel", false}, {"tp", 2}}},
-      {"training", {{"activation_checkpoint", "selective_layer:2"}, {"optimizer", "sgd"}}}});
+  Result<Scenario> s = Parse(
+      json{{"model", "m"},
+           {"cluster", {{"cost_model", "calib/h100.json"}, {"nodes", 2}}},
+           {"parallelism",
+            {{"pp", 2},
+             {"pp_schedule", "interleaved_1f1b"},
+             {"pp_virtual_stages", 2},
+             {"sequence_parallel", false},
+             {"tp", 2}}},
+           {"training", {{"activation_checkpoint", "selective_layer:2"}, {"optimizer", "sgd"}}}});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->cluster.cost_model, "/jobs/calib/h100.json");
   EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::kInterleaved1F1B);
@@ -140,11 +144,11 @@ TEST(ScenarioTest, SimulatorKeysAreParsed) {
 }
 
 TEST(ScenarioTest, SetOverrides) {
-  Result<Scenario> s = Parse(json{{"model", "m"}},
-                             {"training.local_batch=4", "fsdp.forward_prefetch_depth=2",
-                              "parallelism.pp_schedule=gpipe", "fsdp.reshard_after_forward=false",
-                              "fsdp.mix_precision.param_dtype=null",
-                              "fsdp.ignored_params=[\"a.b\"]", "cluster.nodes=2"});
+  Result<Scenario> s = Parse(
+      json{{"model", "m"}},
+      {"training.local_batch=4", "fsdp.forward_prefetch_depth=2", "parallelism.pp_schedule=gpipe",
+       "fsdp.reshard_after_forward=false", "fsdp.mix_precision.param_dtype=null",
+       "fsdp.ignored_params=[\"a.b\"]", "cluster.nodes=2"});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->training.local_batch, 4);
   EXPECT_EQ(s->fsdp.forward_prefetch_depth, 2);
@@ -154,9 +158,9 @@ TEST(ScenarioTest, SetOverrides) {
   EXPECT_EQ(s->fsdp.ignored_params, (std::vector<std::string>{"a.b"}));
   EXPECT_EQ(s->parallelism.dp_shard, 16);
   // Later overrides win; a model path set on the command line resolves like the file's.
-  Result<Scenario> t = Parse(json{{"model", "m"}}, {"training.seq_len=1024",
-                                                    "training.seq_len=2048",
-                                                    "model.module_tree=trees/t.json"});
+  Result<Scenario> t =
+      Parse(json{{"model", "m"}},
+            {"training.seq_len=1024", "training.seq_len=2048", "model.module_tree=trees/t.json"});
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->training.seq_len, 2048);
   EXPECT_EQ(t->model.kind, ModelSource::Kind::kModuleTreeFile);

@@ -68,5 +68,26 @@ TEST(CachingAllocatorTest, ReleasesCachedSegmentsBeforeReportingOom) {
   EXPECT_EQ(a.oom_count(), 1);
 }
 
+TEST(CachingAllocatorTest, OnlyWhollyFreeSegmentsAreReleased) {
+  CachingAllocatorModel a(100 * kMiB);
+  const int x = a.Allocate(30 * kMiB, 1);
+  a.Allocate(30 * kMiB, 1);   // second segment stays in use
+  const int y = a.Allocate(20 * kMiB, 1);
+  a.Free(x);
+  a.Free(y);
+  EXPECT_EQ(a.reserved_bytes(), 80 * kMiB);
+  a.Allocate(40 * kMiB, 2);   // 120 MiB > 100: the two idle segments (50 MiB) are released
+  EXPECT_EQ(a.reserved_bytes(), 70 * kMiB);
+  EXPECT_EQ(a.segment_count(), 2);
+  EXPECT_EQ(a.oom_count(), 0);
+  // A reused idle segment is no longer releasable.
+  CachingAllocatorModel b(50 * kMiB);
+  const int z = b.Allocate(30 * kMiB, 1);
+  b.Free(z);
+  b.Allocate(30 * kMiB, 1);   // reuses the cached segment
+  b.Allocate(30 * kMiB, 2);   // nothing idle to release: OOM
+  EXPECT_EQ(b.oom_count(), 1);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -100,6 +100,20 @@ TEST(EngineTest, HostCopiesDoNotSlowCompute) {
   EXPECT_EQ(MustRun(m, 1.5).ops[c].end_ns, 1000);
 }
 
+// The offloaded optimizer step runs on the CPU: NCCL kernels on the GPU do not slow it.
+TEST(EngineTest, HostWorkIsNotStretchedByCommunication) {
+  ScheduleMaker m;
+  const int ag = m.AllGather("ag", 10000);
+  const int c = m.Op("step/optimizer", Lane::kCompute, OpType::kOptimizer, 1000);
+  m.schedule().ops[c].on_host = true;
+  const Timeline tl = MustRun(m, 1.5);
+  EXPECT_EQ(tl.ops[ag].end_ns, 10000);
+  EXPECT_EQ(tl.ops[c].end_ns, 1000);
+  EXPECT_EQ(tl.stretched_ns, 0);
+  m.schedule().ops[c].on_host = false;  // the same op on the GPU is stretched
+  EXPECT_EQ(MustRun(m, 1.5).ops[c].end_ns, 1500);
+}
+
 TEST(EngineTest, ZeroDurationWaitJoinsLanes) {
   ScheduleMaker m;
   const int rs = m.ReduceScatter("rs", 300);

@@ -31,6 +31,13 @@ grep -q "DOES NOT FIT" "$out/big" || fail "big job output does not say it does n
 rc=$?
 [ $rc -eq 1 ] || fail "big job with --require-fit exit $rc (expected 1)"
 
+# A scenario file after a --set stays the scenario (one value per --set).
+printf '{"model": "llama3-8b", "training": {"seq_len": 2048}}\n' > "$out/job.json"
+"$bin" simulate --set training.local_batch=1 "$out/job.json" > "$out/job" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { cat "$out/job"; fail "scenario after --set exit $rc"; }
+grep -q "built-in default" "$out/job" && fail "scenario after --set was taken as a --set value"
+
 # Bad input: exit 2 with a message naming the problem.
 "$bin" simulate "$out/missing.json" > /dev/null 2> "$out/err"
 rc=$?

@@ -9,6 +9,7 @@
 
 #include "core/trace/trace_io.h"
 #include "sim/engine/trace_export.h"
+#include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
 namespace {
@@ -176,6 +177,39 @@ TEST(SimulateTest, SameInputGivesAByteIdenticalTrace) {
   auto back = ParseTrace(a, "<predicted>");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->metadata.kind, "predicted");
+}
+
+// CPU offload: the optimizer step runs on the host at the host's rate (not HBM's), its time is
+// not GPU compute, and the pinned host memory is reported apart from HBM.
+TEST(SimulateTest, OffloadedOptimizerRunsOnTheHostAndHostMemoryIsReported) {
+  json doc = SmallJob();
+  doc["fsdp"]["enable_offload"] = true;
+  const Simulation sim = MustRun(doc);
+  const Schedule& s = sim.schedule;
+  ASSERT_TRUE(s.ops.back().on_host);
+  Result<Hardware> hw = LookupHardware("h100-sxm", 8, 1);
+  ASSERT_TRUE(hw.ok());
+  const auto cost = MakeDefaultCostModel(*hw, DefaultCostParams(*hw));
+  const int64_t host_ns = cost->HostComputeOpNs(s.ops.back().items);
+  EXPECT_EQ(sim.prices.ns.back(), host_ns);
+  EXPECT_GT(host_ns, 2 * cost->ComputeOpNs(s.ops.back().items));  // HBM would be far faster
+  EXPECT_EQ(sim.timeline.ops.back().duration_ns(), host_ns);       // never stretched
+  const Summary& sum = sim.summary;
+  EXPECT_NEAR(sum.host_compute_s, static_cast<double>(host_ns) / 1e9, 1e-9);
+  EXPECT_NEAR(sum.compute_s + sum.exposed_comm_s + sum.idle_s, sum.step_time_s, 1e-6);
+  int64_t host_bytes = 0;
+  for (int64_t b : s.initial_host_memory[0]) host_bytes += b;
+  EXPECT_GT(host_bytes, 0);
+  EXPECT_NEAR(sum.host_memory_gib, static_cast<double>(host_bytes) / (1 << 30), 1e-9);
+  const int params = static_cast<int>(MemCategory::kShardedParams);
+  EXPECT_GT(sum.host_memory_by_category_gib[params], 0);
+  EXPECT_EQ(sim.memory[0].initial_bytes[params], 0);  // not on the device
+  const json j = SummaryToJson(sum);
+  EXPECT_DOUBLE_EQ(j["host_memory_gib"].get<double>(), sum.host_memory_gib);
+  // Without offload: no host memory, no host time.
+  const Simulation plain = MustRun(SmallJob());
+  EXPECT_EQ(plain.summary.host_memory_gib, 0);
+  EXPECT_EQ(plain.summary.host_compute_s, 0);
 }
 
 TEST(SimulateTest, UnknownGpuIsAnErrorNamingTheField) {

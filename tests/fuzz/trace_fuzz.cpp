@@ -9,16 +9,16 @@
 //   cmake -S . -B build-fuzz -DSHARDSCOPE_BUILD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
 //       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
 //   cmake --build build-fuzz --target trace_fuzz
-//   mkdir -p /tmp/trace_corpus && zcat tests/fixtures/kineto/fsdp2_cpu_rank0.json.gz | head -c 20000 \
+//   mkdir -p /tmp/trace_corpus && zcat tests/fixtures/kineto/fsdp2_cpu_rank0.json.gz | head -c
+//   20000 \
 //       > /tmp/trace_corpus/kineto_head.json   # a truncated real trace is a good seed too
 //   build-fuzz/tests/fuzz/trace_fuzz -max_total_time=300 -max_len=65536 /tmp/trace_corpus
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/trace/trace_check.h"
 #include "core/trace/trace_diff.h"
@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // nlohmann stops at a NUL byte as if the input ended there ("2\0junk" parses as 2); the
   // scanner rejects it, as RFC 8259 asks, so only NUL-free inputs are compared.
   if (text.find('\0') == std::string::npos) {
-    if (scanned != !theirs.is_discarded()) Fail("scanner and nlohmann disagree on acceptance", text);
+    if (scanned != !theirs.is_discarded())
+      Fail("scanner and nlohmann disagree on acceptance", text);
     if (scanned && mine != theirs) Fail("scanner and nlohmann disagree on the value", text);
   }
 
@@ -71,9 +72,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ReadTraceOptions ours;
     ours.format = TraceFormat::kShardscope;
     auto again = ParseTrace(written, "written.json", ours);
-    if (!again.ok()) Fail("the writer's output does not read back", again.status().message() + "\n" + written);
+    if (!again.ok())
+      Fail("the writer's output does not read back", again.status().message() + "\n" + written);
     const std::string rewritten = SerializeTrace(*again);
-    if (rewritten != written) Fail("read → write is not a fixed point", written + "\n----\n" + rewritten);
+    if (rewritten != written)
+      Fail("read → write is not a fixed point", written + "\n----\n" + rewritten);
   }
 
   if (scanned && theirs.is_object()) {

@@ -57,8 +57,8 @@ TEST(DeviceMeshTest, FlattenMergesAdjacentDims) {
 
 TEST(DeviceMeshTest, ConcatenateSlicesThroughOneRank) {
   DeviceMesh m = Mesh({"dp", "cp", "tp"}, {2, 2, 2});
-  DeviceMesh dp = *m.Slice(5, {"dp"});   // {1, 5}
-  DeviceMesh tp = *m.Slice(5, {"tp"});   // {4, 5}
+  DeviceMesh dp = *m.Slice(5, {"dp"});  // {1, 5}
+  DeviceMesh tp = *m.Slice(5, {"tp"});  // {4, 5}
   Result<DeviceMesh> c = DeviceMesh::Concatenate(dp, tp);
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->dim_names(), (std::vector<std::string>{"dp", "tp"}));

@@ -46,8 +46,7 @@ TEST(MeshContextTest, HsdpWithTpAndCpFoldedIn) {
   EXPECT_EQ(m->fsdp.sizes(), (std::vector<int>{4, 8, 2}));
   EXPECT_EQ(m->world.sizes(), (std::vector<int>{16, 2, 2}));
   // The shard group of rank 0: 8 ranks, stride tp = 2.
-  EXPECT_EQ(*m->fsdp.GroupRanks(0, {"fsdp_shard"}),
-            (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_EQ(*m->fsdp.GroupRanks(0, {"fsdp_shard"}), (std::vector<int>{0, 2, 4, 6, 8, 10, 12, 14}));
 }
 
 TEST(MeshContextTest, PipelineStagesAreContiguous) {
@@ -65,8 +64,7 @@ TEST(MeshContextTest, ExpertMesh) {
   EXPECT_EQ(m->edp, 4);
   EXPECT_EQ(m->edp_replicate, 2);
   ASSERT_TRUE(m->has_expert_mesh());
-  EXPECT_EQ(m->expert->dim_names(),
-            (std::vector<std::string>{"edp_replicate", "edp_shard", "ep"}));
+  EXPECT_EQ(m->expert->dim_names(), (std::vector<std::string>{"edp_replicate", "edp_shard", "ep"}));
   EXPECT_EQ(m->expert->sizes(), (std::vector<int>{2, 2, 4}));
   // edp_replicate == 1 drops the dim.
   Result<MeshContext> flat = BuildMeshContext(Layout(16, 8, 2, 1, 1, 4, 4));
@@ -75,12 +73,14 @@ TEST(MeshContextTest, ExpertMesh) {
 }
 
 TEST(MeshContextTest, SizeErrorsNameTheSizes) {
-  EXPECT_NE(ErrorOf(Layout(12, 1, 8)).find("world size 12 is not divisible by tp·cp·pp = 8·1·1 = 8"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(Layout(12, 1, 8)).find("world size 12 is not divisible by tp·cp·pp = 8·1·1 = 8"),
+      std::string::npos);
   EXPECT_NE(ErrorOf(Layout(8, 3)).find("dp·cp = 8·1 = 8 is not divisible by dp_shard = 3"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Layout(8, 8, 1, 1, 1, 3)).find("dp·cp·tp = 8·1·1 = 8 is not divisible by ep = 3"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(Layout(8, 8, 1, 1, 1, 3)).find("dp·cp·tp = 8·1·1 = 8 is not divisible by ep = 3"),
+      std::string::npos);
   EXPECT_NE(ErrorOf(Layout(8, 8, 1, 1, 1, 2, 3)).find("edp = 4 is not divisible by edp_shard = 3"),
             std::string::npos);
   EXPECT_NE(ErrorOf(Layout(8, 0)).find("dp_shard = 0 (expected >= 1)"), std::string::npos);

@@ -30,14 +30,21 @@ TEST(OpCostTest, ParsesCheckpointModes) {
   EXPECT_EQ(layer->mode, CheckpointMode::kSelectiveLayer);
   EXPECT_EQ(layer->every_k, 3);
   EXPECT_EQ(ActivationCheckpointName(*layer), "selective_layer:3");
-  for (const char* bad : {"selective_layer:0", "selective_layer:", "selective_layer:2x", "all"}) {
+  auto op2 = ParseActivationCheckpoint("selective_op:2", "f");
+  ASSERT_TRUE(op2.ok());
+  EXPECT_EQ(op2->mode, CheckpointMode::kSelectiveOp);
+  EXPECT_EQ(op2->recompute_every_mm, 2);
+  EXPECT_EQ(ActivationCheckpointName(*op2), "selective_op:2");
+  EXPECT_EQ(ParseActivationCheckpoint("selective_op", "f")->recompute_every_mm, 0);
+  for (const char* bad : {"selective_layer:0", "selective_layer:", "selective_layer:2x", "all",
+                          "selective_op:0", "selective_op:", "selective_op:-1"}) {
     auto r = ParseActivationCheckpoint(bad, "training.activation_checkpoint");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().message(), std::string("training.activation_checkpoint: bad activation "
                                                 "checkpoint mode '") +
                                         bad +
-                                        "' (expected none, full, selective_op or "
-                                        "selective_layer:K with K >= 1)");
+                                        "' (expected none, full, selective_op, "
+                                        "selective_op:K or selective_layer:K with K >= 1)");
   }
 }
 
@@ -83,6 +90,12 @@ TEST(OpCostTest, AttentionCausalHalvesAndWindowBounds) {
   // Saved: q (32 heads), k and v (8 heads), output, and fp32 lse.
   const int64_t tokens = 2 * 4096;
   EXPECT_EQ(causal->saved_bytes_none, tokens * 128 * 2 * (32 + 8 + 8 + 32) + tokens * 32 * 4);
+  // Under selective_op only its own outputs: q, k, v are the projections' (saved) outputs and
+  // must not be counted twice.
+  EXPECT_EQ(causal->saved_bytes_selective, tokens * 128 * 2 * 32 + tokens * 32 * 4);
+  // Eager RoPE, repeat_kv and the output transpose move more bytes than the kernel alone.
+  const int64_t kernel_bytes = tokens * 128 * 2 * (32 + 8 + 8 + 32) + tokens * 32 * 4;
+  EXPECT_GT(causal->fwd_bytes, 2 * kernel_bytes);
   // Tensor parallelism splits the heads.
   EXPECT_DOUBLE_EQ(EstimateOp(Op(OpKind::kAttention, dims), Ctx(2, 4096, 4))->fwd_flops,
                    full->fwd_flops / 4);
@@ -120,7 +133,14 @@ TEST(OpCostTest, NormsActivationsAndLossAreMemoryBound) {
   auto act = EstimateOp(Op(OpKind::kActivation, {{"dim", 1000}, {"gated", 1}}, "silu"), Ctx(1, 10));
   EXPECT_EQ(act->saved_bytes_none, 2 * 10 * 1000 * 2);  // SwiGLU keeps both branches
   auto loss = EstimateOp(Op(OpKind::kLoss, {{"vocab", 128256}}), Ctx(2, 8192));
-  EXPECT_EQ(loss->workspace_bytes, int64_t{2} * 8192 * 128256 * (2 + 4));
+  // bf16 logits, their fp32 copy and the fp32 log-probabilities (eager cross-entropy).
+  EXPECT_EQ(loss->workspace_bytes, int64_t{2} * 8192 * 128256 * (2 + 4 + 4));
+  // Eager RMSNorm moves far more than one read and one write of its input; LayerNorm is one
+  // fused kernel each way (plus the residual add both carry).
+  auto layer_norm = EstimateOp(Op(OpKind::kNorm, {{"dim", 4096}}, "layernorm"), Ctx(1, 100));
+  EXPECT_GT(norm->fwd_bytes, 2 * layer_norm->fwd_bytes);
+  EXPECT_GE(layer_norm->fwd_bytes, 2 * 100 * 4096 * 2);
+  EXPECT_EQ(act->fwd_bytes, 5 * 10 * 1000 * 2);  // silu(gate): r+w; mul: 2r+w
   auto emb = EstimateOp(Op(OpKind::kEmbedding, {{"vocab", 100}, {"dim", 8}}), Ctx(2, 8));
   EXPECT_EQ(emb->saved_bytes_none, 16 * 8);  // int64 indices
 }

@@ -1,7 +1,7 @@
 // Every scenario in examples/ loads, builds its model and plans; a few facts per example.
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "core/config/scenario.h"
 #include "core/model/model_source.h"
@@ -101,15 +101,15 @@ TEST(ExamplesTest, AdapterDeclaresExcludesAndOrders) {
   Result<Plan> p = PlanExample("adapter_tiny_vl.json");
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->adapter, "scenario adapter");
-  EXPECT_EQ(ExecOrder(*p), (Names{"vision.blocks.0", "vision.blocks.1", "vision.blocks.2",
-                                  "vision.blocks.3", "vision.merger", "model.layers.0",
-                                  "model.layers.1", "model.layers.2", "model.layers.3",
-                                  "model.layers.4", "model.layers.5"}));
+  EXPECT_EQ(ExecOrder(*p),
+            (Names{"vision.blocks.0", "vision.blocks.1", "vision.blocks.2", "vision.blocks.3",
+                   "vision.merger", "model.layers.0", "model.layers.1", "model.layers.2",
+                   "model.layers.3", "model.layers.4", "model.layers.5"}));
   EXPECT_EQ(p->FindUnit("vision.patch_embed.proj"), -1);  // excluded from discovery
   EXPECT_EQ(ParamFqns(p->root().replicate_params), (Names{"model.norm.weight"}));
   // --set replaces the order; an incomplete one is an error.
-  Result<Plan> bad = PlanExample("adapter_tiny_vl.json",
-                                 {"adapter.fsdp_execution_order=[\"vision.merger\"]"});
+  Result<Plan> bad =
+      PlanExample("adapter_tiny_vl.json", {"adapter.fsdp_execution_order=[\"vision.merger\"]"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("fsdp_execution_order misses unit 'model.layers.0'"),
             std::string::npos);

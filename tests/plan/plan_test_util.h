@@ -2,17 +2,17 @@
 //
 // Contents:
 //   TreeBuilder     adds modules and parameters by parent index
-//   LlamaLike       model.{embed_tokens, layers.<i>.{attn.{q,o}, mlp.{up,down}, norm}, norm}, lm_head
-//   Mesh            MeshContext for (W, dp_shard, tp, cp, ep, edp_shard, loss_parallel)
+//   LlamaLike       model.{embed_tokens, layers.<i>.{attn.{q,o}, mlp.{up,down}, norm}, norm},
+//   lm_head Mesh            MeshContext for (W, dp_shard, tp, cp, ep, edp_shard, loss_parallel)
 //   Config          FsdpConfig whose sizes match a MeshContext
 //   PlanOf          BuildPlan, failing the test on error
 //   ErrorOf         the message of a BuildPlan error (fails the test when it succeeds)
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/plan/planner.h"
 
@@ -92,8 +92,8 @@ inline Plan PlanOf(const ModelTree& tree, const MeshContext& mesh, const FsdpCon
   return p.ok() ? std::move(p).value() : Plan();
 }
 
-inline std::string ErrorOf(const ModelTree& tree, const MeshContext& mesh,
-                           const FsdpConfig& config, const PlanOptions& options = {}) {
+inline std::string ErrorOf(const ModelTree& tree, const MeshContext& mesh, const FsdpConfig& config,
+                           const PlanOptions& options = {}) {
   Result<Plan> p = BuildPlan(tree, mesh, config, options);
   EXPECT_FALSE(p.ok());
   if (p.ok()) return "";

@@ -44,7 +44,8 @@ TEST(PlannerParamsTest, TiedAcrossTwoUnitsIsOwnedByTheRootWithAWarning) {
   o.adapter = &a;
   MeshContext mesh = Mesh(8, 8);
   Plan plan = PlanOf(LlamaLike(1, /*tied=*/true), mesh, Config(mesh), o);
-  EXPECT_EQ(ParamFqns(plan.root().params), (Names{"model.embed_tokens.weight", "model.norm.weight"}));
+  EXPECT_EQ(ParamFqns(plan.root().params),
+            (Names{"model.embed_tokens.weight", "model.norm.weight"}));
   EXPECT_TRUE(Unit(plan, "lm_head").params.empty());
   EXPECT_TRUE(Unit(plan, "model.embed_tokens").params.empty());
   ASSERT_EQ(CountWarnings(plan, "tied_across_units"), 1);
@@ -162,11 +163,13 @@ TEST(PlannerParamsTest, SourceLayoutErrors) {
   EXPECT_NE(error_with(up, {{"dp_shard", Placement::Shard(0)}})
                 .find("uses mesh dim 'dp_shard', which belongs to FSDP/PP"),
             std::string::npos);
-  EXPECT_NE(error_with(up, {{"ep", Placement::Shard(0)}}).find("uses mesh dim 'ep', which the mesh lacks"),
+  EXPECT_NE(error_with(up, {{"ep", Placement::Shard(0)}})
+                .find("uses mesh dim 'ep', which the mesh lacks"),
             std::string::npos);
   EXPECT_NE(error_with(up, {{"sp", Placement::Shard(0)}}).find("'sp', which the mesh lacks"),
             std::string::npos);
-  EXPECT_NE(error_with(up, {{"tp", Placement::Shard(2)}}).find("Shard(2) but the parameter has shape [256, 64]"),
+  EXPECT_NE(error_with(up, {{"tp", Placement::Shard(2)}})
+                .find("Shard(2) but the parameter has shape [256, 64]"),
             std::string::npos);
   // 64 rows over tp = 3 do not divide.
   MeshContext mesh3 = Mesh(6, 2, 3);
@@ -181,7 +184,8 @@ TEST(PlannerParamsTest, AliasesWithDifferentLayouts) {
   ModelTree t = LlamaLike(1, /*tied=*/true);
   for (Module& m : t.modules) {
     for (Param& p : m.params) {
-      if (p.id == "emb" && m.name == "lm_head") p.layout = SourceLayout{{"tp", Placement::Shard(0)}};
+      if (p.id == "emb" && m.name == "lm_head")
+        p.layout = SourceLayout{{"tp", Placement::Shard(0)}};
     }
   }
   MeshContext mesh = Mesh(8, 4, 2);
@@ -193,8 +197,9 @@ TEST(PlannerParamsTest, AliasesWithDifferentLayouts) {
   PlanOptions o;
   o.source_layouts["lm_head.weight"] = {{"tp", Placement::Shard(0)}};
   o.source_layouts["model.embed_tokens.weight"] = {{"tp", Placement::Shard(1)}};
-  EXPECT_NE(ErrorOf(LlamaLike(1, true), mesh, Config(mesh), o).find("have different source layouts"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(LlamaLike(1, true), mesh, Config(mesh), o).find("have different source layouts"),
+      std::string::npos);
 }
 
 TEST(PlannerParamsTest, TpWithoutAnyLayoutWarns) {

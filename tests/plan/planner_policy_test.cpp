@@ -42,7 +42,8 @@ TEST(PlannerPolicyTest, ConfigMustMatchTheMesh) {
 // One unit's (reduce op, scaling factor) for a mesh and whether any layout is given.
 std::pair<ReduceOp, std::optional<double>> Reduction(const MeshContext& mesh, bool layout) {
   PlanOptions o;
-  if (layout) o.source_layouts["model.layers.0.mlp.up_proj.weight"] = {{"tp", Placement::Replicate()}};
+  if (layout)
+    o.source_layouts["model.layers.0.mlp.up_proj.weight"] = {{"tp", Placement::Replicate()}};
   Plan plan = PlanOf(LlamaLike(1), mesh, Config(mesh), o);
   const UnitPlan& u = Unit(plan, "model.layers.0");
   return {u.reduce_op, u.gradient_scaling_factor};

@@ -1,10 +1,10 @@
 // Property test over random trees: every parameter is managed exactly once or ignored, and
 // sharded elements over a shard group add up to the padded total.
+#include <gtest/gtest.h>
+
 #include <map>
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "core/plan/planner_internal.h"
 #include "tests/plan/plan_test_util.h"
@@ -32,7 +32,8 @@ RandomCase MakeCase(std::mt19937& rng) {
   for (int s = 1; s <= world / tp; ++s) {
     if ((world / tp) % s == 0) shard_options.push_back(s);
   }
-  const int dp_shard = shard_options[static_cast<size_t>(pick(0, static_cast<int>(shard_options.size()) - 1))];
+  const int dp_shard =
+      shard_options[static_cast<size_t>(pick(0, static_cast<int>(shard_options.size()) - 1))];
   c.mesh = Mesh(world, dp_shard, tp);
   c.config = Config(c.mesh);
   c.config.forward_prefetch_depth = pick(0, 3);
@@ -108,7 +109,8 @@ RandomCase MakeCase(std::mt19937& rng) {
   c.adapter.name = "random adapter";
   std::set<std::string> declared;
   for (int k = 0; k < pick(0, 2); ++k) {
-    declared.insert(module_fqns[static_cast<size_t>(pick(0, static_cast<int>(module_fqns.size()) - 1))]);
+    declared.insert(
+        module_fqns[static_cast<size_t>(pick(0, static_cast<int>(module_fqns.size()) - 1))]);
   }
   c.adapter.fsdp_wrap_modules.assign(declared.begin(), declared.end());
   c.use_adapter = !declared.empty();
@@ -128,7 +130,8 @@ TEST(PlannerPropertyTest, EveryParameterOnceAndShardsAddUp) {
     RandomCase c = MakeCase(rng);
     // The planner's own parameter enumeration agrees with the tree's.
     const std::vector<ParamEntry> reference = EnumerateParams(c.tree);
-    const std::vector<ParamEntry> own = planner::EnumerateParamsOf(c.tree, EnumerateModules(c.tree));
+    const std::vector<ParamEntry> own =
+        planner::EnumerateParamsOf(c.tree, EnumerateModules(c.tree));
     ASSERT_EQ(own.size(), reference.size());
     for (size_t k = 0; k < own.size(); ++k) {
       EXPECT_EQ(own[k].fqns, reference[k].fqns);

@@ -23,8 +23,7 @@ TEST(PlannerUnitsTest, BlocksKeepRegisteredNames) {
   Plan plan = PlanOf(b.tree, mesh, Config(mesh));
   EXPECT_EQ(WrapOrder(plan), (Names{"model.layers.2", "model.layers.7", ""}));
   EXPECT_EQ(ExecOrder(plan), (Names{"model.layers.2", "model.layers.7"}));
-  EXPECT_EQ(ParamFqns(Unit(plan, "model.layers.7").params),
-            (Names{"model.layers.7.proj.weight"}));
+  EXPECT_EQ(ParamFqns(Unit(plan, "model.layers.7").params), (Names{"model.layers.7.proj.weight"}));
   EXPECT_EQ(ParamFqns(plan.root().params), (Names{"model.norm.weight"}));
   EXPECT_TRUE(plan.root().is_root);
   EXPECT_FALSE(plan.root().execution_index.has_value());

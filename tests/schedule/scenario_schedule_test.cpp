@@ -34,12 +34,14 @@ nlohmann::json Job(const std::string& model, nlohmann::json parallelism,
 TEST(ScenarioScheduleTest, BuiltinModelsInCommonLayoutsValidate) {
   const std::vector<std::pair<std::string, nlohmann::json>> jobs = {
       {"fsdp", Job("llama3-8b", nlohmann::json::object())},
-      {"hsdp full ac", Job("llama3-8b", {{"dp_replicate", 2}}, {{"activation_checkpoint", "full"}})},
+      {"hsdp full ac",
+       Job("llama3-8b", {{"dp_replicate", 2}}, {{"activation_checkpoint", "full"}})},
       {"tp sp", Job("llama3-8b", {{"tp", 2}})},
       {"tp cp", Job("llama3-8b", {{"tp", 2}, {"cp", 2}})},
       {"pp 1f1b", Job("llama3-8b", {{"pp", 2}})},
       {"pp interleaved",
-       Job("llama3-8b", {{"pp", 2}, {"pp_schedule", "interleaved_1f1b"}, {"pp_virtual_stages", 2}})},
+       Job("llama3-8b",
+           {{"pp", 2}, {"pp_schedule", "interleaved_1f1b"}, {"pp_virtual_stages", 2}})},
       {"moe ep", Job("mixtral-8x7b", {{"ep", 8}, {"edp_shard", 2}})},
       {"grad accum", Job("llama3-8b", nlohmann::json::object(), {{"grad_accum", 2}})},
   };

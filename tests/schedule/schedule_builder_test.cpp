@@ -1,10 +1,11 @@
 #include "core/schedule/schedule_builder.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-
-#include <gtest/gtest.h>
+#include <tuple>
 
 #include "core/schedule/schedule_check.h"
 #include "tests/schedule/test_model.h"
@@ -29,14 +30,14 @@ int Find(const Schedule& s, const std::string& op_id) {
 }
 
 int Count(const Schedule& s, OpType type) {
-  return static_cast<int>(
-      std::count_if(s.ops.begin(), s.ops.end(), [&](const ScheduleOp& o) { return o.type == type; }));
+  return static_cast<int>(std::count_if(s.ops.begin(), s.ops.end(),
+                                        [&](const ScheduleOp& o) { return o.type == type; }));
 }
 
 TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation) {
   std::vector<std::pair<std::string, Case>> cases;
   cases.emplace_back("default", Base());
-  for (const char* ac : {"none", "full", "selective_op", "selective_layer:2"}) {
+  for (const char* ac : {"none", "full", "selective_op", "selective_op:2", "selective_layer:2"}) {
     Case s = Base();
     s.options.activation_checkpoint = *ParseActivationCheckpoint(ac, "test");
     cases.emplace_back(ac, s);
@@ -185,6 +186,48 @@ TEST(ScheduleBuilderTest, FullCheckpointingSavesLessActivationMemoryThanNone) {
   EXPECT_EQ(none_t.recompute_flops, 0);
   EXPECT_GT(full_t.recompute_flops, 0);
   EXPECT_DOUBLE_EQ(full_t.fwd_flops, none_t.fwd_flops);
+
+  // selective_layer:2 checkpoints every second block, counted from 1 as torchtitan does.
+  Case c = Base();
+  c.options.activation_checkpoint = *ParseActivationCheckpoint("selective_layer:2", "test");
+  const Schedule layer = BuildAll(c).schedule;
+  EXPECT_EQ(Find(layer, "bwd/model.layers.0/recompute"), -1);
+  EXPECT_GE(Find(layer, "bwd/model.layers.1/recompute"), 0);
+  EXPECT_EQ(Find(layer, "bwd/model.layers.2/recompute"), -1);
+  EXPECT_GE(Find(layer, "bwd/model.layers.3/recompute"), 0);
+}
+
+// torchtitan's op policy (selective_op:2) recomputes every second matmul of a block instead of
+// saving its output: less activation memory than saving them all, more recompute work.
+TEST(ScheduleBuilderTest, SelectiveOpEverySecondMatmulRecomputesHalfTheProjections) {
+  auto build = [](const char* mode) {
+    Case s = Base();
+    s.options.activation_checkpoint = *ParseActivationCheckpoint(mode, "test");
+    Built b = BuildAll(s);
+    return std::make_tuple(IssueOrderPeak(b.schedule, 0), ComputeStepTotals(b.schedule, 0),
+                           b.schedule);
+  };
+  const auto [all, all_t, all_s] = build("selective_op");
+  const auto [half, half_t, half_s] = build("selective_op:2");
+  const int act = static_cast<int>(MemCategory::kActivations);
+  EXPECT_LT(half.max_by_category[act], all.max_by_category[act]);
+  EXPECT_GT(half_t.recompute_flops, all_t.recompute_flops);
+  EXPECT_DOUBLE_EQ(half_t.fwd_flops, all_t.fwd_flops);
+  // In a Llama block the 2nd, 4th and 6th matmuls (k_proj, o_proj, up_proj) are recomputed.
+  int recomputed_linears = 0;
+  for (const ScheduleOp& op : half_s.ops) {
+    if (op.unit != "model.layers.0" || op.op_id.find("bwd/") != 0) continue;
+    for (const ComputeItem& item : op.items) {
+      if (item.recompute && item.kind == OpKind::kLinear) {
+        ++recomputed_linears;
+        const std::string& name = half_s.modules[item.module];
+        EXPECT_TRUE(name.ends_with("k_proj") || name.ends_with("o_proj") ||
+                    name.ends_with("up_proj"))
+            << name;
+      }
+    }
+  }
+  EXPECT_EQ(recomputed_linears, 3);
 }
 
 TEST(ScheduleBuilderTest, GradientAccumulationMultipliesComputeAndReductions) {
@@ -325,8 +368,7 @@ TEST(ScheduleBuilderTest, FormatListsEveryOp) {
   if (std::getenv("SHARDSCOPE_DUMP_TP")) c.tp = 2;
   Built b = BuildAll(c, TinyShape{2});
   const std::string text = FormatSchedule(b.schedule, 0);
-  EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')),
-            b.schedule.ops.size());
+  EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), b.schedule.ops.size());
   if (std::getenv("SHARDSCOPE_DUMP_SCHEDULE")) std::printf("%s", text.c_str());
 }
 
@@ -396,7 +438,8 @@ TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
   EXPECT_GT(IssueOrderPeak(s, 0).max_by_category[act], IssueOrderPeak(s, 1).max_by_category[act]);
   // Persistent memory of the two stages adds up to the plan's.
   int64_t sharded = 0;
-  for (const auto& m : s.initial_memory) sharded += m[static_cast<int>(MemCategory::kShardedParams)];
+  for (const auto& m : s.initial_memory)
+    sharded += m[static_cast<int>(MemCategory::kShardedParams)];
   EXPECT_EQ(sharded, b.plan.totals.sharded_bytes_per_rank);
 }
 
@@ -456,6 +499,29 @@ TEST(ScheduleBuilderTest, ExpertUnitsShardOverTheExpertMeshWithAllToAlls) {
   // The experts unit runs inside its block: the block's compute is split around it.
   EXPECT_LT(Find(s, "fwd/model.layers.0/compute"), dispatch);
   EXPECT_GT(Find(s, "fwd/model.layers.1/compute"), dispatch);
+}
+
+}  // namespace
+}  // namespace shardscope::testing
+
+namespace shardscope::testing {
+namespace {
+
+TEST(ScheduleBuilderTest, ReplicateParamsAreAllReducedWholeOverTheDataParallelGroup) {
+  Case c = Base();
+  c.dp_replicate = 2;
+  c.fsdp.replicate_params = {"model.norm.weight"};
+  Built b = BuildAll(c);
+  const Schedule& s = b.schedule;
+  const Status st = ValidateSchedule(s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  const int ar = Find(s, "bwd/root/all_reduce_replicate");
+  ASSERT_GE(ar, 0);
+  EXPECT_EQ(s.groups[s.ops[ar].group].size(), 8);
+  EXPECT_EQ(s.ops[ar].bytes, 256 * 4);  // the whole norm weight in the fp32 reduce dtype
+  // Kept whole on every rank: persistent params exceed the plan's sharded bytes by it.
+  EXPECT_EQ(s.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)],
+            b.plan.totals.sharded_bytes_per_rank + 256 * 4);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // that go with it, shared by the schedule tests.
 #pragma once
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "core/mesh/mesh_context.h"
 #include "core/plan/planner.h"
@@ -28,8 +28,7 @@ inline Param W(std::vector<int64_t> shape, std::string name = "weight") {
   return p;
 }
 
-inline OpDescriptor Op(OpKind kind, std::map<std::string, int64_t> dims,
-                       std::string variant = "") {
+inline OpDescriptor Op(OpKind kind, std::map<std::string, int64_t> dims, std::string variant = "") {
   OpDescriptor d;
   d.kind = kind;
   d.dims = std::move(dims);
@@ -60,8 +59,8 @@ inline ModelTree TinyLlama(const TinyShape& s = {}) {
     Leaf(t, block, "input_layernorm", "RMSNorm", Op(OpKind::kNorm, {{"dim", s.dim}}, "rmsnorm"),
          {s.dim});
     Module attn = MakeModule("self_attn", "TinyAttention");
-    attn.op = Op(OpKind::kAttention, {{"heads", s.heads}, {"kv_heads", s.kv_heads},
-                                      {"head_dim", hd}, {"causal", 1}});
+    attn.op = Op(OpKind::kAttention,
+                 {{"heads", s.heads}, {"kv_heads", s.kv_heads}, {"head_dim", hd}, {"causal", 1}});
     int a = t.AddModule(block, std::move(attn));
     Leaf(t, a, "q_proj", "Linear", Op(OpKind::kLinear, {{"in", s.dim}, {"out", s.dim}}, "column"),
          {s.dim, s.dim});
@@ -86,8 +85,8 @@ inline ModelTree TinyLlama(const TinyShape& s = {}) {
          {s.ffn, s.dim});
     Leaf(t, mlp, "act_fn", "SiLU", Op(OpKind::kActivation, {{"dim", s.ffn}, {"gated", 1}}, "silu"),
          {});
-    Leaf(t, mlp, "down_proj", "Linear",
-         Op(OpKind::kLinear, {{"in", s.ffn}, {"out", s.dim}}, "row"), {s.dim, s.ffn});
+    Leaf(t, mlp, "down_proj", "Linear", Op(OpKind::kLinear, {{"in", s.ffn}, {"out", s.dim}}, "row"),
+         {s.dim, s.ffn});
   }
   Leaf(t, model, "norm", "RMSNorm", Op(OpKind::kNorm, {{"dim", s.dim}}, "rmsnorm"), {s.dim});
   Leaf(t, 0, "lm_head", "Linear", Op(OpKind::kLinear, {{"in", s.dim}, {"out", s.vocab}}, "column"),

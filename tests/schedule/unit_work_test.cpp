@@ -33,9 +33,10 @@ TEST(UnitWorkTest, ExpertParallelAllToAllsSurroundTheRoutedExperts) {
   int moe = t.AddModule(0, MakeModule("moe", "MoE"));
   Leaf(t, moe, "gate", "Router", Op(OpKind::kRouter, {{"dim", 64}, {"experts", 8}, {"top_k", 2}}),
        {8, 64});
-  Leaf(t, moe, "experts", "Experts",
-       Op(OpKind::kExperts, {{"experts", 8}, {"top_k", 2}, {"dim", 64}, {"ffn", 128}, {"gated", 1}}),
-       {8, 256, 64});
+  Leaf(
+      t, moe, "experts", "Experts",
+      Op(OpKind::kExperts, {{"experts", 8}, {"top_k", 2}, {"dim", 64}, {"ffn", 128}, {"gated", 1}}),
+      {8, 256, 64});
   ScheduleOptions o;
   o.ep = 4;
   OpContext ctx;
@@ -94,8 +95,11 @@ TEST(UnitWorkTest, ScenarioFieldsReachTheOptions) {
                         {"parallelism", {{"tp", 2}, {"dp_replicate", 2}}},
                         {"fsdp", {{"requires_grad_sync", false}}},
                         {"training",
-                         {{"local_batch", 3}, {"seq_len", 4096}, {"grad_accum", 2},
-                          {"activation_checkpoint", "full"}, {"optimizer", "sgd"}}}};
+                         {{"local_batch", 3},
+                          {"seq_len", 4096},
+                          {"grad_accum", 2},
+                          {"activation_checkpoint", "full"},
+                          {"optimizer", "sgd"}}}};
   Result<Scenario> s = ParseScenario(doc, "job.json", ".");
   ASSERT_TRUE(s.ok()) << s.status().message();
   const ScheduleOptions o = ScheduleOptionsFromScenario(*s);

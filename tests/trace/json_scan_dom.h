@@ -2,10 +2,9 @@
 // scanner against nlohmann's own parser.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/trace/json_scan.h"
 

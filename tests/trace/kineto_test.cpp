@@ -1,7 +1,7 @@
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
@@ -97,14 +97,16 @@ TEST(KinetoImport, ErrorsNameTheEvent) {
   bad.replace(bad.find("\"dur\":100,"), 10, "\"dur\":\"x\",");
   auto r = ParseTrace(bad, "gpu.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("gpu.json: traceEvents[9].dur"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("gpu.json: traceEvents[9].dur"), std::string::npos)
+      << r.status().message();
 }
 
 // A real FSDP2 step recorded by tools/record_fsdp2_trace.py (2 gloo ranks on CPU, torch 2.15).
 TEST(KinetoImport, RealFsdp2CpuTrace) {
   for (int rank : {0, 1}) {
-    const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/fixtures/kineto/fsdp2_cpu_rank" +
-                             std::to_string(rank) + ".json.gz";
+    const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) +
+                             "/tests/fixtures/kineto/fsdp2_cpu_rank" + std::to_string(rank) +
+                             ".json.gz";
     auto r = ReadTrace(path);
     ASSERT_TRUE(r.ok()) << r.status().message();
     const Trace& t = *r;
@@ -121,10 +123,11 @@ TEST(KinetoImport, RealFsdp2CpuTrace) {
     EXPECT_EQ(per_lane[kLaneAllGather], 5);
     EXPECT_EQ(per_lane[kLaneReduceScatter], 3);
     EXPECT_GT(per_lane[kLaneCompute], 50);
-    for (const char* id : {"fwd/root/all_gather", "fwd/layers.0/all_gather", "fwd/layers.1/all_gather",
-                           "bwd/layers.0/all_gather", "bwd/layers.1/all_gather", "bwd/layers.1/reduce_scatter",
-                           "bwd/layers.0/reduce_scatter", "bwd/root/reduce_scatter", "fwd/layers.0/compute",
-                           "bwd/layers.1/compute", "step/optimizer"}) {
+    for (const char* id :
+         {"fwd/root/all_gather", "fwd/layers.0/all_gather", "fwd/layers.1/all_gather",
+          "bwd/layers.0/all_gather", "bwd/layers.1/all_gather", "bwd/layers.1/reduce_scatter",
+          "bwd/layers.0/reduce_scatter", "bwd/root/reduce_scatter", "fwd/layers.0/compute",
+          "bwd/layers.1/compute", "step/optimizer"}) {
       EXPECT_EQ(op_ids.count(id), 1u) << "rank " << rank << " lacks " << id;
     }
     ASSERT_EQ(t.markers.size(), 1u);

@@ -1,6 +1,7 @@
+#include "core/trace/trace_check.h"
+
 #include <gtest/gtest.h>
 
-#include "core/trace/trace_check.h"
 #include "core/trace/trace_io.h"
 #include "tests/trace/trace_test_util.h"
 
@@ -29,12 +30,15 @@ TEST(CheckTrace, WrittenTracesAreValid) {
 
 TEST(CheckTrace, CatchesOverlappingLanes) {
   Trace t = testing::SmallTrace();
-  t.AddWork(0, kLaneAllGather, "nccl:all_gather", "fwd/layers.2/all_gather", 100000, 30000);  // 100–130 µs vs 50–120 µs
+  t.AddWork(0, kLaneAllGather, "nccl:all_gather", "fwd/layers.2/all_gather", 100000,
+            30000);  // 100–130 µs vs 50–120 µs
   const auto problems = CheckTrace(ReadOurs(SerializeTrace(t)));
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("rank 0 lane 2 (all_gather): \"nccl:all_gather\" [fwd/layers.2/all_gather] at 100.000 µs "
-                             "starts before \"nccl:all_gather\" [fwd/layers.1/all_gather] ends at 120.000 µs"),
-            std::string::npos)
+  EXPECT_NE(
+      problems[0].find(
+          "rank 0 lane 2 (all_gather): \"nccl:all_gather\" [fwd/layers.2/all_gather] at 100.000 µs "
+          "starts before \"nccl:all_gather\" [fwd/layers.1/all_gather] ends at 120.000 µs"),
+      std::string::npos)
       << problems[0];
 }
 
@@ -42,21 +46,25 @@ TEST(CheckTrace, CatchesMissingMetadata) {
   const auto none = CheckTrace(ReadOurs(R"({"traceEvents":[]})"));
   ASSERT_EQ(none.size(), 1u);
   EXPECT_NE(none[0].find("c.json: metadata: missing"), std::string::npos);
-  const auto partial = CheckTrace(ReadOurs(R"({"traceEvents":[],"metadata":{"format":"shardscope-trace/1","kind":"guessed"}})"));
+  const auto partial = CheckTrace(ReadOurs(
+      R"({"traceEvents":[],"metadata":{"format":"shardscope-trace/1","kind":"guessed"}})"));
   EXPECT_TRUE(Has(partial, "metadata.kind: expected \"predicted\" or \"measured\""));
   EXPECT_TRUE(Has(partial, "metadata.tool_version: missing"));
-  const auto wrong = CheckTrace(ReadOurs(R"({"traceEvents":[],"metadata":{"format":"x/1","kind":"measured","tool_version":"v"}})"));
+  const auto wrong = CheckTrace(ReadOurs(
+      R"({"traceEvents":[],"metadata":{"format":"x/1","kind":"measured","tool_version":"v"}})"));
   EXPECT_TRUE(Has(wrong, "metadata.format: expected \"shardscope-trace/1\", got \"x/1\""));
 }
 
 TEST(CheckTrace, CatchesBadCounterKeysTidsAndOpIds) {
-  const std::string meta = R"(,"metadata":{"format":"shardscope-trace/1","kind":"measured","tool_version":"v"}})";
-  const auto problems = CheckTrace(ReadOurs(
-      R"({"traceEvents":[)"
-      R"({"ph":"C","name":"memory","pid":0,"tid":0,"ts":0,"args":{"allocated":5}},)"
-      R"({"ph":"X","name":"a","pid":0,"tid":9,"ts":0,"dur":1,"args":{"op_id":"x"}},)"
-      R"({"ph":"X","name":"b","pid":0,"tid":1,"ts":0,"dur":1,"args":{}},)"
-      R"({"ph":"X","name":"c","pid":0,"tid":1,"ts":5,"dur":1,"args":{"op_id":"x"}}])" + meta));
+  const std::string meta =
+      R"(,"metadata":{"format":"shardscope-trace/1","kind":"measured","tool_version":"v"}})";
+  const auto problems = CheckTrace(
+      ReadOurs(R"({"traceEvents":[)"
+               R"({"ph":"C","name":"memory","pid":0,"tid":0,"ts":0,"args":{"allocated":5}},)"
+               R"({"ph":"X","name":"a","pid":0,"tid":9,"ts":0,"dur":1,"args":{"op_id":"x"}},)"
+               R"({"ph":"X","name":"b","pid":0,"tid":1,"ts":0,"dur":1,"args":{}},)"
+               R"({"ph":"X","name":"c","pid":0,"tid":1,"ts":5,"dur":1,"args":{"op_id":"x"}}])" +
+               meta));
   EXPECT_EQ(problems.size(), 4u);
   EXPECT_TRUE(Has(problems, "traceEvents[0].args.allocated: counter key must end in \"_bytes\""));
   EXPECT_TRUE(Has(problems, "traceEvents[1].tid: unknown lane 9"));

@@ -1,6 +1,7 @@
+#include "core/trace/trace_diff.h"
+
 #include <gtest/gtest.h>
 
-#include "core/trace/trace_diff.h"
 #include "core/trace/trace_io.h"
 #include "tests/trace/trace_test_util.h"
 
@@ -8,7 +9,8 @@ namespace shardscope {
 namespace {
 
 Tolerances Loose(const char* op) {
-  auto t = ParseTolerances(std::string("step_time=100%,exposed_comm=100%,peak_memory=100%,op=") + op);
+  auto t =
+      ParseTolerances(std::string("step_time=100%,exposed_comm=100%,peak_memory=100%,op=") + op);
   EXPECT_TRUE(t.ok());
   return *t;
 }
@@ -87,7 +89,8 @@ TEST(TraceDiff, StructuralDifferences) {
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->within_tolerance);
   ASSERT_EQ(r->removed.size(), 1u);
-  EXPECT_NE(r->removed[0].find("rank 1 reduce_scatter: bwd/layers.1/reduce_scatter"), std::string::npos);
+  EXPECT_NE(r->removed[0].find("rank 1 reduce_scatter: bwd/layers.1/reduce_scatter"),
+            std::string::npos);
   ASSERT_EQ(r->added.size(), 1u);
   EXPECT_NE(r->added[0].find("bwd/root/all_reduce"), std::string::npos);
   ASSERT_EQ(r->reordered.size(), 1u);
@@ -126,7 +129,9 @@ TEST(TraceDiff, ToleranceParsing) {
 }
 
 TEST(TraceDiff, Summaries) {
-  const nlohmann::json a = {{"step_time_s", 1.0}, {"exposed_comm_s", 0.1}, {"peak_memory_allocated_gib", 40.0},
+  const nlohmann::json a = {{"step_time_s", 1.0},
+                            {"exposed_comm_s", 0.1},
+                            {"peak_memory_allocated_gib", 40.0},
                             {"comm_s", {{"all_gather", 0.2}}}};
   nlohmann::json b = a;
   b["step_time_s"] = 1.01;
@@ -141,7 +146,8 @@ TEST(TraceDiff, Summaries) {
   b["peak_memory_allocated_gib"] = "big";
   r = DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("b.json: peak_memory_allocated_gib: expected a number"), std::string::npos);
+  EXPECT_NE(r.status().message().find("b.json: peak_memory_allocated_gib: expected a number"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-#include <cstdio>
-#include <string>
+#include "core/trace/trace_io.h"
 
 #include <gtest/gtest.h>
 
-#include "core/trace/trace_io.h"
+#include <cstdio>
+#include <string>
+
 #include "tests/trace/trace_test_util.h"
 
 namespace shardscope {
@@ -11,7 +12,8 @@ namespace {
 
 size_t Count(const std::string& text, const std::string& needle) {
   size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
   return n;
 }
 
@@ -50,15 +52,21 @@ TEST(TraceReader, MicrosecondTextToNanoseconds) {
 
 TEST(TraceWriter, WritesChromeTraceEvents) {
   const std::string text = SerializeTrace(testing::SmallTrace());
-  EXPECT_NE(text.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"rank 1\"}}"), std::string::npos);
-  EXPECT_NE(text.find("\"name\":\"thread_name\",\"pid\":0,\"tid\":2,\"args\":{\"name\":\"all_gather\"}"), std::string::npos);
-  EXPECT_NE(text.find("\"ts\":50.000,\"dur\":70.000,\"args\":{\"op_id\":\"fwd/layers.1/all_gather\",\"bytes\":67108864,\"group_size\":8,\"busbw_GBps\":123.25}"),
+  EXPECT_NE(text.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{"
+                      "\"name\":\"rank 1\"}}"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("\"name\":\"thread_name\",\"pid\":0,\"tid\":2,\"args\":{\"name\":\"all_gather\"}"),
+      std::string::npos);
+  EXPECT_NE(text.find("\"ts\":50.000,\"dur\":70.000,\"args\":{\"op_id\":\"fwd/layers.1/"
+                      "all_gather\",\"bytes\":67108864,\"group_size\":8,\"busbw_GBps\":123.25}"),
             std::string::npos);
   EXPECT_NE(text.find("\"displayTimeUnit\":\"ns\""), std::string::npos);
   EXPECT_NE(text.find("\"format\":\"shardscope-trace/1\""), std::string::npos);
   EXPECT_NE(text.find("{\"ph\":\"i\",\"name\":\"peak_memory\""), std::string::npos);
   // Samples at one instant form one C event.
-  EXPECT_NE(text.find("\"args\":{\"unsharded_params_bytes\":4000,\"allocated_bytes\":5000}"), std::string::npos);
+  EXPECT_NE(text.find("\"args\":{\"unsharded_params_bytes\":4000,\"allocated_bytes\":5000}"),
+            std::string::npos);
   EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
@@ -140,20 +148,28 @@ struct BadCase {
 };
 
 TEST(TraceReader, BadInputsGiveCleanErrors) {
-  const std::string meta = R"(,"metadata":{"format":"shardscope-trace/1","kind":"predicted","tool_version":"t"}})";
+  const std::string meta =
+      R"(,"metadata":{"format":"shardscope-trace/1","kind":"predicted","tool_version":"t"}})";
   const BadCase cases[] = {
       {"{", "t.json: not valid JSON at byte"},
       {"[1,2]", "expected a JSON object"},
       {R"({"metadata":{}})", "traceEvents: missing"},
       {R"({"traceEvents":{}})", "traceEvents: expected an array"},
       {R"({"traceEvents":[3]})", "traceEvents[0]: expected an object"},
-      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":"2"}])", "traceEvents[0].dur: expected a number"},
-      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":-2}])", "traceEvents[0].dur: expected a duration"},
-      {R"({"traceEvents":[{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}},{"ph":"X","name":"a","pid":"r","tid":1,"ts":1,"dur":2}])", "traceEvents[1].pid: expected an integer"},
-      {R"({"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":1,"dur":2}])", "traceEvents[0].name: expected a string"},
-      {R"({"traceEvents":[{"ph":"C","name":"memory","pid":0,"ts":1,"args":{"a_bytes":1.5}}])", "traceEvents[0].args.a_bytes: expected an integer"},
-      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":[]}])", "traceEvents[0].args: expected an object"},
-      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{"bytes":"9"}}])", "traceEvents[0].args.bytes: expected an integer"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":"2"}])",
+       "traceEvents[0].dur: expected a number"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":-2}])",
+       "traceEvents[0].dur: expected a duration"},
+      {R"({"traceEvents":[{"ph":"M","name":"process_name","pid":0,"args":{"name":"rank 0"}},{"ph":"X","name":"a","pid":"r","tid":1,"ts":1,"dur":2}])",
+       "traceEvents[1].pid: expected an integer"},
+      {R"({"traceEvents":[{"ph":"X","pid":0,"tid":1,"ts":1,"dur":2}])",
+       "traceEvents[0].name: expected a string"},
+      {R"({"traceEvents":[{"ph":"C","name":"memory","pid":0,"ts":1,"args":{"a_bytes":1.5}}])",
+       "traceEvents[0].args.a_bytes: expected an integer"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":[]}])",
+       "traceEvents[0].args: expected an object"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{"bytes":"9"}}])",
+       "traceEvents[0].args.bytes: expected an integer"},
   };
   for (const BadCase& c : cases) {
     std::string text = c.text;
@@ -177,10 +193,13 @@ TEST(TraceReader, MissingFileNamesThePath) {
 }
 
 TEST(TraceReader, UnknownFormatIsRefused) {
-  auto r = ParseTrace(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2}]})", "plain.json");
+  auto r = ParseTrace(R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2}]})",
+                      "plain.json");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("neither a shardscope trace"), std::string::npos);
-  auto wrong = ParseTrace(R"({"traceEvents":[],"metadata":{"format":"other/2","kind":"predicted","tool_version":"x"}})", "w.json");
+  auto wrong = ParseTrace(
+      R"({"traceEvents":[],"metadata":{"format":"other/2","kind":"predicted","tool_version":"x"}})",
+      "w.json");
   ASSERT_FALSE(wrong.ok());
 }
 

@@ -1,7 +1,8 @@
+#include "core/trace/trace_stats.h"
+
 #include <gtest/gtest.h>
 
 #include "core/trace/intervals.h"
-#include "core/trace/trace_stats.h"
 #include "tests/trace/trace_test_util.h"
 
 namespace shardscope {
@@ -36,7 +37,7 @@ TEST(TraceStats, ExposedCommunicationByIntervalArithmetic) {
   const StepStats& st = s.steps[0];
   EXPECT_EQ(st.rank, 0);
   EXPECT_EQ(st.step_ns, 300000);
-  EXPECT_EQ(st.busy_ns, 270000);   // [0,120) ∪ [150,300) µs
+  EXPECT_EQ(st.busy_ns, 270000);  // [0,120) ∪ [150,300) µs
   EXPECT_EQ(st.idle_ns, 30000);
   EXPECT_EQ(st.compute_ns, 200000);
   EXPECT_EQ(st.comm_ns, 130000);

@@ -18,12 +18,14 @@ inline Trace SmallTrace() {
     t.AddMarker(r, 0, "step_begin");
     WorkEvent& c0 = t.AddWork(r, kLaneCompute, "fwd layers.0", "fwd/layers.0/compute", 0, 100000);
     c0.flops = 1.5e12;
-    WorkEvent& ag = t.AddWork(r, kLaneAllGather, "nccl:all_gather", "fwd/layers.1/all_gather", 50000, 70000);
+    WorkEvent& ag =
+        t.AddWork(r, kLaneAllGather, "nccl:all_gather", "fwd/layers.1/all_gather", 50000, 70000);
     ag.bytes = 64 << 20;
     ag.group_size = 8;
     ag.busbw_gbps = 123.25;
     t.AddWork(r, kLaneCompute, "fwd layers.1", "fwd/layers.1/compute", 150000, 100000).flops = 2e12;
-    WorkEvent& rs = t.AddWork(r, kLaneReduceScatter, "nccl:reduce_scatter", "bwd/layers.1/reduce_scatter", 240000, 60000);
+    WorkEvent& rs = t.AddWork(r, kLaneReduceScatter, "nccl:reduce_scatter",
+                              "bwd/layers.1/reduce_scatter", 240000, 60000);
     rs.bytes = 128 << 20;
     rs.group_size = 8;
     t.AddCounter(r, 0, "sharded_params_bytes", 1000);

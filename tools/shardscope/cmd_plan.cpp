@@ -1,11 +1,11 @@
 // `shardscope plan SCENARIO [--json FILE] [--set path=value ...]`: plans the FSDP units of a
 // scenario (planning.md) and prints the units table; --json writes formats.md §1b.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include "core/config/scenario.h"
 #include "core/model/model_source.h"
@@ -33,13 +33,12 @@ Status RunPlan(const PlanArgs& args) {
   if (!planned.ok()) return planned.status().WithContext(scenario.source);
   const Plan& plan = *planned;
   const PlanMeshInfo& m = plan.mesh;
-  fmt::print("{}: {} GPUs ({}×{} {}), tp={} cp={} pp={} ep={}, dp_replicate={} dp_shard={}{}{}\n",
-             scenario.source, m.world_size, scenario.cluster.nodes,
-             scenario.cluster.gpus_per_node, scenario.cluster.gpu, m.tp, m.cp, m.pp, m.ep,
-             m.dp_replicate, m.dp_shard,
-             m.edp > 0 ? fmt::format(", edp_replicate={} edp_shard={}", m.edp_replicate, m.edp_shard)
-                       : "",
-             plan.adapter.empty() ? "" : ", " + plan.adapter);
+  fmt::print(
+      "{}: {} GPUs ({}×{} {}), tp={} cp={} pp={} ep={}, dp_replicate={} dp_shard={}{}{}\n",
+      scenario.source, m.world_size, scenario.cluster.nodes, scenario.cluster.gpus_per_node,
+      scenario.cluster.gpu, m.tp, m.cp, m.pp, m.ep, m.dp_replicate, m.dp_shard,
+      m.edp > 0 ? fmt::format(", edp_replicate={} edp_shard={}", m.edp_replicate, m.edp_shard) : "",
+      plan.adapter.empty() ? "" : ", " + plan.adapter);
   fmt::print("{}", FormatPlanTable(plan));
   if (!args.json.empty()) {
     SS_RETURN_IF_ERROR(WriteFileAtomic(args.json, PlanToJson(plan).dump(1) + "\n"));

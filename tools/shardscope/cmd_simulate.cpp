@@ -117,7 +117,9 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("scenario", args->scenario, "scenario JSON file (default: the built-in Llama 3 8B job)");
   sub->add_option("--trace", args->trace, "write the predicted trace (Chrome trace JSON) here");
   sub->add_option("--summary", args->summary, "write the summary JSON here");
-  sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)");
+  // One value per --set, so `--set a=1 job.json` keeps job.json as the scenario.
+  sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
+      ->allow_extra_args(false);
   sub->add_flag("--require-fit", args->require_fit, "exit 1 when the job does not fit in memory");
   registry.Add(sub, [args] { return RunSimulate(*args); });
 }

@@ -1,9 +1,9 @@
 // `shardscope stats`, `diff` and `check-trace`: formatting only; the analysis lives in core/trace.
-#include <memory>
-#include <string>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <memory>
+#include <string>
 
 #include "core/trace/trace_check.h"
 #include "core/trace/trace_diff.h"
@@ -29,9 +29,11 @@ std::string GiB(int64_t bytes) {
 void PrintImport(const Trace& t) {
   const ImportReport& r = t.import;
   fmt::print("{} ({} trace, {}): {} events read, {} work events, {} counter samples, {} markers\n",
-             r.path, r.source, t.metadata.kind, r.events_read, r.work_events, r.counter_samples, r.markers);
+             r.path, r.source, t.metadata.kind, r.events_read, r.work_events, r.counter_samples,
+             r.markers);
   if (r.source == "kineto") {
-    fmt::print("  FSDP labels used: {}; events not imported: {}\n", r.unit_labels, r.unknown_events);
+    fmt::print("  FSDP labels used: {}; events not imported: {}\n", r.unit_labels,
+               r.unknown_events);
     for (const auto& [name, count] : r.unknown_by_name) fmt::print("    {:>7}  {}\n", count, name);
   }
 }
@@ -41,23 +43,28 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
   const TraceStats s = ComputeStats(trace, top);
   PrintImport(trace);
   fmt::print("\nsteps (busy = any lane; exposed comm = communication while compute is idle)\n");
-  fmt::print("{:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "rank", "step", "step", "busy",
-             "idle", "compute", "exposed", "overlap");
+  fmt::print("{:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "rank", "step", "step",
+             "busy", "idle", "compute", "exposed", "overlap");
   for (const StepStats& st : s.steps) {
-    fmt::print("{:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>12} {:>7.1f}%\n", st.rank, st.step, Ms(st.step_ns),
-               Ms(st.busy_ns), Ms(st.idle_ns), Ms(st.compute_ns), Ms(st.exposed_comm_ns), 100 * st.overlap_ratio);
-    for (const auto& [lane, ns] : st.exposed_by_lane_ns) fmt::print("{:>22} exposed {}\n", lane, Ms(ns));
+    fmt::print("{:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>12} {:>7.1f}%\n", st.rank, st.step,
+               Ms(st.step_ns), Ms(st.busy_ns), Ms(st.idle_ns), Ms(st.compute_ns),
+               Ms(st.exposed_comm_ns), 100 * st.overlap_ratio);
+    for (const auto& [lane, ns] : st.exposed_by_lane_ns)
+      fmt::print("{:>22} exposed {}\n", lane, Ms(ns));
   }
   if (!s.collectives.empty()) {
-    fmt::print("\ncollectives\n{:<16} {:>8} {:>14} {:>12} {:>12}\n", "kind", "count", "bytes", "time", "busbw GB/s");
+    fmt::print("\ncollectives\n{:<16} {:>8} {:>14} {:>12} {:>12}\n", "kind", "count", "bytes",
+               "time", "busbw GB/s");
     for (const CollectiveStats& c : s.collectives) {
-      fmt::print("{:<16} {:>8} {:>14} {:>12} {:>12.2f}\n", c.kind, c.count, c.bytes, Ms(c.time_ns), c.busbw_gbps);
+      fmt::print("{:<16} {:>8} {:>14} {:>12} {:>12.2f}\n", c.kind, c.count, c.bytes, Ms(c.time_ns),
+                 c.busbw_gbps);
     }
   }
   if (!s.top_ops.empty()) {
     fmt::print("\ntop operations by time\n");
     for (const TopOp& o : s.top_ops) {
-      fmt::print("  {:>12}  rank {} {:<14} {} [{}]\n", Ms(o.dur_ns), o.rank, TraceLaneName(o.lane), o.name, o.op_id);
+      fmt::print("  {:>12}  rank {} {:<14} {} [{}]\n", Ms(o.dur_ns), o.rank, TraceLaneName(o.lane),
+                 o.name, o.op_id);
     }
   }
   for (const MemoryPeak& m : s.memory) {
@@ -75,7 +82,9 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
 }
 
 // A trace when the text has traceEvents; otherwise a summary JSON object.
-bool LooksLikeTrace(const std::string& text) { return text.find("\"traceEvents\"") != std::string::npos; }
+bool LooksLikeTrace(const std::string& text) {
+  return text.find("\"traceEvents\"") != std::string::npos;
+}
 
 std::string FormatValue(double v, const std::string& unit) {
   if (unit == "ns") return Ms(static_cast<int64_t>(v));
@@ -90,8 +99,9 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   SS_ASSIGN_OR_RETURN(std::string text_b, ReadFile(path_b));
   const bool trace_a = LooksLikeTrace(text_a), trace_b = LooksLikeTrace(text_b);
   if (trace_a != trace_b) {
-    return InvalidInput(fmt::format("{} is a {} but {} is a {}: diff compares two traces or two summaries",
-                                    path_a, trace_a ? "trace" : "summary", path_b, trace_b ? "trace" : "summary"));
+    return InvalidInput(
+        fmt::format("{} is a {} but {} is a {}: diff compares two traces or two summaries", path_a,
+                    trace_a ? "trace" : "summary", path_b, trace_b ? "trace" : "summary"));
   }
   DiffReport report;
   if (trace_a) {
@@ -103,14 +113,16 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   } else {
     auto ja = nlohmann::json::parse(text_a, nullptr, false);
     auto jb = nlohmann::json::parse(text_b, nullptr, false);
-    if (ja.is_discarded()) return InvalidInput(path_a + ": not valid JSON (expected a trace or a summary)");
-    if (jb.is_discarded()) return InvalidInput(path_b + ": not valid JSON (expected a trace or a summary)");
+    if (ja.is_discarded())
+      return InvalidInput(path_a + ": not valid JSON (expected a trace or a summary)");
+    if (jb.is_discarded())
+      return InvalidInput(path_b + ": not valid JSON (expected a trace or a summary)");
     SS_ASSIGN_OR_RETURN(report, DiffSummaries(ja, jb, tol, path_a, path_b));
   }
   fmt::print("diff {} → {}\n", path_a, path_b);
   if (trace_a) {
-    fmt::print("ops: {} vs {}, {} matched, {} beyond the op tolerance\n", report.ops_a, report.ops_b,
-               report.ops_matched, report.ops_over);
+    fmt::print("ops: {} vs {}, {} matched, {} beyond the op tolerance\n", report.ops_a,
+               report.ops_b, report.ops_matched, report.ops_over);
   }
   auto list = [](const char* what, const std::vector<std::string>& items, int64_t count) {
     if (count == 0) return;
@@ -126,8 +138,9 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   for (const MetricDelta& m : report.metrics) {
     if (shown++ >= 25) break;
     const double rel = m.a != 0 ? 100 * (m.b - m.a) / std::abs(m.a) : 0;
-    fmt::print("  {} {:<48} {:>14} → {:<14} {:+.2f}%  tol {}\n", m.over ? "✗" : " ", m.metric, FormatValue(m.a, m.unit),
-               FormatValue(m.b, m.unit), rel, m.tolerance.empty() ? "none" : m.tolerance);
+    fmt::print("  {} {:<48} {:>14} → {:<14} {:+.2f}%  tol {}\n", m.over ? "✗" : " ", m.metric,
+               FormatValue(m.a, m.unit), FormatValue(m.b, m.unit), rel,
+               m.tolerance.empty() ? "none" : m.tolerance);
   }
   fmt::print("{}\n", report.within_tolerance ? "within tolerance" : "BEYOND tolerance");
   if (!json_path.empty()) {
@@ -136,7 +149,8 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
     j["b"] = path_b;
     SS_RETURN_IF_ERROR(WriteFileAtomic(json_path, j.dump(2) + "\n"));
   }
-  if (!report.within_tolerance) return CheckFailed(fmt::format("{} and {} differ beyond tolerance", path_a, path_b));
+  if (!report.within_tolerance)
+    return CheckFailed(fmt::format("{} and {} differ beyond tolerance", path_a, path_b));
   return Status::Ok();
 }
 
@@ -147,12 +161,13 @@ Status RunCheck(const std::string& path) {
   const std::vector<std::string> problems = CheckTrace(trace);
   if (problems.empty()) {
     fmt::print("{}: valid {} (ranks {}, {} work events, {} counter samples, {} markers)\n", path,
-               trace.metadata.format, trace.Ranks().size(), trace.events.size(), trace.counters.size(),
-               trace.markers.size());
+               trace.metadata.format, trace.Ranks().size(), trace.events.size(),
+               trace.counters.size(), trace.markers.size());
     return Status::Ok();
   }
   for (const std::string& p : problems) fmt::print(stderr, "{}\n", p);
-  return InvalidInput(fmt::format("{}: {} problem{} (listed above)", path, problems.size(), problems.size() == 1 ? "" : "s"));
+  return InvalidInput(fmt::format("{}: {} problem{} (listed above)", path, problems.size(),
+                                  problems.size() == 1 ? "" : "s"));
 }
 
 }  // namespace
@@ -164,10 +179,13 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   };
   auto o = std::make_shared<Options>();
 
-  CLI::App* stats = app.add_subcommand("stats", "Time accounting, collectives and memory peak of a trace");
-  stats->add_option("TRACE", o->trace, "trace file (ours or PyTorch profiler; .gz accepted)")->required();
+  CLI::App* stats =
+      app.add_subcommand("stats", "Time accounting, collectives and memory peak of a trace");
+  stats->add_option("TRACE", o->trace, "trace file (ours or PyTorch profiler; .gz accepted)")
+      ->required();
   stats->add_option("--json", o->json, "write the statistics as JSON");
-  stats->add_option("--top", o->top, "how many of the longest operations to list")->check(CLI::NonNegativeNumber);
+  stats->add_option("--top", o->top, "how many of the longest operations to list")
+      ->check(CLI::NonNegativeNumber);
   registry.Add(stats, [o] { return RunStats(o->trace, o->json, o->top); });
 
   CLI::App* diff = app.add_subcommand("diff", "Compare two traces or two summaries");
@@ -179,7 +197,8 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   diff->add_option("--json", o->json, "write the report as JSON");
   registry.Add(diff, [o] { return RunDiff(o->a, o->b, o->tol, o->json); });
 
-  CLI::App* check = app.add_subcommand("check-trace", "Validate a trace against the shardscope format");
+  CLI::App* check =
+      app.add_subcommand("check-trace", "Validate a trace against the shardscope format");
   check->add_option("FILE", o->check, "trace file")->required();
   registry.Add(check, [o] { return RunCheck(o->check); });
 }
