@@ -8,7 +8,8 @@ max reserved, which torchtitan, torchao and PR #165 do; *allocated* when it repo
 the error in %, and the median and 90th percentile of |error|. Rows that cannot be expressed
 are listed with the reason (ours, or the simulator's own error message).
 
-No constant is fitted to any row: every prediction uses the catalog defaults.
+No constant is fitted to any row: every prediction uses the catalog defaults. What the
+defaults rest on, the last before/after figures and the residual misses: README.md here.
 
 Usage:
   bench/validate/validate.py [MEASURED_RUNS_JSON] [--shardscope BIN] [--json OUT] [--keep DIR]

@@ -132,6 +132,40 @@ TEST(ComputeItemNs, AttentionHasItsOwnEfficiency) {
   EXPECT_LT(ComputeItemNs(attn, hw, p), t);
 }
 
+// FlashAttention-2's backward runs below its forward rate: the same FLOPs take longer.
+TEST(ComputeItemNs, AttentionBackwardRunsBelowTheForwardRate) {
+  const Hardware hw = Gpu("h100-sxm");
+  CostParams p = DefaultCostParams(hw);
+  p.kernel_overhead_us = 0;
+  ComputeItem fwd;
+  fwd.kind = OpKind::kAttention;
+  fwd.cost.fwd_flops = 1e12;
+  fwd.cost.bwd_flops = 1e12;
+  ComputeItem bwd = fwd;
+  bwd.backward = true;
+  const double fwd_ns = static_cast<double>(ComputeItemNs(fwd, hw, p));
+  const double bwd_ns = static_cast<double>(ComputeItemNs(bwd, hw, p));
+  EXPECT_NEAR(bwd_ns / fwd_ns, 1.0 / p.attention_backward_ratio, 0.01);
+  p.attention_backward_ratio = 1.0;
+  EXPECT_NEAR(static_cast<double>(ComputeItemNs(bwd, hw, p)), fwd_ns, fwd_ns * 0.01);
+}
+
+// The offloaded optimizer step is priced at the host's rate, not at HBM bandwidth.
+TEST(CostModel, HostWorkRunsAtTheHostRate) {
+  const Hardware hw = Gpu("h100-sxm");
+  CostParams p = DefaultCostParams(hw);
+  ComputeItem step;
+  step.kind = OpKind::kNorm;
+  step.elementwise = true;
+  step.cost.fwd_bytes = int64_t{10} * 1000 * 1000 * 1000;
+  const auto model = MakeDefaultCostModel(hw, p);
+  const int64_t host = model->HostComputeOpNs({step});
+  EXPECT_EQ(host, model->UnitOverheadNs() +
+                      static_cast<int64_t>(1e10 / (p.host_optimizer_gbps * 1e9) * 1e9));
+  EXPECT_GT(host, 10 * model->ComputeOpNs({step}));
+  EXPECT_EQ(model->HostComputeOpNs({}), 0);
+}
+
 TEST(CostModel, CopiesOpsAndOverheads) {
   const Hardware hw = Gpu("h100-sxm");
   const CostParams p = DefaultCostParams(hw);
