@@ -1,5 +1,7 @@
 #include "core/config/scenario_schema.h"
 
+#include "core/util/did_you_mean.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -128,7 +130,7 @@ Status CheckModel(const json& v) {
   if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
     std::string best = kKeys.front();
     for (const std::string& k : kKeys) {
-      if (KeyEditDistance(key, k) < KeyEditDistance(key, best)) best = k;
+      if (EditDistance(key, k) < EditDistance(key, best)) best = k;
     }
     return InvalidInput(fmt::format("model.{}: unknown key (did you mean model.{}?)", key, best));
   }
@@ -180,20 +182,6 @@ const SchemaKey* FindSchemaKey(std::string_view path) {
   return nullptr;
 }
 
-size_t KeyEditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string SuggestKey(std::string_view path) {
   // Siblings compare by leaf name; a key with the same leaf in another section (a key put in
   // the wrong section) costs 1.
@@ -204,11 +192,11 @@ std::string SuggestKey(std::string_view path) {
   for (const SchemaKey& k : ScenarioSchema()) {
     size_t cost;
     if (Parent(k.path) == parent) {
-      cost = KeyEditDistance(leaf, Leaf(k.path));
+      cost = EditDistance(leaf, Leaf(k.path));
     } else if (Leaf(k.path) == leaf) {
       cost = 1;
     } else {
-      cost = KeyEditDistance(path, k.path) + 2;
+      cost = EditDistance(path, k.path) + 2;
     }
     if (cost < best_cost) {
       best_cost = cost;

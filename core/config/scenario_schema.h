@@ -9,7 +9,6 @@
 //   SuggestKey           nearest valid path to an unknown one (edit distance over paths)
 //   CheckAgainstSchema   walks a document: unknown keys and wrong types → errors with the path
 //   ScenarioDefaults     a document holding every default (model absent)
-//   KeyEditDistance      Levenshtein distance, for suggestions
 #pragma once
 
 #include <cstddef>
@@ -47,7 +46,6 @@ std::string SuggestKey(std::string_view path);
 // Errors: "<path>: unknown key (did you mean <x>?)", "<path>: expected <type>, got <type>".
 Status CheckAgainstSchema(const nlohmann::json& doc);
 nlohmann::json ScenarioDefaults();
-size_t KeyEditDistance(std::string_view a, std::string_view b);
 // "an integer", "a boolean", ... for messages.
 std::string_view KeyTypeText(KeyType type);
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/util/file_io.h"
-#include "sim/hardware/did_you_mean.h"
+#include "core/util/did_you_mean.h"
 
 namespace shardscope {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <functional>
 
-#include "sim/hardware/did_you_mean.h"
+#include "core/util/did_you_mean.h"
 
 namespace shardscope {
 

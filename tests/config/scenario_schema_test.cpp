@@ -7,12 +7,6 @@ namespace {
 
 using nlohmann::json;
 
-TEST(ScenarioSchemaTest, KeyEditDistance) {
-  EXPECT_EQ(KeyEditDistance("kitten", "sitting"), 3u);
-  EXPECT_EQ(KeyEditDistance("", "abc"), 3u);
-  EXPECT_EQ(KeyEditDistance("tp", "tp"), 0u);
-}
-
 TEST(ScenarioSchemaTest, SuggestsSiblingsAndKeysInTheWrongSection) {
   EXPECT_EQ(SuggestKey("fsdp.forward_prefech_depth"), "fsdp.forward_prefetch_depth");
   EXPECT_EQ(SuggestKey("parallelism.dp_shards"), "parallelism.dp_shard");

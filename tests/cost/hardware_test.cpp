@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/hardware/did_you_mean.h"
 
 namespace shardscope {
 namespace {
@@ -124,13 +123,6 @@ TEST(GpuFields, UnknownKeyAndBadValuesAreNamed) {
   EXPECT_FALSE(g.nvls);
 }
 
-TEST(DidYouMean, EditDistanceAndSuggestions) {
-  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
-  EXPECT_EQ(EditDistance("H200", "h200"), 0u);
-  EXPECT_EQ(DidYouMean("gemm_efficency", {"gemm_efficiency", "gemm_tile"}),
-            " (did you mean gemm_efficiency?)");
-  EXPECT_EQ(DidYouMean("zzzzzz", {"gemm_efficiency"}), "");
-}
 
 }  // namespace
 }  // namespace shardscope

@@ -1,4 +1,4 @@
-#include "sim/hardware/did_you_mean.h"
+#include "core/util/did_you_mean.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
-// Suggestions for misspelt names ("h100sxm" → "h100-sxm"), shared by the catalog lookup and
-// the calibration-file key checks.
+// Suggestions for misspelt names ("h100sxm" → "h100-sxm", "tq" → "tp"), shared by the scenario
+// schema, the hardware catalog and the calibration-file key checks.
 //
 // Contents:
 //   EditDistance   case-insensitive Levenshtein distance
