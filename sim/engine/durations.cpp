@@ -26,7 +26,7 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
     for (const ComputeItem& item : op.items) {
       out.flops[i] += item.backward ? item.cost.bwd_flops : item.cost.fwd_flops;
     }
-    if (IsCommKernel(op.type)) {
+    if (IsCollective(op.type)) {
       if (op.group < 0 || op.group >= static_cast<int>(shapes.size())) {
         return InvalidInput(fmt::format("schedule: collective op '{}' has no valid process group (group {})",
                                         op.op_id, op.group));

@@ -1,12 +1,12 @@
 #include "sim/engine/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <queue>
 #include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace shardscope::sim {
 namespace {
@@ -55,7 +55,8 @@ class Engine {
     SS_RETURN_IF_ERROR(Validate());
     Setup();
     for (int key = 0; key < num_lane_keys_; ++key) {
-      if (lanes_.begin[key] < lanes_.begin[key + 1]) worklist_.push_back(lanes_.items[lanes_.begin[key]]);
+      if (lanes_.begin[key] < lanes_.begin[key + 1])
+        worklist_.push_back(lanes_.items[lanes_.begin[key]]);
     }
     DrainWorklist(0);
     while (!heap_.empty()) {
@@ -74,7 +75,8 @@ class Engine {
  private:
   std::string Describe(int op) const {
     const ScheduleOp& o = s_.ops[op];
-    return fmt::format("'{}' (op {}, role {}, lane {})", o.op_id, op, o.role, static_cast<int>(o.lane));
+    return fmt::format("'{}' (op {}, role {}, lane {})", o.op_id, op, o.role,
+                       static_cast<int>(o.lane));
   }
 
   Status Validate() const {
@@ -87,23 +89,29 @@ class Engine {
     for (int i = 0; i < n; ++i) {
       const ScheduleOp& o = s_.ops[i];
       if (o.role < 0 || o.role >= roles) {
-        return InvalidInput(fmt::format("schedule: op {}: role {} out of range [0, {})", Describe(i), o.role, roles));
+        return InvalidInput(fmt::format("schedule: op {}: role {} out of range [0, {})",
+                                        Describe(i), o.role, roles));
       }
       const int lane = static_cast<int>(o.lane);
       if (lane < 1 || lane > kNumLanes) {
-        return InvalidInput(fmt::format("schedule: op {}: lane {} is not a known lane (1..{})", Describe(i), lane, kNumLanes));
+        return InvalidInput(fmt::format("schedule: op {}: lane {} is not a known lane (1..{})",
+                                        Describe(i), lane, kNumLanes));
       }
       if (o.group < -1 || o.group >= groups) {
-        return InvalidInput(fmt::format("schedule: op {}: group {} out of range [0, {})", Describe(i), o.group, groups));
+        return InvalidInput(fmt::format("schedule: op {}: group {} out of range [0, {})",
+                                        Describe(i), o.group, groups));
       }
       if (base_ns_[i] < 0) {
-        return InvalidInput(fmt::format("schedule: op {}: negative duration {} ns", Describe(i), base_ns_[i]));
+        return InvalidInput(
+            fmt::format("schedule: op {}: negative duration {} ns", Describe(i), base_ns_[i]));
       }
       for (int d : o.deps) {
         if (d < 0 || d >= n) {
-          return InvalidInput(fmt::format("schedule: op {}: dependency {} out of range [0, {})", Describe(i), d, n));
+          return InvalidInput(fmt::format("schedule: op {}: dependency {} out of range [0, {})",
+                                          Describe(i), d, n));
         }
-        if (d == i) return InvalidInput(fmt::format("schedule: op {} depends on itself", Describe(i)));
+        if (d == i)
+          return InvalidInput(fmt::format("schedule: op {} depends on itself", Describe(i)));
       }
     }
     return Status::Ok();
@@ -115,13 +123,14 @@ class Engine {
     num_lane_keys_ = roles * kNumLanes;
     std::vector<int> lane_of(n_), group_of(n_, -1), dep_count(n_);
     std::unordered_map<int64_t, int> group_ids;  // (role, group) → dense id
-    std::vector<int> dependent_bucket;  // flattened (dep → dependent) edges
+    std::vector<int> dependent_bucket;           // flattened (dep → dependent) edges
     std::vector<int> dependent_item;
     for (int i = 0; i < n_; ++i) {
       const ScheduleOp& o = s_.ops[i];
       lane_of[i] = o.role * kNumLanes + (static_cast<int>(o.lane) - 1);
       if (o.group >= 0) {
-        const int64_t key = static_cast<int64_t>(o.role) * static_cast<int64_t>(s_.groups.size()) + o.group;
+        const int64_t key =
+            static_cast<int64_t>(o.role) * static_cast<int64_t>(s_.groups.size()) + o.group;
         auto [it, inserted] = group_ids.emplace(key, static_cast<int>(group_ids.size()));
         group_of[i] = it->second;
       }
@@ -159,16 +168,17 @@ class Engine {
   }
 
   bool Stretchable(const ScheduleOp& o) const {
-    return slowdown_ != 1.0 && o.lane == Lane::kCompute && !IsCommKernel(o.type) && !o.on_host;
+    return slowdown_ != 1.0 && o.lane == Lane::kCompute && !IsCollective(o.type) && !o.on_host;
   }
   bool SlowsCompute(const ScheduleOp& o) const {
-    return slowdown_ != 1.0 && o.lane != Lane::kCompute && IsCommKernel(o.type);
+    return slowdown_ != 1.0 && o.lane != Lane::kCompute && IsCollective(o.type);
   }
 
   bool CanStart(int op) const {
     if (tl_.ops[op].start_ns >= 0 || deps_left_[op] != 0) return false;
     const int lk = lane_key_[op];
-    if (lane_busy_[lk] || lane_pos_[lk] >= lanes_.begin[lk + 1] || lanes_.items[lane_pos_[lk]] != op) {
+    if (lane_busy_[lk] || lane_pos_[lk] >= lanes_.begin[lk + 1] ||
+        lanes_.items[lane_pos_[lk]] != op) {
       return false;
     }
     const int gk = group_key_[op];
@@ -190,7 +200,8 @@ class Engine {
     tl_.log.push_back({t, op, true});
     if (const int gk = group_key_[op]; gk >= 0) {
       ++group_pos_[gk];
-      if (group_pos_[gk] < groups_.begin[gk + 1]) worklist_.push_back(groups_.items[group_pos_[gk]]);
+      if (group_pos_[gk] < groups_.begin[gk + 1])
+        worklist_.push_back(groups_.items[group_pos_[gk]]);
     }
     if (Stretchable(o)) {
       running_compute_[o.role] = op;
@@ -295,20 +306,6 @@ class Engine {
 };
 
 }  // namespace
-
-bool IsCommKernel(OpType type) {
-  switch (type) {
-    case OpType::kAllGather:
-    case OpType::kReduceScatter:
-    case OpType::kAllReduce:
-    case OpType::kAllToAll:
-    case OpType::kSend:
-    case OpType::kRecv:
-      return true;
-    default:
-      return false;
-  }
-}
 
 Result<Timeline> RunEngine(const Schedule& schedule, std::span<const int64_t> base_duration_ns,
                            const EngineOptions& options) {

@@ -6,7 +6,6 @@
 //   Transition     one op start or end, in the order the engine processed it
 //   Timeline       every op's timing + the processing log + counters
 //   RunEngine      the simulation loop
-//   IsCommKernel   op types that run NCCL kernels (they take SMs from compute)
 //
 // Semantics (runtime.md "Lanes"): per role and lane, ops start in issue order (their order in
 // Schedule::ops), one at a time; an op starts as soon as its lane is free, all its deps have
@@ -16,10 +15,10 @@
 // resolve the same way on every run. Time is int64 nanoseconds; the step starts at 0.
 //
 // Overlap slowdown: a compute-lane op that is not itself communication progresses at rate
-// 1/slowdown while at least one communication kernel (IsCommKernel, any non-compute lane)
-// of the same role runs, and at rate 1 otherwise. Its remaining work is re-rated at every
-// change, so a GEMM half overlapped with an all-gather is stretched by half the factor.
-// Host copies (h2d/d2h) use copy engines and do not slow compute; ops with on_host run on
+// 1/slowdown while at least one communication kernel (IsCollective from core/schedule, on
+// any non-compute lane) of the same role runs, and at rate 1 otherwise. Its remaining work is
+// re-rated at every change, so a GEMM half overlapped with an all-gather is stretched by half the
+// factor. Host copies (h2d/d2h) use copy engines and do not slow compute; ops with on_host run on
 // the CPU and are never stretched (they keep their compute-lane issue order).
 //
 // Durations come from the caller (see durations.h for the cost-model adapter), which keeps
@@ -59,10 +58,6 @@ struct Timeline {
   int64_t events_processed = 0;      // heap pops, stale re-rated ends included
   int64_t stretched_ns = 0;          // total extra compute time caused by the overlap slowdown
 };
-
-// True for op types that run communication kernels (all-gather, reduce-scatter, all-reduce,
-// all-to-all, send, recv).
-bool IsCommKernel(OpType type);
 
 // Simulates `schedule` with `base_duration_ns[i]` the unslowed duration of op i.
 // Errors (InvalidInput) name the op: bad dep / role / group indices, negative durations, and

@@ -71,7 +71,7 @@ Trace MakePredictedTrace(const Simulation& sim, const std::string& tool_version)
     if (op.type == OpType::kWait && timing.duration_ns() == 0) continue;
     WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), op.name.empty() ? op.op_id : op.name,
                              op.op_id, timing.start_ns, timing.duration_ns());
-    if (IsCommKernel(op.type)) {
+    if (IsCollective(op.type)) {
       e.bytes = op.bytes;
       e.group_size = op.group >= 0 ? sim.schedule.groups[op.group].size() : 1;
       e.busbw_gbps = sim.prices.busbw_gbps[i];

@@ -1,13 +1,13 @@
 // `shardscope simulate [SCENARIO] [--trace FILE] [--summary FILE] [--set path=value ...]
 // [--require-fit]`: predicts one training step (formats.md §2 summary, §3 trace).
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include "core/config/scenario.h"
 #include "core/trace/trace_io.h"
@@ -42,31 +42,50 @@ void PrintSummary(const sim::Simulation& sim) {
   fmt::print("Predicted step: {} GPUs ({} x {}), role '{}' (rank {}, stands for {} ranks)\n",
              s.world_size, sim.nodes, sim.gpu_name, role.name, role.rank, role.ranks_like);
   fmt::print("  step time          {:10.4f} s\n", s.step_time_s);
-  fmt::print("  tokens/s/GPU       {:10.0f}   ({} tokens per step)\n", s.tokens_per_s_per_gpu, s.tokens_per_step);
-  fmt::print("  TFLOP/s per GPU    {:10.1f}   MFU {:.1f}% (6N + 12*layers*hidden*seq model FLOPs, N "
-             "without the embedding, over {:.0f} TFLOP/s dense bf16 peak)\n",
-             s.tflops_per_gpu, 100.0 * s.mfu, s.peak_tflops);
-  fmt::print("  compute            {:10.4f} s\n", s.compute_s);
+  fmt::print("  tokens/s/GPU       {:10.0f}   ({} tokens per step)\n", s.tokens_per_s_per_gpu,
+             s.tokens_per_step);
+  fmt::print(
+      "  TFLOP/s per GPU    {:10.1f}   MFU {:.1f}% (6N + 12*layers*hidden*seq model FLOPs, N "
+      "without the embedding, over {:.0f} TFLOP/s dense bf16 peak)\n",
+      s.tflops_per_gpu, 100.0 * s.mfu, s.peak_tflops);
+  fmt::print("  compute            {:10.4f} s", s.compute_s);
+  std::string by_kind;
+  for (const auto& [k, v] : s.compute_by_kind_s) {
+    by_kind += fmt::format("{}{} {:.4f} s", by_kind.empty() ? "" : ", ", k, v);
+  }
+  fmt::print("{}\n", by_kind.empty() ? "" : "   (" + by_kind + ", before overlap slowdown)");
+  if (s.host_compute_s > 0) {
+    fmt::print("  host compute       {:10.4f} s   (offloaded optimizer step on the CPU)\n",
+               s.host_compute_s);
+  }
   fmt::print("  exposed comm       {:10.4f} s", s.exposed_comm_s);
   std::string kinds;
-  for (const auto& [k, v] : s.exposed_comm_by_kind_s) kinds += fmt::format("{}{} {:.4f} s", kinds.empty() ? "" : ", ", k, v);
+  for (const auto& [k, v] : s.exposed_comm_by_kind_s)
+    kinds += fmt::format("{}{} {:.4f} s", kinds.empty() ? "" : ", ", k, v);
   fmt::print("{}\n", kinds.empty() ? "" : "   (" + kinds + ")");
   fmt::print("  communication busy ");
   std::string busy;
-  for (const auto& [k, v] : s.comm_s) busy += fmt::format("{}{} {:.4f} s", busy.empty() ? "" : ", ", k, v);
+  for (const auto& [k, v] : s.comm_s)
+    busy += fmt::format("{}{} {:.4f} s", busy.empty() ? "" : ", ", k, v);
   fmt::print("{}\n", busy.empty() ? "none" : busy);
   fmt::print("  overlap ratio      {:10.1f}%   idle {:.4f} s\n", 100.0 * s.overlap_ratio, s.idle_s);
-  fmt::print("Memory (allocated = the step's memory model; reserved = caching-allocator estimate)\n");
+  fmt::print(
+      "Memory (allocated = the step's memory model; reserved = caching-allocator estimate)\n");
   fmt::print("  peak allocated     {:10.2f} GiB at {:.4f} s ({})\n", s.peak_memory_allocated_gib,
              s.peak_memory_time_s, s.peak_memory_op);
-  fmt::print("  peak reserved      {:10.2f} GiB (estimate); usable {:.2f} of {:.2f} GiB HBM -> {}\n",
-             s.peak_memory_reserved_gib, s.usable_gib, s.hbm_gib,
-             s.fits ? "fits" : "DOES NOT FIT (overflow: " + s.overflow_category + ")");
+  fmt::print(
+      "  peak reserved      {:10.2f} GiB (estimate); usable {:.2f} of {:.2f} GiB HBM -> {}\n",
+      s.peak_memory_reserved_gib, s.usable_gib, s.hbm_gib,
+      s.fits ? "fits" : "DOES NOT FIT (overflow: " + s.overflow_category + ")");
   fmt::print("  at the allocated peak, by category:\n");
   const double total = std::max(s.peak_memory_allocated_gib, 1e-9);
   for (int c = 0; c < kNumMemCategories; ++c) {
     const double g = s.memory_at_peak_gib[c];
-    fmt::print("    {:<17} {:8.2f} GiB  {}\n", MemCategoryName(static_cast<MemCategory>(c)), g, Bar(g / total, 40));
+    fmt::print("    {:<17} {:8.2f} GiB  {}\n", MemCategoryName(static_cast<MemCategory>(c)), g,
+               Bar(g / total, 40));
+  }
+  if (s.host_memory_gib > 0) {
+    fmt::print("  pinned host memory {:10.2f} GiB (offload; not part of HBM)\n", s.host_memory_gib);
   }
   if (!s.warnings.empty()) {
     fmt::print("Warnings:\n");
@@ -81,8 +100,9 @@ void PrintSummary(const sim::Simulation& sim) {
 Status RunSimulate(const SimulateArgs& args) {
   Result<Scenario> scenario_or = Status(ErrorCode::kInvalidInput, "unset");
   if (args.scenario.empty()) {
-    fmt::print("No scenario given: running the built-in default (Llama 3 8B on 8 H100 SXM, FSDP2, "
-               "bf16 params / fp32 reduce, local_batch 2, seq 8192, selective_op).\n");
+    fmt::print(
+        "No scenario given: running the built-in default (Llama 3 8B on 8 H100 SXM, FSDP2, "
+        "bf16 params / fp32 reduce, local_batch 2, seq 8192, selective_op).\n");
     scenario_or = ParseScenario(sim::DefaultScenarioJson(), "<built-in default>",
                                 std::filesystem::current_path().string(), args.sets);
   } else {
@@ -94,17 +114,20 @@ Status RunSimulate(const SimulateArgs& args) {
   SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateScenario(scenario, options));
   PrintSummary(sim);
   if (!args.summary.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.summary, sim::SummaryToJson(sim.summary).dump(2) + "\n"));
+    SS_RETURN_IF_ERROR(
+        WriteFileAtomic(args.summary, sim::SummaryToJson(sim.summary).dump(2) + "\n"));
     fmt::print("Summary written to {}\n", args.summary);
   }
   if (!args.trace.empty()) {
-    const Trace trace = sim::MakePredictedTrace(sim, std::string("shardscope ") + SHARDSCOPE_VERSION);
+    const Trace trace =
+        sim::MakePredictedTrace(sim, std::string("shardscope ") + SHARDSCOPE_VERSION);
     SS_RETURN_IF_ERROR(WriteTrace(trace, args.trace));
     fmt::print("Trace written to {} ({} events)\n", args.trace, trace.events.size());
   }
   if (args.require_fit && !sim.summary.fits) {
-    return CheckFailed(fmt::format("the job does not fit: peak reserved {:.2f} GiB > {:.2f} GiB usable",
-                                   sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib));
+    return CheckFailed(
+        fmt::format("the job does not fit: peak reserved {:.2f} GiB > {:.2f} GiB usable",
+                    sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib));
   }
   return Status::Ok();
 }
@@ -113,8 +136,10 @@ Status RunSimulate(const SimulateArgs& args) {
 
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<SimulateArgs>();
-  CLI::App* sub = app.add_subcommand("simulate", "predict one training step (time, throughput, memory)");
-  sub->add_option("scenario", args->scenario, "scenario JSON file (default: the built-in Llama 3 8B job)");
+  CLI::App* sub =
+      app.add_subcommand("simulate", "predict one training step (time, throughput, memory)");
+  sub->add_option("scenario", args->scenario,
+                  "scenario JSON file (default: the built-in Llama 3 8B job)");
   sub->add_option("--trace", args->trace, "write the predicted trace (Chrome trace JSON) here");
   sub->add_option("--summary", args->summary, "write the summary JSON here");
   // One value per --set, so `--set a=1 job.json` keeps job.json as the scenario.
