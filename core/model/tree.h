@@ -18,12 +18,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/model/descriptor.h"
 #include "core/model/dtype.h"
@@ -49,17 +48,17 @@ std::string PlacementName(const Placement& p);  // "Replicate()" / "Shard(0)" / 
 using SourceLayout = std::map<std::string, Placement>;
 
 struct Param {
-  std::string name;             // registered name within its module ("weight")
-  std::vector<int64_t> shape;   // global shape
+  std::string name;            // registered name within its module ("weight")
+  std::vector<int64_t> shape;  // global shape
   DType dtype = DType::kFloat32;
   bool requires_grad = true;
-  std::string id;               // tie identity: entries sharing a non-empty id are one tensor
+  std::string id;  // tie identity: entries sharing a non-empty id are one tensor
   std::optional<SourceLayout> layout;  // present when the tree carries a source layout
 };
 
 struct Module {
-  std::string name;        // registered name relative to the parent; "" for the root
-  std::string class_name;  // e.g. LlamaDecoderLayer
+  std::string name;                     // registered name relative to the parent; "" for the root
+  std::string class_name;               // e.g. LlamaDecoderLayer
   bool gradient_checkpointing = false;  // carries the attribute: marks a block container
   bool checkpoint_wrapper = false;      // its single child is the wrapped block
   std::string id;                       // identity for a module registered twice
@@ -101,22 +100,26 @@ struct ModelTree {
 // `first_visit` is true on the first, whose FQN is the module's canonical FQN.
 struct ModuleEntry {
   std::string fqn;
-  int module = 0;       // index into ModelTree::modules
-  int depth = 0;        // root 0
-  int parent = -1;      // index into the returned vector, -1 for the root
+  int module = 0;   // index into ModelTree::modules
+  int depth = 0;    // root 0
+  int parent = -1;  // index into the returned vector, -1 for the root
   bool first_visit = true;
 };
 std::vector<ModuleEntry> EnumerateModules(const ModelTree& tree);
 
 // One parameter tensor with all its names (aliases) in pre-order.
 struct ParamEntry {
-  std::vector<std::string> fqns;  // fqns[0] is the canonical FQN
-  const Param* param = nullptr;   // the first entry (shape, dtype, layout)
+  std::vector<std::string> fqns;      // fqns[0] is the canonical FQN
+  const Param* param = nullptr;       // the first entry (shape, dtype, layout)
   std::vector<const Param*> entries;  // one per alias, same order as fqns
 };
 // Ordered by first occurrence. Identity: a non-empty `Param::id`, else the (module, index)
 // slot, so params of a shared module are one tensor under each of its names.
 std::vector<ParamEntry> EnumerateParams(const ModelTree& tree);
+// The same over an enumeration the caller already has (must be EnumerateModules(tree)), so a
+// caller that needs both walks the tree once.
+std::vector<ParamEntry> EnumerateParams(const ModelTree& tree,
+                                        const std::vector<ModuleEntry>& modules);
 
 // Product of the dims (1 for a scalar).
 int64_t NumElements(const std::vector<int64_t>& shape);

@@ -238,7 +238,7 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   SS_RETURN_IF_ERROR(ValidateFsdpConfig(config));
   SS_RETURN_IF_ERROR(CheckConfigMatchesMesh(config, mesh));
   const std::vector<ModuleEntry> modules = EnumerateModules(tree);
-  const std::vector<ParamEntry> entries = planner::EnumerateParamsOf(tree, modules);
+  const std::vector<ParamEntry> entries = EnumerateParams(tree, modules);
   Plan plan;
   // Steps 1–2.
   SS_ASSIGN_OR_RETURN(SourceInfo src, planner::ResolveSources(entries, mesh, options));

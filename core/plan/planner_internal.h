@@ -7,7 +7,6 @@
 //   MarkParamLists   step 2: replicate_params and ignored_params by any alias
 //   UnitDraft        a unit before policies: FQN and its module visit
 //   DiscoverUnits    step 3: declared, automatic and expert units in list order
-//   EnumerateParamsOf  EnumerateParams over an existing module enumeration
 #pragma once
 
 #include <string>
@@ -62,12 +61,5 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
                                              const std::vector<ModuleEntry>& modules,
                                              const ResolvedAdapter* adapter,
                                              const SourceInfo& sources, const MeshContext& mesh);
-
-// Same result as EnumerateParams(tree) (same identity rule: a non-empty id, else the
-// (module, index) slot) but reusing `modules` instead of enumerating the tree again, with a
-// flat slot table instead of a hash map: on a 60k-module tree this halves planning time.
-// tests/plan/planner_property_test.cpp checks the two agree on random trees.
-std::vector<ParamEntry> EnumerateParamsOf(const ModelTree& tree,
-                                          const std::vector<ModuleEntry>& modules);
 
 }  // namespace shardscope::planner

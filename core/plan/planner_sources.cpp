@@ -146,46 +146,6 @@ Result<SourceInfo> ResolveSources(const std::vector<ParamEntry>& entries, const 
   return info;
 }
 
-std::vector<ParamEntry> EnumerateParamsOf(const ModelTree& tree,
-                                          const std::vector<ModuleEntry>& modules) {
-  std::vector<ParamEntry> out;
-  std::unordered_map<std::string_view, size_t> by_id;
-  // slot_start[module] indexes slot_entry, which holds the ParamEntry of each of the
-  // module's parameters; filled on the module's first visit.
-  std::vector<int> slot_start(tree.modules.size(), -1);
-  std::vector<size_t> slot_entry;
-  for (const ModuleEntry& m : modules) {
-    const Module& mod = tree.modules[static_cast<size_t>(m.module)];
-    if (mod.params.empty()) continue;
-    int& start = slot_start[static_cast<size_t>(m.module)];
-    const bool first = start < 0;
-    if (first) start = static_cast<int>(slot_entry.size());
-    for (size_t i = 0; i < mod.params.size(); ++i) {
-      const Param& p = mod.params[i];
-      size_t index;
-      if (!p.id.empty()) {
-        index = by_id.emplace(p.id, out.size()).first->second;
-      } else if (first) {
-        index = out.size();
-      } else {
-        index = slot_entry[static_cast<size_t>(start) + i];
-      }
-      if (first) slot_entry.push_back(index);
-      if (index == out.size()) out.push_back(ParamEntry{{}, &p, {}});
-      std::string fqn;
-      fqn.reserve(m.fqn.size() + 1 + p.name.size());
-      if (!m.fqn.empty()) {
-        fqn += m.fqn;
-        fqn += '.';
-      }
-      fqn += p.name;
-      out[index].fqns.push_back(std::move(fqn));
-      out[index].entries.push_back(&p);
-    }
-  }
-  return out;
-}
-
 void BuildFqnIndex(SourceInfo& info) {
   if (!info.by_fqn.empty()) return;
   info.by_fqn.reserve(info.params.size() * 2);

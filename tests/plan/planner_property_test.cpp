@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "core/plan/planner_internal.h"
 #include "tests/plan/plan_test_util.h"
@@ -123,15 +124,35 @@ RandomCase MakeCase(std::mt19937& rng) {
   return c;
 }
 
+// Parameter identity by its plain definition (a non-empty id, else the (module, index) slot),
+// hash maps and all: the reference the optimised EnumerateParams must reproduce.
+std::vector<ParamEntry> ReferenceEnumerateParams(const ModelTree& tree) {
+  std::vector<ParamEntry> out;
+  std::map<std::string, size_t> by_id;
+  std::map<std::pair<int, size_t>, size_t> by_slot;
+  for (const ModuleEntry& m : EnumerateModules(tree)) {
+    const Module& mod = tree.modules[static_cast<size_t>(m.module)];
+    for (size_t i = 0; i < mod.params.size(); ++i) {
+      const Param& p = mod.params[i];
+      const size_t index = p.id.empty()
+                               ? by_slot.emplace(std::pair{m.module, i}, out.size()).first->second
+                               : by_id.emplace(p.id, out.size()).first->second;
+      if (index == out.size()) out.push_back(ParamEntry{{}, &p, {}});
+      out[index].fqns.push_back(m.fqn.empty() ? p.name : m.fqn + "." + p.name);
+      out[index].entries.push_back(&p);
+    }
+  }
+  return out;
+}
+
 TEST(PlannerPropertyTest, EveryParameterOnceAndShardsAddUp) {
   std::mt19937 rng(20261129);
   int planned = 0;
   for (int iteration = 0; iteration < 300; ++iteration) {
     RandomCase c = MakeCase(rng);
-    // The planner's own parameter enumeration agrees with the tree's.
-    const std::vector<ParamEntry> reference = EnumerateParams(c.tree);
-    const std::vector<ParamEntry> own =
-        planner::EnumerateParamsOf(c.tree, EnumerateModules(c.tree));
+    // The tree's fast enumeration (flat slot table) agrees with the plain definition.
+    const std::vector<ParamEntry> reference = ReferenceEnumerateParams(c.tree);
+    const std::vector<ParamEntry> own = EnumerateParams(c.tree);
     ASSERT_EQ(own.size(), reference.size());
     for (size_t k = 0; k < own.size(); ++k) {
       EXPECT_EQ(own[k].fqns, reference[k].fqns);
