@@ -158,6 +158,8 @@ OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   c.fwd_bytes = q + k + v + o + lse + eager;
   // Reads q,k,v,o,dO,lse; writes dq,dk,dv; plus the backward of the eager work.
   c.bwd_bytes = 2 * (q + k + v) + 2 * o + lse + eager;
+  c.side_fwd_bytes = eager;
+  c.side_bwd_bytes = eager;
   c.saved_bytes_none = q + k + v + o + lse;
   // q, k, v are the projections' outputs, counted (or recomputed) there; the fused kernel's
   // own outputs are o and the log-sum-exp.

@@ -53,6 +53,12 @@ struct OpCost {
   double bwd_flops = 0;          // data-gradient + weight-gradient
   int64_t fwd_bytes = 0;         // bytes read + written by the forward kernels
   int64_t bwd_bytes = 0;
+  // Bytes of the separate eager kernels around the op's main kernel (attention: RoPE, the
+  // repeat_kv expansion, the output's transpose copy), included in fwd_bytes / bwd_bytes.
+  // They run one after another with the main kernel, so the cost model adds their time to
+  // the main kernel's instead of hiding them under its FLOPs.
+  int64_t side_fwd_bytes = 0;
+  int64_t side_bwd_bytes = 0;
   // Matrix-multiply shape (m×k · k×n) for the efficiency curve; 0 for non-matmul ops.
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
   // Bytes this op saves for backward when nothing is recomputed (mode none), and under

@@ -86,6 +86,10 @@ struct ComputeItem {
   // Work that is not a model module (optimizer step, casts): kind is kNorm so any cost model
   // prices it at memory bandwidth from fwd_bytes; `module` then names the work ("optimizer").
   bool elementwise = false;
+  // An FSDP2 copy on the compute stream (elementwise too): the all-gather copy-out into the
+  // per-parameter tensors, the reduce-scatter copy-in (chunk_cat of the gradients, cast to
+  // the reduce dtype).
+  bool fsdp_copy = false;
   int module = -1;       // index into Schedule::modules: the module's FQN or the work's name
 };
 

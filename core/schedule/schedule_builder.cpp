@@ -232,7 +232,8 @@ void AddNotes(const ScheduleOptions& o, Schedule& s) {
       o.pp, o.dp_replicate, o.dp_shard, o.cp, o.tp, o.world_size / o.pp));
   s.notes.push_back(
       "all-gather output buffer stands for the unsharded parameters (FSDP2's copy-out into "
-      "per-parameter tensors is not modelled); ops issued from hooks wait for the preceding "
+      "per-parameter tensors and the reduce-scatter copy-in are timed on the compute stream, "
+      "their transient memory is not modelled); ops issued from hooks wait for the preceding "
       "compute op (GPU-synchronous issue)");
   s.notes.push_back(fmt::format(
       "activation checkpointing '{}' applied to non-root units; the root is never checkpointed",

@@ -15,10 +15,13 @@
 //   unboundedly ahead.
 // - All-gather (foreach_all_gather): copy-in casts the local shard to param_dtype on the
 //   all-gather lane, then one flat all-gather per unit into a padded S·shard buffer. That
-//   buffer stands for the unsharded parameters until reshard (runtime.md); FSDP2's separate
-//   copy-out into per-parameter tensors (a second, transient copy on the compute stream) is
-//   not modelled. The cast copy exists only when param_dtype differs from the stored dtype
-//   and lives until the all-gather ends.
+//   buffer stands for the unsharded parameters until reshard (runtime.md). FSDP2's separate
+//   copy-out into per-parameter tensors is priced as compute-stream work (read + write of
+//   the gathered bytes) at the start of the unit's next compute op; its memory (the output
+//   and the parameters live together for a moment) is not modelled. The reduce-scatter's
+//   copy-in (chunk_cat of the unsharded gradients into the reduce-dtype input) is priced on
+//   the unit's last backward op. The cast copy exists only when param_dtype differs from the
+//   stored dtype and lives until the all-gather ends.
 // - Post-backward (FSDPParamGroup.post_backward): reshard, then the compute stream waits for
 //   the previous reduce-scatter (comm_ctx.reduce_scatter_state) before this one's copy-in,
 //   so at most one reduce-scatter is in flight and the next compute op waits for the one
@@ -78,6 +81,9 @@ struct UnitState {
   std::map<int, std::vector<int>> chunk_activation_buffers;
   std::map<int, std::vector<int>> chunk_loss_buffers;
   bool grads_allocated = false;
+  bool copy_out_pending = false;  // an all-gather ran; the next compute op copies out first
+  int copy_out_module = -1;       // interned names of this unit's FSDP copies
+  int copy_in_module = -1;
 };
 
 }  // namespace
@@ -245,11 +251,35 @@ class RoleEmitter::Impl {
 
   // A compute-lane op of unit u: waits for u's parameters when it is u's first use.
   int PushCompute(ScheduleOp op, int u) {
+    UnitState& st = state_[u];
+    if (op.type == OpType::kCompute && st.copy_out_pending) {
+      // foreach_all_gather_copy_out (wait_for_unshard): split_with_sizes_copy from the
+      // all-gather output into the parameters, on the compute stream before their first use.
+      op.items.insert(op.items.begin(),
+                      CopyItem(st.copy_out_module, "fsdp_copy_out", u, 2 * in_.sizes[u].gathered_bytes));
+      st.copy_out_pending = false;
+    }
     if (state_[u].ready_op >= 0) {
       op.deps.push_back(state_[u].ready_op);
       state_[u].ready_op = -1;
     }
     return Push(std::move(op));
+  }
+
+  // Memory-bound FSDP2 copy of `bytes` (read + write) on the compute stream, named
+  // "<what>:<unit label>" (interned once per unit in `module`).
+  ComputeItem CopyItem(int& module, std::string_view what, int u, int64_t bytes) {
+    if (module < 0) {
+      module = static_cast<int>(s_.modules.size());
+      s_.modules.push_back(fmt::format("{}:{}", what, in_.labels[u]));
+    }
+    ComputeItem item;
+    item.kind = OpKind::kNorm;
+    item.elementwise = true;
+    item.fsdp_copy = true;
+    item.module = module;
+    item.cost.fwd_bytes = bytes;
+    return item;
   }
 
   // ----- FSDP hooks -----
@@ -290,8 +320,13 @@ class RoleEmitter::Impl {
     if (device_shard >= 0) Free(copy_in, MemoryEffect::When::kEnd, device_shard);
     const int group = groups_[u].shard;
     if (group < 0) {
+      // Without peers FSDP2 skips the all-gather: it casts the parameters on the compute
+      // stream, then copies them into the unsharded parameters like a copy-out (measured on
+      // one H200: bench/device/README.md).
+      copy_in.lane = Lane::kCompute;
       Free(copy_in, MemoryEffect::When::kEnd, cast);
       st.ready_op = Push(std::move(copy_in));
+      st.copy_out_pending = true;
     } else {
       const int copy_in_index = Push(std::move(copy_in));
       ScheduleOp ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, "all_gather"),
@@ -301,6 +336,7 @@ class RoleEmitter::Impl {
       ag.deps = {copy_in_index};
       Free(ag, MemoryEffect::When::kEnd, cast);
       st.ready_op = Push(std::move(ag));
+      st.copy_out_pending = true;
     }
     st.gathered = true;
   }
@@ -556,6 +592,13 @@ class RoleEmitter::Impl {
     }
     int reduced = -1;  // op after which the reduced shard exists
     int out_buffer = -1;
+    if (z.grad_numel > 0 && s_.ops[last].type == OpType::kCompute) {
+      // foreach_reduce_scatter_copy_in (chunk_cat) runs on the compute stream before the
+      // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
+      // write the reduce-scatter input in the reduce dtype.
+      s_.ops[last].items.push_back(CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
+                                            z.grad_bytes + z.reduce_in_bytes));
+    }
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {
         ScheduleOp rs = NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
@@ -643,6 +686,7 @@ class RoleEmitter::Impl {
     ScheduleOp opt = NewOp(Lane::kCompute, OpType::kOptimizer, "step/optimizer",
                            "Optimizer.step#" + in_.options->optimizer, -1);
     const bool moments = in_.options->optimizer != "sgd";
+    std::vector<int> temps;
     for (int u : role_units_) {
       const UnitSizes& z = in_.sizes[u];
       if (z.optimizer_numel == 0) continue;
@@ -665,7 +709,16 @@ class RoleEmitter::Impl {
       item.cost.fwd_bytes = 4 * z.optimizer_param_bytes + 6 * grad + moment_bytes;
       item.cost.fwd_flops = 12.0 * static_cast<double>(z.optimizer_numel);
       opt.items.push_back(std::move(item));
+      // _multi_tensor_adamw's denominator: torch._foreach_sqrt(exp_avg_sqs) allocates an fp32
+      // tensor per parameter for the whole step (measured: bench/device/README.md). The caching
+      // allocator rarely fits these into the blocks backward freed, so reserved memory grows.
+      if (moments && !Unit(u).offload) {
+        const int denom = Alloc(opt, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                                4 * z.optimizer_numel);
+        temps.push_back(denom);
+      }
     }
+    for (int t : temps) Free(opt, MemoryEffect::When::kEnd, t);
     opt.on_host = host;
     opt.deps = {wait_index};
     Push(std::move(opt));

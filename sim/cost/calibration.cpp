@@ -36,6 +36,8 @@ const std::vector<ParamField>& ComputeFields() {
        [](CostParams& p, double v) { p.attention_backward_ratio = v; }},
       {"memory_bound_efficiency", false, 0.01, 1,
        [](CostParams& p, double v) { p.memory_bound_efficiency = v; }},
+      {"elementwise_efficiency", false, 0.01, 1,
+       [](CostParams& p, double v) { p.elementwise_efficiency = v; }},
       {"backward_kernels", false, 0, 64, [](CostParams& p, double v) { p.backward_kernels = v; }},
       {"kernel_overhead_us", false, 0, 1e5,
        [](CostParams& p, double v) { p.kernel_overhead_us = v; }},
@@ -184,6 +186,8 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
       params->attention_efficiency = hw->gpu.attention_efficiency;
     if (g.contains("memory_bound_efficiency"))
       params->memory_bound_efficiency = hw->gpu.memory_bound_efficiency;
+    if (g.contains("elementwise_efficiency"))
+      params->elementwise_efficiency = hw->gpu.elementwise_efficiency;
     if (g.contains("nvls")) params->nvls_enabled = hw->gpu.nvls;
     if (cross_checks && hw->gpu.best_matmul_flops > hw->gpu.peak_bf16_flops) {
       return InvalidInput(fmt::format("{}gpu.best_matmul_tflops: {} exceeds peak_bf16_tflops {}",

@@ -51,8 +51,15 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
   const double kernels = bwd ? p.backward_kernels : 1.0;
   if (flops <= 0 && bytes <= 0) return 0;
   const double peak = hw.gpu.peak_bf16_flops;
-  const double mem_bps = hw.gpu.hbm_gbps * 1e9 * p.memory_bound_efficiency;
-  const double memory_us = mem_bps > 0 ? bytes / mem_bps * 1e6 : 0.0;
+  // The model's own eager kernels run at elementwise_efficiency; streaming work (optimizer,
+  // casts) at memory_bound_efficiency.
+  const bool model_eager = !item.elementwise && !IsGemmKind(item.kind) && item.kind != OpKind::kAttention;
+  const double hbm_bps = hw.gpu.hbm_gbps * 1e9;
+  const double mem_bps = hbm_bps * (model_eager ? p.elementwise_efficiency : p.memory_bound_efficiency);
+  const double side_bytes = static_cast<double>(bwd ? item.cost.side_bwd_bytes : item.cost.side_fwd_bytes);
+  const double eager_bps = hbm_bps * p.elementwise_efficiency;
+  const double side_us = eager_bps > 0 ? side_bytes / eager_bps * 1e6 : 0.0;
+  const double memory_us = mem_bps > 0 ? (bytes - side_bytes) / mem_bps * 1e6 : 0.0;
   double compute_us = 0;
   if (flops > 0 && peak > 0) {
     double eff = p.gemm_efficiency;  // elementwise work that also computes (loss) runs at the cap
@@ -66,7 +73,7 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
     }
     compute_us = eff > 0 ? flops / (peak * eff) * 1e6 : 0.0;
   }
-  return ToNs(std::max(compute_us, memory_us) + kernels * p.kernel_overhead_us);
+  return ToNs(std::max(compute_us, memory_us) + side_us + kernels * p.kernel_overhead_us);
 }
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p) {

@@ -10,6 +10,7 @@ CostParams DefaultCostParams(const Hardware& hw) {
   if (hw.gpu.attention_efficiency > 0) p.attention_efficiency = hw.gpu.attention_efficiency;
   if (hw.gpu.memory_bound_efficiency > 0)
     p.memory_bound_efficiency = hw.gpu.memory_bound_efficiency;
+  if (hw.gpu.elementwise_efficiency > 0) p.elementwise_efficiency = hw.gpu.elementwise_efficiency;
   p.nvls_enabled = hw.gpu.nvls;
   return p;
 }

@@ -58,10 +58,19 @@ constexpr double kTreeCorrection[kNumProtos][kTreeCorrectionSize] = {
 // candidates (LL 4-32 KiB, LL128 16-128 KiB, Simple 32-512 KiB, NVLS 128 KiB-1 MiB) as the
 // combination that meets the most points >= 1 MiB of the 8-GPU curves in
 // tests/cost/data/collectives.json together with the 15 µs launch of CostParams; no figure
-// is set per curve. 66 of 70 points are within 15%. The four that are not are measurement
-// shapes no latency + bandwidth model reproduces: the A100 run's flat ~101 µs for 1-4 MiB
-// (model -31% at 4 MiB, -29% at 8 MiB) and the P6-B200 run's 96/116/115 µs for 4/8/16 MiB
-// (model +32% at 4 MiB, +17% at 8 MiB); see known_miss in that file.
+// is set per curve. 66 of 70 points are within 15%. The other four are not met by any
+// mechanism applied to every GPU alike (known_miss in that file has the numbers). The A100
+// run (nccl-tests -g 8: one host thread drives 8 GPUs) is host-bound up to 4 MiB, 41.5 µs +
+// 2.5 µs per channel left by enqueue.cc's channel reduction, then takes 143 µs more from 8 to
+// 16 MiB, slower than LL128's own bandwidth, so 4, 8 and 16 MiB cannot all be met (model -31%
+// at 4 MiB, -29% at 8 MiB). The P6-B200 run needs Ring/LL slower than NCCL's table at 4 MiB
+// and Ring/LL128 with 79 µs or more of fixed cost at 8 MiB where NCCL's table has 41 µs
+// (model +32%, +17%), while the A100 needs the model faster at the same sizes. Tried and
+// dropped, each leaving at least these four misses over the slice grid above and launch
+// 5-25 µs: picking the algorithm with NCCL's own formula (tuning.cc) and pricing that pick
+// with the pipeline (8 misses: H200 1 MiB turns Ring/LL, A100 32-64 MiB Ring/Simple too
+// slow), line-granular LL/LL128 pipelining (slices down to 2 KiB), NVLS chunks as
+// calcCollChunking sizes them (16-64 KiB: 10 misses).
 constexpr double kSliceBytes[kNumProtos] = {8 * 1024.0, 32 * 1024.0, 128 * 1024.0};
 constexpr double kNvlsSliceBytes = 512 * 1024.0;
 

@@ -47,6 +47,7 @@ void AddWarnings(const Simulation& sim, const StepMetrics& m, Summary* s) {
 }
 
 std::string_view ComputeKindName(const ComputeItem& item) {
+  if (item.fsdp_copy) return "fsdp_copy";
   if (item.elementwise) return "optimizer";
   switch (item.kind) {
     case OpKind::kLinear:

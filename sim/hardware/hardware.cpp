@@ -96,6 +96,8 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
        [](GpuSpec& g, const json& v) { g.attention_efficiency = v.get<double>(); }},
       {"memory_bound_efficiency", F::kNumber, 0.01, 1,
        [](GpuSpec& g, const json& v) { g.memory_bound_efficiency = v.get<double>(); }},
+      {"elementwise_efficiency", F::kNumber, 0.01, 1,
+       [](GpuSpec& g, const json& v) { g.elementwise_efficiency = v.get<double>(); }},
   };
   return fields;
 }

@@ -54,7 +54,8 @@ struct GpuSpec {
   int nvls_channels = 16;              // NVLS channels (NCCL_NVLS_NCHANNELS default)
   double pcie_gbps = 0;                // host<->device copy rate, pinned memory, per direction
   double attention_efficiency = 0;     // fused attention FLOP/s as a fraction of peak
-  double memory_bound_efficiency = 0;  // achieved fraction of hbm_gbps for elementwise kernels
+  double memory_bound_efficiency = 0;  // achieved fraction of hbm_gbps for streaming kernels
+  double elementwise_efficiency = 0;   // same for the model's eager kernels (0: cost default)
 
   // HBM the training job can allocate (hbm_bytes - reserved_bytes).
   int64_t usable_bytes() const { return hbm_bytes - reserved_bytes; }

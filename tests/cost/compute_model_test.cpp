@@ -93,10 +93,13 @@ TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
   const Hardware hw = Gpu("h100-sxm");
   const CostParams p = DefaultCostParams(hw);
   const int64_t bytes = int64_t{1} << 30;
+  // The model's eager kernels (a norm) run at elementwise_efficiency ...
+  const double eager_us =
+      bytes / (hw.gpu.hbm_gbps * 1e3 * p.elementwise_efficiency) + p.kernel_overhead_us;
+  EXPECT_NEAR(ComputeItemNs(Norm(bytes), hw, p), eager_us * 1e3, 2);
+  // ... streaming work (optimizer, casts) at memory_bound_efficiency, whatever its kind.
   const double expect_us =
       bytes / (hw.gpu.hbm_gbps * 1e3 * p.memory_bound_efficiency) + p.kernel_overhead_us;
-  EXPECT_NEAR(ComputeItemNs(Norm(bytes), hw, p), expect_us * 1e3, 2);
-  // An elementwise item (optimizer step) is priced on bytes whatever its kind.
   ComputeItem optimizer = Norm(bytes);
   optimizer.kind = OpKind::kLinear;
   optimizer.elementwise = true;
@@ -106,6 +109,23 @@ TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
   const ComputeItem skinny = Gemm(1, 8192, 8192);
   EXPECT_GE(ComputeItemNs(skinny, hw, p),
             skinny.cost.fwd_bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency));
+}
+
+TEST(ComputeItemNs, AttentionSideKernelsAddToTheFusedKernel) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  ComputeItem attn;
+  attn.kind = OpKind::kAttention;
+  attn.cost.fwd_flops = 1e12;
+  attn.cost.fwd_bytes = int64_t{1} << 28;  // the fused kernel's own I/O, hidden under its FLOPs
+  const int64_t alone = ComputeItemNs(attn, hw, p);
+  // RoPE / repeat_kv / layout copies run as separate kernels: their time adds, it is not
+  // hidden under the fused kernel's FLOPs by the roofline max.
+  ComputeItem with_side = attn;
+  with_side.cost.side_fwd_bytes = int64_t{1} << 30;
+  with_side.cost.fwd_bytes += with_side.cost.side_fwd_bytes;
+  const double side_ns = (int64_t{1} << 30) / (hw.gpu.hbm_gbps * p.elementwise_efficiency);
+  EXPECT_NEAR(ComputeItemNs(with_side, hw, p) - alone, side_ns, 2);
 }
 
 TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
