@@ -45,14 +45,25 @@ def measured_kinds(trace_path):
     """GPU seconds per simulate compute kind, attributing each kernel to its launching CPU op."""
     with gzip.open(trace_path, "rt") as f:
         events = json.load(f)["traceEvents"]
-    launches = {e["args"].get("correlation"): e for e in events
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "args" in e}
+    # One sweep per CPU thread: the ops open at a launch (a stack of nested intervals) are the
+    # launch's enclosing ops.
+    enclosing = {}
     by_tid = collections.defaultdict(list)
     for e in events:
         if e.get("cat") in ("cpu_op", "user_annotation") and "dur" in e:
-            by_tid[e["tid"]].append(e)
-    for ops in by_tid.values():
-        ops.sort(key=lambda e: e["ts"])
+            by_tid[e["tid"]].append((e["ts"], 0, -e["dur"], e))
+        elif e.get("cat") in ("cuda_runtime", "cuda_driver") and "args" in e:
+            by_tid[e["tid"]].append((e["ts"], 1, 0, e))
+    for items in by_tid.values():
+        items.sort(key=lambda x: x[:3])
+        stack = []
+        for ts, is_launch, _, e in items:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] < ts:
+                stack.pop()
+            if is_launch:
+                enclosing[e["args"].get("correlation")] = [o["name"] for o in stack]
+            else:
+                stack.append(e)
     out = collections.defaultdict(float)
     for k in events:
         if k.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset") or "dur" not in k:
@@ -60,11 +71,7 @@ def measured_kinds(trace_path):
         kind = kernel_kind(k["name"], k["cat"])
         if kind == "nccl":
             continue  # communication, not compute
-        launch = launches.get(k["args"].get("correlation"))
-        names = []
-        if launch is not None:
-            names = [e["name"] for e in by_tid[launch["tid"]]
-                     if e["ts"] <= launch["ts"] <= e["ts"] + e["dur"]]
+        names = enclosing.get(k["args"].get("correlation"), [])
         if any(n.startswith(("Optimizer.step", "aten::_foreach")) for n in names):
             kind = "optimizer"
         elif any(n.startswith("FSDP::") for n in names):

@@ -351,7 +351,9 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
       auto& persistent = unit.offload ? host : device;
       persistent[static_cast<int>(MemCategory::kShardedParams)] +=
           z.shard_bytes + z.replicate_bytes;
-      persistent[static_cast<int>(MemCategory::kShardedGrads)] += z.sharded_grad_bytes;
+      // On the device, sharded gradients appear as each unit's reduction lands (the training
+      // loop's zero_grad(set_to_none=True) dropped them at the step's start): step_builder.cpp.
+      if (unit.offload) host[static_cast<int>(MemCategory::kShardedGrads)] += z.sharded_grad_bytes;
       if (options.optimizer != "sgd") {
         persistent[static_cast<int>(MemCategory::kOptimizer)] += 2 * 4 * z.optimizer_numel;
       }

@@ -81,7 +81,8 @@ struct UnitState {
   std::map<int, std::vector<int>> chunk_activation_buffers;
   std::map<int, std::vector<int>> chunk_loss_buffers;
   bool grads_allocated = false;
-  bool copy_out_pending = false;  // an all-gather ran; the next compute op copies out first
+  bool copy_out_pending = false;
+  bool sharded_grads_landed = false;  // the unit's reduced gradients exist on the device  // an all-gather ran; the next compute op copies out first
   int copy_out_module = -1;       // interned names of this unit's FSDP copies
   int copy_in_module = -1;
 };
@@ -664,6 +665,14 @@ class RoleEmitter::Impl {
   // Frees the reduced shard's transient output at `reduced` (it is accumulated into the
   // persistent sharded grad), or, with offload, copies it to the host first.
   int FinishReduced(int u, int reduced, int& out_buffer, int64_t bytes, std::string_view what) {
+    UnitState& st = state_[u];
+    if (!Unit(u).offload && !st.sharded_grads_landed) {
+      // FSDP2 assigns the reduced shard as the parameter's .grad (set_to_none: a new tensor),
+      // kept until the next step's zero_grad, which the optimizer's end stands for.
+      sharded_grads_.push_back(Alloc(s_.ops[reduced], MemoryEffect::When::kEnd,
+                                     MemCategory::kShardedGrads, in_.sizes[u].sharded_grad_bytes));
+      st.sharded_grads_landed = true;
+    }
     if (Unit(u).offload) {
       ScheduleOp d2h = NewOp(Lane::kD2H, OpType::kCopyD2H, Id("bwd", u, what), "Memcpy DtoH", u);
       d2h.bytes = bytes > 0 ? bytes : in_.sizes[u].replicate_reduce_bytes;
@@ -719,6 +728,7 @@ class RoleEmitter::Impl {
       }
     }
     for (int t : temps) Free(opt, MemoryEffect::When::kEnd, t);
+    for (int g : sharded_grads_) Free(opt, MemoryEffect::When::kEnd, g);
     opt.on_host = host;
     opt.deps = {wait_index};
     Push(std::move(opt));
@@ -739,6 +749,7 @@ class RoleEmitter::Impl {
   std::vector<std::pair<MemCategory, int64_t>> live_;
   std::vector<int> barrier_;     // deps for the next compute-lane op
   std::vector<int> reductions_;  // ops the end-of-backward wait joins
+  std::vector<int> sharded_grads_;  // reduced gradients, live until the optimizer's end
   int prev_reduce_scatter_ = -1;
   int last_compute_ = -1;
   int micro_ = 0;

@@ -198,6 +198,8 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   return SimulateSchedule(std::move(schedule), *cost, ctx);
 }
 
+// torchtitan's llama3_8b.toml training settings: one 8192-token sequence per GPU and its
+// op-level selective activation checkpointing (every second matmul recomputed).
 nlohmann::json DefaultScenarioJson() {
   return nlohmann::json::parse(R"({
     "model": "llama3-8b",
@@ -206,8 +208,8 @@ nlohmann::json DefaultScenarioJson() {
     "fsdp": {"reshard_after_forward": true, "forward_prefetch_depth": 1,
              "backward_prefetch_depth": 1,
              "mix_precision": {"param_dtype": "bfloat16", "reduce_dtype": "float32"}},
-    "training": {"local_batch": 2, "seq_len": 8192, "grad_accum": 1,
-                 "activation_checkpoint": "selective_op", "optimizer": "adamw"}
+    "training": {"local_batch": 1, "seq_len": 8192, "grad_accum": 1,
+                 "activation_checkpoint": "selective_op:2", "optimizer": "adamw"}
   })");
 }
 

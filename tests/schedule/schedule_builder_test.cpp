@@ -119,9 +119,24 @@ TEST(ScheduleBuilderTest, PersistentMemoryEqualsThePlansShardedBytes) {
   const auto& init = b.schedule.initial_memory.at(0);
   EXPECT_EQ(init[static_cast<int>(MemCategory::kShardedParams)],
             b.plan.totals.sharded_bytes_per_rank);
-  // fp32 parameters: grads the same size, AdamW two fp32 moments.
-  EXPECT_EQ(init[static_cast<int>(MemCategory::kShardedGrads)],
-            b.plan.totals.sharded_bytes_per_rank);
+  // Sharded gradients do not exist when the step starts (zero_grad set them to None); each
+  // unit's reduction allocates its reduced shard, and together they equal the parameters
+  // (fp32 parameters: grads the same size), all live when the optimizer runs.
+  EXPECT_EQ(init[static_cast<int>(MemCategory::kShardedGrads)], 0);
+  int64_t grads = 0, grads_at_optimizer = 0;
+  for (const ScheduleOp& op : b.schedule.ops) {
+    for (const MemoryEffect& m : op.memory) {
+      if (m.category != MemCategory::kShardedGrads) continue;
+      if (m.bytes > 0) grads += m.bytes;
+      if (m.bytes < 0) {
+        EXPECT_EQ(op.type, OpType::kOptimizer) << op.op_id;
+        grads_at_optimizer -= m.bytes;
+      }
+    }
+  }
+  EXPECT_EQ(grads, b.plan.totals.sharded_bytes_per_rank);
+  EXPECT_EQ(grads_at_optimizer, grads);
+  // AdamW: two fp32 moments.
   EXPECT_EQ(init[static_cast<int>(MemCategory::kOptimizer)],
             2 * b.plan.totals.sharded_bytes_per_rank);
   EXPECT_EQ(init[static_cast<int>(MemCategory::kActivations)], 0);

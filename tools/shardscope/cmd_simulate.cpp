@@ -102,7 +102,8 @@ Status RunSimulate(const SimulateArgs& args) {
   if (args.scenario.empty()) {
     fmt::print(
         "No scenario given: running the built-in default (Llama 3 8B on 8 H100 SXM, FSDP2, "
-        "bf16 params / fp32 reduce, local_batch 2, seq 8192, selective_op).\n");
+        "bf16 params / fp32 reduce, local_batch 1, seq 8192, selective_op:2 as torchtitan's "
+        "llama3_8b.toml).\n");
     scenario_or = ParseScenario(sim::DefaultScenarioJson(), "<built-in default>",
                                 std::filesystem::current_path().string(), args.sets);
   } else {
