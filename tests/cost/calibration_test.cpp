@@ -36,6 +36,7 @@ TEST(Calibration, FixtureOverridesEverySection) {
   EXPECT_DOUBLE_EQ(hw.node.nic_gbit_per_s, 200);
   EXPECT_DOUBLE_EQ(params.gemm_ramp_us, 1.0);
   EXPECT_DOUBLE_EQ(params.attention_efficiency, 0.3);
+  EXPECT_DOUBLE_EQ(params.elementwise_efficiency, 0.5);
   EXPECT_DOUBLE_EQ(params.kernel_overhead_us, 3);
   EXPECT_DOUBLE_EQ(params.unit_overhead_us, 50);
   EXPECT_DOUBLE_EQ(params.overlap_slowdown, 1.2);
