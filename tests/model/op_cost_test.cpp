@@ -96,6 +96,10 @@ TEST(OpCostTest, AttentionCausalHalvesAndWindowBounds) {
   // Eager RoPE, repeat_kv and the output transpose move more bytes than the kernel alone.
   const int64_t kernel_bytes = tokens * 128 * 2 * (32 + 8 + 8 + 32) + tokens * 32 * 4;
   EXPECT_GT(causal->fwd_bytes, 2 * kernel_bytes);
+  // Those eager kernels are the side bytes (priced in series with the fused kernel): all of
+  // fwd_bytes but the kernel's own I/O.
+  EXPECT_EQ(causal->side_fwd_bytes, causal->fwd_bytes - kernel_bytes);
+  EXPECT_EQ(causal->side_bwd_bytes, causal->side_fwd_bytes);
   // Tensor parallelism splits the heads.
   EXPECT_DOUBLE_EQ(EstimateOp(Op(OpKind::kAttention, dims), Ctx(2, 4096, 4))->fwd_flops,
                    full->fwd_flops / 4);
