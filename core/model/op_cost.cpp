@@ -77,6 +77,8 @@ OpCost Embedding(const OpDescriptor& op, const Shape& s) {
   c.input_bytes = s.tokens * 8;  // int64 token ids
   c.fwd_bytes = c.input_bytes + 2 * s.tokens * dim * s.act_bytes;
   c.bwd_bytes = 3 * s.tokens * dim * s.act_bytes;  // read dY, read-modify-write the rows
+  c.fwd_kernels = 1;
+  c.bwd_kernels = 3;  // embedding_dense_backward: sort the ids, sum rows, scatter
   c.saved_bytes_none = c.input_bytes;
   c.saved_bytes_selective = c.input_bytes;
   return c;
@@ -93,9 +95,15 @@ OpCost Norm(const OpDescriptor& op, const Shape& s) {
   if (op.variant == "layernorm") {  // native_layer_norm: one fused kernel each way
     c.fwd_bytes = 2 * c.input_bytes + dim * s.act_bytes + stats + residual_fwd;
     c.bwd_bytes = 3 * c.input_bytes + 2 * dim * s.act_bytes + stats + residual_bwd;
+    c.fwd_kernels = 1 + 1;  // + the residual add
+    c.bwd_kernels = 2 + 1;  // input and weight gradients + the residual gradient's add
   } else {  // composite RMSNorm: fp32 intermediates, one kernel per op
     c.fwd_bytes = 38 * elems + dim * s.act_bytes + stats + residual_fwd;
     c.bwd_bytes = 60 * elems + 2 * dim * s.act_bytes + stats + residual_bwd;
+    // float, pow, mean, add eps, rsqrt, mul, type_as, mul weight + the residual add; backward
+    // through each of them (the weight's sum, the two-input muls twice) + the residual add.
+    c.fwd_kernels = 9;
+    c.bwd_kernels = 14;
   }
   c.saved_bytes_none = c.input_bytes + stats;
   c.saved_bytes_selective = 0;  // recomputed from the block input and saved matmul outputs
@@ -114,6 +122,8 @@ OpCost Activation(const OpDescriptor& op, const OpContext& ctx, const Shape& s) 
   // Ungated: one elementwise kernel each way.
   c.fwd_bytes = (branches == 2 ? 5 : 2) * one;
   c.bwd_bytes = (branches == 2 ? 8 : 3) * one;
+  c.fwd_kernels = branches == 2 ? 2 : 1;
+  c.bwd_kernels = branches == 2 ? 3 : 1;
   c.saved_bytes_none = c.input_bytes;
   c.saved_bytes_selective = 0;  // its inputs are matmul outputs, already kept
   return c;
@@ -160,6 +170,12 @@ OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   c.bwd_bytes = 2 * (q + k + v) + 2 * o + lse + eager;
   c.side_fwd_bytes = eager;
   c.side_bwd_bytes = eager;
+  // The fused kernel; RoPE on q and k (upcast, complex multiply, downcast: 3 each); repeat_kv's
+  // two copies; the output's transpose copy. Backward mirrors them, and the fused backward
+  // adds ~3 small kernels of its own (dO·O, dQ accumulation and conversion).
+  const int side_kernels = 6 + (kv_heads < heads ? 2 : 0) + 1;
+  c.fwd_kernels = 1 + side_kernels;
+  c.bwd_kernels = 1 + 3 + side_kernels;
   c.saved_bytes_none = q + k + v + o + lse;
   // q, k, v are the projections' outputs, counted (or recomputed) there; the fused kernel's
   // own outputs are o and the log-sum-exp.
@@ -225,6 +241,8 @@ OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   // nll backward writes the fp32 gradient, log_softmax backward reads it and the saved
   // log-probs and writes fp32, the upcast's backward casts it down.
   c.bwd_bytes = logits * 4 + logits * 3 * 4 + logits * (4 + s.act_bytes);
+  c.fwd_kernels = 3;  // upcast, log_softmax, nll_loss
+  c.bwd_kernels = 3;
   return c;
 }
 

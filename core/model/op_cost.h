@@ -59,6 +59,10 @@ struct OpCost {
   // the main kernel's instead of hiding them under its FLOPs.
   int64_t side_fwd_bytes = 0;
   int64_t side_bwd_bytes = 0;
+  // Kernels eager PyTorch launches for the op (each leaves a short idle gap on the GPU); 0 lets
+  // the cost model assume one forward and its backward_kernels.
+  int fwd_kernels = 0;
+  int bwd_kernels = 0;
   // Matrix-multiply shape (m×k · k×n) for the efficiency curve; 0 for non-matmul ops.
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
   // Bytes this op saves for backward when nothing is recomputed (mode none), and under

@@ -717,6 +717,12 @@ class RoleEmitter::Impl {
       const int64_t moment_bytes = moments ? 56 * z.optimizer_numel : 0;
       item.cost.fwd_bytes = 4 * z.optimizer_param_bytes + 6 * grad + moment_bytes;
       item.cost.fwd_flops = 12.0 * static_cast<double>(z.optimizer_numel);
+      // multi_tensor_apply launches one kernel per 320 chunks of 65536 elements, for each of
+      // ~10 foreach ops (AdamW's 8, the clip's norm and scale): 2172 kernels for 4.5 G elements
+      // measured (bench/device/README.md).
+      constexpr int64_t kElementsPerLaunch = int64_t{65536} * 320;
+      item.cost.fwd_kernels = static_cast<int>(
+          10 * std::max<int64_t>(1, (z.optimizer_numel + kElementsPerLaunch - 1) / kElementsPerLaunch));
       opt.items.push_back(std::move(item));
       // _multi_tensor_adamw's denominator: torch._foreach_sqrt(exp_avg_sqs) allocates an fp32
       // tensor per parameter for the whole step (measured: bench/device/README.md). The caching

@@ -48,7 +48,9 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
   const bool bwd = item.backward && !item.recompute;
   const double flops = bwd ? item.cost.bwd_flops : item.cost.fwd_flops;
   const double bytes = static_cast<double>(bwd ? item.cost.bwd_bytes : item.cost.fwd_bytes);
-  const double kernels = bwd ? p.backward_kernels : 1.0;
+  const double kernels = bwd ? p.backward_kernels : 1.0;  // GEMMs the FLOPs split into
+  const int launched = bwd ? item.cost.bwd_kernels : item.cost.fwd_kernels;
+  const double launches = launched > 0 ? launched : kernels;  // each leaves an idle gap
   if (flops <= 0 && bytes <= 0) return 0;
   const double peak = hw.gpu.peak_bf16_flops;
   // The model's own eager kernels run at elementwise_efficiency; streaming work (optimizer,
@@ -73,7 +75,7 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
     }
     compute_us = eff > 0 ? flops / (peak * eff) * 1e6 : 0.0;
   }
-  return ToNs(std::max(compute_us, memory_us) + side_us + kernels * p.kernel_overhead_us);
+  return ToNs(std::max(compute_us, memory_us) + side_us + launches * p.kernel_overhead_us);
 }
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p) {

@@ -68,7 +68,10 @@ struct CostParams {
   // together, where a 1 GiB copy reaches 0.86. Catalog entries may set their own.
   double elementwise_efficiency = 0.55;
   double backward_kernels = 2;           // kernels per backward item (data- and weight-gradient)
-  double kernel_overhead_us = 2.0;       // GPU idle gap per kernel (launch, framework dispatch)
+  // GPU idle gap per launched kernel while the host keeps ahead (OpCost::*_kernels counts eager
+  // PyTorch's launches): 1.7-1.9 µs mean gap over ~5,000 kernels per step measured on an H200
+  // step (bench/device/README.md).
+  double kernel_overhead_us = 1.8;
   double unit_overhead_us = 30.0;        // per compute op (FSDP pre/post hooks, Python)
   double overlap_slowdown = 1.08;        // compute stretch while communication runs beside it
   // Offloaded optimizer step on the host CPU (ScheduleOp::on_host): bytes it reads and writes

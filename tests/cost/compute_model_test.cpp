@@ -128,6 +128,23 @@ TEST(ComputeItemNs, AttentionSideKernelsAddToTheFusedKernel) {
   EXPECT_NEAR(ComputeItemNs(with_side, hw, p) - alone, side_ns, 2);
 }
 
+TEST(ComputeItemNs, EachLaunchedKernelLeavesAGap) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  ComputeItem one = Norm(int64_t{1} << 24);
+  ComputeItem nine = one;
+  nine.cost.fwd_kernels = 9;
+  EXPECT_NEAR(ComputeItemNs(nine, hw, p) - ComputeItemNs(one, hw, p), 8 * p.kernel_overhead_us * 1e3, 2);
+  // Without a count, backward assumes backward_kernels launches.
+  one.backward = true;
+  one.cost.bwd_bytes = one.cost.fwd_bytes;
+  nine.backward = true;
+  nine.cost.bwd_bytes = nine.cost.fwd_bytes;
+  nine.cost.bwd_kernels = 9;
+  EXPECT_NEAR(ComputeItemNs(nine, hw, p) - ComputeItemNs(one, hw, p),
+              (9 - p.backward_kernels) * p.kernel_overhead_us * 1e3, 2);
+}
+
 TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
   const Hardware h100 = Gpu("h100-sxm");
   const Hardware h200 = Gpu("h200");

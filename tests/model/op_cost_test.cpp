@@ -147,6 +147,26 @@ TEST(OpCostTest, NormsActivationsAndLossAreMemoryBound) {
   EXPECT_EQ(act->fwd_bytes, 5 * 10 * 1000 * 2);  // silu(gate): r+w; mul: 2r+w
   auto emb = EstimateOp(Op(OpKind::kEmbedding, {{"vocab", 100}, {"dim", 8}}), Ctx(2, 8));
   EXPECT_EQ(emb->saved_bytes_none, 16 * 8);  // int64 indices
+  // Eager launches: the composite RMSNorm is nine kernels forward (with the residual add),
+  // fused LayerNorm two; SwiGLU two; the loss three.
+  EXPECT_EQ(norm->fwd_kernels, 9);
+  EXPECT_GT(norm->bwd_kernels, norm->fwd_kernels);
+  EXPECT_EQ(layer_norm->fwd_kernels, 2);
+  EXPECT_EQ(act->fwd_kernels, 2);
+  EXPECT_EQ(loss->fwd_kernels, 3);
+}
+
+TEST(OpCostTest, AttentionCountsItsEagerSideKernels) {
+  std::map<std::string, int64_t> dims = {{"heads", 32}, {"kv_heads", 8}, {"head_dim", 128},
+                                         {"causal", 1}};
+  auto gqa = EstimateOp(Op(OpKind::kAttention, dims), Ctx(1, 1024));
+  dims["kv_heads"] = 32;
+  auto mha = EstimateOp(Op(OpKind::kAttention, dims), Ctx(1, 1024));
+  ASSERT_TRUE(gqa.ok() && mha.ok());
+  // Fused kernel + RoPE (3 per q and k) + the transpose copy; repeat_kv adds two copies.
+  EXPECT_EQ(mha->fwd_kernels, 1 + 6 + 1);
+  EXPECT_EQ(gqa->fwd_kernels, mha->fwd_kernels + 2);
+  EXPECT_GT(gqa->bwd_kernels, gqa->fwd_kernels);
 }
 
 TEST(OpCostTest, RejectsBadContext) {
