@@ -29,6 +29,9 @@
 //   reduce-scatter ends (runtime.md; FSDP2 frees the gradient after the copy-in, slightly
 //   earlier). HSDP all-reduces the reduced shard on the all_reduce lane; replicate params are
 //   all-reduced whole over replicate × shard.
+// - Gradients: the training loop's zero_grad(set_to_none=True) leaves no sharded gradient at
+//   the step's start; each unit's appears when its reduction lands and lives through the
+//   optimizer step (whose end stands for the next zero_grad).
 // - Root: gathered in its pre-forward, never resharded after forward, resharded and reduced
 //   in its post-backward, which fires after the embedding's backward (the last use).
 // - Gradient accumulation: every micro-step runs forward and backward. requires_grad_sync =
@@ -81,9 +84,9 @@ struct UnitState {
   std::map<int, std::vector<int>> chunk_activation_buffers;
   std::map<int, std::vector<int>> chunk_loss_buffers;
   bool grads_allocated = false;
-  bool copy_out_pending = false;
-  bool sharded_grads_landed = false;  // the unit's reduced gradients exist on the device  // an all-gather ran; the next compute op copies out first
-  int copy_out_module = -1;       // interned names of this unit's FSDP copies
+  bool copy_out_pending = false;      // an all-gather ran; the next compute op copies out first
+  bool sharded_grads_landed = false;  // the unit's reduced gradients exist on the device
+  int copy_out_module = -1;           // interned names of this unit's FSDP copies
   int copy_in_module = -1;
 };
 
@@ -256,8 +259,8 @@ class RoleEmitter::Impl {
     if (op.type == OpType::kCompute && st.copy_out_pending) {
       // foreach_all_gather_copy_out (wait_for_unshard): split_with_sizes_copy from the
       // all-gather output into the parameters, on the compute stream before their first use.
-      op.items.insert(op.items.begin(),
-                      CopyItem(st.copy_out_module, "fsdp_copy_out", u, 2 * in_.sizes[u].gathered_bytes));
+      op.items.insert(op.items.begin(), CopyItem(st.copy_out_module, "fsdp_copy_out", u,
+                                                 2 * in_.sizes[u].gathered_bytes));
       st.copy_out_pending = false;
     }
     if (state_[u].ready_op >= 0) {
@@ -597,8 +600,8 @@ class RoleEmitter::Impl {
       // foreach_reduce_scatter_copy_in (chunk_cat) runs on the compute stream before the
       // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
       // write the reduce-scatter input in the reduce dtype.
-      s_.ops[last].items.push_back(CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
-                                            z.grad_bytes + z.reduce_in_bytes));
+      s_.ops[last].items.push_back(
+          CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u, z.grad_bytes + z.reduce_in_bytes));
     }
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {
@@ -662,8 +665,9 @@ class RoleEmitter::Impl {
     if (reduced >= 0) reductions_.push_back(reduced);
   }
 
-  // Frees the reduced shard's transient output at `reduced` (it is accumulated into the
-  // persistent sharded grad), or, with offload, copies it to the host first.
+  // The unit's reduced gradient lands at `reduced`: its sharded gradients appear on the device
+  // (once per step), and the transient reduction output is freed there, or, with offload,
+  // copied to the host first.
   int FinishReduced(int u, int reduced, int& out_buffer, int64_t bytes, std::string_view what) {
     UnitState& st = state_[u];
     if (!Unit(u).offload && !st.sharded_grads_landed) {
@@ -721,12 +725,12 @@ class RoleEmitter::Impl {
       // ~10 foreach ops (AdamW's 8, the clip's norm and scale): 2172 kernels for 4.5 G elements
       // measured (bench/device/README.md).
       constexpr int64_t kElementsPerLaunch = int64_t{65536} * 320;
-      item.cost.fwd_kernels = static_cast<int>(
-          10 * std::max<int64_t>(1, (z.optimizer_numel + kElementsPerLaunch - 1) / kElementsPerLaunch));
+      item.cost.fwd_kernels =
+          static_cast<int>(10 * std::max<int64_t>(1, (z.optimizer_numel + kElementsPerLaunch - 1) /
+                                                         kElementsPerLaunch));
       opt.items.push_back(std::move(item));
       // _multi_tensor_adamw's denominator: torch._foreach_sqrt(exp_avg_sqs) allocates an fp32
-      // tensor per parameter for the whole step (measured: bench/device/README.md). The caching
-      // allocator rarely fits these into the blocks backward freed, so reserved memory grows.
+      // tensor per parameter for the whole step (measured: bench/device/README.md).
       if (moments && !Unit(u).offload) {
         const int denom = Alloc(opt, MemoryEffect::When::kStart, MemCategory::kTemporaries,
                                 4 * z.optimizer_numel);

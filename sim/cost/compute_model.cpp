@@ -55,10 +55,13 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
   const double peak = hw.gpu.peak_bf16_flops;
   // The model's own eager kernels run at elementwise_efficiency; streaming work (optimizer,
   // casts) at memory_bound_efficiency.
-  const bool model_eager = !item.elementwise && !IsGemmKind(item.kind) && item.kind != OpKind::kAttention;
+  const bool model_eager =
+      !item.elementwise && !IsGemmKind(item.kind) && item.kind != OpKind::kAttention;
   const double hbm_bps = hw.gpu.hbm_gbps * 1e9;
-  const double mem_bps = hbm_bps * (model_eager ? p.elementwise_efficiency : p.memory_bound_efficiency);
-  const double side_bytes = static_cast<double>(bwd ? item.cost.side_bwd_bytes : item.cost.side_fwd_bytes);
+  const double mem_bps =
+      hbm_bps * (model_eager ? p.elementwise_efficiency : p.memory_bound_efficiency);
+  const double side_bytes =
+      static_cast<double>(bwd ? item.cost.side_bwd_bytes : item.cost.side_fwd_bytes);
   const double eager_bps = hbm_bps * p.elementwise_efficiency;
   const double side_us = eager_bps > 0 ? side_bytes / eager_bps * 1e6 : 0.0;
   const double memory_us = mem_bps > 0 ? (bytes - side_bytes) / mem_bps * 1e6 : 0.0;

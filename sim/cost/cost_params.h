@@ -21,8 +21,10 @@
 //   others     norms, activations, embeddings, loss: t = bytes / (hbm × elementwise_efficiency);
 //              every `elementwise` item (optimizer, casts):
 //              t = max(bytes / (hbm × memory_bound_efficiency), flops / (peak × cap)).
-//   kernels    1 forward / recompute, backward_kernels (data- and weight-gradient) backward.
-//   host       work with ScheduleOp::on_host (offloaded optimizer step): bytes / host_optimizer_gbps.
+//   kernels    each launch adds kernel_overhead_us: OpCost's eager launch counts, else 1
+//              forward / recompute and backward_kernels (data- and weight-gradient) backward.
+//   host       work with ScheduleOp::on_host (offloaded optimizer step):
+//              bytes / host_optimizer_gbps.
 // Defaults without a measured source are deliberately round and meant to be calibrated:
 // kernel_overhead_us (eager PyTorch leaves 1-3 µs between kernels), unit_overhead_us (FSDP2
 // pre/post hooks and stream waits per unit), overlap_slowdown (NCCL kernels hold 16-32 SMs

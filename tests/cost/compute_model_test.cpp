@@ -134,7 +134,8 @@ TEST(ComputeItemNs, EachLaunchedKernelLeavesAGap) {
   ComputeItem one = Norm(int64_t{1} << 24);
   ComputeItem nine = one;
   nine.cost.fwd_kernels = 9;
-  EXPECT_NEAR(ComputeItemNs(nine, hw, p) - ComputeItemNs(one, hw, p), 8 * p.kernel_overhead_us * 1e3, 2);
+  EXPECT_NEAR(ComputeItemNs(nine, hw, p) - ComputeItemNs(one, hw, p),
+              8 * p.kernel_overhead_us * 1e3, 2);
   // Without a count, backward assumes backward_kernels launches.
   one.backward = true;
   one.cost.bwd_bytes = one.cost.fwd_bytes;

@@ -157,8 +157,8 @@ TEST(OpCostTest, NormsActivationsAndLossAreMemoryBound) {
 }
 
 TEST(OpCostTest, AttentionCountsItsEagerSideKernels) {
-  std::map<std::string, int64_t> dims = {{"heads", 32}, {"kv_heads", 8}, {"head_dim", 128},
-                                         {"causal", 1}};
+  std::map<std::string, int64_t> dims = {
+      {"heads", 32}, {"kv_heads", 8}, {"head_dim", 128}, {"causal", 1}};
   auto gqa = EstimateOp(Op(OpKind::kAttention, dims), Ctx(1, 1024));
   dims["kv_heads"] = 32;
   auto mha = EstimateOp(Op(OpKind::kAttention, dims), Ctx(1, 1024));

@@ -53,8 +53,7 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   EXPECT_TRUE(bwd->items.front().fsdp_copy);
   EXPECT_TRUE(bwd->items.back().fsdp_copy);
   EXPECT_EQ(bwd->items.back().cost.fwd_bytes, z.grad_bytes + z.reduce_in_bytes);
-  EXPECT_EQ(b.schedule.modules.at(bwd->items.back().module),
-            "fsdp_reduce_copy_in:model.layers.1");
+  EXPECT_EQ(b.schedule.modules.at(bwd->items.back().module), "fsdp_reduce_copy_in:model.layers.1");
   EXPECT_EQ(CopyBytes(*bwd), 2 * z.gathered_bytes + z.grad_bytes + z.reduce_in_bytes);
   // The all-gather still runs on its own lane: the copy-in there, not on the compute lane.
   const ScheduleOp* copy_in = FindOp(b.schedule, "fwd/model.layers.1/copy_in");
