@@ -290,33 +290,7 @@ def main():
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), device=dev, generator=gen)
     inputs, labels = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
-        del logits
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
-        opt.step()
-        return loss
-
-    def sync():
-        if cuda:
-            torch.cuda.synchronize()
-
-    def phase_memory():
-        """One more step, with allocated / reserved / the phase's peak after each phase."""
-        gib = 2 ** 30
-        out = {}
-
-        def mark(name):
-            sync()
-            out[name] = {"allocated_gib": torch.cuda.memory_allocated() / gib,
-                         "reserved_gib": torch.cuda.memory_reserved() / gib,
-                         "peak_allocated_gib": torch.cuda.max_memory_allocated() / gib,
-                         "peak_reserved_gib": torch.cuda.max_memory_reserved() / gib}
-            torch.cuda.reset_peak_memory_stats()
-
+    def step(mark=lambda phase: None):
         mark("before_step")
         opt.zero_grad(set_to_none=True)
         logits = model(inputs)
@@ -328,6 +302,26 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
         opt.step()
         mark("optimizer")
+        return loss
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    def phase_memory():
+        """One more step, with allocated / reserved / the phase's peak after each phase."""
+        gib = 2 ** 30
+        out = {}
+
+        def mark(phase):
+            sync()
+            out[phase] = {"allocated_gib": torch.cuda.memory_allocated() / gib,
+                          "reserved_gib": torch.cuda.memory_reserved() / gib,
+                          "peak_allocated_gib": torch.cuda.max_memory_allocated() / gib,
+                          "peak_reserved_gib": torch.cuda.max_memory_reserved() / gib}
+            torch.cuda.reset_peak_memory_stats()
+
+        step(mark)
         return out
 
     if a.init_optimizer_first:

@@ -151,10 +151,7 @@ def main():
             q = r["predicted_kinds_s"].get(kind, 0.0)
             print(f"  {kind:12} {m:8.4f} {q:8.4f}  {pct(q, m):+7.1f}%")
     if a.json:
-        tmp_path = a.json + ".tmp"
-        with open(tmp_path, "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(tmp_path, a.json)
+        measure_fsdp2_step.write_atomic(a.json, json.dumps(rows, indent=1))
     return 0
 
 

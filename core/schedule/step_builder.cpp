@@ -263,9 +263,9 @@ class RoleEmitter::Impl {
                                                  2 * in_.sizes[u].gathered_bytes));
       st.copy_out_pending = false;
     }
-    if (state_[u].ready_op >= 0) {
-      op.deps.push_back(state_[u].ready_op);
-      state_[u].ready_op = -1;
+    if (st.ready_op >= 0) {
+      op.deps.push_back(st.ready_op);
+      st.ready_op = -1;
     }
     return Push(std::move(op));
   }
@@ -330,7 +330,6 @@ class RoleEmitter::Impl {
       copy_in.lane = Lane::kCompute;
       Free(copy_in, MemoryEffect::When::kEnd, cast);
       st.ready_op = Push(std::move(copy_in));
-      st.copy_out_pending = true;
     } else {
       const int copy_in_index = Push(std::move(copy_in));
       ScheduleOp ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, "all_gather"),
@@ -340,8 +339,8 @@ class RoleEmitter::Impl {
       ag.deps = {copy_in_index};
       Free(ag, MemoryEffect::When::kEnd, cast);
       st.ready_op = Push(std::move(ag));
-      st.copy_out_pending = true;
     }
+    st.copy_out_pending = true;
     st.gathered = true;
   }
 

@@ -206,6 +206,32 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     return Status::Ok();
   }
 
+  // What every timed event carries: rank (pid), lane (tid), name and start time (ts).
+  struct Head {
+    int rank = 0, lane = 0;
+    std::string_view name;
+    int64_t ts_ns = 0;
+  };
+  Status ReadHead(const RawEvent& e, Head* h) {
+    SS_RETURN_IF_ERROR(Rank(e, &h->rank, &h->lane));
+    SS_RETURN_IF_ERROR(Name(e, &h->name));
+    return Time(e, e.ts, "ts", &h->ts_ns);
+  }
+
+  // Appends "key":value to the body of an extra-arguments object.
+  static void AppendExtraArg(const RawArg& a, std::string* extra) {
+    if (!extra->empty()) extra->push_back(',');
+    AppendJsonString(a.key, extra);
+    extra->push_back(':');
+    extra->append(a.value.ToJsonText());
+  }
+  // Stores a non-empty extra-arguments body in the trace and points `*index` at it.
+  void StoreExtraArgs(std::string extra, uint32_t* index) {
+    if (extra.empty()) return;
+    *index = static_cast<uint32_t>(trace_->extra_args.size());
+    trace_->extra_args.push_back(std::move(extra));
+  }
+
   Status OnMetadataEvent(const RawEvent& e) {
     int rank = 0, lane = 0;
     SS_RETURN_IF_ERROR(Rank(e, &rank, &lane));
@@ -228,31 +254,28 @@ class ShardscopeSink : public trace_internal::RawEventSink {
   }
 
   Status OnWork(const RawEvent& e) {
-    int rank = 0, lane = 0;
-    SS_RETURN_IF_ERROR(Rank(e, &rank, &lane));
-    std::string_view name;
-    SS_RETURN_IF_ERROR(Name(e, &name));
-    int64_t start_ns = 0, dur_ns = 0;
-    SS_RETURN_IF_ERROR(Time(e, e.ts, "ts", &start_ns));
+    Head h;
+    SS_RETURN_IF_ERROR(ReadHead(e, &h));
+    int64_t dur_ns = 0;
     SS_RETURN_IF_ERROR(Time(e, e.dur, "dur", &dur_ns));
     if (dur_ns < 0)
       return InvalidInput(FieldPath(source_, e.index, "dur") + ": expected a duration ≥ 0");
-    if (TraceLaneName(lane).empty()) {
+    if (TraceLaneName(h.lane).empty()) {
       Problem(
           fmt::format("traceEvents[{}].tid: unknown lane {} (expected 1 compute, 2 all_gather, "
                       "3 reduce_scatter, 4 all_reduce, 5 h2d, 6 d2h, 7 p2p)",
-                      e.index, lane));
+                      e.index, h.lane));
     }
     std::string_view op_id;
     const RawArg* op = e.FindArg("op_id");
     if (op == nullptr) {
-      Problem(fmt::format("traceEvents[{}].args.op_id: missing (event \"{}\")", e.index, name));
+      Problem(fmt::format("traceEvents[{}].args.op_id: missing (event \"{}\")", e.index, h.name));
     } else if (op->value.type != RawValue::Type::kString) {
       return InvalidInput(FieldPath(source_, e.index, "args.op_id") + ": expected a string");
     } else {
       op_id = op->value.text;
     }
-    WorkEvent& w = trace_->AddWork(rank, lane, name, op_id, start_ns, dur_ns);
+    WorkEvent& w = trace_->AddWork(h.rank, h.lane, h.name, op_id, h.ts_ns, dur_ns);
     std::string extra;
     for (size_t k = 0; k < e.num_args; ++k) {
       const RawArg& a = e.args[k];
@@ -284,27 +307,17 @@ class ShardscopeSink : public trace_internal::RawEventSink {
         }
         (a.key == "flops" ? w.flops : w.busbw_gbps) = v;
       } else {
-        if (!extra.empty()) extra.push_back(',');
-        AppendJsonString(a.key, &extra);
-        extra.push_back(':');
-        extra.append(a.value.ToJsonText());
+        AppendExtraArg(a, &extra);
       }
     }
-    if (!extra.empty()) {
-      w.extra_args = static_cast<uint32_t>(trace_->extra_args.size());
-      trace_->extra_args.push_back(std::move(extra));
-    }
+    StoreExtraArgs(std::move(extra), &w.extra_args);
     ++trace_->import.work_events;
     return Status::Ok();
   }
 
   Status OnCounter(const RawEvent& e) {
-    int rank = 0, lane = 0;
-    SS_RETURN_IF_ERROR(Rank(e, &rank, &lane));
-    std::string_view name;
-    SS_RETURN_IF_ERROR(Name(e, &name));
-    int64_t time_ns = 0;
-    SS_RETURN_IF_ERROR(Time(e, e.ts, "ts", &time_ns));
+    Head h;
+    SS_RETURN_IF_ERROR(ReadHead(e, &h));
     for (size_t k = 0; k < e.num_args; ++k) {
       const RawArg& a = e.args[k];
       int64_t v = 0;
@@ -317,31 +330,19 @@ class ShardscopeSink : public trace_internal::RawEventSink {
         Problem(fmt::format("traceEvents[{}].args.{}: counter key must end in \"_bytes\"", e.index,
                             a.key));
       }
-      trace_->AddCounterSample(rank, time_ns, name, a.key, v);
+      trace_->AddCounterSample(h.rank, h.ts_ns, h.name, a.key, v);
       ++trace_->import.counter_samples;
     }
     return Status::Ok();
   }
 
   Status OnMarker(const RawEvent& e) {
-    int rank = 0, lane = 0;
-    SS_RETURN_IF_ERROR(Rank(e, &rank, &lane));
-    std::string_view name;
-    SS_RETURN_IF_ERROR(Name(e, &name));
-    int64_t time_ns = 0;
-    SS_RETURN_IF_ERROR(Time(e, e.ts, "ts", &time_ns));
-    Marker& m = trace_->AddMarker(rank, time_ns, name);
+    Head h;
+    SS_RETURN_IF_ERROR(ReadHead(e, &h));
+    Marker& m = trace_->AddMarker(h.rank, h.ts_ns, h.name);
     std::string extra;
-    for (size_t k = 0; k < e.num_args; ++k) {
-      if (!extra.empty()) extra.push_back(',');
-      AppendJsonString(e.args[k].key, &extra);
-      extra.push_back(':');
-      extra.append(e.args[k].value.ToJsonText());
-    }
-    if (!extra.empty()) {
-      m.extra_args = static_cast<uint32_t>(trace_->extra_args.size());
-      trace_->extra_args.push_back(std::move(extra));
-    }
+    for (size_t k = 0; k < e.num_args; ++k) AppendExtraArg(e.args[k], &extra);
+    StoreExtraArgs(std::move(extra), &m.extra_args);
     ++trace_->import.markers;
     return Status::Ok();
   }

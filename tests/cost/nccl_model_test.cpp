@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/schedule/schedule.h"
 #include "sim/cost/cost_model.h"
 
 namespace shardscope {
@@ -24,26 +25,6 @@ CollectiveEstimate Estimate(const NcclSystem& sys, OpType type, int64_t bytes, G
 
 const GroupShape kNode8{8, 8, 1};
 
-// For messages only (core_schedule's OpTypeName is not linked into this test).
-const char* Name(OpType type) {
-  switch (type) {
-    case OpType::kAllReduce:
-      return "all_reduce";
-    case OpType::kAllGather:
-      return "all_gather";
-    case OpType::kReduceScatter:
-      return "reduce_scatter";
-    case OpType::kAllToAll:
-      return "all_to_all";
-    case OpType::kSend:
-      return "send";
-    case OpType::kRecv:
-      return "recv";
-    default:
-      return "other";
-  }
-}
-
 TEST(NcclModel, LargerMessagesNeverFaster) {
   const std::vector<GroupShape> shapes = {{2, 2, 1},  {4, 4, 1}, kNode8,    {16, 8, 2},
                                           {32, 8, 4}, {4, 1, 4}, {64, 8, 8}};
@@ -55,7 +36,7 @@ TEST(NcclModel, LargerMessagesNeverFaster) {
         int64_t previous = 0;
         for (int64_t bytes = 1 * kKiB; bytes <= 16 * kGiB; bytes *= 2) {
           const int64_t ns = Estimate(sys, type, bytes, g).ns;
-          EXPECT_GE(ns, previous) << gpu << " " << Name(type) << " n=" << g.size
+          EXPECT_GE(ns, previous) << gpu << " " << OpTypeName(type) << " n=" << g.size
                                   << " nodes=" << g.nodes << " bytes=" << bytes;
           previous = ns;
         }
@@ -80,8 +61,8 @@ TEST(NcclModel, MoreBandwidthNeverSlower) {
     for (const GroupShape& g : {kNode8, GroupShape{32, 8, 4}, GroupShape{4, 1, 4}}) {
       for (int64_t bytes = 64 * kKiB; bytes <= 4 * kGiB; bytes *= 4) {
         const int64_t t = Estimate(base, type, bytes, g).ns;
-        EXPECT_LE(Estimate(fast, type, bytes, g).ns, t) << Name(type) << " " << bytes;
-        EXPECT_LE(Estimate(wide, type, bytes, g).ns, t) << Name(type) << " " << bytes;
+        EXPECT_LE(Estimate(fast, type, bytes, g).ns, t) << OpTypeName(type) << " " << bytes;
+        EXPECT_LE(Estimate(wide, type, bytes, g).ns, t) << OpTypeName(type) << " " << bytes;
       }
     }
   }
@@ -92,9 +73,9 @@ TEST(NcclModel, SmallMessagesUseLLAndLargeOnesSimple) {
     const NcclSystem sys = System(gpu);
     for (OpType type : {OpType::kAllReduce, OpType::kAllGather, OpType::kReduceScatter}) {
       EXPECT_EQ(Estimate(sys, type, 4 * kKiB, kNode8).proto, NcclProto::kLL)
-          << gpu << " " << Name(type);
+          << gpu << " " << OpTypeName(type);
       EXPECT_EQ(Estimate(sys, type, 4 * kGiB, kNode8).proto, NcclProto::kSimple)
-          << gpu << " " << Name(type);
+          << gpu << " " << OpTypeName(type);
     }
   }
 }
@@ -134,9 +115,9 @@ TEST(NcclModel, InterNodeSlowerThanIntraNode) {
         // Same group size: eight ranks in one node vs one rank on each of eight nodes.
         const int64_t intra = Estimate(sys, type, bytes, kNode8).ns;
         const int64_t inter = Estimate(sys, type, bytes, {8, 1, 8}).ns;
-        EXPECT_GT(inter, intra) << gpu << " " << Name(type) << " " << bytes;
+        EXPECT_GT(inter, intra) << gpu << " " << OpTypeName(type) << " " << bytes;
         const int64_t two_nodes = Estimate(sys, type, bytes, {8, 4, 2}).ns;
-        EXPECT_GT(two_nodes, intra) << gpu << " " << Name(type) << " " << bytes;
+        EXPECT_GT(two_nodes, intra) << gpu << " " << OpTypeName(type) << " " << bytes;
       }
     }
   }
