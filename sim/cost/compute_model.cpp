@@ -21,13 +21,13 @@ double RampShare(double ideal_us, double ramp_us) {
   return ideal_us / (ideal_us + ramp_us);
 }
 
-int64_t ToNs(double us) { return static_cast<int64_t>(std::llround(std::max(0.0, us) * 1e3)); }
-
 bool IsGemmKind(OpKind kind) {
   return kind == OpKind::kLinear || kind == OpKind::kExperts || kind == OpKind::kRouter;
 }
 
 }  // namespace
+
+int64_t UsToNs(double us) { return static_cast<int64_t>(std::llround(std::max(0.0, us) * 1e3)); }
 
 double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_t n, int64_t k,
                       double flops_if_unknown) {
@@ -44,14 +44,14 @@ double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_
   return std::min(eff, cap);
 }
 
-int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostParams& p) {
+ComputeTime ComputeItemTime(const ComputeItem& item, const Hardware& hw, const CostParams& p) {
   const bool bwd = item.backward && !item.recompute;
   const double flops = bwd ? item.cost.bwd_flops : item.cost.fwd_flops;
   const double bytes = static_cast<double>(bwd ? item.cost.bwd_bytes : item.cost.fwd_bytes);
   const double kernels = bwd ? p.backward_kernels : 1.0;  // GEMMs the FLOPs split into
   const int launched = bwd ? item.cost.bwd_kernels : item.cost.fwd_kernels;
   const double launches = launched > 0 ? launched : kernels;  // each leaves an idle gap
-  if (flops <= 0 && bytes <= 0) return 0;
+  if (flops <= 0 && bytes <= 0) return {};
   const double peak = hw.gpu.peak_bf16_flops;
   // The model's own eager kernels run at elementwise_efficiency; streaming work (optimizer,
   // casts) at memory_bound_efficiency.
@@ -78,26 +78,38 @@ int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostPar
     }
     compute_us = eff > 0 ? flops / (peak * eff) * 1e6 : 0.0;
   }
-  return ToNs(std::max(compute_us, memory_us) + side_us + launches * p.kernel_overhead_us);
+  ComputeTime t;
+  // The binding side of the roofline is what contention stretches; the side kernels are eager
+  // memory-bound work whichever side binds.
+  (compute_us >= memory_us ? t.sm_us : t.hbm_us) = std::max(compute_us, memory_us);
+  t.hbm_us += side_us;
+  t.other_us = launches * p.kernel_overhead_us;
+  return t;
+}
+
+int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostParams& p) {
+  return UsToNs(ComputeItemTime(item, hw, p).total_us());
+}
+
+double DeviceCopyHbmUs(int64_t bytes, const Hardware& hw, const CostParams& p) {
+  const double mem_bps = hw.gpu.hbm_gbps * 1e9 * p.memory_bound_efficiency;
+  return mem_bps > 0 ? 2.0 * static_cast<double>(std::max<int64_t>(0, bytes)) / mem_bps * 1e6 : 0.0;
 }
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p) {
-  const double mem_bps = hw.gpu.hbm_gbps * 1e9 * p.memory_bound_efficiency;
-  const double us =
-      mem_bps > 0 ? 2.0 * static_cast<double>(std::max<int64_t>(0, bytes)) / mem_bps * 1e6 : 0.0;
-  return ToNs(us + p.kernel_overhead_us);
+  return UsToNs(DeviceCopyHbmUs(bytes, hw, p) + p.kernel_overhead_us);
 }
 
 int64_t HostCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p) {
   const double bps = hw.gpu.pcie_gbps * 1e9;
   const double us = bps > 0 ? static_cast<double>(std::max<int64_t>(0, bytes)) / bps * 1e6 : 0.0;
-  return ToNs(us + p.kernel_overhead_us);
+  return UsToNs(us + p.kernel_overhead_us);
 }
 
 int64_t HostItemNs(const ComputeItem& item, const CostParams& p) {
   const double bps = p.host_optimizer_gbps * 1e9;
   const double bytes = static_cast<double>(std::max<int64_t>(0, item.cost.fwd_bytes));
-  return ToNs(bps > 0 ? bytes / bps * 1e6 : 0.0);
+  return UsToNs(bps > 0 ? bytes / bps * 1e6 : 0.0);
 }
 
 }  // namespace shardscope

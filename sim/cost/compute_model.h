@@ -4,6 +4,8 @@
 //
 // Contents:
 //   GemmEfficiency   fraction of peak a GEMM of shape m×k·k×n reaches
+//   ComputeTime      one item's time split by the resource that bounds it
+//   ComputeItemTime  one ComputeItem → ComputeTime
 //   ComputeItemNs    one ComputeItem → ns (what CostModel::ComputeNs returns)
 //   DeviceCopyNs     a device-local copy/cast producing `bytes`
 //   HostCopyNs       an H2D / D2H copy over PCIe
@@ -23,9 +25,23 @@ namespace shardscope {
 double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_t n, int64_t k,
                       double flops_if_unknown = 0);
 
+// Communication running beside compute takes SMs from FLOP-bound work and HBM bandwidth from
+// memory-bound work, so the engine stretches each part by its own factor (engine.h).
+struct ComputeTime {
+  double sm_us = 0;     // roofline part bound by SM throughput (GEMM / attention FLOPs)
+  double hbm_us = 0;    // roofline part bound by HBM bandwidth (eager kernels, streaming work)
+  double other_us = 0;  // launch gaps: neither resource
+  double total_us() const { return sm_us + hbm_us + other_us; }
+};
+
+ComputeTime ComputeItemTime(const ComputeItem& item, const Hardware& hw, const CostParams& p);
 int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostParams& p);
+// Microseconds → integer nanoseconds (negative → 0), as every duration of the model rounds.
+int64_t UsToNs(double us);
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
+// Its HBM-bound part (the rest is the launch gap).
+double DeviceCopyHbmUs(int64_t bytes, const Hardware& hw, const CostParams& p);
 int64_t HostCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
 // Memory-bound on the host: the item's forward bytes over host_optimizer_gbps (no GPU launch gap).
 int64_t HostItemNs(const ComputeItem& item, const CostParams& p);

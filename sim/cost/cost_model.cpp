@@ -15,8 +15,9 @@ class DefaultCostModel final : public CostModel {
   DefaultCostModel(const Hardware& hw, const CostParams& params)
       : hw_(hw), params_(params), nccl_(NcclSystemFor(hw, params)) {}
 
-  int64_t ComputeNs(const ComputeItem& item) const override {
-    return ComputeItemNs(item, hw_, params_);
+  ComputeSplit ComputeSplitNs(const ComputeItem& item) const override {
+    const ComputeTime t = ComputeItemTime(item, hw_, params_);
+    return {UsToNs(t.total_us()), t.sm_us * 1e3, t.hbm_us * 1e3};
   }
 
   int64_t HostComputeOpNs(const std::vector<ComputeItem>& items) const override {
@@ -32,21 +33,35 @@ class DefaultCostModel final : public CostModel {
 
   CollectiveEstimate CollectiveNs(OpType type, int64_t bytes,
                                   const GroupShape& group) const override {
+    CollectiveEstimate e = NcclCollective(type, bytes, group, nccl_);
     for (const CollectiveOverride& o : params_.collective_overrides) {
       if (o.type == type && o.ranks_per_node == group.ranks_per_node && o.nodes == group.nodes) {
-        return Calibrated(o, type, bytes, group);
+        const int channels = e.channels;  // the measured curve says nothing of blocks held
+        e = Calibrated(o, type, bytes, group);
+        e.channels = channels;
+        break;
       }
     }
-    return NcclCollective(type, bytes, group, nccl_);
+    e.hbm_gbps = HbmPasses(type, e.algo) * (e.algo == NcclAlgo::kLocal ? e.algbw_gbps : e.busbw_gbps);
+    return e;
   }
 
-  int64_t CopyNs(OpType type, int64_t bytes) const override {
+  ComputeSplit CopySplitNs(OpType type, int64_t bytes) const override {
     if (type == OpType::kCopyH2D || type == OpType::kCopyD2H)
-      return HostCopyNs(bytes, hw_, params_);
-    return DeviceCopyNs(bytes, hw_, params_);
+      return {HostCopyNs(bytes, hw_, params_), 0, 0};
+    return {DeviceCopyNs(bytes, hw_, params_), 0, DeviceCopyHbmUs(bytes, hw_, params_) * 1e3};
   }
 
-  double OverlapSlowdown() const override { return std::max(1.0, params_.overlap_slowdown); }
+  OverlapModel Overlap() const override {
+    OverlapModel m;
+    if (params_.overlap_slowdown >= 1.0) {
+      m.uniform_slowdown = params_.overlap_slowdown;
+      return m;
+    }
+    m.sm_count = hw_.gpu.sm_count;
+    m.hbm_gbps = hw_.gpu.hbm_gbps * params_.memory_bound_efficiency;
+    return m;
+  }
 
   const Hardware& hardware() const override { return hw_; }
 
@@ -63,6 +78,23 @@ class DefaultCostModel final : public CostModel {
     e.algbw_gbps = b / static_cast<double>(e.ns);
     e.busbw_gbps = e.algbw_gbps * factor;
     return e;
+  }
+
+  // Bytes of HBM traffic per bus byte: a ring step reads what it sends and its peer writes what
+  // it receives (2); a reduction also reads the local operand (3); a send or receive touches
+  // one side (1). NVLS reduces in the switch, so its all-reduce counts as 2.
+  static double HbmPasses(OpType type, NcclAlgo algo) {
+    const bool in_switch = algo == NcclAlgo::kNvls || algo == NcclAlgo::kNvlsTree;
+    switch (type) {
+      case OpType::kReduceScatter:
+      case OpType::kAllReduce:
+        return in_switch ? 2.0 : 3.0;
+      case OpType::kSend:
+      case OpType::kRecv:
+        return 1.0;
+      default:
+        return 2.0;
+    }
   }
 
   Hardware hw_;
@@ -121,10 +153,16 @@ std::string_view NcclProtoName(NcclProto proto) {
   return "unknown";
 }
 
-int64_t CostModel::ComputeOpNs(const std::vector<ComputeItem>& items) const {
-  if (items.empty()) return 0;
-  int64_t total = UnitOverheadNs();
-  for (const ComputeItem& item : items) total += ComputeNs(item);
+ComputeSplit CostModel::ComputeOpSplit(const std::vector<ComputeItem>& items) const {
+  ComputeSplit total;
+  if (items.empty()) return total;
+  total.ns = UnitOverheadNs();
+  for (const ComputeItem& item : items) {
+    const ComputeSplit s = ComputeSplitNs(item);
+    total.ns += s.ns;
+    total.sm_ns += s.sm_ns;
+    total.hbm_ns += s.hbm_ns;
+  }
   return total;
 }
 

@@ -7,6 +7,9 @@
 //   GroupShapeOf        ProcessGroup + gpus_per_node → GroupShape (node = rank / gpus_per_node)
 //   NcclAlgo, NcclProto which algorithm / protocol won (NCCL's names)
 //   CollectiveEstimate  duration + the winning algorithm/protocol + bus and algorithm bandwidth
+//                       + what the collective holds while it runs (SMs, HBM traffic)
+//   ComputeSplit        a compute duration and the parts of it SMs / HBM bound
+//   OverlapModel        how communication beside compute slows it
 //   CostModel           the abstract interface the engine calls
 //   MakeDefaultCostModel  catalog hardware + parameters → the default model (cost-model.md)
 //
@@ -63,14 +66,36 @@ struct CollectiveEstimate {
   int channels = 0;       // channels the message actually uses
   double busbw_gbps = 0;  // nccl-tests bus bandwidth of this estimate (bytes / ns × factor)
   double algbw_gbps = 0;  // bytes / time
+  // HBM traffic on each rank while it runs (GB/s): the data it sends is read, what it receives
+  // is written, and a reduction also reads the local operand.
+  double hbm_gbps = 0;
+};
+
+// ns is what ComputeNs returns; sm_ns + hbm_ns <= ns, the rest being launch gaps and overheads.
+struct ComputeSplit {
+  int64_t ns = 0;
+  double sm_ns = 0;   // bound by SM throughput
+  double hbm_ns = 0;  // bound by HBM bandwidth
+};
+
+// cost-model.md: communication kernels beside compute "take SMs and memory bandwidth". NCCL
+// runs one thread block per channel for the whole collective, and those blocks use enough
+// registers that no GEMM or attention block shares their SMs: SM-bound work runs on
+// sm_count - channels SMs. Memory-bound work loses the HBM bandwidth the collective moves.
+// A calibrated uniform_slowdown (>= 1) replaces both terms with one factor.
+struct OverlapModel {
+  double uniform_slowdown = 0;  // 0: the contention model below
+  int sm_count = 0;             // 0: no SM term
+  double hbm_gbps = 0;          // achievable HBM rate of streaming work; 0: no HBM term
 };
 
 class CostModel {
  public:
   virtual ~CostModel() = default;
 
-  // Duration of one compute item on this GPU, including its kernel-launch gaps.
-  virtual int64_t ComputeNs(const ComputeItem& item) const = 0;
+  // Duration of one compute item on this GPU, including its kernel-launch gaps, and the parts
+  // of it SMs and HBM bound.
+  virtual ComputeSplit ComputeSplitNs(const ComputeItem& item) const = 0;
   // Duration of work the CPU runs (ScheduleOp::on_host: the offloaded optimizer step), priced
   // at the host's rate instead of the GPU's; includes UnitOverheadNs(). 0 items → 0.
   virtual int64_t HostComputeOpNs(const std::vector<ComputeItem>& items) const = 0;
@@ -80,15 +105,21 @@ class CostModel {
   // reduce-scatter, per-rank buffer for all-reduce / all-to-all, message for send/recv).
   virtual CollectiveEstimate CollectiveNs(OpType type, int64_t bytes,
                                           const GroupShape& group) const = 0;
-  // kCopyH2D / kCopyD2H over PCIe; kCopyIn is a device-local copy/cast of `bytes` output.
-  virtual int64_t CopyNs(OpType type, int64_t bytes) const = 0;
-  // Factor (>= 1) by which compute stretches while a communication kernel runs beside it.
-  virtual double OverlapSlowdown() const = 0;
+  // kCopyH2D / kCopyD2H over PCIe; kCopyIn is a device-local copy/cast of `bytes` output
+  // (HBM-bound: hbm_ns; host copies use copy engines and bind neither).
+  virtual ComputeSplit CopySplitNs(OpType type, int64_t bytes) const = 0;
+  // How compute slows while communication kernels run beside it.
+  virtual OverlapModel Overlap() const = 0;
   // The hardware priced against (after calibration).
   virtual const Hardware& hardware() const = 0;
 
-  // Sum of ComputeNs over `items` plus UnitOverheadNs() (0 items → 0).
-  int64_t ComputeOpNs(const std::vector<ComputeItem>& items) const;
+  int64_t ComputeNs(const ComputeItem& item) const { return ComputeSplitNs(item).ns; }
+  int64_t CopyNs(OpType type, int64_t bytes) const { return CopySplitNs(type, bytes).ns; }
+  // Sum of ComputeSplitNs over `items` plus UnitOverheadNs() (0 items → 0).
+  ComputeSplit ComputeOpSplit(const std::vector<ComputeItem>& items) const;
+  int64_t ComputeOpNs(const std::vector<ComputeItem>& items) const {
+    return ComputeOpSplit(items).ns;
+  }
 };
 
 // The default model of cost-model.md: GEMM efficiency curve, attention efficiency,

@@ -3,7 +3,7 @@
 //
 // Contents:
 //   CollectiveOverride  measured latency + bus bandwidth for one collective on one group shape
-//   CostParams          compute efficiencies, overheads, overlap slowdown, collective scaling
+//   CostParams          compute efficiencies, overheads, overlap model, collective scaling
 //   DefaultCostParams   the defaults for a hardware (from the catalog's per-GPU figures)
 //
 // The compute model (sim/cost/compute_model.cpp), per ComputeItem, as a roofline plus gaps:
@@ -25,10 +25,19 @@
 //              forward / recompute and backward_kernels (data- and weight-gradient) backward.
 //   host       work with ScheduleOp::on_host (offloaded optimizer step):
 //              bytes / host_optimizer_gbps.
+//   overlap    while collectives run beside a compute op (engine.h), its SM-bound part
+//              stretches by S / (S - C), S = the GPU's SMs, C = the channels (thread blocks)
+//              of the running collectives, and its HBM-bound part by 1 / (1 - B / B_hbm),
+//              B = their HBM traffic (CollectiveEstimate::hbm_gbps), B_hbm = hbm ×
+//              memory_bound_efficiency; C is capped at S / 2 and B at B_hbm / 2. An H100 beside
+//              one 32-channel all-gather runs GEMMs at 100 of 132 SMs: ×1.32. Published
+//              measurements bracket it: Lee et al. 2025 (arXiv 2507.03114, A100/H100/MI250,
+//              GPT and Llama training) found overlapped compute 18.9% slower on average and up
+//              to 40%, memory-bound kernels included. A calibration's overlap_slowdown >= 1
+//              replaces the model with one factor for every overlapped op.
 // Defaults without a measured source are deliberately round and meant to be calibrated:
 // kernel_overhead_us (eager PyTorch leaves 1-3 µs between kernels), unit_overhead_us (FSDP2
-// pre/post hooks and stream waits per unit), overlap_slowdown (NCCL kernels hold 16-32 SMs
-// and some HBM bandwidth while they run beside compute: a few percent, not zero).
+// pre/post hooks and stream waits per unit).
 #pragma once
 
 #include <cstdint>
@@ -75,7 +84,9 @@ struct CostParams {
   // step (bench/device/README.md).
   double kernel_overhead_us = 1.8;
   double unit_overhead_us = 30.0;        // per compute op (FSDP pre/post hooks, Python)
-  double overlap_slowdown = 1.08;        // compute stretch while communication runs beside it
+  // One compute stretch factor for every op overlapped by communication; 0 = the SM / HBM
+  // contention model above (the default).
+  double overlap_slowdown = 0;
   // Offloaded optimizer step on the host CPU (ScheduleOp::on_host): bytes it reads and writes
   // over this rate, per rank. A 2-socket DDR5 host streams ~200-300 GB/s in all and the 8 ranks
   // of a node share it; PyTorch's CPU AdamW is far from streaming speed (ZeRO-Offload, Ren et

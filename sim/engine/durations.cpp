@@ -1,5 +1,6 @@
 #include "sim/engine/durations.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -14,6 +15,17 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
   out.ns.assign(n, 0);
   out.busbw_gbps.assign(n, 0.0);
   out.flops.assign(n, 0.0);
+  out.sm_share.assign(n, 0.0f);
+  out.hbm_share.assign(n, 0.0f);
+  out.comm_blocks.assign(n, 0);
+  out.comm_hbm_gbps.assign(n, 0.0f);
+  const auto record_split = [&out](size_t i, const ComputeSplit& split) {
+    out.ns[i] = split.ns;
+    if (split.ns <= 0) return;
+    const double ns = static_cast<double>(split.ns);
+    out.sm_share[i] = static_cast<float>(std::min(1.0, split.sm_ns / ns));
+    out.hbm_share[i] = static_cast<float>(std::min(1.0 - out.sm_share[i], split.hbm_ns / ns));
+  };
   // Group shapes are shared by thousands of ops; work each out once.
   std::vector<GroupShape> shapes;
   shapes.reserve(schedule.groups.size());
@@ -34,18 +46,25 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
       const CollectiveEstimate e = cost.CollectiveNs(op.type, op.bytes, shapes[op.group]);
       out.ns[i] = e.ns;
       out.busbw_gbps[i] = e.busbw_gbps;
+      out.comm_blocks[i] = e.channels;
+      out.comm_hbm_gbps[i] = static_cast<float>(e.hbm_gbps);
       continue;
     }
     switch (op.type) {
       case OpType::kCompute:
       case OpType::kOptimizer:
         // The offloaded optimizer step runs on the CPU, at the host's rate, not HBM's.
-        out.ns[i] = op.on_host ? cost.HostComputeOpNs(op.items) : cost.ComputeOpNs(op.items);
+        if (op.on_host) {
+          out.ns[i] = cost.HostComputeOpNs(op.items);
+        } else {
+          record_split(i, cost.ComputeOpSplit(op.items));
+        }
         break;
       case OpType::kCopyIn:
       case OpType::kCopyH2D:
       case OpType::kCopyD2H:
-        out.ns[i] = op.items.empty() ? cost.CopyNs(op.type, op.bytes) : cost.ComputeOpNs(op.items);
+        record_split(i, op.items.empty() ? cost.CopySplitNs(op.type, op.bytes)
+                                         : cost.ComputeOpSplit(op.items));
         break;
       default:  // kWait: a join point, no work
         out.ns[i] = 0;

@@ -19,9 +19,14 @@ struct OpPrices {
   std::vector<int64_t> ns;           // unslowed duration per op
   std::vector<double> busbw_gbps;    // collectives: bus bandwidth of the estimate; else 0
   std::vector<double> flops;         // compute / optimizer: FLOPs of the items; else 0
+  // What overlap contention acts on (engine.h OverlapContention), per op:
+  std::vector<float> sm_share;       // GPU work: share of ns bound by SM throughput
+  std::vector<float> hbm_share;      // GPU work: share of ns bound by HBM bandwidth
+  std::vector<int> comm_blocks;      // collectives: thread blocks (channels) held while running
+  std::vector<float> comm_hbm_gbps;  // collectives: HBM traffic while running
 };
 
-// Compute and optimizer ops: CostModel::ComputeOpNs(items), or HostComputeOpNs(items) for an
+// Compute and optimizer ops: CostModel::ComputeOpSplit(items), or HostComputeOpNs(items) for an
 // op with on_host (offloaded optimizer step). Collectives (all-gather,
 // reduce-scatter, all-reduce, all-to-all, send, recv): CollectiveNs over the op's group shape
 // (node = rank / gpus_per_node). Copy-in and host copies: CopyNs. Waits: 0.

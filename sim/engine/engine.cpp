@@ -49,7 +49,11 @@ Buckets MakeBuckets(int num_buckets, const std::vector<int>& bucket_of) {
 class Engine {
  public:
   Engine(const Schedule& schedule, std::span<const int64_t> base_ns, const EngineOptions& options)
-      : s_(schedule), base_ns_(base_ns), slowdown_(options.overlap_slowdown) {}
+      : s_(schedule),
+        base_ns_(base_ns),
+        slowdown_(options.overlap_slowdown),
+        contention_(options.contention),
+        stretches_(options.contention != nullptr || options.overlap_slowdown != 1.0) {}
 
   Result<Timeline> Run() {
     SS_RETURN_IF_ERROR(Validate());
@@ -154,13 +158,16 @@ class Engine {
     deps_left_ = std::move(dep_count);
     lane_pos_.assign(lanes_.begin.begin(), lanes_.begin.end() - 1);
     group_pos_.assign(groups_.begin.begin(), groups_.begin.end() - 1);
+    group_busy_.assign(group_pos_.size(), 0);
     lane_busy_.assign(num_lane_keys_, 0);
     version_.assign(n_, 0);
     remaining_.assign(n_, 0.0);
     last_update_ns_.assign(n_, 0);
-    slowed_.assign(n_, 0);
+    factor_.assign(n_, 1.0);
     running_compute_.assign(roles, -1);
     comm_running_.assign(roles, 0);
+    comm_blocks_.assign(roles, 0);
+    comm_hbm_gbps_.assign(roles, 0.0);
     tl_.ops.assign(n_, OpTiming{});
     tl_.log.reserve(2 * static_cast<size_t>(n_));
     tl_.role_end_ns.assign(roles, 0);
@@ -168,10 +175,48 @@ class Engine {
   }
 
   bool Stretchable(const ScheduleOp& o) const {
-    return slowdown_ != 1.0 && o.lane == Lane::kCompute && !IsCollective(o.type) && !o.on_host;
+    return stretches_ && o.lane == Lane::kCompute && !IsCollective(o.type) && !o.on_host;
   }
   bool SlowsCompute(const ScheduleOp& o) const {
-    return slowdown_ != 1.0 && o.lane != Lane::kCompute && IsCollective(o.type);
+    return stretches_ && o.lane != Lane::kCompute && IsCollective(o.type);
+  }
+
+  // NCCL serializes the collectives of one communicator (it chains them with CUDA events, since
+  // they share its channels' buffers), whatever streams they were issued on. Point-to-point
+  // transfers of a pipeline go out as batched groups, so their order alone is kept.
+  static bool HoldsCommunicator(const ScheduleOp& o) {
+    return IsCollective(o.type) && o.type != OpType::kSend && o.type != OpType::kRecv;
+  }
+
+  // Stretch of compute op `op` under the role's current communication load (engine.h).
+  double Factor(int op, int role) const {
+    if (comm_running_[role] == 0) return 1.0;
+    if (contention_ == nullptr) return slowdown_;
+    const OverlapContention& c = *contention_;
+    double f = 1.0;
+    if (c.sm_count > 0 && !c.sm_share.empty()) {
+      const double sms = c.sm_count;
+      const double taken = std::min(static_cast<double>(comm_blocks_[role]), 0.5 * sms);
+      f += c.sm_share[op] * (sms / (sms - taken) - 1.0);
+    }
+    if (c.hbm_gbps > 0 && !c.hbm_share.empty()) {
+      const double used = std::min(comm_hbm_gbps_[role] / c.hbm_gbps, 0.5);
+      f += c.hbm_share[op] * (1.0 / (1.0 - used) - 1.0);
+    }
+    return f;
+  }
+
+  void AddCommLoad(int op, int sign) {
+    const int role = s_.ops[op].role;
+    comm_running_[role] += sign;
+    if (contention_ == nullptr) return;
+    if (!contention_->comm_blocks.empty()) comm_blocks_[role] += sign * contention_->comm_blocks[op];
+    if (!contention_->comm_hbm_gbps.empty())
+      comm_hbm_gbps_[role] += sign * static_cast<double>(contention_->comm_hbm_gbps[op]);
+    if (comm_running_[role] == 0) {  // no drift from adding and removing floats
+      comm_blocks_[role] = 0;
+      comm_hbm_gbps_[role] = 0.0;
+    }
   }
 
   bool CanStart(int op) const {
@@ -182,13 +227,13 @@ class Engine {
       return false;
     }
     const int gk = group_key_[op];
-    return gk < 0 || groups_.items[group_pos_[gk]] == op;
+    return gk < 0 || (groups_.items[group_pos_[gk]] == op && !group_busy_[gk]);
   }
 
   void Push(int op, int64_t time_ns) { heap_.push(Event{time_ns, seq_++, op, version_[op]}); }
 
-  int64_t ScaledNs(double work_ns, bool slowed) const {
-    const double ns = slowed ? work_ns * slowdown_ : work_ns;
+  static int64_t ScaledNs(double work_ns, double factor) {
+    const double ns = work_ns * factor;
     // A hair below an integer is that integer: the loss comes from the divide in Rerate.
     return std::max<int64_t>(0, static_cast<int64_t>(std::ceil(ns - 1e-6)));
   }
@@ -199,6 +244,7 @@ class Engine {
     lane_busy_[lane_key_[op]] = 1;
     tl_.log.push_back({t, op, true});
     if (const int gk = group_key_[op]; gk >= 0) {
+      if (HoldsCommunicator(o)) group_busy_[gk] = 1;
       ++group_pos_[gk];
       if (group_pos_[gk] < groups_.begin[gk + 1])
         worklist_.push_back(groups_.items[group_pos_[gk]]);
@@ -207,12 +253,15 @@ class Engine {
       running_compute_[o.role] = op;
       remaining_[op] = static_cast<double>(base_ns_[op]);
       last_update_ns_[op] = t;
-      slowed_[op] = comm_running_[o.role] > 0;
-      Push(op, t + ScaledNs(remaining_[op], slowed_[op]));
+      factor_[op] = Factor(op, o.role);
+      Push(op, t + ScaledNs(remaining_[op], factor_[op]));
     } else {
       Push(op, t + base_ns_[op]);
     }
-    if (SlowsCompute(o) && comm_running_[o.role]++ == 0) Rerate(o.role, t, true);
+    if (SlowsCompute(o)) {
+      AddCommLoad(op, +1);
+      Rerate(o.role, t);
+    }
   }
 
   void End(int op, int64_t t) {
@@ -223,12 +272,19 @@ class Engine {
     ++lane_pos_[lk];
     tl_.log.push_back({t, op, false});
     ++done_;
+    if (const int gk = group_key_[op]; gk >= 0 && HoldsCommunicator(o)) {
+      group_busy_[gk] = 0;
+      if (group_pos_[gk] < groups_.begin[gk + 1]) worklist_.push_back(groups_.items[group_pos_[gk]]);
+    }
     tl_.role_end_ns[o.role] = std::max(tl_.role_end_ns[o.role], t);
     if (running_compute_[o.role] == op) {
       running_compute_[o.role] = -1;
       tl_.stretched_ns += (t - tl_.ops[op].start_ns) - base_ns_[op];
     }
-    if (SlowsCompute(o) && --comm_running_[o.role] == 0) Rerate(o.role, t, false);
+    if (SlowsCompute(o)) {
+      AddCommLoad(op, -1);
+      Rerate(o.role, t);
+    }
     if (lane_pos_[lk] < lanes_.begin[lk + 1]) worklist_.push_back(lanes_.items[lane_pos_[lk]]);
     for (int k = dependents_.begin[op]; k < dependents_.begin[op + 1]; ++k) {
       const int d = dependents_.items[k];
@@ -236,17 +292,19 @@ class Engine {
     }
   }
 
-  // The role's running compute op changes speed at time t: account the work done so far at
-  // the old rate and reschedule its end at the new one.
-  void Rerate(int role, int64_t t, bool slowed) {
+  // The role's communication load changed at time t: if that changes its running compute op's
+  // speed, account the work done so far at the old rate and reschedule its end at the new one.
+  void Rerate(int role, int64_t t) {
     const int op = running_compute_[role];
-    if (op < 0 || static_cast<bool>(slowed_[op]) == slowed) return;
+    if (op < 0) return;
+    const double factor = Factor(op, role);
+    if (factor == factor_[op]) return;
     const double elapsed = static_cast<double>(t - last_update_ns_[op]);
-    remaining_[op] = std::max(0.0, remaining_[op] - (slowed_[op] ? elapsed / slowdown_ : elapsed));
+    remaining_[op] = std::max(0.0, remaining_[op] - elapsed / factor_[op]);
     last_update_ns_[op] = t;
-    slowed_[op] = slowed;
+    factor_[op] = factor;
     ++version_[op];
-    Push(op, t + ScaledNs(remaining_[op], slowed));
+    Push(op, t + ScaledNs(remaining_[op], factor));
   }
 
   void DrainWorklist(int64_t t) {
@@ -289,17 +347,21 @@ class Engine {
   const Schedule& s_;
   std::span<const int64_t> base_ns_;
   double slowdown_;
+  const OverlapContention* contention_;
+  bool stretches_;
   int n_ = 0;
   int num_lane_keys_ = 0;
   int done_ = 0;
   uint64_t seq_ = 0;
   Buckets lanes_, groups_, dependents_;
   std::vector<int> lane_key_, group_key_, deps_left_, lane_pos_, group_pos_;
-  std::vector<char> lane_busy_, slowed_;
+  std::vector<char> lane_busy_, group_busy_;
+  std::vector<double> factor_;  // stretch of each running compute op's remaining work
   std::vector<uint32_t> version_;
   std::vector<double> remaining_;
   std::vector<int64_t> last_update_ns_;
-  std::vector<int> running_compute_, comm_running_;
+  std::vector<int> running_compute_, comm_running_, comm_blocks_;  // per role
+  std::vector<double> comm_hbm_gbps_;                               // per role
   std::vector<int> worklist_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   Timeline tl_;
@@ -312,6 +374,18 @@ Result<Timeline> RunEngine(const Schedule& schedule, std::span<const int64_t> ba
   if (!(options.overlap_slowdown >= 1.0) || !std::isfinite(options.overlap_slowdown)) {
     return InvalidInput(fmt::format("engine: overlap slowdown must be a finite number >= 1, got {}",
                                     options.overlap_slowdown));
+  }
+  if (const OverlapContention* c = options.contention) {
+    const size_t n = schedule.ops.size();
+    const auto sized = [n](size_t size) { return size == 0 || size == n; };
+    if (!sized(c->sm_share.size()) || !sized(c->hbm_share.size()) ||
+        !sized(c->comm_blocks.size()) || !sized(c->comm_hbm_gbps.size())) {
+      return InvalidInput(fmt::format("engine: overlap contention figures must be empty or one per op ({})", n));
+    }
+    if (c->sm_count < 0 || !(c->hbm_gbps >= 0) || !std::isfinite(c->hbm_gbps)) {
+      return InvalidInput(fmt::format("engine: overlap contention needs sm_count >= 0 and a finite "
+                                      "hbm_gbps >= 0, got {} and {}", c->sm_count, c->hbm_gbps));
+    }
   }
   Engine engine(schedule, base_duration_ns, options);
   return engine.Run();

@@ -97,6 +97,13 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   s.idle_s = Seconds(m.idle_ns);
   s.host_compute_s = Seconds(m.host_ns);
   s.overlap_ratio = m.overlap_ratio();
+  int64_t stretch_ns = 0;
+  for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
+    const ScheduleOp& op = sim.schedule.ops[i];
+    if (op.role != sim.reported_role || op.lane != Lane::kCompute || IsCollective(op.type)) continue;
+    stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
+  }
+  s.overlap_stretch_s = Seconds(stretch_ns);
   for (int k = 0; k < kNumCommKinds; ++k) {
     if (m.comm_by_kind_ns[k] == 0) continue;
     const std::string name(CommKindName(static_cast<CommKind>(k)));
@@ -150,9 +157,21 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, co
   Simulation sim;
   sim.schedule = std::move(schedule);
   SS_ASSIGN_OR_RETURN(sim.prices, PriceSchedule(sim.schedule, cost, ctx.gpus_per_node));
-  sim.overlap_slowdown = cost.OverlapSlowdown();
-  SS_ASSIGN_OR_RETURN(sim.timeline,
-                      RunEngine(sim.schedule, sim.prices.ns, EngineOptions{sim.overlap_slowdown}));
+  sim.overlap = cost.Overlap();
+  EngineOptions engine_options;
+  OverlapContention contention;
+  if (sim.overlap.uniform_slowdown >= 1.0) {
+    engine_options.overlap_slowdown = sim.overlap.uniform_slowdown;
+  } else {
+    contention.sm_count = sim.overlap.sm_count;
+    contention.hbm_gbps = sim.overlap.hbm_gbps;
+    contention.sm_share = sim.prices.sm_share;
+    contention.hbm_share = sim.prices.hbm_share;
+    contention.comm_blocks = sim.prices.comm_blocks;
+    contention.comm_hbm_gbps = sim.prices.comm_hbm_gbps;
+    engine_options.contention = &contention;
+  }
+  SS_ASSIGN_OR_RETURN(sim.timeline, RunEngine(sim.schedule, sim.prices.ns, engine_options));
   SS_ASSIGN_OR_RETURN(sim.memory, TrackMemory(sim.schedule, sim.timeline,
                                               MemoryOptions{ctx.usable_bytes, ctx.keep_memory_samples}));
   const int roles = static_cast<int>(sim.schedule.roles.size());

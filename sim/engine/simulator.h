@@ -47,7 +47,7 @@ struct StepContext {
 struct Simulation {
   Schedule schedule;
   OpPrices prices;
-  double overlap_slowdown = 1.0;
+  OverlapModel overlap;
   Timeline timeline;
   std::vector<RoleMemory> memory;        // per role
   std::vector<StepMetrics> role_metrics; // per role

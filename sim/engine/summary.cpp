@@ -34,6 +34,7 @@ nlohmann::json SummaryToJson(const Summary& s) {
   j["usable_gib"] = s.usable_gib;
   j["host_compute_s"] = s.host_compute_s;
   j["compute_by_kind_s"] = s.compute_by_kind_s;
+  j["overlap_stretch_s"] = s.overlap_stretch_s;
   j["host_memory_gib"] = s.host_memory_gib;
   json host = json::object();
   for (int c = 0; c < kNumMemCategories; ++c) {
@@ -56,6 +57,8 @@ nlohmann::json SummaryToJson(const Summary& s) {
       {"compute_by_kind_s",
        "priced GPU compute of the reported role by kind, before the overlap slowdown"},
       {"exposed_comm_s", "communication busy while no compute runs (exact interval arithmetic)"},
+      {"overlap_stretch_s",
+       "compute time added by communication running beside it (SMs and HBM bandwidth it takes)"},
       {"peak_memory_allocated_gib", "allocated bytes as the step's memory model gives them"},
       {"peak_memory_reserved_gib",
        "estimate of PyTorch caching-allocator reserved bytes (rounded blocks, cached per stream)"},

@@ -34,6 +34,9 @@ struct Summary {
   double idle_s = 0;
   double host_compute_s = 0;            // CPU work (offloaded optimizer step), GPU idle meanwhile
   double overlap_ratio = 0;
+  // GPU compute time the reported role lost to communication running beside it (SMs its
+  // blocks hold, HBM bandwidth it moves): compute_s minus the same work unslowed.
+  double overlap_stretch_s = 0;
   // Priced (unslowed) GPU compute time of the reported role by what it is: "gemm" (linears,
   // routers, experts), "attention", "elementwise" (norms, activations, embedding), "loss",
   // "optimizer", "overhead" (per-op framework overhead); recomputation counted in its kind.

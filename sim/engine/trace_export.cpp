@@ -51,7 +51,13 @@ Trace MakePredictedTrace(const Simulation& sim, const std::string& tool_version)
   }
   t.metadata.extra["roles"] = roles;
   t.metadata.extra["notes"] = sim.schedule.notes;
-  t.metadata.extra["overlap_slowdown"] = sim.overlap_slowdown;
+  // How overlapped compute was slowed: one calibrated factor, or the contention model's figures.
+  if (sim.overlap.uniform_slowdown >= 1.0) {
+    t.metadata.extra["overlap_slowdown"] = sim.overlap.uniform_slowdown;
+  } else {
+    t.metadata.extra["overlap_contention"] = {{"sm_count", sim.overlap.sm_count},
+                                              {"hbm_gbps", sim.overlap.hbm_gbps}};
+  }
 
   t.events.reserve(sim.schedule.ops.size());
   for (size_t r = 0; r < sim.schedule.roles.size(); ++r) {

@@ -90,6 +90,8 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
        [](GpuSpec& g, const json& v) { g.nccl_channels = v.get<int>(); }},
       {"nvls_channels", F::kInteger, 0, 64,
        [](GpuSpec& g, const json& v) { g.nvls_channels = v.get<int>(); }},
+      {"sm_count", F::kInteger, 1, 4096,
+       [](GpuSpec& g, const json& v) { g.sm_count = v.get<int>(); }},
       {"pcie_gbps", F::kNumber, 0.1, 1e4,
        [](GpuSpec& g, const json& v) { g.pcie_gbps = v.get<double>(); }},
       {"attention_efficiency", F::kNumber, 0.01, 1,
@@ -154,6 +156,7 @@ Result<std::vector<CatalogEntry>> ParseCatalog() {
     json node = entry.value("node", json::object());
     for (const char* key : {"name", "description", "arch", "node", "notes"}) entry.erase(key);
     Status s = ApplyGpuFields(entry, where, &e.gpu);
+    if (s.ok() && e.gpu.sm_count <= 0) s = InvalidInput(where + ".sm_count: required");
     if (s.ok()) s = ApplyNodeFields(node, where + ".node", &e.node);
     if (!s.ok()) return RuntimeError(s.message());
     out.push_back(std::move(e));

@@ -53,6 +53,7 @@ struct GpuSpec {
   int nccl_channels = 32;              // ring/tree channels NCCL opens on a full node
   int nvls_channels = 16;              // NVLS channels (NCCL_NVLS_NCHANNELS default)
   double pcie_gbps = 0;                // host<->device copy rate, pinned memory, per direction
+  int sm_count = 0;                    // SMs (CUs); communication blocks take some (cost_params.h)
   double attention_efficiency = 0;     // fused attention FLOP/s as a fraction of peak
   double memory_bound_efficiency = 0;  // achieved fraction of hbm_gbps for streaming kernels
   double elementwise_efficiency = 0;   // same for the model's eager kernels (0: cost default)

@@ -74,7 +74,11 @@ TEST(Calibration, OverridesTakeEffectInTheModel) {
   gemm.cost.fwd_flops = 2.0 * 4096 * 4096 * 4096;
   gemm.cost.gemm_m = gemm.cost.gemm_n = gemm.cost.gemm_k = 4096;
   EXPECT_GT(calibrated->ComputeNs(gemm), base->ComputeNs(gemm));
-  EXPECT_DOUBLE_EQ(calibrated->OverlapSlowdown(), 1.2);
+  EXPECT_DOUBLE_EQ(calibrated->Overlap().uniform_slowdown, 1.2);
+  EXPECT_EQ(base->Overlap().uniform_slowdown, 0.0);  // the contention model by default
+  // A measured curve replaces the time, not the blocks NCCL holds or the traffic it makes.
+  EXPECT_EQ(rs.channels, base->CollectiveNs(OpType::kReduceScatter, bytes, node).channels);
+  EXPECT_GT(rs.hbm_gbps, 2.0 * rs.busbw_gbps);
   EXPECT_EQ(calibrated->UnitOverheadNs(), 50000);
 }
 

@@ -222,8 +222,55 @@ TEST(CostModel, CopiesOpsAndOverheads) {
             model->UnitOverheadNs() + model->ComputeNs(items[0]) + model->ComputeNs(items[1]));
   EXPECT_EQ(model->ComputeOpNs({}), 0);
   EXPECT_GT(model->UnitOverheadNs(), 0);
-  EXPECT_GT(model->OverlapSlowdown(), 1.0);
   EXPECT_EQ(model->hardware().gpu.name, "h100-sxm");
+}
+
+TEST(CostModel, SplitsTimeByTheResourceThatBoundsIt) {
+  const Hardware hw = Gpu("h100-sxm");
+  const CostParams p = DefaultCostParams(hw);
+  const auto model = MakeDefaultCostModel(hw, p);
+  const ComputeItem gemm = Gemm(4096, 4096, 4096);
+  const ComputeSplit g = model->ComputeSplitNs(gemm);
+  EXPECT_GT(g.sm_ns, 0.9 * g.ns);
+  EXPECT_EQ(g.hbm_ns, 0.0);
+  EXPECT_NEAR(g.sm_ns + p.kernel_overhead_us * 1e3, g.ns, 1.0);  // one launch gap
+  const ComputeItem norm = Norm(1 << 20);
+  const ComputeSplit n = model->ComputeSplitNs(norm);
+  EXPECT_EQ(n.sm_ns, 0.0);
+  EXPECT_GT(n.hbm_ns, 0.0);
+  EXPECT_LE(n.hbm_ns, static_cast<double>(n.ns));
+  const ComputeSplit both = model->ComputeOpSplit({gemm, norm});
+  EXPECT_EQ(both.ns, model->ComputeOpNs({gemm, norm}));
+  EXPECT_DOUBLE_EQ(both.sm_ns, g.sm_ns);
+  EXPECT_DOUBLE_EQ(both.hbm_ns, n.hbm_ns);
+  const int64_t bytes = int64_t{1} << 30;
+  const ComputeSplit copy = model->CopySplitNs(OpType::kCopyIn, bytes);
+  EXPECT_NEAR(copy.hbm_ns, 2.0 * bytes / (hw.gpu.hbm_gbps * p.memory_bound_efficiency), 1.0);
+  EXPECT_EQ(copy.sm_ns, 0.0);
+  const ComputeSplit h2d = model->CopySplitNs(OpType::kCopyH2D, bytes);  // copy engines
+  EXPECT_EQ(h2d.sm_ns + h2d.hbm_ns, 0.0);
+  const OverlapModel overlap = model->Overlap();
+  EXPECT_EQ(overlap.uniform_slowdown, 0.0);
+  EXPECT_EQ(overlap.sm_count, 132);
+  EXPECT_DOUBLE_EQ(overlap.hbm_gbps, hw.gpu.hbm_gbps * p.memory_bound_efficiency);
+}
+
+TEST(CostModel, CollectivesReportTheBlocksAndHbmTrafficTheyHold) {
+  const GroupShape node{8, 8, 1};
+  const int64_t bytes = int64_t{512} << 20;
+  for (const char* gpu : {"h100-sxm", "a100-80g"}) {
+    const Hardware hw = Gpu(gpu);
+    const auto model = MakeDefaultCostModel(hw, DefaultCostParams(hw));
+    const CollectiveEstimate ag = model->CollectiveNs(OpType::kAllGather, bytes, node);
+    EXPECT_GT(ag.channels, 0) << gpu;
+    EXPECT_LE(ag.channels, hw.gpu.sm_count / 2) << gpu;
+    EXPECT_DOUBLE_EQ(ag.hbm_gbps, 2.0 * ag.busbw_gbps) << gpu;  // read what it sends, write what it gets
+    const CollectiveEstimate ar = model->CollectiveNs(OpType::kAllReduce, bytes, node);
+    // A ring reduction also reads the local operand; NVLS reduces in the switch.
+    const bool nvls = ar.algo == NcclAlgo::kNvls || ar.algo == NcclAlgo::kNvlsTree;
+    EXPECT_DOUBLE_EQ(ar.hbm_gbps, (nvls ? 2.0 : 3.0) * ar.busbw_gbps) << gpu;
+    EXPECT_EQ(nvls, hw.gpu.nvls) << gpu;
+  }
 }
 
 }  // namespace

@@ -35,6 +35,8 @@ TEST(Catalog, EveryEntryIsConsistent) {
     EXPECT_LE(g.nvlink_links * g.nvlink_link_gbps, g.nvlink_gbps) << name;
     EXPECT_GT(g.attention_efficiency, 0) << name;
     EXPECT_GT(g.pcie_gbps, 0) << name;
+    // NCCL's blocks must leave most SMs to compute (the overlap model caps them at half).
+    EXPECT_GE(g.sm_count, 4 * g.nccl_channels) << name;
     EXPECT_EQ(hw->world_size(), 8);
   }
 }
@@ -48,6 +50,7 @@ TEST(Catalog, H100FiguresFromTheSpec) {
   EXPECT_DOUBLE_EQ(hw->gpu.hbm_gbps, 3350);
   EXPECT_TRUE(hw->gpu.nvls);
   EXPECT_EQ(hw->gpu.arch, GpuArch::kHopper);
+  EXPECT_EQ(hw->gpu.sm_count, 132);
   EXPECT_EQ(hw->world_size(), 16);
   // One 400 Gb/s NIC per GPU at 94%: the 46-48 GB/s nccl-tests#290 expects.
   EXPECT_NEAR(hw->NicGbpsPerGpu(), 47.0, 0.01);

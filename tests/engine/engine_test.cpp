@@ -52,8 +52,32 @@ TEST(EngineTest, GroupKeepsIssueOrderAcrossLanes) {
   const int rs = m.ReduceScatter("rs", 100, {}, 0, g);  // same group, issued after ag
   const Timeline tl = MustRun(m);
   EXPECT_EQ(tl.ops[ag].start_ns, 500);
-  EXPECT_GE(tl.ops[rs].start_ns, tl.ops[ag].start_ns);
-  EXPECT_EQ(tl.ops[rs].start_ns, 500);  // may overlap ag once ag has started
+  // One communicator runs one collective at a time (NCCL serializes them): rs waits for ag to
+  // end, though it sits on another lane and was ready at 0.
+  EXPECT_EQ(tl.ops[rs].start_ns, 600);
+  EXPECT_EQ(tl.step_ns, 700);
+}
+
+TEST(EngineTest, CollectivesOfDifferentGroupsRunSideBySide) {
+  ScheduleMaker m;
+  const int shard = m.Group("fsdp_shard", {0, 1});
+  const int replicate = m.Group("fsdp_replicate", {0, 2});
+  const int rs = m.ReduceScatter("rs", 300, {}, 0, shard);
+  const int ar = m.Op("ar", Lane::kAllReduce, OpType::kAllReduce, 300, {}, 0, replicate);
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[rs].start_ns, 0);
+  EXPECT_EQ(tl.ops[ar].start_ns, 0);
+  EXPECT_EQ(tl.step_ns, 300);
+}
+
+TEST(EngineTest, PipelineTransfersOfOneGroupMayOverlap) {
+  ScheduleMaker m;
+  const int pp = m.Group("pp", {0, 1});
+  const int send = m.Op("send", Lane::kP2P, OpType::kSend, 100, {}, 0, pp);
+  const int recv = m.Op("recv", Lane::kAllReduce, OpType::kRecv, 100, {}, 0, pp);
+  const Timeline tl = MustRun(m);
+  EXPECT_EQ(tl.ops[send].start_ns, 0);
+  EXPECT_EQ(tl.ops[recv].start_ns, 0);  // order kept, not serialized
 }
 
 TEST(EngineTest, RolesAreIndependentExceptThroughDeps) {
@@ -91,6 +115,101 @@ TEST(EngineTest, ComputeFullyInsideCommIsFullyStretched) {
   const Timeline tl = MustRun(m, 1.1);
   EXPECT_EQ(tl.ops[ag].end_ns, 10000);
   EXPECT_EQ(tl.ops[c].end_ns, 1100);
+}
+
+// Contention: GEMM-like work loses the SMs the collectives' blocks hold, memory-bound work the
+// HBM bandwidth they move; launch gaps lose neither.
+struct Contention {
+  std::vector<float> sm, hbm, comm_hbm;
+  std::vector<int> blocks;
+  OverlapContention Figures(int sm_count, double hbm_gbps) const {
+    return {sm_count, hbm_gbps, sm, hbm, blocks, comm_hbm};
+  }
+};
+
+Timeline MustRunContended(ScheduleMaker& m, const OverlapContention& c) {
+  EngineOptions options;
+  options.contention = &c;
+  auto r = RunEngine(m.schedule(), m.durations(), options);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? std::move(r).value() : Timeline{};
+}
+
+TEST(EngineTest, ContentionStretchesEachPartByTheResourceCommunicationTakes) {
+  ScheduleMaker m;
+  const int ag = m.AllGather("ag", 100000);
+  const int gemm = m.Compute("gemm", 1000);
+  const int norm = m.Compute("norm", 1000);
+  const int mixed = m.Compute("mixed", 1000);
+  Contention k{std::vector<float>(4, 0), std::vector<float>(4, 0), std::vector<float>(4, 0),
+               std::vector<int>(4, 0)};
+  k.blocks[ag] = 32;
+  k.comm_hbm[ag] = 500;  // GB/s
+  k.sm[gemm] = 1.0f;
+  k.hbm[norm] = 1.0f;
+  k.sm[mixed] = 0.5f;
+  k.hbm[mixed] = 0.25f;  // the last quarter is launch gaps
+  const OverlapContention c = k.Figures(132, 2000);
+  const Timeline tl = MustRunContended(m, c);
+  // 132 / (132 - 32) = 1.32; 1 / (1 - 500 / 2000) = 4/3.
+  EXPECT_EQ(tl.ops[gemm].duration_ns(), 1320);
+  EXPECT_EQ(tl.ops[norm].duration_ns(), 1334);  // 1333.3, rounded up
+  EXPECT_EQ(tl.ops[mixed].duration_ns(), 1244);  // 1 + 0.5·0.32 + 0.25·(1/3) = 1.2433
+  EXPECT_EQ(tl.stretched_ns, 320 + 334 + 244);
+  // No contention figures for an op: it is not slowed.
+  k.sm[gemm] = 0;
+  const OverlapContention none = k.Figures(132, 2000);
+  EXPECT_EQ(MustRunContended(m, none).ops[gemm].duration_ns(), 1000);
+}
+
+TEST(EngineTest, ContentionAddsUpAcrossCollectivesAndIsCapped) {
+  ScheduleMaker m;
+  const int tp = m.Group("tp", {0, 1});
+  const int shard = m.Group("shard", {0, 2});
+  const int ag = m.AllGather("ag", 100000, {}, 0, shard);
+  const int ar = m.Op("ar", Lane::kAllReduce, OpType::kAllReduce, 100000, {}, 0, tp);
+  const int gemm = m.Compute("gemm", 1000);
+  Contention k{std::vector<float>(3, 0), std::vector<float>(3, 0), std::vector<float>(3, 0),
+               std::vector<int>(3, 0)};
+  k.sm[gemm] = 1.0f;
+  k.blocks[ag] = 20;
+  k.blocks[ar] = 24;
+  OverlapContention c = k.Figures(132, 0);
+  EXPECT_EQ(MustRunContended(m, c).ops[gemm].duration_ns(), 1500);  // 132 / 88
+  // Blocks beyond half the GPU do not slow it further (the scheduler shares SMs, it does not
+  // starve compute).
+  k.blocks[ar] = 100;
+  c = k.Figures(132, 0);
+  EXPECT_EQ(MustRunContended(m, c).ops[gemm].duration_ns(), 2000);
+}
+
+TEST(EngineTest, ContentionReratesWhenACollectiveEnds) {
+  ScheduleMaker m;
+  const int gemm = m.Compute("gemm", 1000);
+  const int ag = m.AllGather("ag", 264);  // overlaps the start of the GEMM
+  Contention k{std::vector<float>(2, 0), std::vector<float>(2, 0), std::vector<float>(2, 0),
+               std::vector<int>(2, 0)};
+  k.sm[gemm] = 1.0f;
+  k.blocks[ag] = 33;  // 132 / 99 = 4/3
+  const OverlapContention c = k.Figures(132, 0);
+  const Timeline tl = MustRunContended(m, c);
+  // 264 ns at 3/4 speed do 198 ns of work; the other 802 ns run at full speed.
+  EXPECT_EQ(tl.ops[gemm].end_ns, 264 + 802);
+}
+
+TEST(EngineTest, RejectsContentionFiguresOfTheWrongLength) {
+  ScheduleMaker m;
+  m.Compute("c", 10);
+  m.AllGather("ag", 10);
+  const std::vector<float> one = {1.0f};
+  OverlapContention c;
+  c.sm_count = 132;
+  c.sm_share = one;
+  EngineOptions options;
+  options.contention = &c;
+  const auto r = RunEngine(m.schedule(), m.durations(), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("one per op"), std::string::npos) << r.status().message();
 }
 
 TEST(EngineTest, HostCopiesDoNotSlowCompute) {

@@ -71,6 +71,7 @@ TEST(SimulateTest, TimedStepRespectsLanesGroupsAndDeps) {
   const Schedule& s = sim.schedule;
   std::map<std::pair<int, int>, int64_t> lane_end;
   std::map<std::pair<int, int>, int64_t> group_start;
+  std::map<std::pair<int, int>, int64_t> group_end;
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const ScheduleOp& op = s.ops[i];
     const OpTiming& t = sim.timeline.ops[i];
@@ -83,8 +84,31 @@ TEST(SimulateTest, TimedStepRespectsLanesGroupsAndDeps) {
       int64_t& start = group_start[{op.role, op.group}];
       ASSERT_GE(t.start_ns, start) << "group order at " << op.op_id;
       start = t.start_ns;
+      if (op.type != OpType::kSend && op.type != OpType::kRecv) {
+        // One communicator runs one collective at a time.
+        int64_t& busy_until = group_end[{op.role, op.group}];
+        ASSERT_GE(t.start_ns, busy_until) << "communicator overlap at " << op.op_id;
+        busy_until = t.end_ns;
+      }
     }
   }
+}
+
+TEST(SimulateTest, OverlapStretchIsWhatCommunicationAddsToCompute) {
+  const Simulation sim = MustRun(DefaultScenarioJson());
+  const Summary& s = sim.summary;
+  EXPECT_GT(s.overlap_stretch_s, 0.0);
+  EXPECT_LT(s.overlap_stretch_s, 0.2 * s.compute_s);
+  double priced = 0;
+  for (const auto& [kind, seconds] : s.compute_by_kind_s) priced += seconds;
+  EXPECT_NEAR(s.compute_s, priced + s.overlap_stretch_s, 1e-6);
+  // A calibration's uniform factor of 1 turns contention off: nothing is stretched, and the
+  // step is never slower.
+  const Simulation off = MustRun(
+      DefaultScenarioJson(), {"cluster.cost_model=tests/engine/data/no_overlap_slowdown.json"});
+  EXPECT_EQ(off.summary.overlap_stretch_s, 0.0);
+  EXPECT_LT(off.summary.step_time_s, s.step_time_s);
+  EXPECT_NEAR(off.summary.compute_s, priced, 1e-6);
 }
 
 TEST(SimulateTest, EveryTransientAllocationIsFreedByTheStepEnd) {
