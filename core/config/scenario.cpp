@@ -181,6 +181,15 @@ Status FillTraining(const json& t, Scenario& s) {
     return InvalidInput(fmt::format(
         "training.optimizer: unknown optimizer '{}' (expected adamw, adam or sgd)", opt));
   }
+  const std::string attention = t["attention_backend"].get<std::string>();
+  if (attention == "flash") {
+    s.training.attention_backend = AttentionBackend::kFlash;
+  } else if (attention == "cudnn") {
+    s.training.attention_backend = AttentionBackend::kCudnn;
+  } else {
+    return InvalidInput(fmt::format(
+        "training.attention_backend: unknown backend '{}' (expected flash or cudnn)", attention));
+  }
   return Status::Ok();
 }
 
@@ -349,6 +358,10 @@ std::string_view OptimizerName(Optimizer o) {
       return "sgd";
   }
   return "?";
+}
+
+std::string_view AttentionBackendName(AttentionBackend b) {
+  return b == AttentionBackend::kCudnn ? "cudnn" : "flash";
 }
 
 }  // namespace shardscope

@@ -2,14 +2,14 @@
 //
 // Contents:
 //   ClusterConfig, ParallelismConfig, TrainingConfig, AdapterConfig   one struct per section
-//   PpSchedule, Optimizer                                            enumerated choices
+//   PpSchedule, Optimizer, AttentionBackend                          enumerated choices
 //   Scenario            every section with defaults filled + the resolved JSON
 //   LoadScenario        reads a file, applies `--set path=value` overrides, validates
 //   ParseScenario       the same from a JSON document already in memory
 //   ApplyOverride       one `path=value` onto a JSON document (value: JSON if it parses, else
 //   string) ScenarioMeshLayout  the planning sizes (planning.md §1.2) of a scenario; CP folded into
 //   FSDP ScenarioFsdpConfig  the FsdpConfig of a scenario (sizes filled from parallelism)
-//   PpScheduleName, OptimizerName
+//   PpScheduleName, OptimizerName, AttentionBackendName
 //
 // Example:
 //   SS_ASSIGN_OR_RETURN(Scenario s, LoadScenario("examples/dense.json",
@@ -62,12 +62,19 @@ struct ParallelismConfig {
 
 enum class Optimizer { kAdamW, kAdam, kSgd };
 
+// Which kernel PyTorch's scaled_dot_product_attention runs, which sets attention's rate.
+// kFlash: its FlashAttention-2 backend (what the 2024 torchtitan runs used; the default here).
+// kCudnn: its cuDNN backend, the one current PyTorch picks on Hopper (measured ~2x FA2's
+// forward rate on an H200 with torch 2.11).
+enum class AttentionBackend { kFlash, kCudnn };
+
 struct TrainingConfig {
   int64_t local_batch = 2;  // sequences per rank per micro-step
   int64_t seq_len = 8192;
   int grad_accum = 1;
   ActivationCheckpoint activation_checkpoint;  // default selective_op
   Optimizer optimizer = Optimizer::kAdamW;
+  AttentionBackend attention_backend = AttentionBackend::kFlash;
 };
 
 // The scenario's `adapter` section (planning.md §1.4): FQNs or `*` globs (one component).
@@ -115,5 +122,6 @@ const FsdpConfig& ScenarioFsdpConfig(const Scenario& scenario);
 
 std::string_view PpScheduleName(PpSchedule s);  // "1f1b" | "interleaved_1f1b" | "gpipe"
 std::string_view OptimizerName(Optimizer o);    // "adamw" | "adam" | "sgd"
+std::string_view AttentionBackendName(AttentionBackend b);  // "flash" | "cudnn"
 
 }  // namespace shardscope

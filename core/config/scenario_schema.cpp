@@ -57,6 +57,7 @@ std::vector<SchemaKey> BuildSchema() {
       {"training.grad_accum", KeyType::kInt, 1},
       {"training.activation_checkpoint", KeyType::kString, "selective_op"},
       {"training.optimizer", KeyType::kString, "adamw"},
+      {"training.attention_backend", KeyType::kString, "flash"},
       {"adapter", KeyType::kSection, nullptr},
       {"adapter.fsdp_wrap_modules", KeyType::kStringList, json::array()},
       {"adapter.fsdp_excluded_subtrees", KeyType::kStringList, json::array()},

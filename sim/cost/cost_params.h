@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "core/schedule/schedule.h"
+#include "core/util/status.h"
 #include "sim/hardware/hardware.h"
 
 namespace shardscope {
@@ -103,5 +104,9 @@ struct CostParams {
 // Defaults for `hw`: gemm_efficiency = best_matmul / peak, attention and memory-bound
 // efficiencies from the catalog entry, the rest as in the struct.
 CostParams DefaultCostParams(const Hardware& hw);
+
+// Prices attention at the catalog's figures for SDPA's cuDNN backend instead of
+// FlashAttention-2's. An error naming the GPU when the catalog has none for it.
+Status UseCudnnAttention(const Hardware& hw, CostParams* params);
 
 }  // namespace shardscope

@@ -150,6 +150,25 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   return s;
 }
 
+bool CalibrationSets(const Calibration& cal, const char* section, const char* key) {
+  const nlohmann::json& o = cal.overrides;
+  return o.contains(section) && o[section].is_object() && o[section].contains(key);
+}
+
+// The cuDNN backend's figures (from the catalog, or a calibration's gpu section), unless the
+// calibration sets attention's rate itself: what a user measured wins.
+Status ApplyCudnnAttention(const Hardware& hw, const Calibration& cal, CostParams* params) {
+  const bool rate_given = CalibrationSets(cal, "compute", "attention_efficiency") ||
+                          CalibrationSets(cal, "gpu", "attention_efficiency");
+  const bool ratio_given = CalibrationSets(cal, "compute", "attention_backward_ratio");
+  if (rate_given && ratio_given) return Status::Ok();
+  CostParams cudnn = *params;
+  if (Status s = UseCudnnAttention(hw, &cudnn); !s.ok()) return rate_given ? Status::Ok() : s;
+  if (!rate_given) params->attention_efficiency = cudnn.attention_efficiency;
+  if (!ratio_given) params->attention_backward_ratio = cudnn.attention_backward_ratio;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, const StepContext& ctx) {
@@ -201,9 +220,13 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   if (!hw_or.ok()) return hw_or.status().WithContext(sc.source + ": cluster.gpu");
   Hardware hw = std::move(hw_or).value();
   CostParams params = DefaultCostParams(hw);
+  Calibration cal;
   if (!sc.cluster.cost_model.empty()) {
-    SS_ASSIGN_OR_RETURN(Calibration cal, LoadCalibration(sc.cluster.cost_model));
+    SS_ASSIGN_OR_RETURN(cal, LoadCalibration(sc.cluster.cost_model));
     SS_RETURN_IF_ERROR(ApplyCalibration(cal, &hw, &params));
+  }
+  if (sc.training.attention_backend == AttentionBackend::kCudnn) {
+    SS_RETURN_IF_ERROR(ApplyCudnnAttention(hw, cal, &params).WithContext(sc.source));
   }
   const std::unique_ptr<CostModel> cost = MakeDefaultCostModel(hw, params);
   StepContext ctx;

@@ -54,7 +54,9 @@ struct GpuSpec {
   int nvls_channels = 16;              // NVLS channels (NCCL_NVLS_NCHANNELS default)
   double pcie_gbps = 0;                // host<->device copy rate, pinned memory, per direction
   int sm_count = 0;                    // SMs (CUs); communication blocks take some (cost_params.h)
-  double attention_efficiency = 0;     // fused attention FLOP/s as a fraction of peak
+  double attention_efficiency = 0;     // fused attention (FlashAttention-2) forward / peak
+  double cudnn_attention_efficiency = 0;      // SDPA's cuDNN backend forward / peak; 0: no figure
+  double cudnn_attention_backward_ratio = 0;  // its backward rate over forward; 0: cost default
   double memory_bound_efficiency = 0;  // achieved fraction of hbm_gbps for streaming kernels
   double elementwise_efficiency = 0;   // same for the model's eager kernels (0: cost default)
 

@@ -35,6 +35,7 @@ TEST(ScenarioTest, DefaultsFilledAndDpShardFillsTheWorld) {
   EXPECT_EQ(s->training.local_batch, 2);
   EXPECT_EQ(s->training.activation_checkpoint.mode, CheckpointMode::kSelectiveOp);
   EXPECT_EQ(s->training.optimizer, Optimizer::kAdamW);
+  EXPECT_EQ(s->training.attention_backend, AttentionBackend::kFlash);
   EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::k1F1B);
   EXPECT_EQ(s->parallelism.pp_microbatches, 1);
   EXPECT_TRUE(s->parallelism.sequence_parallel);
@@ -108,6 +109,9 @@ TEST(ScenarioTest, ValueErrorsNameTheField) {
   EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"optimizer", "lion"}}}})
                 .find("training.optimizer: unknown optimizer 'lion'"),
             std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"attention_backend", "fa3"}}}})
+                .find("training.attention_backend: unknown backend 'fa3' (expected flash or cudnn)"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"activation_checkpoint", "some"}}}})
                 .find("training.activation_checkpoint"),
             std::string::npos);
@@ -129,7 +133,10 @@ TEST(ScenarioTest, SimulatorKeysAreParsed) {
              {"pp_virtual_stages", 2},
              {"sequence_parallel", false},
              {"tp", 2}}},
-           {"training", {{"activation_checkpoint", "selective_layer:2"}, {"optimizer", "sgd"}}}});
+           {"training",
+            {{"activation_checkpoint", "selective_layer:2"},
+             {"optimizer", "sgd"},
+             {"attention_backend", "cudnn"}}}});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->cluster.cost_model, "/jobs/calib/h100.json");
   EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::kInterleaved1F1B);
@@ -141,6 +148,8 @@ TEST(ScenarioTest, SimulatorKeysAreParsed) {
   EXPECT_EQ(s->training.optimizer, Optimizer::kSgd);
   EXPECT_EQ(PpScheduleName(s->parallelism.pp_schedule), "interleaved_1f1b");
   EXPECT_EQ(OptimizerName(s->training.optimizer), "sgd");
+  EXPECT_EQ(s->training.attention_backend, AttentionBackend::kCudnn);
+  EXPECT_EQ(AttentionBackendName(s->training.attention_backend), "cudnn");
 }
 
 TEST(ScenarioTest, SetOverrides) {

@@ -37,6 +37,10 @@ TEST(Catalog, EveryEntryIsConsistent) {
     EXPECT_GT(g.pcie_gbps, 0) << name;
     // NCCL's blocks must leave most SMs to compute (the overlap model caps them at half).
     EXPECT_GE(g.sm_count, 4 * g.nccl_channels) << name;
+    if (g.cudnn_attention_efficiency > 0) {  // a measured backend, faster than FA2 where given
+      EXPECT_GT(g.cudnn_attention_efficiency, g.attention_efficiency) << name;
+      EXPECT_GT(g.cudnn_attention_backward_ratio, 0) << name;
+    }
     EXPECT_EQ(hw->world_size(), 8);
   }
 }

@@ -237,6 +237,34 @@ TEST(SimulateTest, OffloadedOptimizerRunsOnTheHostAndHostMemoryIsReported) {
   EXPECT_EQ(plain.summary.host_compute_s, 0);
 }
 
+TEST(SimulateTest, CudnnAttentionChangesOnlyAttentionsRate) {
+  // Llama 3 8B at seq 8192, where the fused kernel outweighs attention's eager side kernels.
+  const Simulation flash = MustRun(DefaultScenarioJson());
+  const Simulation cudnn = MustRun(DefaultScenarioJson(), {"training.attention_backend=cudnn"});
+  const auto& f = flash.summary.compute_by_kind_s;
+  const auto& c = cudnn.summary.compute_by_kind_s;
+  EXPECT_LT(c.at("attention"), 0.75 * f.at("attention"));  // ~2x FA2's forward rate on Hopper
+  EXPECT_DOUBLE_EQ(c.at("gemm"), f.at("gemm"));
+  EXPECT_DOUBLE_EQ(c.at("elementwise"), f.at("elementwise"));
+  EXPECT_LT(cudnn.summary.step_time_s, flash.summary.step_time_s);
+}
+
+TEST(SimulateTest, CudnnAttentionWithoutAFigureIsAnErrorUnlessCalibrated) {
+  auto r = RunJob(SmallJob(), {"training.attention_backend=cudnn", "cluster.gpu=a100-80g"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("training.attention_backend: cudnn has no catalog figure "
+                                      "for a100-80g"),
+            std::string::npos)
+      << r.status().message();
+  // A calibration that gives the rate makes it expressible.
+  r = RunJob(SmallJob(), {"training.attention_backend=cudnn", "cluster.gpu=a100-80g",
+                          "cluster.cost_model=tests/engine/data/a100_cudnn_attention.json"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Simulation flash = MustRun(SmallJob(), {"cluster.gpu=a100-80g"});
+  EXPECT_LT(r->summary.compute_by_kind_s.at("attention"),
+            flash.summary.compute_by_kind_s.at("attention"));
+}
+
 TEST(SimulateTest, UnknownGpuIsAnErrorNamingTheField) {
   json j = SmallJob();
   j["cluster"]["gpu"] = "h100-sxn";
