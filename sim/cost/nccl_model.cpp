@@ -318,7 +318,10 @@ CollectiveEstimate NcclCollective(OpType type, int64_t bytes_in, const GroupShap
     // measured 376 GB/s on H100), the GPU's NIC share across nodes.
     const double bw = (inter ? sys.nic_gbps : sys.intra_bus_gbps) * sys.bandwidth_scale;
     const double us = sys.launch_us + lat_us * sys.latency_scale + bytes / (bw * 1e3);
-    return Finish(type, bytes, n, us, NcclAlgo::kP2p, NcclProto::kSimple, sys.channels);
+    // Channels (thread blocks) per peer, NCCL src/graph/paths.cc ncclTopoGetNchannels: two per
+    // NIC for a network peer; an NVLink peer may use all of the communicator's.
+    const int channels = inter ? std::min(2, sys.channels) : sys.channels;
+    return Finish(type, bytes, n, us, NcclAlgo::kP2p, NcclProto::kSimple, channels);
   }
   if (type == OpType::kAllToAll) {
     // n-1 concurrent transfers of bytes/n: the node-local share over NVLink, the rest over

@@ -171,6 +171,9 @@ TEST(NcclModel, PointToPoint) {
               0.02 * sys.intra_bus_gbps);  // ~ the measured 376 GB/s
   const CollectiveEstimate remote = Estimate(sys, OpType::kSend, 1 * kGiB, {2, 1, 2});
   EXPECT_NEAR(remote.algbw_gbps, sys.nic_gbps, 0.02 * sys.nic_gbps);
+  // Blocks held: two channels per network peer, the communicator's channels over NVLink.
+  EXPECT_EQ(remote.channels, 2);
+  EXPECT_EQ(send.channels, sys.channels);
   // All-to-all across nodes is bound by the NIC share of the traffic.
   const CollectiveEstimate a2a = Estimate(sys, OpType::kAllToAll, 1 * kGiB, {16, 8, 2});
   EXPECT_EQ(a2a.algo, NcclAlgo::kAllToAll);
