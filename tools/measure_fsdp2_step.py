@@ -249,6 +249,8 @@ def main():
     p.add_argument("--seq", type=int, default=8192)
     p.add_argument("--ac", choices=("none", "full", "selective_op"), default="none")
     p.add_argument("--steps", type=int, default=5, help="timed steps after two warm-up steps")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile each block (after AC, before fully_shard), as torchtitan does")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--init-optimizer-first", action="store_true",
                    help="create AdamW's moments before the first forward (zero gradients, one "
@@ -279,6 +281,9 @@ def main():
     if a.ac != "none":
         for i, block in enumerate(model.layers):
             model.layers[i] = Checkpointed(block, a.ac)
+    if a.compile:
+        for i, block in enumerate(model.layers):
+            model.layers[i] = torch.compile(block, fullgraph=True)
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for i, block in enumerate(model.layers):
         # torchtitan keeps the last block unsharded after forward: backward needs it at once.
