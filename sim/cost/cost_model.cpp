@@ -42,7 +42,8 @@ class DefaultCostModel final : public CostModel {
         break;
       }
     }
-    e.hbm_gbps = HbmPasses(type, e.algo) * (e.algo == NcclAlgo::kLocal ? e.algbw_gbps : e.busbw_gbps);
+    e.hbm_gbps =
+        HbmPasses(type, e.algo) * (e.algo == NcclAlgo::kLocal ? e.algbw_gbps : e.busbw_gbps);
     return e;
   }
 

@@ -1,9 +1,9 @@
 #include "sim/engine/durations.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "sim/engine/engine.h"
 

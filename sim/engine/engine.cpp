@@ -210,7 +210,8 @@ class Engine {
     const int role = s_.ops[op].role;
     comm_running_[role] += sign;
     if (contention_ == nullptr) return;
-    if (!contention_->comm_blocks.empty()) comm_blocks_[role] += sign * contention_->comm_blocks[op];
+    if (!contention_->comm_blocks.empty())
+      comm_blocks_[role] += sign * contention_->comm_blocks[op];
     if (!contention_->comm_hbm_gbps.empty())
       comm_hbm_gbps_[role] += sign * static_cast<double>(contention_->comm_hbm_gbps[op]);
     if (comm_running_[role] == 0) {  // no drift from adding and removing floats
@@ -274,7 +275,8 @@ class Engine {
     ++done_;
     if (const int gk = group_key_[op]; gk >= 0 && HoldsCommunicator(o)) {
       group_busy_[gk] = 0;
-      if (group_pos_[gk] < groups_.begin[gk + 1]) worklist_.push_back(groups_.items[group_pos_[gk]]);
+      if (group_pos_[gk] < groups_.begin[gk + 1])
+        worklist_.push_back(groups_.items[group_pos_[gk]]);
     }
     tl_.role_end_ns[o.role] = std::max(tl_.role_end_ns[o.role], t);
     if (running_compute_[o.role] == op) {
@@ -361,7 +363,7 @@ class Engine {
   std::vector<double> remaining_;
   std::vector<int64_t> last_update_ns_;
   std::vector<int> running_compute_, comm_running_, comm_blocks_;  // per role
-  std::vector<double> comm_hbm_gbps_;                               // per role
+  std::vector<double> comm_hbm_gbps_;                              // per role
   std::vector<int> worklist_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   Timeline tl_;
@@ -380,11 +382,14 @@ Result<Timeline> RunEngine(const Schedule& schedule, std::span<const int64_t> ba
     const auto sized = [n](size_t size) { return size == 0 || size == n; };
     if (!sized(c->sm_share.size()) || !sized(c->hbm_share.size()) ||
         !sized(c->comm_blocks.size()) || !sized(c->comm_hbm_gbps.size())) {
-      return InvalidInput(fmt::format("engine: overlap contention figures must be empty or one per op ({})", n));
+      return InvalidInput(
+          fmt::format("engine: overlap contention figures must be empty or one per op ({})", n));
     }
     if (c->sm_count < 0 || !(c->hbm_gbps >= 0) || !std::isfinite(c->hbm_gbps)) {
-      return InvalidInput(fmt::format("engine: overlap contention needs sm_count >= 0 and a finite "
-                                      "hbm_gbps >= 0, got {} and {}", c->sm_count, c->hbm_gbps));
+      return InvalidInput(
+          fmt::format("engine: overlap contention needs sm_count >= 0 and a finite "
+                      "hbm_gbps >= 0, got {} and {}",
+                      c->sm_count, c->hbm_gbps));
     }
   }
   Engine engine(schedule, base_duration_ns, options);

@@ -23,7 +23,8 @@
 // 1/f while communication kernels (IsCollective from core/schedule, on any non-compute lane)
 // of the same role run, and at rate 1 otherwise. With OverlapContention, f depends on the op
 // and on the running collectives (sim/cost/cost_params.h "overlap"):
-//   f = 1 + sm_share · (S / (S − min(ΣC, S/2)) − 1) + hbm_share · (1 / (1 − min(ΣB / B_hbm, ½)) − 1)
+//   f = 1 + sm_share · (S / (S − min(ΣC, S/2)) − 1)
+//         + hbm_share · (1 / (1 − min(ΣB / B_hbm, ½)) − 1)
 // with S = sm_count, C the blocks and B the HBM traffic of each running collective. Without
 // it, f = overlap_slowdown for every op. The remaining work is re-rated at every change, so
 // a GEMM half overlapped with an all-gather is stretched by half the factor. Host copies
@@ -45,12 +46,12 @@ namespace shardscope::sim {
 
 // Spans are indexed by op and are either empty (that term is off) or one entry per op.
 struct OverlapContention {
-  int sm_count = 0;                          // S; 0 turns the SM term off
-  double hbm_gbps = 0;                       // B_hbm; 0 turns the HBM term off
-  std::span<const float> sm_share;           // compute ops: share of the duration SMs bound
-  std::span<const float> hbm_share;          // compute ops: share of the duration HBM bounds
-  std::span<const int> comm_blocks;          // collectives: C, thread blocks held
-  std::span<const float> comm_hbm_gbps;      // collectives: B, HBM traffic
+  int sm_count = 0;                      // S; 0 turns the SM term off
+  double hbm_gbps = 0;                   // B_hbm; 0 turns the HBM term off
+  std::span<const float> sm_share;       // compute ops: share of the duration SMs bound
+  std::span<const float> hbm_share;      // compute ops: share of the duration HBM bounds
+  std::span<const int> comm_blocks;      // collectives: C, thread blocks held
+  std::span<const float> comm_hbm_gbps;  // collectives: B, HBM traffic
 };
 
 struct EngineOptions {

@@ -100,7 +100,8 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   int64_t stretch_ns = 0;
   for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
     const ScheduleOp& op = sim.schedule.ops[i];
-    if (op.role != sim.reported_role || op.lane != Lane::kCompute || IsCollective(op.type)) continue;
+    if (op.role != sim.reported_role || op.lane != Lane::kCompute || IsCollective(op.type))
+      continue;
     stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
   }
   s.overlap_stretch_s = Seconds(stretch_ns);

@@ -51,8 +51,9 @@ nlohmann::json SummaryToJson(const Summary& s) {
   j["model_flops_per_token"] = s.model_flops_per_token;
   j["peak_tflops"] = s.peak_tflops;
   j["conventions"] = {
-      {"mfu", "model FLOPs per token = 6*N (parameters without the embedding; routed experts at "
-              "top_k/experts) + 12*sum(heads*head_dim)*seq_len, over the catalog's dense bf16 peak"},
+      {"mfu",
+       "model FLOPs per token = 6*N (parameters without the embedding; routed experts at "
+       "top_k/experts) + 12*sum(heads*head_dim)*seq_len, over the catalog's dense bf16 peak"},
       {"comm_s", "busy time per kind (union of that kind's ops)"},
       {"compute_by_kind_s",
        "priced GPU compute of the reported role by kind, before the overlap slowdown"},

@@ -109,9 +109,10 @@ TEST(ScenarioTest, ValueErrorsNameTheField) {
   EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"optimizer", "lion"}}}})
                 .find("training.optimizer: unknown optimizer 'lion'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"attention_backend", "fa3"}}}})
-                .find("training.attention_backend: unknown backend 'fa3' (expected flash or cudnn)"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(json{{"model", "m"}, {"training", {{"attention_backend", "fa3"}}}})
+          .find("training.attention_backend: unknown backend 'fa3' (expected flash or cudnn)"),
+      std::string::npos);
   EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"activation_checkpoint", "some"}}}})
                 .find("training.activation_checkpoint"),
             std::string::npos);
@@ -124,19 +125,18 @@ TEST(ScenarioTest, ValueErrorsNameTheField) {
 }
 
 TEST(ScenarioTest, SimulatorKeysAreParsed) {
-  Result<Scenario> s = Parse(
-      json{{"model", "m"},
-           {"cluster", {{"cost_model", "calib/h100.json"}, {"nodes", 2}}},
-           {"parallelism",
-            {{"pp", 2},
-             {"pp_schedule", "interleaved_1f1b"},
-             {"pp_virtual_stages", 2},
-             {"sequence_parallel", false},
-             {"tp", 2}}},
-           {"training",
-            {{"activation_checkpoint", "selective_layer:2"},
-             {"optimizer", "sgd"},
-             {"attention_backend", "cudnn"}}}});
+  Result<Scenario> s = Parse(json{{"model", "m"},
+                                  {"cluster", {{"cost_model", "calib/h100.json"}, {"nodes", 2}}},
+                                  {"parallelism",
+                                   {{"pp", 2},
+                                    {"pp_schedule", "interleaved_1f1b"},
+                                    {"pp_virtual_stages", 2},
+                                    {"sequence_parallel", false},
+                                    {"tp", 2}}},
+                                  {"training",
+                                   {{"activation_checkpoint", "selective_layer:2"},
+                                    {"optimizer", "sgd"},
+                                    {"attention_backend", "cudnn"}}}});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->cluster.cost_model, "/jobs/calib/h100.json");
   EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::kInterleaved1F1B);

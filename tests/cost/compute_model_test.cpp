@@ -264,7 +264,8 @@ TEST(CostModel, CollectivesReportTheBlocksAndHbmTrafficTheyHold) {
     const CollectiveEstimate ag = model->CollectiveNs(OpType::kAllGather, bytes, node);
     EXPECT_GT(ag.channels, 0) << gpu;
     EXPECT_LE(ag.channels, hw.gpu.sm_count / 2) << gpu;
-    EXPECT_DOUBLE_EQ(ag.hbm_gbps, 2.0 * ag.busbw_gbps) << gpu;  // read what it sends, write what it gets
+    EXPECT_DOUBLE_EQ(ag.hbm_gbps, 2.0 * ag.busbw_gbps)
+        << gpu;  // read what it sends, write what it gets
     const CollectiveEstimate ar = model->CollectiveNs(OpType::kAllReduce, bytes, node);
     // A ring reduction also reads the local operand; NVLS reduces in the switch.
     const bool nvls = ar.algo == NcclAlgo::kNvls || ar.algo == NcclAlgo::kNvlsTree;

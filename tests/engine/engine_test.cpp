@@ -153,7 +153,7 @@ TEST(EngineTest, ContentionStretchesEachPartByTheResourceCommunicationTakes) {
   const Timeline tl = MustRunContended(m, c);
   // 132 / (132 - 32) = 1.32; 1 / (1 - 500 / 2000) = 4/3.
   EXPECT_EQ(tl.ops[gemm].duration_ns(), 1320);
-  EXPECT_EQ(tl.ops[norm].duration_ns(), 1334);  // 1333.3, rounded up
+  EXPECT_EQ(tl.ops[norm].duration_ns(), 1334);   // 1333.3, rounded up
   EXPECT_EQ(tl.ops[mixed].duration_ns(), 1244);  // 1 + 0.5·0.32 + 0.25·(1/3) = 1.2433
   EXPECT_EQ(tl.stretched_ns, 320 + 334 + 244);
   // No contention figures for an op: it is not slowed.

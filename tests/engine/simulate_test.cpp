@@ -104,8 +104,8 @@ TEST(SimulateTest, OverlapStretchIsWhatCommunicationAddsToCompute) {
   EXPECT_NEAR(s.compute_s, priced + s.overlap_stretch_s, 1e-6);
   // A calibration's uniform factor of 1 turns contention off: nothing is stretched, and the
   // step is never slower.
-  const Simulation off = MustRun(
-      DefaultScenarioJson(), {"cluster.cost_model=tests/engine/data/no_overlap_slowdown.json"});
+  const Simulation off = MustRun(DefaultScenarioJson(),
+                                 {"cluster.cost_model=tests/engine/data/no_overlap_slowdown.json"});
   EXPECT_EQ(off.summary.overlap_stretch_s, 0.0);
   EXPECT_LT(off.summary.step_time_s, s.step_time_s);
   EXPECT_NEAR(off.summary.compute_s, priced, 1e-6);

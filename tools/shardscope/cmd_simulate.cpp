@@ -70,9 +70,10 @@ void PrintSummary(const sim::Simulation& sim) {
   fmt::print("{}\n", busy.empty() ? "none" : busy);
   fmt::print("  overlap ratio      {:10.1f}%   idle {:.4f} s\n", 100.0 * s.overlap_ratio, s.idle_s);
   if (s.overlap_stretch_s > 0) {
-    fmt::print("  overlap stretch    {:10.4f} s   (compute slowed by the SMs and HBM bandwidth "
-               "communication takes)\n",
-               s.overlap_stretch_s);
+    fmt::print(
+        "  overlap stretch    {:10.4f} s   (compute slowed by the SMs and HBM bandwidth "
+        "communication takes)\n",
+        s.overlap_stretch_s);
   }
   fmt::print(
       "Memory (allocated = the step's memory model; reserved = caching-allocator estimate)\n");
