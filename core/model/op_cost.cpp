@@ -246,6 +246,15 @@ OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   return c;
 }
 
+// K of "<prefix>K" when `text` is exactly that with K >= 1; else 0.
+int EveryK(std::string_view text, std::string_view prefix) {
+  if (text.substr(0, prefix.size()) != prefix) return 0;
+  const std::string_view k = text.substr(prefix.size());
+  int every = 0;
+  const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
+  return ec == std::errc() && ptr == k.data() + k.size() && every >= 1 ? every : 0;
+}
+
 }  // namespace
 
 Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
@@ -263,27 +272,15 @@ Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
     ac.mode = CheckpointMode::kSelectiveOp;
     return ac;
   }
-  constexpr std::string_view kOp = "selective_op:";
-  if (text.substr(0, kOp.size()) == kOp) {
-    std::string_view k = text.substr(kOp.size());
-    int every = 0;
-    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
-    if (ec == std::errc() && ptr == k.data() + k.size() && every >= 1) {
-      ac.mode = CheckpointMode::kSelectiveOp;
-      ac.recompute_every_mm = every;
-      return ac;
-    }
+  if (const int every = EveryK(text, "selective_op:"); every > 0) {
+    ac.mode = CheckpointMode::kSelectiveOp;
+    ac.recompute_every_mm = every;
+    return ac;
   }
-  constexpr std::string_view kLayer = "selective_layer:";
-  if (text.substr(0, kLayer.size()) == kLayer) {
-    std::string_view k = text.substr(kLayer.size());
-    int every = 0;
-    auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
-    if (ec == std::errc() && ptr == k.data() + k.size() && every >= 1) {
-      ac.mode = CheckpointMode::kSelectiveLayer;
-      ac.every_k = every;
-      return ac;
-    }
+  if (const int every = EveryK(text, "selective_layer:"); every > 0) {
+    ac.mode = CheckpointMode::kSelectiveLayer;
+    ac.every_k = every;
+    return ac;
   }
   return InvalidInput(std::string(what) + ": bad activation checkpoint mode '" + std::string(text) +
                       "' (expected none, full, selective_op, selective_op:K or selective_layer:K with K >= 1)");

@@ -120,6 +120,7 @@ TEST(EngineTest, ComputeFullyInsideCommIsFullyStretched) {
 // Contention: GEMM-like work loses the SMs the collectives' blocks hold, memory-bound work the
 // HBM bandwidth they move; launch gaps lose neither.
 struct Contention {
+  explicit Contention(size_t ops) : sm(ops, 0), hbm(ops, 0), comm_hbm(ops, 0), blocks(ops, 0) {}
   std::vector<float> sm, hbm, comm_hbm;
   std::vector<int> blocks;
   OverlapContention Figures(int sm_count, double hbm_gbps) const {
@@ -141,8 +142,7 @@ TEST(EngineTest, ContentionStretchesEachPartByTheResourceCommunicationTakes) {
   const int gemm = m.Compute("gemm", 1000);
   const int norm = m.Compute("norm", 1000);
   const int mixed = m.Compute("mixed", 1000);
-  Contention k{std::vector<float>(4, 0), std::vector<float>(4, 0), std::vector<float>(4, 0),
-               std::vector<int>(4, 0)};
+  Contention k(4);
   k.blocks[ag] = 32;
   k.comm_hbm[ag] = 500;  // GB/s
   k.sm[gemm] = 1.0f;
@@ -169,8 +169,7 @@ TEST(EngineTest, ContentionAddsUpAcrossCollectivesAndIsCapped) {
   const int ag = m.AllGather("ag", 100000, {}, 0, shard);
   const int ar = m.Op("ar", Lane::kAllReduce, OpType::kAllReduce, 100000, {}, 0, tp);
   const int gemm = m.Compute("gemm", 1000);
-  Contention k{std::vector<float>(3, 0), std::vector<float>(3, 0), std::vector<float>(3, 0),
-               std::vector<int>(3, 0)};
+  Contention k(3);
   k.sm[gemm] = 1.0f;
   k.blocks[ag] = 20;
   k.blocks[ar] = 24;
@@ -187,8 +186,7 @@ TEST(EngineTest, ContentionReratesWhenACollectiveEnds) {
   ScheduleMaker m;
   const int gemm = m.Compute("gemm", 1000);
   const int ag = m.AllGather("ag", 264);  // overlaps the start of the GEMM
-  Contention k{std::vector<float>(2, 0), std::vector<float>(2, 0), std::vector<float>(2, 0),
-               std::vector<int>(2, 0)};
+  Contention k(2);
   k.sm[gemm] = 1.0f;
   k.blocks[ag] = 33;  // 132 / 99 = 4/3
   const OverlapContention c = k.Figures(132, 0);
