@@ -83,7 +83,7 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
     out.roots.push_back(static_cast<int>(out.units.size()));
     out.units.push_back(std::move(r));
     out.work.push_back(std::move(chunk_work[c]));
-    out.labels.push_back(chunks == 1 ? "root" : fmt::format("root.chunk{}", c));
+    out.labels.push_back(chunks == 1 ? UnitOpLabel("") : ChunkRootLabel(c));
   }
   out.members.resize(chunks);
   for (int c = 0; c < chunks; ++c) {

@@ -10,7 +10,6 @@
 //   MemoryEffect                  an allocation or free tied to an op's start or end
 //   ScheduleOp                    one operation of one role
 //   Schedule                      all ops of all simulated roles, plus groups and metadata
-//   UnitOpLabel                   the unit part of op_ids ("root" for the root unit)
 // The builder (plan + tree + options → Schedule) is in core/schedule/schedule_builder.h, the
 // consistency checks and per-step totals in core/schedule/schedule_check.h.
 #pragma once
@@ -23,6 +22,7 @@
 
 #include "core/model/descriptor.h"
 #include "core/model/op_cost.h"
+#include "core/trace/op_id.h"  // op_ids and their unit labels (UnitOpLabel)
 
 namespace shardscope {
 
@@ -139,8 +139,5 @@ struct Schedule {
   std::vector<std::string> modules;  // names ComputeItem::module points to (interned once)
   std::vector<std::string> notes;  // what was modelled and how (shown by `simulate`)
 };
-
-// The unit part of op_ids: the unit FQN, or "root" for the root unit (whose FQN is "").
-std::string UnitOpLabel(const std::string& unit_fqn);
 
 }  // namespace shardscope

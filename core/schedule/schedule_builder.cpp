@@ -170,8 +170,9 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
                     GroupTable& table, std::vector<std::unique_ptr<RoleEmitter>>& emitters) {
   const int num_chunks = static_cast<int>(chunks.roots.size());
   const int pp = o.pp;
-  auto prefix = [&](int micro) {
-    return in.micro_batches > 1 ? fmt::format("mb{}/", micro) : std::string();
+  auto id = [&](const PipeAction& a, std::string_view what) {
+    return MakeOpId(a.forward ? OpPhase::kForward : OpPhase::kBackward, ChunkLabel(a.chunk), what,
+                    0, in.micro_batches > 1 ? a.micro : -1);
   };
   auto p2p = [&](int from_chunk, int to_chunk) {
     const int a = (from_chunk % pp) * world.stage_size();
@@ -195,10 +196,8 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
         if (needs && sent == sends.end()) break;
         RoleEmitter& e = *emitters[stage];
         std::vector<int> waits;
-        const std::string pass = a.forward ? "fwd" : "bwd";
         if (needs) {
-          waits.push_back(e.Recv(prefix(a.micro) + fmt::format("{}/chunk{}/recv", pass, a.chunk),
-                                 p2p(from, a.chunk), sent->second, a.micro));
+          waits.push_back(e.Recv(id(a, op_what::kRecv), p2p(from, a.chunk), sent->second, a.micro));
         }
         if (a.forward) {
           e.Forward(chunks.roots[a.chunk], a.micro, waits);
@@ -210,8 +209,7 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
           // Activations forward, their gradient backward: the receiving chunk's input size.
           const int64_t bytes = chunks.input_bytes[a.forward ? to : a.chunk];
           sends[{a.forward, a.chunk, a.micro}] =
-              e.Send(prefix(a.micro) + fmt::format("{}/chunk{}/send", pass, a.chunk),
-                     p2p(a.chunk, to), bytes, a.micro);
+              e.Send(id(a, op_what::kSend), p2p(a.chunk, to), bytes, a.micro);
         }
         ++next[stage];
         --remaining;

@@ -90,8 +90,4 @@ std::string_view MemCategoryName(MemCategory c) {
   return "unknown";
 }
 
-std::string UnitOpLabel(const std::string& unit_fqn) {
-  return unit_fqn.empty() ? std::string("root") : unit_fqn;
-}
-
 }  // namespace shardscope

@@ -193,13 +193,9 @@ class RoleEmitter::Impl {
   }
 
   // ----- op emission -----
-  std::string Id(std::string_view phase, int u, std::string_view what) const {
-    std::string id = micro_steps_ > 1 ? fmt::format("mb{}/", micro_) : std::string();
-    id += fmt::format("{}/{}/{}", phase, in_.labels[u], what);
-    return id;
-  }
-  static std::string Indexed(std::string_view what, int k) {
-    return k == 0 ? std::string(what) : fmt::format("{}:{}", what, k);
+  std::string Id(std::string_view phase, int u, std::string_view what, int index = 0) const {
+    return MakeOpId(phase == "fwd" ? OpPhase::kForward : OpPhase::kBackward, in_.labels[u], what,
+                    index, micro_steps_ > 1 ? micro_ : -1);
   }
 
   int NewBuffer() { return (*in_.next_buffer)++; }
@@ -302,15 +298,16 @@ class RoleEmitter::Impl {
     int device_shard = -1;
     int h2d = -1;
     if (unit.offload) {
-      ScheduleOp copy = NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, "h2d"), "Memcpy HtoD", u);
+      ScheduleOp copy =
+          NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, op_what::kH2D), "Memcpy HtoD", u);
       copy.bytes = z.shard_bytes;
       copy.deps = issue;
       device_shard =
           Alloc(copy, MemoryEffect::When::kStart, MemCategory::kShardedParams, z.shard_bytes);
       h2d = Push(std::move(copy));
     }
-    ScheduleOp copy_in =
-        NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, "copy_in"), "all_gather_copy_in", u);
+    ScheduleOp copy_in = NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, op_what::kCopyIn),
+                               "all_gather_copy_in", u);
     copy_in.bytes = z.shard_gather_bytes;
     copy_in.deps = issue;
     if (h2d >= 0) copy_in.deps.push_back(h2d);
@@ -332,7 +329,7 @@ class RoleEmitter::Impl {
       st.ready_op = Push(std::move(copy_in));
     } else {
       const int copy_in_index = Push(std::move(copy_in));
-      ScheduleOp ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, "all_gather"),
+      ScheduleOp ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, op_what::kAllGather),
                             "ncclAllGather", u);
       ag.group = group;
       ag.bytes = z.gathered_bytes;
@@ -382,7 +379,7 @@ class RoleEmitter::Impl {
         continue;
       }
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("fwd", u, Indexed("compute", seg.chunk)), "forward", u);
+                            Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
       int64_t saved_bytes = 0, workspace = 0, loss_workspace = 0;
       for (int e : seg.entries) {
         const ComputeItem& item = in_.work[u].entries[e].item;
@@ -424,8 +421,7 @@ class RoleEmitter::Impl {
     for (const CommSpec& c : comms) {
       const std::string what = std::string(prefix) + c.what;
       const int k = counters[what]++;
-      ScheduleOp op =
-          NewOp(Lane::kCompute, c.type, Id(phase, u, Indexed(what, k)), NcclName(c.type), u);
+      ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(phase, u, what, k), NcclName(c.type), u);
       auto mapped = remap_.find(c.group);
       op.group = mapped == remap_.end() ? c.group : mapped->second;
       op.bytes = c.bytes;
@@ -474,7 +470,7 @@ class RoleEmitter::Impl {
         continue;
       }
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("bwd", u, Indexed("compute", bwd_chunk++)), "backward", u);
+                            Id("bwd", u, op_what::kCompute, bwd_chunk++), "backward", u);
       int64_t workspace = 0;
       for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
         const ComputeItem& fwd = in_.work[u].entries[*e].item;
@@ -528,7 +524,7 @@ class RoleEmitter::Impl {
         continue;
       }
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("bwd", u, Indexed("recompute", seg.chunk)), "recompute", u);
+                            Id("bwd", u, op_what::kRecompute, seg.chunk), "recompute", u);
       int64_t workspace = 0;
       for (int e : seg.entries) {
         ComputeItem item = in_.work[u].entries[e].item;
@@ -605,7 +601,7 @@ class RoleEmitter::Impl {
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {
         ScheduleOp rs = NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
-                              Id("bwd", u, "reduce_scatter"), "ncclReduceScatter", u);
+                              Id("bwd", u, op_what::kReduceScatter), "ncclReduceScatter", u);
         rs.group = g.shard;
         rs.bytes = z.reduce_in_bytes;
         rs.deps = {last};
@@ -631,14 +627,14 @@ class RoleEmitter::Impl {
         reduced = last;
       }
       if (g.replicate >= 0) {
-        ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce, Id("bwd", u, "all_reduce"),
-                              "ncclAllReduce", u);
+        ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
+                              Id("bwd", u, op_what::kAllReduce), "ncclAllReduce", u);
         ar.group = g.replicate;
         ar.bytes = z.reduce_out_bytes;
         ar.deps = {reduced};
         reduced = Push(std::move(ar));
       }
-      reduced = FinishReduced(u, reduced, out_buffer, z.reduce_out_bytes, "d2h");
+      reduced = FinishReduced(u, reduced, out_buffer, z.reduce_out_bytes, op_what::kD2H);
     } else {
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.accum_buffer);
@@ -647,7 +643,7 @@ class RoleEmitter::Impl {
       int rep = -1;
       if (g.flat >= 0) {
         ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
-                              Id("bwd", u, "all_reduce_replicate"), "ncclAllReduce", u);
+                              Id("bwd", u, op_what::kAllReduceReplicate), "ncclAllReduce", u);
         ar.group = g.flat;
         ar.bytes = z.replicate_reduce_bytes;
         ar.deps = {last};
@@ -658,7 +654,7 @@ class RoleEmitter::Impl {
         rep = last;
       }
       int none = -1;
-      rep = FinishReduced(u, rep, none, 0, "d2h_replicate");
+      rep = FinishReduced(u, rep, none, 0, op_what::kD2HReplicate);
       reductions_.push_back(rep);
     }
     if (reduced >= 0) reductions_.push_back(reduced);
@@ -691,12 +687,14 @@ class RoleEmitter::Impl {
   void EmitOptimizer() {
     micro_ = micro_steps_ - 1;
     ScheduleOp wait =
-        NewOp(Lane::kCompute, OpType::kWait, "step/wait_reductions", "wait_for_reductions", -1);
+        NewOp(Lane::kCompute, OpType::kWait, MakeOpId(OpPhase::kStep, "", op_what::kWaitReductions),
+              "wait_for_reductions", -1);
     wait.deps = reductions_;
     const int wait_index = Push(std::move(wait));
     bool host = false;
-    ScheduleOp opt = NewOp(Lane::kCompute, OpType::kOptimizer, "step/optimizer",
-                           "Optimizer.step#" + in_.options->optimizer, -1);
+    ScheduleOp opt =
+        NewOp(Lane::kCompute, OpType::kOptimizer, MakeOpId(OpPhase::kStep, "", op_what::kOptimizer),
+              "Optimizer.step#" + in_.options->optimizer, -1);
     const bool moments = in_.options->optimizer != "sgd";
     std::vector<int> temps;
     for (int u : role_units_) {
