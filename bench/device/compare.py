@@ -23,7 +23,9 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools"))
-import measure_fsdp2_step  # noqa: E402  (the scenario the measurement ran)
+# The scenario a measurement ran, from measure_fsdp2_step.py's torch-free half: comparing
+# committed results must work where PyTorch is not installed.
+import fsdp2_step_scenario  # noqa: E402
 
 KINDS = ("gemm", "attention", "elementwise", "loss", "optimizer", "fsdp_copy")
 
@@ -106,7 +108,7 @@ def main():
             name = os.path.basename(path)[len("step_"):-len(".json")]
             meas = json.load(open(path))
             args = argparse.Namespace(**meas["args"])
-            sc = measure_fsdp2_step.scenario(args, meas["world_size"])
+            sc = fsdp2_step_scenario.scenario(args, meas["world_size"])
             if a.calibration:
                 sc["cluster"]["cost_model"] = os.path.abspath(a.calibration)
             sc_path = os.path.join(tmp, name + ".json")
@@ -151,7 +153,7 @@ def main():
             q = r["predicted_kinds_s"].get(kind, 0.0)
             print(f"  {kind:12} {m:8.4f} {q:8.4f}  {pct(q, m):+7.1f}%")
     if a.json:
-        measure_fsdp2_step.write_atomic(a.json, json.dumps(rows, indent=1))
+        fsdp2_step_scenario.write_atomic(a.json, json.dumps(rows, indent=1))
     return 0
 
 

@@ -6,7 +6,9 @@ bench/device/README.md) is predicted under the calibration file measured on the 
 Bounds: tokens/s/GPU within 12% (the measurements on one GPU include FSDP2's world-size-1
 copies, which the model prices only in part), peak allocated memory within 8%, and the GPU
 time of the two traced steps per kind (GEMM; attention + model elementwise + loss together;
-optimizer) within 10%.  Usage: check_h200_steps.py SHARDSCOPE_BINARY
+optimizer) within 10%.  compare.py runs with torch made unimportable, so the check proves it
+reads the committed results without PyTorch (a fresh machine has none).
+Usage: check_h200_steps.py SHARDSCOPE_BINARY
 """
 import json
 import os
@@ -15,6 +17,9 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Runs a script with `import torch` failing (a None entry in sys.modules raises ImportError).
+WITHOUT_TORCH = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+                 "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
 def main():
@@ -24,7 +29,8 @@ def main():
     results = os.path.join(REPO, "bench", "device", "results")
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rows.json")
-        run = subprocess.run([sys.executable, os.path.join(REPO, "bench", "device", "compare.py"),
+        run = subprocess.run([sys.executable, "-c", WITHOUT_TORCH,
+                              os.path.join(REPO, "bench", "device", "compare.py"),
                               results, "--shardscope", sys.argv[1], "--calibration",
                               os.path.join(results, "h200_torch2.11_calibration.json"),
                               "--json", out], capture_output=True, text=True)
