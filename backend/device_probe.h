@@ -29,7 +29,7 @@ struct DeviceInfo {
 struct BackendInfo {
   int cuda_runtime_version = 0;  // e.g. 13000
   int cuda_driver_version = 0;
-  int nccl_version = 0;          // e.g. 22805
+  int nccl_version = 0;  // e.g. 22805
   std::vector<DeviceInfo> devices;
 };
 

@@ -6,7 +6,8 @@ namespace shardscope::backend {
 bool BuiltWithCuda() { return false; }
 
 Result<BackendInfo> ProbeDevices() {
-  return RuntimeError("this shardscope was built without CUDA (nvcc was not found at configure time)");
+  return RuntimeError(
+      "this shardscope was built without CUDA (nvcc was not found at configure time)");
 }
 
 }  // namespace shardscope::backend

@@ -120,8 +120,8 @@ MeshLayout ScenarioMeshLayout(const Scenario& scenario);
 // `scenario.fsdp` (already carries the sizes); kept as a function for symmetry with the layout.
 const FsdpConfig& ScenarioFsdpConfig(const Scenario& scenario);
 
-std::string_view PpScheduleName(PpSchedule s);  // "1f1b" | "interleaved_1f1b" | "gpipe"
-std::string_view OptimizerName(Optimizer o);    // "adamw" | "adam" | "sgd"
+std::string_view PpScheduleName(PpSchedule s);              // "1f1b" | "interleaved_1f1b" | "gpipe"
+std::string_view OptimizerName(Optimizer o);                // "adamw" | "adam" | "sgd"
 std::string_view AttentionBackendName(AttentionBackend b);  // "flash" | "cudnn"
 
 }  // namespace shardscope

@@ -1,10 +1,10 @@
 #include "core/config/scenario_schema.h"
 
-#include "core/util/did_you_mean.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "core/util/did_you_mean.h"
 
 namespace shardscope {
 namespace {

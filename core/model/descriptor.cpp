@@ -40,10 +40,8 @@ const std::vector<std::string_view>& OpDimKeys(OpKind kind) {
   static const std::vector<std::string_view> kActivation = {"dim", "gated"};
   static const std::vector<std::string_view> kAttention = {
       "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "window", "sinks"};
-  static const std::vector<std::string_view> kRouter = {"dim", "experts", "top_k",
-                                                        "shared_input"};
-  static const std::vector<std::string_view> kExperts = {"experts", "top_k", "dim", "ffn",
-                                                         "gated"};
+  static const std::vector<std::string_view> kRouter = {"dim", "experts", "top_k", "shared_input"};
+  static const std::vector<std::string_view> kExperts = {"experts", "top_k", "dim", "ffn", "gated"};
   static const std::vector<std::string_view> kLoss = {"vocab"};
   switch (kind) {
     case OpKind::kLinear:

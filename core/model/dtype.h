@@ -15,7 +15,19 @@
 
 namespace shardscope {
 
-enum class DType { kFloat32, kBFloat16, kFloat16, kFloat64, kFloat8E4M3, kFloat8E5M2, kInt64, kInt32, kInt8, kUInt8, kBool };
+enum class DType {
+  kFloat32,
+  kBFloat16,
+  kFloat16,
+  kFloat64,
+  kFloat8E4M3,
+  kFloat8E5M2,
+  kInt64,
+  kInt32,
+  kInt8,
+  kUInt8,
+  kBool
+};
 
 // Accepts canonical names, the `torch.` prefix and the short forms (fp32, bf16, fp16, ...).
 // `what` names the field for the error message, e.g. "fsdp.mix_precision.param_dtype".

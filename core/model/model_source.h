@@ -8,10 +8,9 @@
 //   ClassifyModelArgument  a command-line NAME|config.json|tree.json → ModelSource
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/model/dtype.h"
 #include "core/model/tree.h"
@@ -22,7 +21,7 @@ namespace shardscope {
 struct ModelSource {
   enum class Kind { kBuiltin, kHfConfigFile, kModuleTreeFile, kHfInline };
   Kind kind = Kind::kBuiltin;
-  std::string name_or_path;  // built-in name, or a path already resolved against the scenario
+  std::string name_or_path;      // built-in name, or a path already resolved against the scenario
   nlohmann::json inline_config;  // kHfInline only
 };
 

@@ -97,7 +97,7 @@ OpCost Norm(const OpDescriptor& op, const Shape& s) {
     c.bwd_bytes = 3 * c.input_bytes + 2 * dim * s.act_bytes + stats + residual_bwd;
     c.fwd_kernels = 1 + 1;  // + the residual add
     c.bwd_kernels = 2 + 1;  // input and weight gradients + the residual gradient's add
-  } else {  // composite RMSNorm: fp32 intermediates, one kernel per op
+  } else {                  // composite RMSNorm: fp32 intermediates, one kernel per op
     c.fwd_bytes = 38 * elems + dim * s.act_bytes + stats + residual_fwd;
     c.bwd_bytes = 60 * elems + 2 * dim * s.act_bytes + stats + residual_bwd;
     // float, pow, mean, add eps, rsqrt, mul, type_as, mul weight + the residual add; backward
@@ -282,8 +282,9 @@ Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
     ac.every_k = every;
     return ac;
   }
-  return InvalidInput(std::string(what) + ": bad activation checkpoint mode '" + std::string(text) +
-                      "' (expected none, full, selective_op, selective_op:K or selective_layer:K with K >= 1)");
+  return InvalidInput(
+      std::string(what) + ": bad activation checkpoint mode '" + std::string(text) +
+      "' (expected none, full, selective_op, selective_op:K or selective_layer:K with K >= 1)");
 }
 
 std::string ActivationCheckpointName(const ActivationCheckpoint& ac) {

@@ -32,12 +32,13 @@ struct ActivationCheckpoint {
 };
 // "none" | "full" | "selective_op" | "selective_op:K" (K >= 1) | "selective_layer:K" (K >= 1);
 // `what` names the field.
-Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text, std::string_view what);
+Result<ActivationCheckpoint> ParseActivationCheckpoint(std::string_view text,
+                                                       std::string_view what);
 std::string ActivationCheckpointName(const ActivationCheckpoint& ac);
 
 struct OpContext {
-  int64_t batch = 1;   // micro-batch per rank (sequences)
-  int64_t seq = 1;     // sequence length of the model (before CP)
+  int64_t batch = 1;  // micro-batch per rank (sequences)
+  int64_t seq = 1;    // sequence length of the model (before CP)
   int tp = 1;
   int cp = 1;
   int ep = 1;
@@ -50,8 +51,8 @@ struct OpCost {
   // Per rank, one micro-batch. FLOPs count matrix multiplies and the attention core only
   // (norms, activations, gathers are memory-bound: bytes). Conventions in op_cost.cpp.
   double fwd_flops = 0;
-  double bwd_flops = 0;          // data-gradient + weight-gradient
-  int64_t fwd_bytes = 0;         // bytes read + written by the forward kernels
+  double bwd_flops = 0;   // data-gradient + weight-gradient
+  int64_t fwd_bytes = 0;  // bytes read + written by the forward kernels
   int64_t bwd_bytes = 0;
   // Bytes of the separate eager kernels around the op's main kernel (attention: RoPE, the
   // repeat_kv expansion, the output's transpose copy), included in fwd_bytes / bwd_bytes.

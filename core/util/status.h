@@ -8,8 +8,8 @@
 //
 // Example:
 //   Result<int> ParseDepth(const Json& j) {
-//     if (!j.is_number_integer()) return InvalidInput("fsdp.forward_prefetch_depth: expected an integer");
-//     return j.get<int>();
+//     if (!j.is_number_integer()) return InvalidInput("fsdp.forward_prefetch_depth: expected an
+//     integer"); return j.get<int>();
 //   }
 //   SS_ASSIGN_OR_RETURN(int depth, ParseDepth(j));
 //
@@ -67,7 +67,7 @@ inline Status CheckFailed(std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.ok() && "Result constructed from an OK status without a value");
   }
@@ -103,10 +103,10 @@ class [[nodiscard]] Result {
 #define SS_CONCAT_(a, b) SS_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function if it is not OK.
-#define SS_RETURN_IF_ERROR(expr)                   \
-  do {                                             \
-    ::shardscope::Status ss_status_ = (expr);      \
-    if (!ss_status_.ok()) return ss_status_;       \
+#define SS_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    ::shardscope::Status ss_status_ = (expr); \
+    if (!ss_status_.ok()) return ss_status_;  \
   } while (0)
 
 // `SS_ASSIGN_OR_RETURN(auto x, MakeX());` declares x from a Result or returns its error.

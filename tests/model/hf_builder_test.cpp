@@ -47,8 +47,8 @@ TEST_P(FixtureTest, BuilderTreeEqualsTransformersExport) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FixtureTest,
                          ::testing::Values("llama_tied", "qwen2", "qwen3_moe", "mixtral",
-                                           "deepseek_v3", "gemma2", "gemma3_text", "gpt_oss",
-                                           "mpt", "mistral", "qwen3", "llama_bias"));
+                                           "deepseek_v3", "gemma2", "gemma3_text", "gpt_oss", "mpt",
+                                           "mistral", "qwen3", "llama_bias"));
 
 TEST(BuiltinTest, ParameterCountsEqualPinnedTransformersFigures) {
   const json pinned = ReadJson("tests/model/pinned_param_counts.json")["total_params"];

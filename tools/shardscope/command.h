@@ -7,11 +7,10 @@
 // command and turns its Status into the exit code of formats.md §4.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "core/util/status.h"
 

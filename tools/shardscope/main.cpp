@@ -1,10 +1,10 @@
 // The `shardscope` program: parses the command line, runs one subcommand, and is the only
 // place that turns a Status into an exit code (0 ok, 1 check failed, 2 bad input, 3 runtime).
-#include <cstdio>
-#include <exception>
+#include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
+#include <cstdio>
+#include <exception>
 
 #include "tools/shardscope/command.h"
 
