@@ -66,23 +66,20 @@ Result<std::optional<DType>> OptionalDType(const json& v, const char* field) {
   return std::optional<DType>(d);
 }
 
-Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
-  for (const char* key : {"dp_replicate", "tp", "cp", "pp", "ep", "pp_virtual_stages"}) {
-    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", key, 1));
-  }
-  ParallelismConfig& par = s.parallelism;
-  par.dp_replicate = p["dp_replicate"].get<int>();
-  par.tp = p["tp"].get<int>();
-  par.cp = p["cp"].get<int>();
-  par.pp = p["pp"].get<int>();
-  par.ep = p["ep"].get<int>();
-  par.pp_virtual_stages = p["pp_virtual_stages"].get<int>();
-  par.loss_parallel = p["loss_parallel"].get<bool>();
-  par.sequence_parallel = p["sequence_parallel"].get<bool>();
+// Resolves dp_shard and dp_replicate against the world size (formats.md §1): dp_shard = -1
+// fills the world; dp_replicate omitted is W / (dp_shard·tp·cp·pp), planning.md §1.2's
+// dp·cp / dp_shard in the planner's terms (its dp_shard is the scenario's dp_shard·cp).
+Status ResolveDataParallel(json& p, const ClusterConfig& cluster, ParallelismConfig& par) {
   const int world = cluster.world_size();
-  const int64_t others = int64_t{par.dp_replicate} * par.tp * par.cp * par.pp;
+  const int64_t model_parallel = int64_t{par.tp} * par.cp * par.pp;
+  const bool replicate_given = !p["dp_replicate"].is_null();
+  if (replicate_given) {
+    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "dp_replicate", 1));
+  }
+  par.dp_replicate = replicate_given ? p["dp_replicate"].get<int>() : 1;
   const int64_t dp_shard = p["dp_shard"].get<int64_t>();
   if (dp_shard == -1) {
+    const int64_t others = int64_t{par.dp_replicate} * model_parallel;
     if (world % others != 0) {
       return InvalidInput(fmt::format(
           "parallelism.dp_shard = -1: world size {} (nodes·gpus_per_node) is not divisible by "
@@ -94,14 +91,44 @@ Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
   } else {
     SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "dp_shard", 1));
     par.dp_shard = static_cast<int>(dp_shard);
+    if (!replicate_given) {
+      const int64_t shard_domain = int64_t{par.dp_shard} * model_parallel;
+      if (world % shard_domain != 0) {
+        return InvalidInput(fmt::format(
+            "parallelism.dp_shard = {}: world size {} (nodes·gpus_per_node) is not divisible "
+            "by dp_shard·tp·cp·pp = {}·{}·{}·{} = {}, so parallelism.dp_replicate (omitted) "
+            "cannot be derived",
+            par.dp_shard, world, par.dp_shard, par.tp, par.cp, par.pp, shard_domain));
+      }
+      par.dp_replicate = static_cast<int>(world / shard_domain);
+    }
   }
-  if (others * par.dp_shard != world) {
+  p["dp_replicate"] = par.dp_replicate;
+  const int64_t product = int64_t{par.dp_replicate} * par.dp_shard * model_parallel;
+  if (product != world) {
     return InvalidInput(fmt::format(
-        "parallelism: dp_replicate·dp_shard·tp·cp·pp = {}·{}·{}·{}·{} = {} but the world size "
-        "is nodes·gpus_per_node = {}·{} = {}",
-        par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp, others * par.dp_shard,
-        cluster.nodes, cluster.gpus_per_node, world));
+        "parallelism.dp_replicate = {} and parallelism.dp_shard = {} do not fit the world "
+        "size: dp_replicate·dp_shard·tp·cp·pp = {}·{}·{}·{}·{} = {} but nodes·gpus_per_node = "
+        "{}·{} = {}",
+        par.dp_replicate, par.dp_shard, par.dp_replicate, par.dp_shard, par.tp, par.cp, par.pp,
+        product, cluster.nodes, cluster.gpus_per_node, world));
   }
+  return Status::Ok();
+}
+
+Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
+  for (const char* key : {"tp", "cp", "pp", "ep", "pp_virtual_stages"}) {
+    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", key, 1));
+  }
+  ParallelismConfig& par = s.parallelism;
+  par.tp = p["tp"].get<int>();
+  par.cp = p["cp"].get<int>();
+  par.pp = p["pp"].get<int>();
+  par.ep = p["ep"].get<int>();
+  par.pp_virtual_stages = p["pp_virtual_stages"].get<int>();
+  par.loss_parallel = p["loss_parallel"].get<bool>();
+  par.sequence_parallel = p["sequence_parallel"].get<bool>();
+  SS_RETURN_IF_ERROR(ResolveDataParallel(p, cluster, par));
   const int64_t edp_shard = p["edp_shard"].get<int64_t>();
   if (edp_shard == -1) {
     // Fill the expert data-parallel domain: edp = dp·cp·tp / ep (checked below).

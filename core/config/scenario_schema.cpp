@@ -12,7 +12,8 @@ namespace {
 using nlohmann::json;
 
 std::vector<SchemaKey> BuildSchema() {
-  // Defaults are formats.md §1's example values; pp_microbatches null means "= pp".
+  // Defaults are formats.md §1's example values; pp_microbatches null means "= pp",
+  // dp_replicate null "derived from the world size" (formats.md §1).
   return {
       {"description", KeyType::kNullableString, nullptr},
       {"model", KeyType::kModel, nullptr},
@@ -23,7 +24,7 @@ std::vector<SchemaKey> BuildSchema() {
       {"cluster.cost_model", KeyType::kNullableString, nullptr},
       {"parallelism", KeyType::kSection, nullptr},
       {"parallelism.dp_shard", KeyType::kInt, -1},
-      {"parallelism.dp_replicate", KeyType::kInt, 1},
+      {"parallelism.dp_replicate", KeyType::kNullableInt, nullptr},
       {"parallelism.tp", KeyType::kInt, 1},
       {"parallelism.cp", KeyType::kInt, 1},
       {"parallelism.pp", KeyType::kInt, 1},

@@ -1,5 +1,6 @@
 #include "core/config/scenario.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -72,10 +73,49 @@ TEST(ScenarioTest, CpFoldsIntoTheFsdpShardDim) {
   EXPECT_EQ(mesh->dp, 8);
 }
 
+TEST(ScenarioTest, OmittedDpReplicateIsDerivedFromTheWorld) {
+  // planning.md §1.2: dp_replicate = dp·cp / dp_shard (the planner's dp_shard is dp_shard·cp).
+  struct Case {
+    int nodes, dp_shard, tp, cp, want_replicate;
+  };
+  for (const Case& c : {Case{2, 4, 1, 1, 4}, Case{2, 8, 1, 1, 2}, Case{2, 2, 2, 2, 2},
+                        Case{1, 8, 1, 1, 1}, Case{4, 8, 2, 1, 2}}) {
+    SCOPED_TRACE(fmt::format("nodes {} dp_shard {} tp {} cp {}", c.nodes, c.dp_shard, c.tp, c.cp));
+    Result<Scenario> s =
+        Parse(json{{"model", "m"},
+                   {"cluster", {{"nodes", c.nodes}}},
+                   {"parallelism", {{"dp_shard", c.dp_shard}, {"tp", c.tp}, {"cp", c.cp}}}});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(s->parallelism.dp_replicate, c.want_replicate);
+    EXPECT_EQ(s->resolved["parallelism"]["dp_replicate"], c.want_replicate);
+    Result<MeshContext> mesh = BuildMeshContext(ScenarioMeshLayout(*s));
+    ASSERT_TRUE(mesh.ok()) << mesh.status().message();
+    EXPECT_EQ(mesh->dp_replicate, mesh->dp * c.cp / (c.dp_shard * c.cp));
+    EXPECT_EQ(mesh->dp_replicate, c.want_replicate);
+  }
+  // dp_shard = -1 with dp_replicate omitted fills the world with one replica.
+  Result<Scenario> fill = Parse(json{{"model", "m"}, {"cluster", {{"nodes", 2}}}});
+  ASSERT_TRUE(fill.ok()) << fill.status().message();
+  EXPECT_EQ(fill->parallelism.dp_replicate, 1);
+  EXPECT_EQ(fill->parallelism.dp_shard, 16);
+  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"dp_shard", 3}}}}),
+            "job.json: parallelism.dp_shard = 3: world size 8 (nodes·gpus_per_node) is not "
+            "divisible by dp_shard·tp·cp·pp = 3·1·1·1 = 3, so parallelism.dp_replicate (omitted) "
+            "cannot be derived");
+}
+
 TEST(ScenarioTest, WorldSizeMismatch) {
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"dp_shard", 2}, {"tp", 2}}}}),
-            "job.json: parallelism: dp_replicate·dp_shard·tp·cp·pp = 1·2·2·1·1 = 4 but the world "
-            "size is nodes·gpus_per_node = 1·8 = 8");
+  EXPECT_EQ(ErrorOf(json{{"model", "m"},
+                         {"parallelism", {{"dp_shard", 2}, {"dp_replicate", 1}, {"tp", 2}}}}),
+            "job.json: parallelism.dp_replicate = 1 and parallelism.dp_shard = 2 do not fit the "
+            "world size: dp_replicate·dp_shard·tp·cp·pp = 1·2·2·1·1 = 4 but nodes·gpus_per_node "
+            "= 1·8 = 8");
+  EXPECT_EQ(ErrorOf(json{{"model", "m"},
+                         {"cluster", {{"nodes", 2}}},
+                         {"parallelism", {{"dp_shard", 4}, {"dp_replicate", 2}}}}),
+            "job.json: parallelism.dp_replicate = 2 and parallelism.dp_shard = 4 do not fit the "
+            "world size: dp_replicate·dp_shard·tp·cp·pp = 2·4·1·1·1 = 8 but nodes·gpus_per_node "
+            "= 2·8 = 16");
   EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", 3}}}})
                 .find("parallelism.dp_shard = -1: world size 8 (nodes·gpus_per_node) is not "
                       "divisible by dp_replicate·tp·cp·pp = 1·3·1·1 = 3"),
