@@ -3,7 +3,7 @@
 #   scripts/setup.sh            build + test dependencies
 #   scripts/setup.sh --viewer   also Dear ImGui 1.86, GLFW, OpenGL and Xvfb for the viewer
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libeigen3-dev
+pkgs=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev python3)
 if [[ "${1:-}" == "--viewer" ]]; then
   pkgs+=(libimgui-dev libglfw3-dev libgl-dev xvfb)

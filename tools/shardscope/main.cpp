@@ -35,12 +35,21 @@ int main(int argc, char** argv) {
   try {
     const Status status = registry.RunSelected();
     if (!status.ok()) {
+      // What the command printed comes before the error, also when stdout is a pipe.
+      std::fflush(stdout);
       fmt::print(stderr, "shardscope: error: {}\n", status.message());
+      // The trail is for whoever fixes the program: shown for runtime failures, and for every
+      // error under SHARDSCOPE_ERROR_TRACE=1, never mixed into the message itself.
+      if ((status.code() == ErrorCode::kRuntime || ErrorTraceRequested()) &&
+          !status.trail().empty()) {
+        fmt::print(stderr, "shardscope: error trail: {}\n", status.TrailText());
+      }
       std::fflush(stderr);
     }
     return status.exit_code();
   } catch (const std::exception& e) {
     // A bug, not a user mistake: report it plainly rather than abort with a trace.
+    std::fflush(stdout);
     fmt::print(stderr, "shardscope: internal error: {}\n", e.what());
     return static_cast<int>(ErrorCode::kRuntime);
   }
