@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "core/config/scenario_schema.h"
+#include "core/model/unknown_model.h"
 #include "core/util/file_io.h"
 
 namespace shardscope {
@@ -46,6 +49,11 @@ Result<ModelSource> ParseModel(const json& m, const std::string& base_dir) {
   if (m.is_string()) {
     src.kind = ModelSource::Kind::kBuiltin;
     src.name_or_path = m.get<std::string>();
+    // Checked here, not only when the model is built, so the error names the scenario file.
+    const std::vector<std::string> names = BuiltinModelNames();
+    if (std::find(names.begin(), names.end(), src.name_or_path) == names.end()) {
+      return UnknownBuiltinModel(src.name_or_path);
+    }
     return src;
   }
   const std::string& key = m.begin().key();
@@ -324,6 +332,39 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
   }
 }
 
+namespace {
+
+// True when `path` occurs in `text` as a whole key path (not inside a longer one).
+bool MentionsPath(std::string_view text, std::string_view path) {
+  auto key_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  for (size_t at = text.find(path); at != std::string_view::npos; at = text.find(path, at + 1)) {
+    const size_t end = at + path.size();
+    if ((at == 0 || !key_char(text[at - 1])) && (end == text.size() || !key_char(text[end]) ||
+                                                 (text[end] == '.' && end + 1 == text.size()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// An error about a field the command line set says so: the value came from --set, not the file.
+Status NameTheOverride(const Status& status, const std::vector<std::string>& overrides) {
+  for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+    const std::string_view path = std::string_view(*it).substr(0, it->find('='));
+    if (MentionsPath(status.message(), path)) {
+      Status named(status.code(), status.message() + " (from --set " + *it + ")");
+      for (const SourceFrame& f : status.trail())
+        named = std::move(named).WithFrame(f.file, f.line);
+      return named;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
 Result<Scenario> ParseScenario(json doc, const std::string& source, const std::string& base_dir,
                                const std::vector<std::string>& overrides) {
   for (const std::string& o : overrides) {
@@ -331,7 +372,7 @@ Result<Scenario> ParseScenario(json doc, const std::string& source, const std::s
     if (!st.ok()) return st;
   }
   Result<Scenario> s = Resolve(std::move(doc), base_dir);
-  if (!s.ok()) return s.status().WithContext(source);
+  if (!s.ok()) return NameTheOverride(s.status(), overrides).WithContext(source);
   s->source = source;
   return s;
 }

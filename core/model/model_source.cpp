@@ -6,6 +6,7 @@
 #include "core/model/builtin_configs.h"
 #include "core/model/hf_builder.h"
 #include "core/model/tree_json.h"
+#include "core/model/unknown_model.h"
 #include "core/util/file_io.h"
 
 namespace shardscope {
@@ -20,12 +21,6 @@ Result<json> ReadJsonFile(const std::string& path, const char* expected) {
     return InvalidInput(path + ": not valid JSON (expected " + std::string(expected) + ")");
   }
   return j;
-}
-
-std::string NameList() {
-  std::string out;
-  for (const std::string& n : BuiltinModelNames()) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 }  // namespace
@@ -48,9 +43,7 @@ Result<ModelTree> LoadModel(const ModelSource& source, const ModelBuildOptions& 
         }
         return BuildModelFromHfConfig(config, "built-in " + std::string(c.name), options);
       }
-      return InvalidInput("model: unknown built-in model '" + source.name_or_path +
-                          "' (built-ins: " + NameList() +
-                          "; or give {\"hf_config\": PATH} or {\"module_tree\": PATH})");
+      return UnknownBuiltinModel(source.name_or_path);
     }
     case ModelSource::Kind::kHfConfigFile: {
       SS_ASSIGN_OR_RETURN(json config, ReadJsonFile(source.name_or_path, "a config.json"));
@@ -71,8 +64,8 @@ Result<ModelSource> ClassifyModelArgument(const std::string& arg) {
   if (std::find(names.begin(), names.end(), arg) != names.end()) return source;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(arg, ec)) {
-    return InvalidInput("model: '" + arg + "' is neither a built-in model (" + NameList() +
-                        ") nor a readable file (a config.json or a module tree)");
+    return InvalidInput("model: " + UnknownBuiltinModelText(arg) +
+                        "; nor is it a readable file (a config.json or a module tree)");
   }
   SS_ASSIGN_OR_RETURN(json j, ReadJsonFile(arg, "a config.json or a shardscope-tree/1 file"));
   source.kind = j.is_object() && j.contains("format") ? ModelSource::Kind::kModuleTreeFile

@@ -3,19 +3,34 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
+#include <span>
 #include <tuple>
 
 #include "core/trace/trace_stats.h"
 
 namespace shardscope {
 
+double Tolerance::Allowed(double a) const {
+  double allowed = -1;
+  if (absolute >= 0) allowed = absolute;
+  if (relative >= 0) allowed = std::max(allowed, relative * std::fabs(a));
+  return allowed;
+}
+
 bool Tolerance::Allows(double a, double b) const {
-  const double d = std::fabs(b - a);
-  if (absolute >= 0 && d <= absolute) return true;
-  if (relative >= 0 && d <= relative * std::max(std::fabs(a), std::fabs(b))) return true;
-  return absolute < 0 && relative < 0;
+  const double d = b - a;
+  if (side == ToleranceSide::kIncrease && d <= 0) return true;
+  if (side == ToleranceSide::kDecrease && d >= 0) return true;
+  const double allowed = Allowed(a);
+  return allowed < 0 || std::fabs(d) <= allowed;
+}
+
+std::optional<double> MetricDelta::relative() const {
+  if (a == 0) return b == 0 ? std::optional<double>(0.0) : std::nullopt;
+  return (b - a) / std::fabs(a);
 }
 
 namespace {
@@ -30,14 +45,6 @@ void Note(std::vector<std::string>* list, int64_t* count,
   if (list->size() < kMaxListed) list->push_back(text());
 }
 
-double Allowed(const Tolerance& t, double a, double b) {
-  double allowed = -1;
-  if (t.absolute >= 0) allowed = t.absolute;
-  if (t.relative >= 0)
-    allowed = std::max(allowed, t.relative * std::max(std::fabs(a), std::fabs(b)));
-  return allowed;
-}
-
 Tolerance Make(double rel, double abs, std::string text) {
   Tolerance t;
   t.relative = rel;
@@ -46,22 +53,21 @@ Tolerance Make(double rel, double abs, std::string text) {
   return t;
 }
 
-MetricDelta Compare(std::string metric, std::string unit, double a, double b, const Tolerances& tol,
-                    const std::string& tol_name) {
+// `a`, `b` in `unit`; `to_base` converts them to the tolerance's base unit (ns or bytes).
+MetricDelta Compare(std::string metric, std::string unit, double a, double b, double to_base,
+                    const Tolerances& tol, const std::string& tol_name) {
   MetricDelta m;
   m.metric = std::move(metric);
   m.unit = std::move(unit);
   m.a = a;
   m.b = b;
-  const double d = std::fabs(b - a);
   auto it = tol.find(tol_name);
-  if (it == tol.end()) {
-    m.impact = 0;
-    return m;
-  }
+  if (it == tol.end()) return m;
+  const double base_a = a * to_base, base_b = b * to_base;
+  const double d = std::fabs(base_b - base_a);
   m.tolerance = it->second.text;
-  m.over = !it->second.Allows(a, b);
-  const double allowed = Allowed(it->second, a, b);
+  m.over = !it->second.Allows(base_a, base_b);
+  const double allowed = it->second.Allowed(base_a);
   m.impact = allowed > 0 ? d / allowed : (d > 0 ? 1e300 : 0);
   return m;
 }
@@ -72,6 +78,28 @@ void SortByImpact(std::vector<MetricDelta>* metrics) {
                      if (x.over != y.over) return x.over;
                      return x.impact > y.impact;
                    });
+}
+
+// Reads `fits` from two summaries (null, or no `fits`, on either side: nothing to compare).
+// The memory tolerance does not enter: not fitting any more is a failure by itself.
+Status CompareFit(const nlohmann::json& a, const nlohmann::json& b, const std::string& source_a,
+                  const std::string& source_b, DiffReport* r) {
+  const nlohmann::json* fits[2] = {nullptr, nullptr};
+  const nlohmann::json* docs[2] = {&a, &b};
+  for (int k = 0; k < 2; ++k) {
+    if (!docs[k]->is_object() || !docs[k]->contains("fits")) continue;
+    fits[k] = &(*docs[k])["fits"];
+    if (!fits[k]->is_boolean()) {
+      return InvalidInput(fmt::format("{}: fits: expected true or false, got {}",
+                                      k == 0 ? source_a : source_b, fits[k]->dump()));
+    }
+  }
+  if (fits[0] == nullptr || fits[1] == nullptr) return Status::Ok();
+  const bool fa = fits[0]->get<bool>(), fb = fits[1]->get<bool>();
+  if (fa && !fb) r->fit_change = "fits → does not fit";
+  if (!fa && fb) r->fit_change = "does not fit → fits";
+  r->fit_lost = fa && !fb;
+  return Status::Ok();
 }
 
 // Key of an op: (rank, lane or -1 when joined on op_id, string id in A's table), plus its
@@ -157,12 +185,41 @@ Tolerances DefaultTolerances() {
           {"op", Make(-1, 50000, "50us")}};
 }
 
+namespace {
+
+struct Unit {
+  std::string_view name;
+  double scale;  // to ns or bytes
+};
+constexpr Unit kTimeUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+constexpr Unit kByteUnits[] = {
+    {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+    {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9}};
+constexpr std::string_view kTimeMetrics[] = {"step_time", "exposed_comm", "compute", "op"};
+
+std::string UnitList(std::span<const Unit> units) {
+  std::string out;
+  for (const Unit& u : units) out += (out.empty() ? "" : ", ") + std::string(u.name);
+  return out;
+}
+
+}  // namespace
+
+std::string ToleranceHelp() {
+  std::string defaults;
+  const Tolerances d = DefaultTolerances();
+  for (const auto& [name, t] : d) defaults += (defaults.empty() ? "" : ",") + name + "=" + t.text;
+  return fmt::format(
+      "metric=[+|-]N% or metric=[+|-]N<unit> or metric=off, comma-separated. Metrics: "
+      "step_time, exposed_comm, compute, op (units {}) and peak_memory (units {}). N% is of "
+      "A's value; +N fails only on an increase (a regression), -N only on a decrease, N both "
+      "ways. Defaults: {} (compute off); metrics not given keep them. A job that fits in A and "
+      "not in B always fails.",
+      UnitList(kTimeUnits), UnitList(kByteUnits), defaults);
+}
+
 Result<Tolerances> ParseTolerances(std::string_view spec) {
   Tolerances tol = DefaultTolerances();
-  static const std::vector<std::pair<std::string_view, double>> kUnits = {
-      {"ns", 1},   {"us", 1e3},     {"ms", 1e6},        {"s", 1e9},
-      {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-      {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9}};
   size_t pos = 0;
   while (pos <= spec.size() && !spec.empty()) {
     size_t comma = spec.find(',', pos);
@@ -175,37 +232,53 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
     }
     const size_t eq = item.find('=');
     const std::string name(item.substr(0, eq));
-    if (eq == std::string_view::npos ||
-        (name != "step_time" && name != "exposed_comm" && name != "compute" &&
-         name != "peak_memory" && name != "op")) {
+    const bool is_time =
+        std::find(std::begin(kTimeMetrics), std::end(kTimeMetrics), name) != std::end(kTimeMetrics);
+    if (eq == std::string_view::npos || (!is_time && name != "peak_memory")) {
       return InvalidInput(
           fmt::format("--tol: \"{}\": expected metric=value with metric one of step_time, "
-                      "exposed_comm, compute, peak_memory, op",
+                      "exposed_comm, compute, op, peak_memory",
                       item));
     }
     const std::string value(item.substr(eq + 1));
+    if (value == "off" || value == "none") {
+      tol.erase(name);
+      if (comma == spec.size()) break;
+      continue;
+    }
+    ToleranceSide side = ToleranceSide::kBoth;
+    std::string magnitude = value;
+    if (!magnitude.empty() && (magnitude[0] == '+' || magnitude[0] == '-')) {
+      side = magnitude[0] == '+' ? ToleranceSide::kIncrease : ToleranceSide::kDecrease;
+      magnitude.erase(0, 1);
+    }
     char* end = nullptr;
-    const double number = std::strtod(value.c_str(), &end);
+    const double number = std::strtod(magnitude.c_str(), &end);
     const std::string unit(end);
-    if (end == value.c_str() || !std::isfinite(number) || number < 0) {
-      return InvalidInput(
-          fmt::format("--tol: \"{}\": expected a number ≥ 0 with % or a unit", item));
+    const bool digits_first =
+        !magnitude.empty() && (std::isdigit(magnitude[0]) != 0 || magnitude[0] == '.');
+    if (!digits_first || end == magnitude.c_str() || !std::isfinite(number) || number < 0) {
+      return InvalidInput(fmt::format(
+          "--tol: \"{}\": expected [+|-] and a number ≥ 0 with % or a unit, or off", item));
     }
+    const std::span<const Unit> units =
+        is_time ? std::span<const Unit>(kTimeUnits) : std::span<const Unit>(kByteUnits);
+    Tolerance t;
     if (unit == "%") {
-      tol[name] = Make(number / 100.0, -1, value);
+      t = Make(number / 100.0, -1, value);
     } else {
-      double scale = unit.empty() ? 1 : -1;
-      for (const auto& [u, s] : kUnits) {
-        if (unit == u) scale = s;
+      const auto u =
+          std::find_if(units.begin(), units.end(), [&](const Unit& x) { return x.name == unit; });
+      if (u == units.end()) {
+        return InvalidInput(fmt::format(
+            "--tol: \"{}\": {} (expected % or one of {} for {})", item,
+            unit.empty() ? std::string("a unit is required") : "unknown unit \"" + unit + "\"",
+            UnitList(units), name));
       }
-      if (scale < 0) {
-        return InvalidInput(
-            fmt::format("--tol: \"{}\": unknown unit \"{}\" (expected %, ns, us, ms, s, B, "
-                        "KiB, MiB, GiB, KB, MB, GB)",
-                        item, unit));
-      }
-      tol[name] = Make(-1, number * scale, value);
+      t = Make(-1, number * u->scale, value);
     }
+    t.side = side;
+    tol[name] = t;
     if (comma == spec.size()) break;
   }
   return tol;
@@ -289,14 +362,15 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
   const TraceStats sa = ComputeStats(a, 0);
   const TraceStats sb = ComputeStats(b, 0);
   r.metrics.push_back(Compare("step_time", "ns", static_cast<double>(sa.step_time_ns),
-                              static_cast<double>(sb.step_time_ns), tolerances, "step_time"));
+                              static_cast<double>(sb.step_time_ns), 1, tolerances, "step_time"));
   r.metrics.push_back(Compare("exposed_comm", "ns", static_cast<double>(sa.exposed_comm_ns),
-                              static_cast<double>(sb.exposed_comm_ns), tolerances, "exposed_comm"));
+                              static_cast<double>(sb.exposed_comm_ns), 1, tolerances,
+                              "exposed_comm"));
   r.metrics.push_back(Compare("compute", "ns", static_cast<double>(sa.compute_ns),
-                              static_cast<double>(sb.compute_ns), tolerances, "compute"));
+                              static_cast<double>(sb.compute_ns), 1, tolerances, "compute"));
   if (!sa.memory.empty() || !sb.memory.empty()) {
     r.metrics.push_back(Compare("peak_memory", "bytes", static_cast<double>(sa.peak_memory_bytes),
-                                static_cast<double>(sb.peak_memory_bytes), tolerances,
+                                static_cast<double>(sb.peak_memory_bytes), 1, tolerances,
                                 "peak_memory"));
   }
   // Per-op durations: rank cheaply first, then describe only the most important ones.
@@ -315,7 +389,7 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
     if (da == db) continue;
     const bool over = op_tol != nullptr && !op_tol->Allows(da, db);
     if (over) ++r.ops_over;
-    const double allowed = op_tol != nullptr ? Allowed(*op_tol, da, db) : -1;
+    const double allowed = op_tol != nullptr ? op_tol->Allowed(da) : -1;
     candidates.push_back(
         {over, allowed > 0 ? std::fabs(db - da) / allowed : std::fabs(db - da), i});
   }
@@ -331,13 +405,15 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
     const WorkEvent& ea = a.events[c.index];
     const WorkEvent& eb = b.events[static_cast<size_t>(match_of_a[c.index])];
     r.metrics.push_back(Compare("op " + Describe(a, ea), "ns", static_cast<double>(ea.dur_ns),
-                                static_cast<double>(eb.dur_ns), tolerances, "op"));
+                                static_cast<double>(eb.dur_ns), 1, tolerances, "op"));
   }
   SortByImpact(&r.metrics);
+  SS_RETURN_IF_ERROR(CompareFit(a.metadata.summary, b.metadata.summary, "A's metadata summary",
+                                "B's metadata summary", &r));
   const bool metric_over =
       std::any_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
-  r.within_tolerance =
-      !metric_over && r.added_count == 0 && r.removed_count == 0 && r.reordered_count == 0;
+  r.within_tolerance = !metric_over && !r.fit_lost && r.added_count == 0 && r.removed_count == 0 &&
+                       r.reordered_count == 0;
   return r;
 }
 
@@ -348,20 +424,20 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
     const char* key;
     const char* tol;
     const char* unit;
-    double scale;
+    double to_base;
   };
-  // Seconds become ns and GiB become bytes so absolute tolerances ("50us", "1GiB") apply.
-  static const Field kFields[] = {
-      {"step_time_s", "step_time", "ns", 1e9},
-      {"exposed_comm_s", "exposed_comm", "ns", 1e9},
-      {"compute_s", "compute", "ns", 1e9},
-      {"idle_s", "", "ns", 1e9},
-      {"overlap_ratio", "", "ratio", 1},
-      {"tokens_per_s_per_gpu", "", "tokens/s", 1},
-      {"tflops_per_gpu", "", "TFLOP/s", 1},
-      {"mfu", "", "ratio", 1},
-      {"peak_memory_allocated_gib", "peak_memory", "bytes", 1073741824.0},
-      {"peak_memory_reserved_gib", "peak_memory", "bytes", 1073741824.0}};
+  // Values stay in the field's unit (what its name says); `to_base` turns them into ns or
+  // bytes for absolute tolerances ("50us", "1GiB").
+  static const Field kFields[] = {{"step_time_s", "step_time", "s", 1e9},
+                                  {"exposed_comm_s", "exposed_comm", "s", 1e9},
+                                  {"compute_s", "compute", "s", 1e9},
+                                  {"idle_s", "", "s", 1e9},
+                                  {"overlap_ratio", "", "ratio", 1},
+                                  {"tokens_per_s_per_gpu", "", "tokens/s", 1},
+                                  {"tflops_per_gpu", "", "TFLOP/s", 1},
+                                  {"mfu", "", "ratio", 1},
+                                  {"peak_memory_allocated_gib", "peak_memory", "GiB", 1073741824.0},
+                                  {"peak_memory_reserved_gib", "peak_memory", "GiB", 1073741824.0}};
   for (const auto* j : {&a, &b}) {
     const std::string& src = j == &a ? source_a : source_b;
     if (!j->is_object()) return InvalidInput(src + ": expected a summary object (formats.md §2)");
@@ -385,22 +461,23 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
       }
       continue;
     }
-    r.metrics.push_back(Compare(f.key, f.unit, a[f.key].get<double>() * f.scale,
-                                b[f.key].get<double>() * f.scale, tolerances, f.tol));
+    r.metrics.push_back(Compare(f.key, f.unit, a[f.key].get<double>(), b[f.key].get<double>(),
+                                f.to_base, tolerances, f.tol));
   }
   const auto ca = a.value("comm_s", nlohmann::json::object());
   const auto cb = b.value("comm_s", nlohmann::json::object());
   if (ca.is_object() && cb.is_object()) {
     for (const auto& [k, v] : ca.items()) {
       if (cb.contains(k) && v.is_number() && cb[k].is_number()) {
-        r.metrics.push_back(Compare("comm_s." + k, "ns", v.get<double>() * 1e9,
-                                    cb[k].get<double>() * 1e9, tolerances, ""));
+        r.metrics.push_back(
+            Compare("comm_s." + k, "s", v.get<double>(), cb[k].get<double>(), 1e9, tolerances, ""));
       }
     }
   }
   SortByImpact(&r.metrics);
+  SS_RETURN_IF_ERROR(CompareFit(a, b, source_a, source_b, &r));
   r.within_tolerance =
-      r.added_count == 0 && r.removed_count == 0 &&
+      r.added_count == 0 && r.removed_count == 0 && !r.fit_lost &&
       std::none_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
   return r;
 }
@@ -409,6 +486,7 @@ nlohmann::json DiffToJson(const DiffReport& report, size_t max_metrics) {
   using nlohmann::json;
   json j;
   j["within_tolerance"] = report.within_tolerance;
+  j["fit_change"] = report.fit_change.empty() ? json(nullptr) : json(report.fit_change);
   j["ops"] = {{"a", report.ops_a},
               {"b", report.ops_b},
               {"matched", report.ops_matched},
@@ -427,7 +505,7 @@ nlohmann::json DiffToJson(const DiffReport& report, size_t max_metrics) {
                             {"a", m.a},
                             {"b", m.b},
                             {"delta", m.b - m.a},
-                            {"relative", m.a != 0 ? (m.b - m.a) / std::fabs(m.a) : 0.0},
+                            {"relative", m.relative() ? json(*m.relative()) : json(nullptr)},
                             {"tolerance", m.tolerance},
                             {"over", m.over}});
   }

@@ -32,6 +32,25 @@ Result<std::string> ReadGzip(const std::string& path) {
   return out;
 }
 
+// gzip framing (deflate with a gzip header and trailer), what `gzip -d` and ReadGzip read.
+Result<std::string> Gzip(const std::string& path, const std::string& data) {
+  z_stream z{};
+  constexpr int kGzipWindowBits = 15 + 16;  // 16 asks deflate for the gzip wrapper
+  if (deflateInit2(&z, 6, Z_DEFLATED, kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return RuntimeError(path + ": cannot start gzip compression");
+  }
+  std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return RuntimeError(path + ": gzip compression failed");
+  return out;
+}
+
 }  // namespace
 
 Result<std::string> ReadFile(const std::string& path) {
@@ -44,7 +63,13 @@ Result<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  std::string compressed;
+  if (EndsWith(path, ".gz")) {
+    if (text.size() > 0xffffffffu) return RuntimeError(path + ": too large to gzip in one piece");
+    SS_ASSIGN_OR_RETURN(compressed, Gzip(path, text));
+  }
+  const std::string& contents = EndsWith(path, ".gz") ? compressed : text;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

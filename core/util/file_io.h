@@ -3,7 +3,8 @@
 // Contents:
 //   ReadFile         whole file into a string (a `.gz` file is inflated)
 //   WriteFileAtomic  write to `<path>.tmp.<pid>` then rename, so a crash or error never
-//                    leaves a half-written file where the user's previous output was
+//                    leaves a half-written file where the user's previous output was (a
+//                    `.gz` file is gzip-compressed)
 #pragma once
 
 #include <string>
@@ -15,7 +16,8 @@ namespace shardscope {
 // Reads `path` whole. A name ending in `.gz` is decompressed (zlib). Errors name the path.
 Result<std::string> ReadFile(const std::string& path);
 
-// Writes `contents` to `path` atomically (temporary name in the same folder, then rename).
-Status WriteFileAtomic(const std::string& path, const std::string& contents);
+// Writes `text` to `path` atomically (temporary name in the same folder, then rename). A name
+// ending in `.gz` gets gzip data, so every output option honours the extension ReadFile reads.
+Status WriteFileAtomic(const std::string& path, const std::string& text);
 
 }  // namespace shardscope

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -226,8 +227,16 @@ std::vector<std::string> CatalogGpuNames() {
 Result<Hardware> LookupHardware(std::string_view gpu_name, int gpus_per_node, int nodes) {
   if (!Catalog().ok()) return Catalog().status();
   const CatalogEntry* found = nullptr;
+  // Case-insensitive ("H200", "H100-SXM"): the catalog's names differ in nothing but case
+  // from how vendors write them, and the Hardware keeps the catalog's spelling.
+  auto same = [](std::string_view x, std::string_view y) {
+    return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](char p, char q) {
+             return std::tolower(static_cast<unsigned char>(p)) ==
+                    std::tolower(static_cast<unsigned char>(q));
+           });
+  };
   for (const CatalogEntry& e : *Catalog()) {
-    if (e.gpu.name == gpu_name) found = &e;
+    if (same(e.gpu.name, gpu_name)) found = &e;
   }
   if (found == nullptr) {
     const std::vector<std::string> names = CatalogGpuNames();

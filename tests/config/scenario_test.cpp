@@ -61,7 +61,7 @@ TEST(ScenarioTest, ResolvedDocumentParsesToItself) {
 }
 
 TEST(ScenarioTest, CpFoldsIntoTheFsdpShardDim) {
-  Result<Scenario> s = Parse(json{{"model", "m"},
+  Result<Scenario> s = Parse(json{{"model", "llama3-8b"},
                                   {"cluster", {{"nodes", 2}}},
                                   {"parallelism", {{"dp_replicate", 2}, {"cp", 2}}}});
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -82,7 +82,7 @@ TEST(ScenarioTest, OmittedDpReplicateIsDerivedFromTheWorld) {
                         Case{1, 8, 1, 1, 1}, Case{4, 8, 2, 1, 2}}) {
     SCOPED_TRACE(fmt::format("nodes {} dp_shard {} tp {} cp {}", c.nodes, c.dp_shard, c.tp, c.cp));
     Result<Scenario> s =
-        Parse(json{{"model", "m"},
+        Parse(json{{"model", "llama3-8b"},
                    {"cluster", {{"nodes", c.nodes}}},
                    {"parallelism", {{"dp_shard", c.dp_shard}, {"tp", c.tp}, {"cp", c.cp}}}});
     ASSERT_TRUE(s.ok()) << s.status().message();
@@ -94,78 +94,78 @@ TEST(ScenarioTest, OmittedDpReplicateIsDerivedFromTheWorld) {
     EXPECT_EQ(mesh->dp_replicate, c.want_replicate);
   }
   // dp_shard = -1 with dp_replicate omitted fills the world with one replica.
-  Result<Scenario> fill = Parse(json{{"model", "m"}, {"cluster", {{"nodes", 2}}}});
+  Result<Scenario> fill = Parse(json{{"model", "llama3-8b"}, {"cluster", {{"nodes", 2}}}});
   ASSERT_TRUE(fill.ok()) << fill.status().message();
   EXPECT_EQ(fill->parallelism.dp_replicate, 1);
   EXPECT_EQ(fill->parallelism.dp_shard, 16);
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"dp_shard", 3}}}}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"dp_shard", 3}}}}),
             "job.json: parallelism.dp_shard = 3: world size 8 (nodes·gpus_per_node) is not "
             "divisible by dp_shard·tp·cp·pp = 3·1·1·1 = 3, so parallelism.dp_replicate (omitted) "
             "cannot be derived");
 }
 
 TEST(ScenarioTest, WorldSizeMismatch) {
-  EXPECT_EQ(ErrorOf(json{{"model", "m"},
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"},
                          {"parallelism", {{"dp_shard", 2}, {"dp_replicate", 1}, {"tp", 2}}}}),
             "job.json: parallelism.dp_replicate = 1 and parallelism.dp_shard = 2 do not fit the "
             "world size: dp_replicate·dp_shard·tp·cp·pp = 1·2·2·1·1 = 4 but nodes·gpus_per_node "
             "= 1·8 = 8");
-  EXPECT_EQ(ErrorOf(json{{"model", "m"},
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"},
                          {"cluster", {{"nodes", 2}}},
                          {"parallelism", {{"dp_shard", 4}, {"dp_replicate", 2}}}}),
             "job.json: parallelism.dp_replicate = 2 and parallelism.dp_shard = 4 do not fit the "
             "world size: dp_replicate·dp_shard·tp·cp·pp = 2·4·1·1·1 = 8 but nodes·gpus_per_node "
             "= 2·8 = 16");
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", 3}}}})
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"tp", 3}}}})
                 .find("parallelism.dp_shard = -1: world size 8 (nodes·gpus_per_node) is not "
                       "divisible by dp_replicate·tp·cp·pp = 1·3·1·1 = 3"),
             std::string::npos);
   // Expert sizes go through the mesh checks.
   EXPECT_NE(
-      ErrorOf(json{{"model", "m"}, {"parallelism", {{"ep", 3}}}})
+      ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"ep", 3}}}})
           .find("job.json: parallelism: mesh: dp·cp·tp = 8·1·1 = 8 is not divisible by ep = 3"),
       std::string::npos);
 }
 
 TEST(ScenarioTest, UnknownKeysSuggestTheNearest) {
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"fsdp", {{"forward_prefech_depth", 2}}}}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"fsdp", {{"forward_prefech_depth", 2}}}}),
             "job.json: fsdp.forward_prefech_depth: unknown key (did you mean "
             "fsdp.forward_prefetch_depth?)");
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"trainig", json::object()}}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"trainig", json::object()}}),
             "job.json: trainig: unknown key (did you mean training?)");
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", true}}}}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"tp", true}}}}),
             "job.json: parallelism.tp: expected an integer, got boolean");
 }
 
 TEST(ScenarioTest, ValueErrorsNameTheField) {
-  EXPECT_NE(
-      ErrorOf(json{{"model", "m"}, {"fsdp", {{"mix_precision", {{"param_dtype", "bfloat17"}}}}}})
-          .find("fsdp.mix_precision.param_dtype: unknown mixed-precision dtype 'bfloat17'"),
-      std::string::npos);
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"fsdp", {{"forward_prefetch_depth", -1}}}}),
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"},
+                         {"fsdp", {{"mix_precision", {{"param_dtype", "bfloat17"}}}}}})
+                .find("fsdp.mix_precision.param_dtype: unknown mixed-precision dtype 'bfloat17'"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"fsdp", {{"forward_prefetch_depth", -1}}}}),
             "job.json: fsdp.forward_prefetch_depth = -1 (expected >= 0)");
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"parallelism", {{"tp", 0}}}}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"tp", 0}}}}),
             "job.json: parallelism.tp = 0 (expected >= 1)");
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"optimizer", "lion"}}}})
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"training", {{"optimizer", "lion"}}}})
                 .find("training.optimizer: unknown optimizer 'lion'"),
             std::string::npos);
   EXPECT_NE(
-      ErrorOf(json{{"model", "m"}, {"training", {{"attention_backend", "fa3"}}}})
+      ErrorOf(json{{"model", "llama3-8b"}, {"training", {{"attention_backend", "fa3"}}}})
           .find("training.attention_backend: unknown backend 'fa3' (expected flash or cudnn)"),
       std::string::npos);
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"training", {{"activation_checkpoint", "some"}}}})
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"training", {{"activation_checkpoint", "some"}}}})
                 .find("training.activation_checkpoint"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"parallelism", {{"pp_schedule", "zb"}}}})
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"pp_schedule", "zb"}}}})
                 .find("parallelism.pp_schedule: unknown schedule 'zb'"),
             std::string::npos);
   EXPECT_NE(ErrorOf(json{{"cluster", {{"nodes", 1}}}}).find("model: missing"), std::string::npos);
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}, {"training", {{"seq_len", 0}}}}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"training", {{"seq_len", 0}}}}),
             "job.json: training.seq_len = 0 (expected >= 1)");
 }
 
 TEST(ScenarioTest, SimulatorKeysAreParsed) {
-  Result<Scenario> s = Parse(json{{"model", "m"},
+  Result<Scenario> s = Parse(json{{"model", "llama3-8b"},
                                   {"cluster", {{"cost_model", "calib/h100.json"}, {"nodes", 2}}},
                                   {"parallelism",
                                    {{"pp", 2},
@@ -194,7 +194,7 @@ TEST(ScenarioTest, SimulatorKeysAreParsed) {
 
 TEST(ScenarioTest, SetOverrides) {
   Result<Scenario> s = Parse(
-      json{{"model", "m"}},
+      json{{"model", "llama3-8b"}},
       {"training.local_batch=4", "fsdp.forward_prefetch_depth=2", "parallelism.pp_schedule=gpipe",
        "fsdp.reshard_after_forward=false", "fsdp.mix_precision.param_dtype=null",
        "fsdp.ignored_params=[\"a.b\"]", "cluster.nodes=2"});
@@ -208,7 +208,7 @@ TEST(ScenarioTest, SetOverrides) {
   EXPECT_EQ(s->parallelism.dp_shard, 16);
   // Later overrides win; a model path set on the command line resolves like the file's.
   Result<Scenario> t =
-      Parse(json{{"model", "m"}},
+      Parse(json{{"model", "llama3-8b"}},
             {"training.seq_len=1024", "training.seq_len=2048", "model.module_tree=trees/t.json"});
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->training.seq_len, 2048);
@@ -217,12 +217,14 @@ TEST(ScenarioTest, SetOverrides) {
 }
 
 TEST(ScenarioTest, SetErrors) {
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}}, {"training.local_bach=4"}),
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}}, {"training.local_bach=4"}),
             "--set training.local_bach: unknown key (did you mean training.local_batch?)");
-  EXPECT_NE(ErrorOf(json{{"model", "m"}}, {"training.local_batch"}).find("expected path=value"),
-            std::string::npos);
-  EXPECT_EQ(ErrorOf(json{{"model", "m"}}, {"training.local_batch=four"}),
-            "job.json: training.local_batch: expected an integer, got string");
+  EXPECT_NE(
+      ErrorOf(json{{"model", "llama3-8b"}}, {"training.local_batch"}).find("expected path=value"),
+      std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}}, {"training.local_batch=four"}),
+            "job.json: training.local_batch: expected an integer, got string (from --set "
+            "training.local_batch=four)");
 }
 
 TEST(ScenarioTest, LoadResolvesModelPathsAgainstTheFile) {
@@ -265,7 +267,7 @@ TEST(ScenarioTest, HfInlineAndConfigSources) {
 }
 
 TEST(ScenarioTest, AdapterAndExpertSizes) {
-  Result<Scenario> s = Parse(json{{"model", "m"},
+  Result<Scenario> s = Parse(json{{"model", "llama3-8b"},
                                   {"cluster", {{"nodes", 8}}},
                                   {"parallelism", {{"ep", 8}, {"edp_shard", -1}}},
                                   {"adapter", {{"fsdp_wrap_modules", {"visual.blocks.*"}}}}});
@@ -274,9 +276,41 @@ TEST(ScenarioTest, AdapterAndExpertSizes) {
   EXPECT_EQ(s->fsdp.edp_shard_size, 8);
   EXPECT_TRUE(s->adapter.declared());
   EXPECT_EQ(s->adapter.fsdp_wrap_modules, (std::vector<std::string>{"visual.blocks.*"}));
-  EXPECT_NE(ErrorOf(json{{"model", "m"}, {"adapter", {{"fsdp_wrap_modules", {""}}}}})
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"adapter", {{"fsdp_wrap_modules", {""}}}}})
                 .find("adapter.fsdp_wrap_modules[0]: empty module FQN"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(ScenarioTest, UnknownModelNamesTheFileAndTheNearestBuiltin) {
+  const std::string e = ErrorOf(json{{"model", "llama3-8"}});
+  EXPECT_EQ(e.find("job.json: model: unknown built-in model 'llama3-8' (did you mean "), 0u) << e;
+  EXPECT_NE(e.find("llama3-8b"), std::string::npos) << e;
+  EXPECT_NE(e.find("{\"hf_config\": PATH}"), std::string::npos) << e;
+}
+
+TEST(ScenarioTest, ErrorsInASetValueNameTheSetFlag) {
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}}, {"training.local_batch=abc"}),
+            "job.json: training.local_batch: expected an integer, got string (from --set "
+            "training.local_batch=abc)");
+  const std::string e = ErrorOf(json{{"model", "llama3-8b"}}, {"parallelism.dp_shard=3"});
+  EXPECT_EQ(e.find("job.json: parallelism.dp_shard = 3: "), 0u) << e;
+  EXPECT_NE(e.find("(from --set parallelism.dp_shard=3)"), std::string::npos) << e;
+  // A field the file set keeps a plain message even when other fields come from --set.
+  const std::string file_error = ErrorOf(
+      json{{"model", "llama3-8b"}, {"parallelism", {{"dp_shard", 3}}}}, {"parallelism.tp=1"});
+  EXPECT_EQ(file_error.find("--set"), std::string::npos) << file_error;
+  // A longer key with the same prefix is not the one that was set.
+  const std::string longer =
+      ErrorOf(json{{"model", "llama3-8b"}, {"fsdp", {{"comm_fusion_zero_copy", "x"}}}},
+              {"fsdp.comm_fusion=true"});
+  EXPECT_EQ(longer.find("job.json: fsdp.comm_fusion_zero_copy: "), 0u) << longer;
+  EXPECT_EQ(longer.find("--set"), std::string::npos) << longer;
 }
 
 }  // namespace

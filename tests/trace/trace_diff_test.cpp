@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+
 #include "core/trace/trace_io.h"
 #include "tests/trace/trace_test_util.h"
 
@@ -57,10 +60,24 @@ TEST(TraceDiff, OpDurationsAgainstTolerance) {
   EXPECT_NE(r->metrics[0].metric.find("fwd/layers.1/compute"), std::string::npos);
   EXPECT_EQ(r->metrics[0].b - r->metrics[0].a, 60000);
 
-  // A relative op tolerance: +60 µs on 100 µs is 37.5% of the larger value.
-  r = DiffTraces(a, over, Loose("40%"));
+  // A relative op tolerance is of A's value: +60 µs on 100 µs is 60%.
+  r = DiffTraces(a, over, Loose("60%"));
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->within_tolerance);
+  r = DiffTraces(a, over, Loose("59%"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->within_tolerance);
+
+  // One-sided: the op got slower, so only "+" and two-sided limits catch it.
+  r = DiffTraces(a, over, Loose("-50us"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->within_tolerance);
+  r = DiffTraces(over, a, Loose("+50us"));  // 60 µs faster
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->within_tolerance);
+  r = DiffTraces(over, a, Loose("-50us"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->within_tolerance);
 }
 
 TEST(TraceDiff, StepTimeToleranceUsesDefaults) {
@@ -117,15 +134,157 @@ TEST(TraceDiff, ToleranceParsing) {
   auto t = ParseTolerances("step_time=5%,op=2ms,peak_memory=1GiB");
   ASSERT_TRUE(t.ok());
   EXPECT_DOUBLE_EQ(t->at("step_time").relative, 0.05);
+  EXPECT_EQ(t->at("step_time").side, ToleranceSide::kBoth);
   EXPECT_DOUBLE_EQ(t->at("op").absolute, 2e6);
   EXPECT_DOUBLE_EQ(t->at("peak_memory").absolute, 1073741824.0);
   EXPECT_DOUBLE_EQ(t->at("exposed_comm").relative, 0.05);  // default kept
-  for (const char* bad : {"speed=1%", "op", "op=fast", "op=5parsecs", "op=-1us"}) {
-    auto r = ParseTolerances(bad);
-    ASSERT_FALSE(r.ok()) << bad;
+  t = ParseTolerances("step_time=+2%,op=-50us,peak_memory=off,exposed_comm=none,compute=+1ms");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->at("step_time").side, ToleranceSide::kIncrease);
+  EXPECT_DOUBLE_EQ(t->at("step_time").relative, 0.02);
+  EXPECT_EQ(t->at("step_time").text, "+2%");
+  EXPECT_EQ(t->at("op").side, ToleranceSide::kDecrease);
+  EXPECT_DOUBLE_EQ(t->at("op").absolute, 5e4);
+  EXPECT_EQ(t->count("peak_memory"), 0u);  // off: reported, never fails
+  EXPECT_EQ(t->count("exposed_comm"), 0u);
+  EXPECT_DOUBLE_EQ(t->at("compute").absolute, 1e6);
+  struct Bad {
+    const char* spec;
+    const char* says;
+  };
+  for (const Bad& bad :
+       {Bad{"speed=1%", "metric one of"}, Bad{"op", "metric one of"}, Bad{"op=fast", "a number"},
+        Bad{"op=5parsecs", "unknown unit \"parsecs\""}, Bad{"op=-1us,op=+-1us", "a number"},
+        Bad{"step_time=2", "a unit is required"},
+        Bad{"peak_memory=50us", "unknown unit \"us\" (expected % or one of B,"},
+        Bad{"step_time=1GiB", "one of ns, us, ms, s for step_time"}, Bad{"op=+", "a number"}}) {
+    auto r = ParseTolerances(bad.spec);
+    ASSERT_FALSE(r.ok()) << bad.spec;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
-    EXPECT_NE(r.status().message().find("--tol"), std::string::npos);
+    EXPECT_NE(r.status().message().find("--tol"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(bad.says), std::string::npos) << r.status().message();
   }
+  // The help text carries the defaults from the one place they are defined.
+  EXPECT_NE(ToleranceHelp().find("Defaults: exposed_comm=5%,op=50us,peak_memory=1%,step_time=2%"),
+            std::string::npos)
+      << ToleranceHelp();
+}
+
+// Each tolerance form against a regression and an improvement of 5.5% (and 1%) of a 1 s step.
+TEST(TraceDiff, ToleranceFormsAgainstRegressionAndImprovement) {
+  struct Case {
+    const char* tol;
+    double b;  // step_time_s in B; A has 1.0
+    bool within;
+  };
+  const Case cases[] = {
+      {"step_time=2%", 1.055, false},    {"step_time=2%", 0.945, false},
+      {"step_time=2%", 1.01, true},      {"step_time=2%", 0.99, true},
+      {"step_time=+2%", 1.055, false},   {"step_time=+2%", 0.945, true},
+      {"step_time=+2%", 1.01, true},     {"step_time=-2%", 1.055, true},
+      {"step_time=-2%", 0.945, false},   {"step_time=-2%", 0.99, true},
+      {"step_time=50ms", 1.055, false},  {"step_time=50ms", 0.945, false},
+      {"step_time=50ms", 1.04, true},    {"step_time=+50ms", 0.945, true},
+      {"step_time=+50ms", 1.055, false}, {"step_time=-50ms", 1.055, true},
+      {"step_time=-50ms", 0.945, false}, {"step_time=off", 1.055, true},
+      {"step_time=off", 0.5, true},      {"step_time=6%", 1.055, true},
+  };
+  const nlohmann::json a = {{"step_time_s", 1.0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.tol << " with B = " << c.b << " s");
+    auto tol = ParseTolerances(c.tol);
+    ASSERT_TRUE(tol.ok()) << tol.status().message();
+    auto r = DiffSummaries(a, {{"step_time_s", c.b}}, *tol, "a.json", "b.json");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->within_tolerance, c.within);
+  }
+  // Memory, one-sided absolute: +1 GiB allows any shrink and growth up to 1 GiB.
+  auto tol = ParseTolerances("peak_memory=+1GiB");
+  ASSERT_TRUE(tol.ok());
+  const nlohmann::json ma = {{"step_time_s", 1.0}, {"peak_memory_reserved_gib", 40.0}};
+  for (const auto& [gib, within] : {std::pair{41.5, false}, {40.9, true}, {30.0, true}}) {
+    auto r = DiffSummaries(ma, {{"step_time_s", 1.0}, {"peak_memory_reserved_gib", gib}}, *tol,
+                           "a.json", "b.json");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->within_tolerance, within) << gib;
+  }
+}
+
+TEST(TraceDiff, LosingTheFitAlwaysFails) {
+  const nlohmann::json a = {
+      {"step_time_s", 1.0}, {"peak_memory_reserved_gib", 78.0}, {"fits", true}};
+  nlohmann::json b = a;
+  b["peak_memory_reserved_gib"] = 78.5;
+  b["fits"] = false;
+  for (const char* spec : {"peak_memory=100%", "peak_memory=off", "peak_memory=+10GiB"}) {
+    auto tol = ParseTolerances(spec);
+    ASSERT_TRUE(tol.ok());
+    auto r = DiffSummaries(a, b, *tol, "a.json", "b.json");
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->within_tolerance) << spec;
+    EXPECT_TRUE(r->fit_lost);
+    EXPECT_EQ(r->fit_change, "fits → does not fit");
+    EXPECT_EQ(DiffToJson(*r)["fit_change"], "fits → does not fit");
+    // The other way is an improvement: reported, not a failure.
+    r = DiffSummaries(b, a, *tol, "b.json", "a.json");
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->within_tolerance) << spec;
+    EXPECT_EQ(r->fit_change, "does not fit → fits");
+  }
+  auto same = DiffSummaries(a, a, DefaultTolerances(), "a.json", "a.json");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->fit_change, "");
+  EXPECT_TRUE(DiffToJson(*same)["fit_change"].is_null());
+  b["fits"] = "no";
+  auto bad = DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "b.json: fits: expected true or false, got \"no\"");
+  // Traces carry the summary in their metadata.
+  Trace ta = testing::SmallTrace();
+  Trace tb = ta;
+  ta.metadata.summary = {{"fits", true}};
+  tb.metadata.summary = {{"fits", false}};
+  auto tr = DiffTraces(ta, tb, DefaultTolerances());
+  ASSERT_TRUE(tr.ok());
+  EXPECT_FALSE(tr->within_tolerance);
+  EXPECT_TRUE(tr->fit_lost);
+}
+
+TEST(TraceDiff, JsonFieldsHoldWhatTheirNamesSay) {
+  const nlohmann::json a = {{"step_time_s", 1.5},
+                            {"peak_memory_allocated_gib", 40.0},
+                            {"comm_s", {{"all_reduce", 0.0}, {"all_gather", 0.2}}}};
+  nlohmann::json b = a;
+  b["comm_s"]["all_reduce"] = 1.47509;
+  auto r = DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json");
+  ASSERT_TRUE(r.ok());
+  const nlohmann::json j = DiffToJson(*r);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& m : j["metrics"]) by_name[m["metric"].get<std::string>()] = m;
+  ASSERT_EQ(by_name.count("step_time_s"), 1u);
+  EXPECT_EQ(by_name["step_time_s"]["unit"], "s");
+  EXPECT_DOUBLE_EQ(by_name["step_time_s"]["a"].get<double>(), 1.5);
+  EXPECT_EQ(by_name["peak_memory_allocated_gib"]["unit"], "GiB");
+  EXPECT_DOUBLE_EQ(by_name["peak_memory_allocated_gib"]["b"].get<double>(), 40.0);
+  EXPECT_EQ(by_name["comm_s.all_reduce"]["unit"], "s");
+  EXPECT_DOUBLE_EQ(by_name["comm_s.all_reduce"]["delta"].get<double>(), 1.47509);
+  EXPECT_TRUE(by_name["comm_s.all_reduce"]["relative"].is_null());  // new in B
+  EXPECT_DOUBLE_EQ(by_name["comm_s.all_gather"]["relative"].get<double>(), 0.0);
+  // Absolute tolerances apply in base units: 40 GiB → 40.5 GiB is beyond 256 MiB.
+  b["peak_memory_allocated_gib"] = 40.5;
+  auto tol = ParseTolerances("peak_memory=256MiB");
+  ASSERT_TRUE(tol.ok());
+  r = DiffSummaries(a, b, *tol, "a.json", "b.json");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->within_tolerance);
+  // A relative tolerance allows no change from 0.
+  MetricDelta from_zero;
+  from_zero.b = 1;
+  EXPECT_FALSE(from_zero.relative().has_value());
+  Tolerance pct;
+  pct.relative = 0.5;
+  EXPECT_FALSE(pct.Allows(0, 1));
+  EXPECT_TRUE(pct.Allows(0, 0));
 }
 
 TEST(TraceDiff, Summaries) {

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 namespace shardscope {
 namespace {
@@ -42,6 +44,31 @@ TEST(FileIoTest, MissingFileIsInvalidInputNamingPath) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(r.status().message().find("/no/such/file.json"), std::string::npos);
+}
+
+TEST(FileIoTest, GzNamesAreWrittenAsGzip) {
+  fs::path dir = TempDir();
+  const fs::path p = dir / "t.json.gz";
+  std::string text = "{\"traceEvents\": []}\n";
+  for (int i = 0; i < 2000; ++i) text += "padding that compresses well ";
+  ASSERT_TRUE(WriteFileAtomic(p.string(), text).ok());
+  std::ifstream in(p, std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(raw.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(raw[0]), 0x1f);  // gzip magic
+  EXPECT_EQ(static_cast<unsigned char>(raw[1]), 0x8b);
+  EXPECT_LT(raw.size(), text.size() / 10);
+  auto back = ReadFile(p.string());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, text);
+  // Empty contents are still a valid gzip stream; other names stay plain.
+  ASSERT_TRUE(WriteFileAtomic((dir / "e.gz").string(), "").ok());
+  auto empty = ReadFile((dir / "e.gz").string());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, "");
+  ASSERT_TRUE(WriteFileAtomic((dir / "plain.json").string(), "{}").ok());
+  EXPECT_EQ(fs::file_size(dir / "plain.json"), 2u);
+  fs::remove_all(dir);
 }
 
 TEST(FileIoTest, ReadsGzip) {

@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/trace/trace_check.h"
@@ -89,7 +91,15 @@ bool LooksLikeTrace(const std::string& text) {
 std::string FormatValue(double v, const std::string& unit) {
   if (unit == "ns") return Ms(static_cast<int64_t>(v));
   if (unit == "bytes") return GiB(static_cast<int64_t>(v));
+  if (unit == "s") return Ms(static_cast<int64_t>(std::llround(v * 1e9)));
+  if (unit == "GiB") return GiB(static_cast<int64_t>(std::llround(v * 1073741824.0)));
   return fmt::format("{:.6g} {}", v, unit);
+}
+
+// "+5.50%", or "new" for a figure that was 0 in A.
+std::string FormatRelative(const MetricDelta& m) {
+  const std::optional<double> rel = m.relative();
+  return rel ? fmt::format("{:+.2f}%", 100 * *rel) : std::string("new");
 }
 
 Status RunDiff(const std::string& path_a, const std::string& path_b, const std::string& tol_spec,
@@ -137,10 +147,12 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   size_t shown = 0;
   for (const MetricDelta& m : report.metrics) {
     if (shown++ >= 25) break;
-    const double rel = m.a != 0 ? 100 * (m.b - m.a) / std::abs(m.a) : 0;
-    fmt::print("  {} {:<48} {:>14} → {:<14} {:+.2f}%  tol {}\n", m.over ? "✗" : " ", m.metric,
-               FormatValue(m.a, m.unit), FormatValue(m.b, m.unit), rel,
-               m.tolerance.empty() ? "none" : m.tolerance);
+    fmt::print("  {} {:<48} {:>14} → {:<14} {:>8}  tol {}\n", m.over ? "✗" : " ", m.metric,
+               FormatValue(m.a, m.unit), FormatValue(m.b, m.unit), FormatRelative(m),
+               m.tolerance.empty() ? "off" : m.tolerance);
+  }
+  if (!report.fit_change.empty()) {
+    fmt::print("{} memory: {}\n", report.fit_lost ? "✗" : " ", report.fit_change);
   }
   fmt::print("{}\n", report.within_tolerance ? "within tolerance" : "BEYOND tolerance");
   if (!json_path.empty()) {
@@ -192,8 +204,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   diff->add_option("A", o->a, "baseline trace or summary")->required();
   diff->add_option("B", o->b, "trace or summary to compare")->required();
   diff->add_option("--tol", o->tol,
-                   "tolerances, e.g. step_time=2%,peak_memory=1%,op=50us (metrics: step_time, "
-                   "exposed_comm, compute, peak_memory, op)");
+                   "tolerances, e.g. step_time=+2%,peak_memory=+1GiB,op=off. " + ToleranceHelp());
   diff->add_option("--json", o->json, "write the report as JSON");
   registry.Add(diff, [o] { return RunDiff(o->a, o->b, o->tol, o->json); });
 

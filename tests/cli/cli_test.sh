@@ -1,0 +1,86 @@
+#!/bin/sh
+# Usage: cli_test.sh SHARDSCOPE_BINARY   (run from the repository root; needs only POSIX tools)
+bin="$1"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+small="--set training.local_batch=1 --set training.seq_len=2048"
+
+# --trace / --summary named .gz are gzip (magic 1f 8b), and stats reads them back.
+"$bin" simulate $small --trace "$out/t.json.gz" --summary "$out/s.json.gz" > /dev/null 2>&1 ||
+  fail "simulate with .gz outputs"
+for f in t.json.gz s.json.gz; do
+  magic=$(od -An -tx1 -N2 "$out/$f" | tr -d ' \n')
+  [ "$magic" = "1f8b" ] || fail "$f is not gzip (starts with $magic)"
+done
+"$bin" stats "$out/t.json.gz" > /dev/null || fail "stats cannot read the gzip trace"
+
+# GPU names are case-insensitive.
+"$bin" simulate $small --set cluster.gpu=H100-SXM > "$out/gpu" 2>&1 || {
+  cat "$out/gpu"; fail "cluster.gpu=H100-SXM rejected"; }
+
+# Unknown model: did-you-mean, and the scenario file named.
+printf '{"model": "llama3-8"}\n' > "$out/job.json"
+"$bin" plan "$out/job.json" > "$out/model" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "unknown model exit $rc (expected 2)"
+grep -q "job.json: model: unknown built-in model 'llama3-8' (did you mean" "$out/model" ||
+  { cat "$out/model"; fail "unknown model error lacks the file or the suggestion"; }
+
+# A bad --set value names the --set flag.
+"$bin" plan "$out/job.json" --set model=llama3-8b --set training.local_batch=many > "$out/set" 2>&1
+grep -q "(from --set training.local_batch=many)" "$out/set" ||
+  { cat "$out/set"; fail "--set error does not name the flag"; }
+
+# The error trail: only with SHARDSCOPE_ERROR_TRACE=1 for bad input, as file:line frames.
+"$bin" plan "$out/job.json" 2> "$out/plain" > /dev/null
+grep -q "error trail" "$out/plain" && fail "bad input shows a trail without SHARDSCOPE_ERROR_TRACE"
+SHARDSCOPE_ERROR_TRACE=1 "$bin" plan "$out/job.json" 2> "$out/traced" > /dev/null
+grep -Eq "^shardscope: error trail: core/[a-z_/]+\.(cpp|h):[0-9]+ <- " "$out/traced" ||
+  { cat "$out/traced"; fail "SHARDSCOPE_ERROR_TRACE=1 shows no file:line trail"; }
+# A runtime error (an unwritable output) always shows it.
+"$bin" simulate $small --summary /nonexistent-dir-shardscope/s.json > "$out/rt" 2>&1
+rc=$?
+[ $rc -eq 3 ] || fail "unwritable summary exit $rc (expected 3)"
+grep -q "error trail: core/util/file_io.cpp:" "$out/rt" || { cat "$out/rt"; fail "runtime error without trail"; }
+# One file for both streams: what the command printed comes before the error (stdout, fully
+# buffered into a file, is flushed before the error is written).
+mfu_line=$(grep -n "MFU" "$out/rt" | head -1 | cut -d: -f1)
+err_line=$(grep -n "shardscope: error:" "$out/rt" | head -1 | cut -d: -f1)
+[ -n "$mfu_line" ] && [ -n "$err_line" ] && [ "$mfu_line" -lt "$err_line" ] ||
+  { cat "$out/rt"; fail "stdout was not flushed before the error"; }
+
+# diff as a CI gate, on summaries.
+printf '{"step_time_s": 1.0, "peak_memory_reserved_gib": 70.0, "fits": true, "comm_s": {"all_reduce": 0.0}}\n' > "$out/a.json"
+printf '{"step_time_s": 0.945, "peak_memory_reserved_gib": 70.0, "fits": true, "comm_s": {"all_reduce": 1.47509}}\n' > "$out/faster.json"
+printf '{"step_time_s": 1.055, "peak_memory_reserved_gib": 70.0, "fits": true}\n' > "$out/slower.json"
+printf '{"step_time_s": 1.0, "peak_memory_reserved_gib": 70.5, "fits": false}\n' > "$out/nofit.json"
+expect() {  # expect RC A B TOL
+  "$bin" diff "$out/$2" "$out/$3" --tol "$4" > "$out/diff" 2>&1
+  rc=$?
+  [ $rc -eq "$1" ] || { cat "$out/diff"; fail "diff $2 $3 --tol $4: exit $rc (expected $1)"; }
+}
+expect 1 a.json faster.json step_time=2%
+expect 0 a.json faster.json step_time=+2%
+expect 1 a.json faster.json step_time=-2%
+expect 1 a.json slower.json step_time=+2%
+expect 0 a.json slower.json step_time=-2%
+expect 0 a.json slower.json step_time=off
+expect 1 a.json nofit.json peak_memory=off
+expect 1 a.json nofit.json peak_memory=100%
+expect 0 nofit.json a.json peak_memory=off
+expect 2 a.json faster.json step_time=2
+expect 2 a.json faster.json peak_memory=5ms
+"$bin" diff "$out/a.json" "$out/faster.json" --tol step_time=+2% > "$out/diff" 2>&1
+grep -q "comm_s.all_reduce.*new" "$out/diff" || { cat "$out/diff"; fail "a figure from 0 is not shown as new"; }
+grep -q "+0.00%" "$out/diff" && grep "comm_s.all_reduce" "$out/diff" | grep -q "+0.00%" &&
+  fail "comm_s.all_reduce from 0 printed as +0.00%"
+"$bin" diff "$out/a.json" "$out/faster.json" --tol step_time=+2% --json "$out/d.json" > /dev/null ||
+  fail "diff --json"
+grep -q '"unit": "s"' "$out/d.json" || fail "summary step_time_s is not reported in s"
+grep -q '"a": 1.0' "$out/d.json" || fail "step_time_s a is not 1.0 (seconds)"
+grep -q '"relative": null' "$out/d.json" || fail "relative change from 0 is not null"
+"$bin" diff --help > "$out/help" 2>&1
+grep -q "Defaults: exposed_comm=5%,op=50us,peak_memory=1%,step_time=2%" "$out/help" ||
+  { cat "$out/help"; fail "diff --help does not document the defaults"; }
+echo "cli_test: ok"
