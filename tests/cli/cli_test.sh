@@ -50,6 +50,16 @@ err_line=$(grep -n "shardscope: error:" "$out/rt" | head -1 | cut -d: -f1)
 [ -n "$mfu_line" ] && [ -n "$err_line" ] && [ "$mfu_line" -lt "$err_line" ] ||
   { cat "$out/rt"; fail "stdout was not flushed before the error"; }
 
+# dp_replicate omitted is derived (planning.md §1.2); given and inconsistent, exit 2 naming both.
+printf '{"model": "llama3-8b", "cluster": {"nodes": 2}, "parallelism": {"dp_shard": 4}}\n' > "$out/hsdp.json"
+"$bin" plan "$out/hsdp.json" > "$out/hsdp" 2>&1 || { cat "$out/hsdp"; fail "16 GPUs, dp_shard 4 rejected"; }
+grep -q "dp_replicate=4 dp_shard=4" "$out/hsdp" || fail "16 GPUs, dp_shard 4 did not derive dp_replicate 4"
+"$bin" plan "$out/hsdp.json" --set parallelism.dp_replicate=2 > "$out/hsdp2" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "inconsistent dp_replicate exit $rc (expected 2)"
+grep -q "parallelism.dp_replicate = 2 and parallelism.dp_shard = 4 do not fit the world size" "$out/hsdp2" ||
+  { cat "$out/hsdp2"; fail "inconsistent dp_replicate error does not name both fields"; }
+
 # diff as a CI gate, on summaries.
 printf '{"step_time_s": 1.0, "peak_memory_reserved_gib": 70.0, "fits": true, "comm_s": {"all_reduce": 0.0}}\n' > "$out/a.json"
 printf '{"step_time_s": 0.945, "peak_memory_reserved_gib": 70.0, "fits": true, "comm_s": {"all_reduce": 1.47509}}\n' > "$out/faster.json"
