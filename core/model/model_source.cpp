@@ -7,6 +7,7 @@
 #include "core/model/hf_builder.h"
 #include "core/model/tree_json.h"
 #include "core/model/unknown_model.h"
+#include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
 
 namespace shardscope {
@@ -64,8 +65,10 @@ Result<ModelSource> ClassifyModelArgument(const std::string& arg) {
   if (std::find(names.begin(), names.end(), arg) != names.end()) return source;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(arg, ec)) {
-    return InvalidInput("model: " + UnknownBuiltinModelText(arg) +
-                        "; nor is it a readable file (a config.json or a module tree)");
+    return InvalidInput("model: '" + arg +
+                        "' is neither a built-in model nor a readable file (a config.json or a "
+                        "module tree)" +
+                        DidYouMean(arg, names) + "; built-ins: " + BuiltinModelList());
   }
   SS_ASSIGN_OR_RETURN(json j, ReadJsonFile(arg, "a config.json or a shardscope-tree/1 file"));
   source.kind = j.is_object() && j.contains("format") ? ModelSource::Kind::kModuleTreeFile

@@ -5,16 +5,16 @@
 
 namespace shardscope {
 
-std::string UnknownBuiltinModelText(const std::string& name) {
-  const std::vector<std::string> names = BuiltinModelNames();
+std::string BuiltinModelList() {
   std::string list;
-  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  return "unknown built-in model '" + name + "'" + DidYouMean(name, names) + "; built-ins: " + list;
+  for (const std::string& n : BuiltinModelNames()) list += (list.empty() ? "" : ", ") + n;
+  return list;
 }
 
 Status UnknownBuiltinModel(const std::string& name) {
-  return InvalidInput("model: " + UnknownBuiltinModelText(name) +
-                      "; or give {\"hf_config\": PATH} or {\"module_tree\": PATH}");
+  return InvalidInput("model: unknown built-in model '" + name + "'" +
+                      DidYouMean(name, BuiltinModelNames()) + " (built-ins: " + BuiltinModelList() +
+                      "; or give {\"hf_config\": PATH} or {\"module_tree\": PATH})");
 }
 
 }  // namespace shardscope

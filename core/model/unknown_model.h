@@ -1,9 +1,10 @@
-// The text for a model name that is not built in, shared by scenario parsing (where the
+// The errors for a model name that is not built in, shared by scenario parsing (where the
 // scenario's file name is added), LoadModel and `shardscope model NAME`.
 //
 // Contents:
-//   UnknownBuiltinModelText   "unknown built-in model 'x' (did you mean y?); built-ins: …"
-//   UnknownBuiltinModel       the InvalidInput a scenario's `model` gets, with the other forms
+//   BuiltinModelList      "deepseek-v3, gemma2-2b, …" (BuiltinModelNames, comma-separated)
+//   UnknownBuiltinModel   "model: unknown built-in model 'x' (did you mean y?) (built-ins: …;
+//                         or give {"hf_config": PATH} or {"module_tree": PATH})"
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace shardscope {
 
-std::string UnknownBuiltinModelText(const std::string& name);
+std::string BuiltinModelList();
 Status UnknownBuiltinModel(const std::string& name);
 
 }  // namespace shardscope

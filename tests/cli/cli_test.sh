@@ -27,6 +27,11 @@ rc=$?
 grep -q "job.json: model: unknown built-in model 'llama3-8' (did you mean" "$out/model" ||
   { cat "$out/model"; fail "unknown model error lacks the file or the suggestion"; }
 
+"$bin" model llama3-8 > "$out/model_cmd" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "shardscope model llama3-8 exit $rc (expected 2)"
+grep -q "(did you mean llama3-8b" "$out/model_cmd" || { cat "$out/model_cmd"; fail "model NAME without a suggestion"; }
+
 # A bad --set value names the --set flag.
 "$bin" plan "$out/job.json" --set model=llama3-8b --set training.local_batch=many > "$out/set" 2>&1
 grep -q "(from --set training.local_batch=many)" "$out/set" ||
