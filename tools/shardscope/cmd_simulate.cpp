@@ -1,5 +1,7 @@
 // `shardscope simulate [SCENARIO] [--trace FILE] [--summary FILE] [--set path=value ...]
-// [--require-fit]`: predicts one training step (formats.md §2 summary, §3 trace).
+// [--require-fit] [--margin GIB]`: predicts one training step (formats.md §2 summary, §3
+// trace); when the job does not fit or fits with less headroom than the margin, prints the fit
+// advisor's answer (sim/advisor/fit_advisor.h) and adds it to the summary as "advice".
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +14,7 @@
 #include "core/config/scenario.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "sim/advisor/fit_advisor.h"
 #include "sim/engine/simulator.h"
 #include "sim/engine/trace_export.h"
 #include "tools/shardscope/command.h"
@@ -29,6 +32,7 @@ struct SimulateArgs {
   std::string summary;
   std::vector<std::string> sets;
   bool require_fit = false;
+  double margin_gib = 2.0;
 };
 
 std::string Bar(double fraction, int width) {
@@ -120,9 +124,16 @@ Status RunSimulate(const SimulateArgs& args) {
   options.keep_memory_samples = !args.trace.empty();
   SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateScenario(scenario, options));
   PrintSummary(sim);
+  nlohmann::json summary_json = sim::SummaryToJson(sim.summary);
+  if (sim::JudgeFit(sim.summary, args.margin_gib) != sim::FitVerdict::kFits) {
+    sim::FitAdviceOptions advice_options;
+    advice_options.margin_gib = args.margin_gib;
+    SS_ASSIGN_OR_RETURN(sim::FitAdvice advice, sim::AdviseFit(scenario, sim, advice_options));
+    fmt::print("{}", sim::FormatFitAdvice(advice));
+    summary_json["advice"] = sim::FitAdviceToJson(advice);
+  }
   if (!args.summary.empty()) {
-    SS_RETURN_IF_ERROR(
-        WriteFileAtomic(args.summary, sim::SummaryToJson(sim.summary).dump(2) + "\n"));
+    SS_RETURN_IF_ERROR(WriteFileAtomic(args.summary, summary_json.dump(2) + "\n"));
     fmt::print("Summary written to {}\n", args.summary);
   }
   if (!args.trace.empty()) {
@@ -153,6 +164,9 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--require-fit", args->require_fit, "exit 1 when the job does not fit in memory");
+  sub->add_option("--margin", args->margin_gib,
+                  "GiB of headroom under which a job that fits still gets fit advice (default 2)")
+      ->check(CLI::NonNegativeNumber);
   registry.Add(sub, [args] { return RunSimulate(*args); });
 }
 
