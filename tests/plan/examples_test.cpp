@@ -69,8 +69,9 @@ TEST(ExamplesTest, MoeExpertsOnTheExpertMesh) {
   for (const UnitPlan& u : p->units) {
     if (!u.expert) continue;
     ++experts;
-    EXPECT_EQ(u.mesh.dims, (Names{"edp_replicate", "edp_shard"}));  // edp = 2, edp_shard = 2
-    EXPECT_EQ(u.mesh.sizes, (std::vector<int>{1, 2}));
+    // edp = 2 and edp_shard = 2: the size-1 edp_replicate dimension drops out.
+    EXPECT_EQ(u.mesh.dims, (Names{"edp_shard"}));
+    EXPECT_EQ(u.mesh.sizes, (std::vector<int>{2}));
     EXPECT_EQ(u.reduce_op, ReduceOp::kSum);
   }
   EXPECT_EQ(experts, 48);

@@ -1,0 +1,184 @@
+// The fit advisor on real jobs: verdicts, causes, and suggestions that fit when re-run.
+#include "sim/advisor/fit_advisor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "tests/advisor/advisor_test_util.h"
+
+namespace shardscope::sim {
+namespace {
+
+using testing_util::ExamplePath;
+using testing_util::SimulateWith;
+
+struct Advised {
+  Simulation sim;
+  FitAdvice advice;
+};
+
+Advised Advise(const std::string& path, const std::vector<std::string>& sets = {},
+               FitAdviceOptions options = {}) {
+  Result<Scenario> sc = LoadScenario(path, sets);
+  EXPECT_TRUE(sc.ok()) << sc.status().message();
+  Result<Simulation> sim = SimulateScenario(*sc, {});
+  EXPECT_TRUE(sim.ok()) << sim.status().message();
+  Result<FitAdvice> advice = AdviseFit(*sc, *sim, options);
+  EXPECT_TRUE(advice.ok()) << advice.status().message();
+  return {std::move(*sim), std::move(*advice)};
+}
+
+// Every suggestion, re-run from the file with its flags, fits with the figures it claims.
+void ExpectSuggestionsReproduce(const std::string& path, const FitAdvice& advice) {
+  for (const FitSuggestion& s : advice.suggestions) {
+    Result<Simulation> again = SimulateWith(path, s.sets);
+    ASSERT_TRUE(again.ok()) << s.change << ": " << again.status().message();
+    EXPECT_TRUE(again->summary.fits) << s.change;
+    EXPECT_NEAR(again->summary.peak_memory_reserved_gib, s.peak_reserved_gib, 1e-9) << s.change;
+    EXPECT_NEAR(again->summary.tokens_per_s_per_gpu, s.tokens_per_s_per_gpu, 1e-6) << s.change;
+    EXPECT_NEAR(s.headroom_gib, again->summary.usable_gib - s.peak_reserved_gib, 1e-9);
+  }
+}
+
+TEST(FitAdvisorTest, ActivationOverflowGetsCheckpointAndBatchVariants) {
+  const std::string path = ExamplePath("does_not_fit_llama3_8b_a100_40g.json");
+  const Advised a = Advise(path);
+  EXPECT_EQ(a.advice.verdict, FitVerdict::kDoesNotFit);
+  EXPECT_NEAR(a.advice.over_gib, a.sim.summary.peak_memory_reserved_gib - a.sim.summary.usable_gib,
+              1e-12);
+  EXPECT_GT(a.advice.over_gib, 0);
+  EXPECT_FALSE(a.advice.cause.persistent_exceeds);
+  ASSERT_FALSE(a.advice.cause.dominant.empty());
+  EXPECT_EQ(a.advice.cause.dominant.front().category, "activations");
+  EXPECT_EQ(a.advice.cause.peak_phase, "backward");
+  ASSERT_GE(a.advice.suggestions.size(), 3u);
+  for (size_t i = 1; i < a.advice.suggestions.size(); ++i) {
+    EXPECT_GE(a.advice.suggestions[i - 1].tokens_per_s_per_gpu,
+              a.advice.suggestions[i].tokens_per_s_per_gpu);
+  }
+  // The answers: a batch split and full checkpointing both fit.
+  bool split = false, full = false;
+  for (const FitSuggestion& s : a.advice.suggestions) {
+    for (const std::string& set : s.sets) {
+      split = split || set == "training.grad_accum=2";
+      full = full || set == "training.activation_checkpoint=full";
+    }
+    EXPECT_EQ(s.thin, s.headroom_gib < a.advice.margin_gib);
+  }
+  EXPECT_TRUE(split);
+  EXPECT_TRUE(full);
+  ExpectSuggestionsReproduce(path, a.advice);
+}
+
+TEST(FitAdvisorTest, PersistentStateOverTheHbmIsNamed) {
+  const std::string path = ExamplePath("does_not_fit_hsdp_llama3_70b.json");
+  const Advised a = Advise(path);
+  EXPECT_EQ(a.advice.verdict, FitVerdict::kDoesNotFit);
+  EXPECT_TRUE(a.advice.cause.persistent_exceeds);
+  EXPECT_GT(a.advice.cause.persistent_gib, a.advice.usable_gib);
+  ASSERT_EQ(a.advice.cause.persistent.size(), 3u);
+  EXPECT_EQ(a.advice.cause.persistent[0].category, "sharded_params");
+  EXPECT_EQ(a.advice.cause.persistent[1].category, "optimizer");
+  // fp32 master parameters (4 B) and Adam's two moments (8 B) of 70.6B parameters over 8 GPUs.
+  EXPECT_NEAR(a.advice.cause.persistent[1].gib, 2 * a.advice.cause.persistent[0].gib, 0.01);
+  EXPECT_NE(a.advice.cause.text.find("persistent state alone exceeds"), std::string::npos);
+  ASSERT_FALSE(a.advice.suggestions.empty());
+  // Only wider sharding or offload can help; no checkpoint-only variant fits.
+  for (const FitSuggestion& s : a.advice.suggestions) {
+    bool state_change = false;
+    for (const std::string& set : s.sets) {
+      state_change = state_change || set.rfind("parallelism.dp_", 0) == 0 ||
+                     set == "fsdp.enable_offload=true" || set.rfind("cluster.nodes=", 0) == 0;
+    }
+    EXPECT_TRUE(state_change) << s.change;
+  }
+  ExpectSuggestionsReproduce(path, a.advice);
+}
+
+TEST(FitAdvisorTest, ThinMarginOnlyOffersVariantsWithTheMargin) {
+  const std::string path = ExamplePath("moe_qwen3_30b_a3b_ep8.json");
+  const std::vector<std::string> replicated = {"parallelism.edp_shard=1"};
+  const Advised a = Advise(path, replicated);
+  ASSERT_TRUE(a.sim.summary.fits);
+  EXPECT_EQ(a.advice.verdict, FitVerdict::kThinMargin);
+  EXPECT_LT(a.advice.over_gib, 0);
+  ASSERT_FALSE(a.advice.suggestions.empty());
+  for (const FitSuggestion& s : a.advice.suggestions) {
+    EXPECT_GE(s.headroom_gib, 2.0) << s.change;
+    EXPECT_FALSE(s.thin);
+  }
+  // Sharding the replicated expert state is the fastest way out.
+  EXPECT_EQ(a.advice.suggestions.front().sets.front(), "parallelism.edp_shard=2");
+  // Suggestions are flags on top of the file as given (here: on top of the --set).
+  for (const FitSuggestion& s : a.advice.suggestions) {
+    std::vector<std::string> sets = replicated;
+    sets.insert(sets.end(), s.sets.begin(), s.sets.end());
+    Result<Simulation> again = SimulateWith(path, sets);
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_NEAR(again->summary.peak_memory_reserved_gib, s.peak_reserved_gib, 1e-9);
+  }
+  // With no margin asked for, a job that fits gets no advice.
+  FitAdviceOptions none;
+  none.margin_gib = 0;
+  const Advised b = Advise(path, replicated, none);
+  EXPECT_EQ(b.advice.verdict, FitVerdict::kFits);
+  EXPECT_TRUE(b.advice.suggestions.empty());
+  EXPECT_EQ(b.advice.variants_simulated, 0);
+}
+
+TEST(FitAdvisorTest, JudgeFit) {
+  Summary s;
+  s.usable_gib = 40;
+  s.peak_memory_reserved_gib = 39;
+  s.fits = true;
+  EXPECT_EQ(JudgeFit(s, 2.0), FitVerdict::kThinMargin);
+  EXPECT_EQ(JudgeFit(s, 1.0), FitVerdict::kFits);
+  s.fits = false;
+  EXPECT_EQ(JudgeFit(s, 0.0), FitVerdict::kDoesNotFit);
+}
+
+TEST(FitAdvisorTest, BoundedAndFast) {
+  FitAdviceOptions few;
+  few.max_simulations = 3;
+  const Advised a = Advise(ExamplePath("does_not_fit_llama3_8b_a100_40g.json"), {}, few);
+  EXPECT_LE(a.advice.variants_simulated + a.advice.variants_invalid, 3);
+  // The default bound, and the time it takes for an 8B job (printed for the record).
+  const auto start = std::chrono::steady_clock::now();
+  const Advised b = Advise(ExamplePath("does_not_fit_llama3_8b_a100_40g.json"));
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LE(b.advice.variants_simulated, FitAdviceOptions{}.max_simulations);
+  EXPECT_GT(b.advice.variants_simulated, 5);
+  std::printf("advice for an 8B job: %d variants simulated in %.0f ms (incl. the job itself)\n",
+              b.advice.variants_simulated, ms);
+}
+
+TEST(FitAdvisorTest, NegativeMarginIsBadInput) {
+  Result<Scenario> sc = LoadScenario(ExamplePath("dense_llama3_8b.json"));
+  ASSERT_TRUE(sc.ok());
+  Result<Simulation> sim = SimulateScenario(*sc, {});
+  ASSERT_TRUE(sim.ok());
+  FitAdviceOptions bad;
+  bad.margin_gib = -1;
+  Result<FitAdvice> advice = AdviseFit(*sc, *sim, bad);
+  ASSERT_FALSE(advice.ok());
+  EXPECT_EQ(advice.status().code(), ErrorCode::kInvalidInput);
+}
+
+TEST(FitAdvisorTest, JsonCarriesVerdictCauseAndFlags) {
+  const Advised a = Advise(ExamplePath("does_not_fit_hsdp_llama3_70b.json"));
+  const nlohmann::json j = FitAdviceToJson(a.advice);
+  EXPECT_EQ(j["verdict"], "does_not_fit");
+  EXPECT_EQ(j["cause"]["persistent_exceeds_hbm"], true);
+  ASSERT_EQ(j["suggestions"].size(), a.advice.suggestions.size());
+  EXPECT_EQ(j["suggestions"][0]["set"], a.advice.suggestions[0].sets);
+  EXPECT_DOUBLE_EQ(j["suggestions"][0]["tokens_per_s_per_gpu"].get<double>(),
+                   a.advice.suggestions[0].tokens_per_s_per_gpu);
+  const std::string text = FormatFitAdvice(a.advice);
+  EXPECT_NE(text.find("DOES NOT FIT by"), std::string::npos);
+  EXPECT_NE(text.find("--set " + a.advice.suggestions[0].sets[0]), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::sim
