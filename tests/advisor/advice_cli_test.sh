@@ -7,7 +7,7 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # A job that does not fit: advice printed and in the summary; --require-fit still exits 1.
-job=examples/does_not_fit_llama3_8b_a100_40g.json
+job=examples/does_not_fit_qwen2.5_7b_a100_40g.json
 "$bin" simulate "$job" --summary "$out/s.json" > "$out/stdout" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { cat "$out/stdout"; fail "does-not-fit example exit $rc (expected 0)"; }

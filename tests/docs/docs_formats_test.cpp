@@ -59,7 +59,7 @@ TEST(DocsFormatsTest, ScenarioDocListsNoKeyTheSchemaLacks) {
 
 TEST(DocsFormatsTest, SummaryDocListsEveryField) {
   const std::string doc = MustRead("docs/summary.md");
-  Result<Scenario> sc = LoadScenario(SourcePath("examples/does_not_fit_llama3_8b_a100_40g.json"));
+  Result<Scenario> sc = LoadScenario(SourcePath("examples/does_not_fit_qwen2.5_7b_a100_40g.json"));
   ASSERT_TRUE(sc.ok()) << sc.status().message();
   sim::SimulateOptions peaks_only;
   peaks_only.keep_memory_samples = false;
