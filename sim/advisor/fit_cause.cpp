@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/schedule/schedule.h"
 #include "core/trace/op_id.h"
 
 namespace shardscope::sim {
