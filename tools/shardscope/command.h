@@ -39,5 +39,6 @@ void RegisterPlanCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterModelCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry);  // stats, diff, check-trace
+void RegisterViewCommand(CLI::App& app, CommandRegistry& registry);    // the viewer (optional)
 
 }  // namespace shardscope::cli

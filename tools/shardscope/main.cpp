@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cli::RegisterModelCommand(app, registry);
   cli::RegisterSimulateCommand(app, registry);
   cli::RegisterTraceCommands(app, registry);
+  cli::RegisterViewCommand(app, registry);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,223 @@
+// The viewer's performance targets, timed (medians over --reps):
+//   load    opening two traces of --events events each (synthetic, written to a temporary
+//           folder and removed): read, parse, tracks, join table, statistics; target < 3 s
+//   frame   one frame at full zoom-out and at a busy zoom-in (1 ms of the step's middle);
+//           target < 16 ms. With --gl (under xvfb-run) the frame is drawn by OpenGL and
+//           finished (glFinish); without, ImGui builds the frame with no renderer.
+//   tune    a tuning change (forward prefetch depth toggled) on --scenario, from the request
+//           to the frame drawn with the new prediction; target < 200 ms
+// Usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]
+#include <fmt/core.h>
+#include <imgui.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/trace/trace_io.h"
+#include "viewer/app.h"
+#include "viewer/panels.h"
+
+using namespace shardscope;
+using namespace shardscope::viewer;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// A step of `events` work events over 8 ranks: compute kernels back to back, all-gathers and
+// reduce-scatters beside them, a memory counter; `scale` stretches durations (the "measured").
+Trace SyntheticTrace(int64_t events, double scale, uint32_t seed, const char* kind) {
+  Trace t;
+  t.metadata.kind = kind;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> dur(1'000, 40'000);
+  const int ranks = 8;
+  const int64_t per_rank = events / ranks;
+  for (int r = 0; r < ranks; ++r) {
+    t.AddMarker(r, 0, "step_begin");
+    int64_t clock[3] = {0, 0, 0};
+    int64_t allocated = 1LL << 30;
+    for (int64_t i = 0; i < per_rank; ++i) {
+      const int pick = static_cast<int>(i % 5);
+      const int lane = pick < 3 ? kLaneCompute : (pick == 3 ? kLaneAllGather : kLaneReduceScatter);
+      const int slot = lane == kLaneCompute ? 0 : lane - 1;
+      const int64_t d = static_cast<int64_t>(static_cast<double>(dur(rng)) * scale);
+      const int64_t unit = (i / 500) % 64;
+      const std::string op_id =
+          lane == kLaneCompute
+              ? fmt::format("fwd/layers.{}/compute:{}", unit, i % 500 + 1)
+              : fmt::format("fwd/layers.{}/{}:{}", unit,
+                            lane == kLaneAllGather ? "all_gather" : "reduce_scatter", i % 500 + 1);
+      WorkEvent& e =
+          t.AddWork(r, lane, lane == kLaneCompute ? "gemm" : "ncclKernel", op_id, clock[slot], d);
+      if (lane != kLaneCompute) {
+        e.bytes = 1 << 24;
+        e.group_size = 8;
+        e.busbw_gbps = 300;
+      }
+      clock[slot] += d + 200;
+      if (i % 100 == 0) {
+        allocated += (i % 200 == 0 ? 1 : -1) * (64LL << 20);
+        t.AddCounter(r, clock[0], "activations_bytes", allocated);
+        t.AddCounter(r, clock[0], "allocated_bytes", allocated);
+      }
+    }
+  }
+  return t;
+}
+
+// One ImGui frame timed: `draw` builds it; `finish` (optional) renders and waits.
+double TimeFrame(ViewerState* s, GlWindow* gl) {
+  const auto t0 = Clock::now();
+  if (gl) {
+    RenderFrame(*gl, s);
+    FinishFrame(*gl);
+    PresentFrame(*gl);
+  } else {
+    ImGui::GetIO().DeltaTime = 1.0f / 60;
+    ImGui::NewFrame();
+    DrawViewerFrame(s);
+    ImGui::Render();
+  }
+  return Ms(t0, Clock::now());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t events = 1'000'000;
+  int reps = 5;
+  std::string scenario = std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/dense_llama3_8b.json";
+  bool use_gl = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--events" && i + 1 < argc)
+      events = std::atoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--scenario" && i + 1 < argc)
+      scenario = argv[++i];
+    else if (a == "--gl")
+      use_gl = true;
+    else {
+      fmt::print(stderr, "usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]\n");
+      return 2;
+    }
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("viewer_bench_{}", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string pa = (dir / "a.trace.json").string(), pb = (dir / "b.trace.json").string();
+  const auto g0 = Clock::now();
+  if (Status st = WriteTrace(SyntheticTrace(events, 1.0, 1, "predicted"), pa); !st.ok()) {
+    fmt::print(stderr, "{}\n", st.message());
+    return 3;
+  }
+  if (Status st = WriteTrace(SyntheticTrace(events, 1.1, 2, "measured"), pb); !st.ok()) {
+    fmt::print(stderr, "{}\n", st.message());
+    return 3;
+  }
+  fmt::print("generated two traces of {} events each in {:.0f} ms ({} MB each)\n", events,
+             Ms(g0, Clock::now()), std::filesystem::file_size(pa) >> 20);
+
+  std::vector<double> load_ms;
+  ViewerState state;
+  for (int r = 0; r < reps; ++r) {
+    ViewerState s;
+    const auto t0 = Clock::now();
+    ViewerOptions o;
+    o.traces = {pa, pb};
+    if (Status st = LoadViewerState(o, &s); !st.ok()) {
+      fmt::print(stderr, "{}\n", st.message());
+      return 3;
+    }
+    load_ms.push_back(Ms(t0, Clock::now()));
+    if (r + 1 == reps) state = std::move(s);
+  }
+  std::filesystem::remove_all(dir);
+  fmt::print("load   two traces of {} events: median {:.0f} ms (target 3000), {} table rows\n",
+             events, Median(load_ms), state.rows.size());
+
+  std::unique_ptr<GlWindow> gl;
+  if (use_gl) {
+    Result<std::unique_ptr<GlWindow>> w = OpenGlWindow(1600, 1000, false);
+    if (!w.ok()) {
+      fmt::print(stderr, "{}\n", w.status().message());
+      return 3;
+    }
+    gl = std::move(*w);
+  } else {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    unsigned char* pixels = nullptr;
+    int fw = 0, fh = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &fw, &fh);
+  }
+  auto frames = [&](ViewerState* s, const std::function<void()>& setup) {
+    std::vector<double> ms;
+    TimeFrame(s, gl.get());  // layout settles on the first frame
+    for (int r = 0; r < std::max(reps, 5); ++r) {
+      setup();
+      ms.push_back(TimeFrame(s, gl.get()));
+    }
+    return Median(ms);
+  };
+  const int64_t end = std::max(state.a->end_ns, state.b->end_ns);
+  const double full = frames(&state, [&] { state.viewport.Fit(0, end); });
+  const double busy = frames(&state, [&] {
+    state.viewport.start_ns = end / 2;
+    state.viewport.span_ns = 1'000'000;
+  });
+  fmt::print(
+      "frame  {}: full zoom-out median {:.2f} ms, busy zoom-in (1 ms) median {:.2f} ms (target "
+      "16)\n",
+      gl ? "OpenGL (llvmpipe under Xvfb)" : "ImGui without renderer", full, busy);
+
+  ViewerState tuned;
+  ViewerOptions o;
+  o.scenario = scenario;
+  if (Status st = LoadViewerState(o, &tuned); !st.ok()) {
+    fmt::print(stderr, "{}\n", st.message());
+    return 3;
+  }
+  TimeFrame(&tuned, gl.get());
+  std::vector<double> tune_ms;
+  for (int r = 0; r < reps; ++r) {
+    TuningKnobs k = tuned.knobs;
+    k.forward_prefetch_depth = k.forward_prefetch_depth == 1 ? 2 : 1;
+    tuned.knobs = k;
+    const auto t0 = Clock::now();
+    tuned.tuner->Request(k);
+    tuned.tuner->WaitIdle(std::chrono::seconds(60));
+    TimeFrame(&tuned, gl.get());  // takes the prediction and draws it
+    tune_ms.push_back(Ms(t0, Clock::now()));
+    if (!tuned.tuning_error.empty()) {
+      fmt::print(stderr, "tuning failed: {}\n", tuned.tuning_error);
+      return 3;
+    }
+  }
+  fmt::print(
+      "tune   {} (prefetch depth toggled, {} events predicted): median {:.0f} ms (target 200)\n",
+      std::filesystem::path(scenario).filename().string(), tuned.a->trace.events.size(),
+      Median(tune_ms));
+  if (!gl) ImGui::DestroyContext();
+  return 0;
+}

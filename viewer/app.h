@@ -1,0 +1,61 @@
+// The viewer program: loads the traces (and the scenario to tune), then runs the ImGui frame
+// loop in a GLFW window, or renders a fixed number of frames off-screen and writes a PNG.
+//
+// Contents:
+//   ViewerOptions     what `shardscope view` parses
+//   LoadViewerState   traces + scenario → ViewerState (no window; tests and the bench use it)
+//   GlWindow          a GLFW window with its OpenGL 3.3 context and the ImGui backends
+//   OpenGlWindow      opens one (invisible for headless use)
+//   RenderFrame       one ImGui frame of the viewer into the window's back buffer
+//   SaveScreenshot    glReadPixels of the back buffer (before the swap) → PNG
+//   RunViewer         LoadViewerState + the window or the headless screenshot
+//
+// Traces: two are A (predicted) then B (measured); one goes to A or B by its metadata kind.
+// With --scenario the scenario's prediction is A and at most one trace (the measured) is given.
+// Headless (--screenshot): an invisible window (run under xvfb-run; Mesa's llvmpipe gives the
+// OpenGL 3.3 context), `frames` frames, the tuner's first prediction awaited, and the back
+// buffer read with glReadPixels before the swap.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "viewer/viewer_state.h"
+
+namespace shardscope::viewer {
+
+struct ViewerOptions {
+  std::vector<std::string> traces;
+  std::string scenario;
+  std::string screenshot;  // non-empty: headless
+  int frames = 3;
+  int width = 1600, height = 1000;
+  bool overlay = false;     // lanes overlaid instead of stacked
+  bool select_top = false;  // select the comparison table's first row (for pictures)
+};
+
+Status LoadViewerState(const ViewerOptions& options, ViewerState* state);
+
+// Owns the window, the GL context and the ImGui context; closes them on destruction.
+class GlWindow {
+ public:
+  ~GlWindow();
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+// RuntimeError naming GLFW's message when there is no display or no OpenGL 3.3.
+Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visible);
+void RenderFrame(GlWindow& window, ViewerState* state);
+// Waits for the GPU (software renderer) to finish the frame, for timing.
+void FinishFrame(GlWindow& window);
+Status SaveScreenshot(GlWindow& window, const std::string& path);
+// True once the user closed the window.
+bool WindowClosed(GlWindow& window);
+// Shows the back buffer and reads input.
+void PresentFrame(GlWindow& window);
+// `probes`, when given, receives where the last frame drew things (for the screenshot tests).
+Status RunViewer(const ViewerOptions& options, Probes* probes = nullptr);
+
+}  // namespace shardscope::viewer

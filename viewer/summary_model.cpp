@@ -1,0 +1,75 @@
+#include "viewer/summary_model.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "core/trace/intervals.h"
+
+namespace shardscope::viewer {
+namespace {
+
+void MemoryPeaks(const MemoryModel& m, const std::optional<TimeRange>& range, SummaryFigures* f) {
+  if (m.empty()) return;
+  f->has_memory = true;
+  if (!range) {
+    f->peak_allocated_bytes = m.peak_allocated;
+    f->peak_reserved_bytes = m.peak_reserved;
+    return;
+  }
+  int64_t k = std::max<int64_t>(m.SampleAt(range->lo_ns), 0);
+  for (; k < static_cast<int64_t>(m.times_ns.size()) && m.times_ns[k] < range->hi_ns; ++k) {
+    f->peak_allocated_bytes = std::max(f->peak_allocated_bytes, m.allocated[k]);
+    f->peak_reserved_bytes = std::max(f->peak_reserved_bytes, m.reserved[k]);
+  }
+}
+
+}  // namespace
+
+SummaryFigures ComputeSummary(const TraceView& view, const std::optional<TimeRange>& range) {
+  SummaryFigures f;
+  MemoryPeaks(view.memory, range, &f);
+  if (!range) {
+    f.step_ns = view.stats.step_time_ns;
+    f.exposed_comm_ns = view.stats.exposed_comm_ns;
+    int64_t comm = 0, exposed = 0;
+    for (const StepStats& s : view.stats.steps) {
+      comm += s.comm_ns;
+      exposed += s.exposed_comm_ns;
+    }
+    f.overlap_ratio = comm > 0 ? static_cast<double>(comm - exposed) / comm : 0;
+    return f;
+  }
+  f.step_ns = range->hi_ns - range->lo_ns;
+  std::map<int, std::vector<Interval>> compute, comm;
+  for (const Track& t : view.tracks) {
+    if (t.lane != kLaneCompute && !IsCommLane(t.lane)) continue;
+    auto& out = t.lane == kLaneCompute ? compute[t.rank] : comm[t.rank];
+    // Items that can overlap the range: from the first whose prefix max end passes lo.
+    auto first = std::upper_bound(t.max_end.begin(), t.max_end.end(), range->lo_ns);
+    for (size_t i = first - t.max_end.begin(); i < t.items.size(); ++i) {
+      const LaneItem& it = t.items[i];
+      if (it.start_ns >= range->hi_ns) break;
+      out.push_back({std::max(it.start_ns, range->lo_ns), std::min(it.end_ns, range->hi_ns)});
+    }
+  }
+  int64_t worst_exposed = -1, worst_comm = 0;
+  for (auto& [rank, spans] : comm) {
+    const std::vector<Interval> c = UnionOf(std::move(spans));
+    const std::vector<Interval> k = UnionOf(compute[rank]);
+    const int64_t total = TotalNs(c);
+    const int64_t exposed = total - IntersectNs(c, k);
+    if (exposed > worst_exposed) {
+      worst_exposed = exposed;
+      worst_comm = total;
+    }
+  }
+  f.exposed_comm_ns = std::max<int64_t>(worst_exposed, 0);
+  f.overlap_ratio =
+      worst_comm > 0 ? static_cast<double>(worst_comm - f.exposed_comm_ns) / worst_comm : 0;
+  return f;
+}
+
+double RelativeError(double a, double b) { return a != 0 ? (b - a) / a : 0; }
+
+}  // namespace shardscope::viewer
