@@ -9,6 +9,7 @@
 // Usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]
 #include <fmt/core.h>
 #include <imgui.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 
 #include "core/trace/trace_io.h"
 #include "viewer/app.h"
+#include "viewer/compare_model.h"
 #include "viewer/panels.h"
 
 using namespace shardscope;
@@ -33,6 +35,14 @@ namespace {
 
 double Ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// CPU time of the whole process (all threads), ms: on a shared machine wall time also counts
+// the time other processes held the cores.
+double CpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 double Median(std::vector<double> v) {
@@ -83,8 +93,13 @@ Trace SyntheticTrace(int64_t events, double scale, uint32_t seed, const char* ki
 }
 
 // One ImGui frame timed: `draw` builds it; `finish` (optional) renders and waits.
-double TimeFrame(ViewerState* s, GlWindow* gl) {
+struct FrameTime {
+  double wall_ms = 0, cpu_ms = 0;
+};
+
+FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
   const auto t0 = Clock::now();
+  const double c0 = CpuMs();
   if (gl) {
     RenderFrame(*gl, s);
     FinishFrame(*gl);
@@ -95,7 +110,7 @@ double TimeFrame(ViewerState* s, GlWindow* gl) {
     DrawViewerFrame(s);
     ImGui::Render();
   }
-  return Ms(t0, Clock::now());
+  return {Ms(t0, Clock::now()), CpuMs() - c0};
 }
 
 }  // namespace
@@ -136,11 +151,12 @@ int main(int argc, char** argv) {
   fmt::print("generated two traces of {} events each in {:.0f} ms ({} MB each)\n", events,
              Ms(g0, Clock::now()), std::filesystem::file_size(pa) >> 20);
 
-  std::vector<double> load_ms;
+  std::vector<double> load_ms, load_cpu_ms;
   ViewerState state;
   for (int r = 0; r < reps; ++r) {
     ViewerState s;
     const auto t0 = Clock::now();
+    const double c0 = CpuMs();
     ViewerOptions o;
     o.traces = {pa, pb};
     if (Status st = LoadViewerState(o, &s); !st.ok()) {
@@ -148,11 +164,28 @@ int main(int argc, char** argv) {
       return 3;
     }
     load_ms.push_back(Ms(t0, Clock::now()));
+    load_cpu_ms.push_back(CpuMs() - c0);
     if (r + 1 == reps) state = std::move(s);
   }
+  {
+    // Where the time goes, one trace on one thread.
+    const double c0 = CpuMs();
+    Result<Trace> ta = ReadTrace(pa);
+    const double c1 = CpuMs();
+    TraceView va = MakeTraceView(std::move(*ta), "a");
+    const double c2 = CpuMs();
+    const std::vector<CompareRow> rows = BuildCompareRows(va, *state.b);
+    const double c3 = CpuMs();
+    fmt::print(
+        "load   CPU time, one trace on one thread: read+parse {:.0f} ms, view (tracks, exposed, "
+        "memory, stats) {:.0f} ms; join with the other {:.0f} ms\n",
+        c1 - c0, c2 - c1, c3 - c2);
+  }
   std::filesystem::remove_all(dir);
-  fmt::print("load   two traces of {} events: median {:.0f} ms (target 3000), {} table rows\n",
-             events, Median(load_ms), state.rows.size());
+  fmt::print(
+      "load   two traces of {} events (loaded in parallel): median {:.0f} ms wall, {:.0f} ms CPU "
+      "(target 3000), {} table rows\n",
+      events, Median(load_ms), Median(load_cpu_ms), state.rows.size());
 
   std::unique_ptr<GlWindow> gl;
   if (use_gl) {
@@ -172,24 +205,27 @@ int main(int argc, char** argv) {
     io.Fonts->GetTexDataAsRGBA32(&pixels, &fw, &fh);
   }
   auto frames = [&](ViewerState* s, const std::function<void()>& setup) {
-    std::vector<double> ms;
+    std::vector<double> wall, cpu;
     TimeFrame(s, gl.get());  // layout settles on the first frame
     for (int r = 0; r < std::max(reps, 5); ++r) {
       setup();
-      ms.push_back(TimeFrame(s, gl.get()));
+      const FrameTime t = TimeFrame(s, gl.get());
+      wall.push_back(t.wall_ms);
+      cpu.push_back(t.cpu_ms);
     }
-    return Median(ms);
+    return FrameTime{Median(wall), Median(cpu)};
   };
   const int64_t end = std::max(state.a->end_ns, state.b->end_ns);
-  const double full = frames(&state, [&] { state.viewport.Fit(0, end); });
-  const double busy = frames(&state, [&] {
+  const FrameTime full = frames(&state, [&] { state.viewport.Fit(0, end); });
+  const FrameTime busy = frames(&state, [&] {
     state.viewport.start_ns = end / 2;
     state.viewport.span_ns = 1'000'000;
   });
   fmt::print(
-      "frame  {}: full zoom-out median {:.2f} ms, busy zoom-in (1 ms) median {:.2f} ms (target "
-      "16)\n",
-      gl ? "OpenGL (llvmpipe under Xvfb)" : "ImGui without renderer", full, busy);
+      "frame  {}: full zoom-out median {:.2f} ms wall / {:.2f} ms CPU, busy zoom-in (1 ms) median "
+      "{:.2f} ms wall / {:.2f} ms CPU (target 16)\n",
+      gl ? "OpenGL (llvmpipe under Xvfb)" : "ImGui without renderer", full.wall_ms, full.cpu_ms,
+      busy.wall_ms, busy.cpu_ms);
 
   ViewerState tuned;
   ViewerOptions o;
@@ -199,16 +235,18 @@ int main(int argc, char** argv) {
     return 3;
   }
   TimeFrame(&tuned, gl.get());
-  std::vector<double> tune_ms;
+  std::vector<double> tune_ms, tune_cpu_ms;
   for (int r = 0; r < reps; ++r) {
     TuningKnobs k = tuned.knobs;
     k.forward_prefetch_depth = k.forward_prefetch_depth == 1 ? 2 : 1;
     tuned.knobs = k;
     const auto t0 = Clock::now();
+    const double c0 = CpuMs();
     tuned.tuner->Request(k);
     tuned.tuner->WaitIdle(std::chrono::seconds(60));
     TimeFrame(&tuned, gl.get());  // takes the prediction and draws it
     tune_ms.push_back(Ms(t0, Clock::now()));
+    tune_cpu_ms.push_back(CpuMs() - c0);
     if (!tuned.tuning_error.empty()) {
       fmt::print(stderr, "tuning failed: {}\n", tuned.tuning_error);
       return 3;

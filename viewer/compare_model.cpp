@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -30,15 +31,22 @@ struct OpSum {
   std::vector<uint32_t> events;
 };
 
-// (rank, op_id) → summed events, in (rank, op_id text) order.
-std::map<std::pair<int, std::string>, OpSum> SumOps(const TraceView& v) {
-  std::unordered_map<uint64_t, OpSum> by_id;
+using OpKey = uint64_t;  // rank in the high half, the op_id's StrId in the low half
+
+OpKey Key(int rank, StrId id) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | id;
+}
+int RankOf(OpKey k) { return static_cast<int>(static_cast<int32_t>(k >> 32)); }
+StrId IdOf(OpKey k) { return static_cast<StrId>(k & 0xFFFFFFFFu); }
+
+// (rank, op_id) → summed events.
+std::unordered_map<OpKey, OpSum> SumOps(const TraceView& v) {
+  std::unordered_map<OpKey, OpSum> by_id;
   const Trace& t = v.trace;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const WorkEvent& e = t.events[i];
     if (e.op_id == kEmptyStr) continue;
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(e.rank)) << 32) | e.op_id;
-    auto [it, fresh] = by_id.try_emplace(key);
+    auto [it, fresh] = by_id.try_emplace(Key(e.rank, e.op_id));
     OpSum& s = it->second;
     const int64_t start = e.start_ns - v.origin_ns;
     if (fresh) {
@@ -53,17 +61,12 @@ std::map<std::pair<int, std::string>, OpSum> SumOps(const TraceView& v) {
     s.end_ns = std::max(s.end_ns, start + e.dur_ns);
     s.events.push_back(static_cast<uint32_t>(i));
   }
-  std::map<std::pair<int, std::string>, OpSum> out;
-  for (auto& [key, sum] : by_id) {
-    const int rank = static_cast<int>(static_cast<int32_t>(key >> 32));
-    out.emplace(std::make_pair(rank, std::string(t.Str(static_cast<StrId>(key)))), std::move(sum));
-  }
-  return out;
+  return by_id;
 }
 
-// The op_ids an op may be known by in another tree: itself, then with leading FQN parts of its
-// unit dropped ("fwd/model.layers.3/compute" → "fwd/layers.3/compute").
-std::vector<std::string> UnitSuffixForms(const std::string& op_id) {
+// The op_ids an op may be known by in another tree: with leading FQN parts of its unit dropped
+// ("fwd/model.layers.3/compute" → "fwd/layers.3/compute").
+std::vector<std::string> UnitSuffixForms(std::string_view op_id) {
   std::vector<std::string> forms;
   Result<OpId> parsed = ParseOpId(op_id);
   if (!parsed.ok()) return forms;
@@ -75,11 +78,14 @@ std::vector<std::string> UnitSuffixForms(const std::string& op_id) {
   return forms;
 }
 
-CompareRow MakeRow(int rank, const std::string& op_id, const std::string& op_id_b, const OpSum* a,
-                   const OpSum* b) {
+// Moves the summed events into the row.
+CompareRow MakeRow(int rank, const TraceView& va, StrId id_a, const TraceView& vb, StrId id_b,
+                   OpSum* a, OpSum* b) {
   CompareRow r;
-  r.op_id = op_id;
-  r.op_id_b = b ? op_id_b : "";
+  r.op_id = a ? va.trace.Str(id_a) : vb.trace.Str(id_b);
+  if (b) r.op_id_b = vb.trace.Str(id_b);
+  r.id_a = a ? id_a : kEmptyStr;
+  r.id_b = b ? id_b : kEmptyStr;
   r.rank = rank;
   const OpSum& any = a ? *a : *b;
   r.lane = any.lane;
@@ -89,14 +95,14 @@ CompareRow MakeRow(int rank, const std::string& op_id, const std::string& op_id_
     r.exposed_a_ns = a->exposed_ns;
     r.start_a_ns = a->start_ns;
     r.end_a_ns = a->end_ns;
-    r.events_a = a->events;
+    r.events_a = std::move(a->events);
   }
   if (b) {
     r.dur_b_ns = b->dur_ns;
     r.exposed_b_ns = b->exposed_ns;
     r.start_b_ns = b->start_ns;
     r.end_b_ns = b->end_ns;
-    r.events_b = b->events;
+    r.events_b = std::move(b->events);
   }
   return r;
 }
@@ -104,46 +110,55 @@ CompareRow MakeRow(int rank, const std::string& op_id, const std::string& op_id_
 }  // namespace
 
 std::vector<CompareRow> BuildCompareRows(const TraceView& a, const TraceView& b) {
-  auto ops_a = SumOps(a);
-  auto ops_b = SumOps(b);
+  std::unordered_map<OpKey, OpSum> ops_a = SumOps(a);
+  std::unordered_map<OpKey, OpSum> ops_b = SumOps(b);
   std::vector<CompareRow> rows;
-  // Exact op_ids first.
-  for (auto it = ops_a.begin(); it != ops_a.end();) {
-    auto found = ops_b.find(it->first);
-    if (found == ops_b.end()) {
-      ++it;
-      continue;
-    }
-    rows.push_back(
-        MakeRow(it->first.first, it->first.second, it->first.second, &it->second, &found->second));
-    ops_b.erase(found);
-    it = ops_a.erase(it);
+  rows.reserve(std::max(ops_a.size(), ops_b.size()));
+  // Exact op_ids first, through the string tables (each distinct op_id looked up once).
+  std::unordered_map<StrId, StrId> a_to_b;
+  std::vector<OpKey> joined;
+  for (auto& [ka, sa] : ops_a) {
+    auto [t, fresh] = a_to_b.try_emplace(IdOf(ka), kEmptyStr);
+    if (fresh) b.trace.strings.Find(a.trace.Str(IdOf(ka)), &t->second);
+    if (t->second == kEmptyStr) continue;
+    auto fb = ops_b.find(Key(RankOf(ka), t->second));
+    if (fb == ops_b.end()) continue;
+    rows.push_back(MakeRow(RankOf(ka), a, IdOf(ka), b, t->second, &sa, &fb->second));
+    ops_b.erase(fb);
+    joined.push_back(ka);
   }
-  // Then the same op under a shorter unit FQN, in either direction.
+  for (OpKey k : joined) ops_a.erase(k);
+  // Then the same op under a shorter unit FQN, in either direction (only what is left).
+  std::map<std::pair<int, std::string>, OpKey> left[2];
+  for (const auto& [k, sum] : ops_a)
+    left[0].emplace(std::make_pair(RankOf(k), std::string(a.trace.Str(IdOf(k)))), k);
+  for (const auto& [k, sum] : ops_b)
+    left[1].emplace(std::make_pair(RankOf(k), std::string(b.trace.Str(IdOf(k)))), k);
   for (int pass = 0; pass < 2; ++pass) {
-    auto& from = pass == 0 ? ops_a : ops_b;
-    auto& to = pass == 0 ? ops_b : ops_a;
+    auto& from = left[pass];
+    auto& to = left[1 - pass];
     for (auto it = from.begin(); it != from.end();) {
-      bool joined = false;
+      bool matched = false;
       for (const std::string& form : UnitSuffixForms(it->first.second)) {
         auto found = to.find({it->first.first, form});
         if (found == to.end()) continue;
-        const OpSum* sa = pass == 0 ? &it->second : &found->second;
-        const OpSum* sb = pass == 0 ? &found->second : &it->second;
-        const std::string& name_a = pass == 0 ? it->first.second : form;
-        const std::string& name_b = pass == 0 ? form : it->first.second;
-        rows.push_back(MakeRow(it->first.first, name_a, name_b, sa, sb));
+        const OpKey ka = pass == 0 ? it->second : found->second;
+        const OpKey kb = pass == 0 ? found->second : it->second;
+        rows.push_back(
+            MakeRow(it->first.first, a, IdOf(ka), b, IdOf(kb), &ops_a.at(ka), &ops_b.at(kb)));
+        ops_a.erase(ka);
+        ops_b.erase(kb);
         to.erase(found);
-        joined = true;
+        matched = true;
         break;
       }
-      it = joined ? from.erase(it) : std::next(it);
+      it = matched ? from.erase(it) : std::next(it);
     }
   }
-  for (auto& [key, sum] : ops_a) rows.push_back(MakeRow(key.first, key.second, "", &sum, nullptr));
-  for (auto& [key, sum] : ops_b)
-    rows.push_back(MakeRow(key.first, key.second, key.second, nullptr, &sum));
-  std::stable_sort(rows.begin(), rows.end(), [](const CompareRow& x, const CompareRow& y) {
+  for (auto& [k, sum] : ops_a) rows.push_back(MakeRow(RankOf(k), a, IdOf(k), b, 0, &sum, nullptr));
+  for (auto& [k, sum] : ops_b) rows.push_back(MakeRow(RankOf(k), a, 0, b, IdOf(k), nullptr, &sum));
+  // A deterministic base order (the hash maps' is not), then the default: impact.
+  std::sort(rows.begin(), rows.end(), [](const CompareRow& x, const CompareRow& y) {
     if (x.rank != y.rank) return x.rank < y.rank;
     return x.op_id < y.op_id;
   });

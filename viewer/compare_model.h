@@ -26,6 +26,7 @@ namespace shardscope::viewer {
 struct CompareRow {
   std::string op_id;    // A's spelling (B's when the op is only in B)
   std::string op_id_b;  // B's spelling (differs from op_id when joined by a unit suffix)
+  StrId id_a = kEmptyStr, id_b = kEmptyStr;  // the op_id in each trace's string table
   int rank = 0;
   int lane = 0;
   ItemKind kind = ItemKind::kCompute;

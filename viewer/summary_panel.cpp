@@ -55,7 +55,8 @@ void DrawSummaryPanel(ViewerState* s) {
   }
   if (!ImGui::BeginTable("summary", 4, ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_RowBg))
     return;
-  ImGui::TableSetupColumn("");
+  ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed,
+                          ImGui::CalcTextSize("peak allocated").x);
   ImGui::TableSetupColumn(ha ? s->a->trace.metadata.kind.c_str() : "A");
   ImGui::TableSetupColumn(hb ? s->b->trace.metadata.kind.c_str() : "B");
   ImGui::TableSetupColumn("error");

@@ -61,7 +61,7 @@ void Tooltip(const ViewerState& s, int which, uint32_t event, uint32_t merged) {
               std::string(TraceLaneName(e.lane)).c_str());
   ImGui::Text("start  %s after step start", FormatDuration(e.start_ns - v.origin_ns).c_str());
   ImGui::Text("%-10s %s", v.label.c_str(), FormatDuration(e.dur_ns).c_str());
-  const int row = op_id.empty() ? -1 : FindRow(s, which, e.rank, op_id);
+  const int row = op_id.empty() ? -1 : FindRow(s, which, e.rank, e.op_id);
   if (row >= 0) {
     const CompareRow& r = s.rows[row];
     const int other = 1 - which;

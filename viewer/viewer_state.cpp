@@ -6,16 +6,16 @@
 namespace shardscope::viewer {
 namespace {
 
-std::string RowKey(int rank, std::string_view op_id) {
-  return std::to_string(rank) + "/" + std::string(op_id);
+uint64_t RowKey(int rank, StrId op_id) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | op_id;
 }
 
 void ReindexRows(ViewerState* s) {
   for (auto& m : s->row_of) m.clear();
   for (size_t i = 0; i < s->rows.size(); ++i) {
     const CompareRow& r = s->rows[i];
-    if (r.in_a()) s->row_of[0][RowKey(r.rank, r.op_id)] = static_cast<int>(i);
-    if (r.in_b()) s->row_of[1][RowKey(r.rank, r.op_id_b)] = static_cast<int>(i);
+    if (r.in_a()) s->row_of[0][RowKey(r.rank, r.id_a)] = static_cast<int>(i);
+    if (r.in_b()) s->row_of[1][RowKey(r.rank, r.id_b)] = static_cast<int>(i);
   }
 }
 
@@ -38,9 +38,16 @@ void RefreshSummary(ViewerState* s) {
 
 }  // namespace
 
-int FindRow(const ViewerState& s, int which, int rank, std::string_view op_id) {
+int FindRow(const ViewerState& s, int which, int rank, StrId op_id) {
   const auto it = s.row_of[which].find(RowKey(rank, op_id));
   return it == s.row_of[which].end() ? -1 : it->second;
+}
+
+int FindRow(const ViewerState& s, int which, int rank, std::string_view op_id) {
+  const TraceView* v = which == 0 ? s.a.get() : s.b.get();
+  StrId id = kEmptyStr;
+  if (!v || !v->trace.strings.Find(op_id, &id)) return -1;
+  return FindRow(s, which, rank, id);
 }
 
 void SetTraces(ViewerState* s, std::shared_ptr<const TraceView> a,
@@ -95,18 +102,16 @@ void SelectRow(ViewerState* s, int row) {
 void SortRows(ViewerState* s, CompareColumn column, bool descending) {
   const CompareRow* selected = s->selected_row >= 0 ? &s->rows[s->selected_row] : nullptr;
   const int rank = selected ? selected->rank : -1;
-  const std::string op_id = selected ? selected->op_id : "";
+  const StrId id_a = selected ? selected->id_a : kEmptyStr;
+  const StrId id_b = selected ? selected->id_b : kEmptyStr;
   s->sort_column = column;
   s->sort_descending = descending;
   SortCompareRows(&s->rows, column, descending);
   ReindexRows(s);
-  s->selected_row = selected ? FindRow(*s, 0, rank, op_id) : -1;
-  if (selected && s->selected_row < 0) {
-    for (size_t i = 0; i < s->rows.size(); ++i) {
-      if (s->rows[i].rank == rank && s->rows[i].op_id == op_id)
-        s->selected_row = static_cast<int>(i);
-    }
-  }
+  const bool had = selected != nullptr;  // `selected` points at another row after the sort
+  s->selected_row = !had                ? -1
+                    : id_a != kEmptyStr ? FindRow(*s, 0, rank, id_a)
+                                        : FindRow(*s, 1, rank, id_b);
 }
 
 std::vector<int> VisibleRowIndices(const ViewerState& s) {

@@ -62,7 +62,7 @@ struct ViewerState {
   CompareColumn sort_column = CompareColumn::kImpact;
   bool sort_descending = true;
   int selected_row = -1;                           // index into rows
-  std::unordered_map<std::string, int> row_of[2];  // per trace: RowKey(rank, op_id) → row
+  std::unordered_map<uint64_t, int> row_of[2];     // per trace: (rank, op_id StrId) → row
   SummaryFigures summary[2];
 
   // Tuning (with --scenario).
@@ -78,7 +78,9 @@ struct ViewerState {
   Probes probes;
 };
 
-// The row of trace `which`'s op `op_id` on `rank`, or -1.
+// The row of trace `which`'s op `op_id` (an id of that trace's strings, or the text) on
+// `rank`, or -1.
+int FindRow(const ViewerState& s, int which, int rank, StrId op_id);
 int FindRow(const ViewerState& s, int which, int rank, std::string_view op_id);
 
 void SetTraces(ViewerState* s, std::shared_ptr<const TraceView> a,
