@@ -28,7 +28,7 @@ struct OpSum {
   int lane = 0;
   ItemKind kind = ItemKind::kCompute;
   int64_t dur_ns = 0, exposed_ns = 0, start_ns = 0, end_ns = 0;
-  std::vector<uint32_t> events;
+  int32_t count = 0;
 };
 
 using OpKey = uint64_t;  // rank in the high half, the op_id's StrId in the low half
@@ -39,29 +39,54 @@ OpKey Key(int rank, StrId id) {
 int RankOf(OpKey k) { return static_cast<int>(static_cast<int32_t>(k >> 32)); }
 StrId IdOf(OpKey k) { return static_cast<StrId>(k & 0xFFFFFFFFu); }
 
-// (rank, op_id) → summed events.
-std::unordered_map<OpKey, OpSum> SumOps(const TraceView& v) {
-  std::unordered_map<OpKey, OpSum> by_id;
+// The summed operations of one trace, found by (rank, StrId) with one array index per rank
+// (string ids are dense), which keeps a million-event join cheap.
+struct OpTable {
+  std::vector<OpSum> ops;
+  std::vector<OpKey> keys;
+  std::vector<bool> taken;
+  std::unordered_map<int, std::vector<int32_t>> index;  // rank → StrId → ops index (-1 none)
+
+  int32_t Find(int rank, StrId id) const {
+    const auto it = index.find(rank);
+    return it == index.end() || id >= it->second.size() ? -1 : it->second[id];
+  }
+};
+
+OpTable SumOps(const TraceView& v) {
+  OpTable table;
   const Trace& t = v.trace;
+  std::vector<int32_t>* slots = nullptr;
+  int slots_rank = 0;
   for (size_t i = 0; i < t.events.size(); ++i) {
     const WorkEvent& e = t.events[i];
     if (e.op_id == kEmptyStr) continue;
-    auto [it, fresh] = by_id.try_emplace(Key(e.rank, e.op_id));
-    OpSum& s = it->second;
+    if (!slots || slots_rank != e.rank) {
+      auto [it, fresh] = table.index.try_emplace(e.rank);
+      if (fresh) it->second.assign(t.strings.size(), -1);
+      slots = &it->second;
+      slots_rank = e.rank;
+    }
+    int32_t& slot = (*slots)[e.op_id];
     const int64_t start = e.start_ns - v.origin_ns;
-    if (fresh) {
+    if (slot < 0) {
+      slot = static_cast<int32_t>(table.ops.size());
+      OpSum& s = table.ops.emplace_back();
+      table.keys.push_back(Key(e.rank, e.op_id));
       s.lane = e.lane;
       s.kind = KindOf(t, e);
       s.start_ns = start;
       s.end_ns = start + e.dur_ns;
     }
+    OpSum& s = table.ops[slot];
     s.dur_ns += e.dur_ns;
     s.exposed_ns += v.exposed_ns[i];
     s.start_ns = std::min(s.start_ns, start);
     s.end_ns = std::max(s.end_ns, start + e.dur_ns);
-    s.events.push_back(static_cast<uint32_t>(i));
+    ++s.count;
   }
-  return by_id;
+  table.taken.assign(table.ops.size(), false);
+  return table;
 }
 
 // The op_ids an op may be known by in another tree: with leading FQN parts of its unit dropped
@@ -78,9 +103,8 @@ std::vector<std::string> UnitSuffixForms(std::string_view op_id) {
   return forms;
 }
 
-// Moves the summed events into the row.
 CompareRow MakeRow(int rank, const TraceView& va, StrId id_a, const TraceView& vb, StrId id_b,
-                   OpSum* a, OpSum* b) {
+                   const OpSum* a, const OpSum* b) {
   CompareRow r;
   r.op_id = a ? va.trace.Str(id_a) : vb.trace.Str(id_b);
   if (b) r.op_id_b = vb.trace.Str(id_b);
@@ -95,14 +119,14 @@ CompareRow MakeRow(int rank, const TraceView& va, StrId id_a, const TraceView& v
     r.exposed_a_ns = a->exposed_ns;
     r.start_a_ns = a->start_ns;
     r.end_a_ns = a->end_ns;
-    r.events_a = std::move(a->events);
+    r.count_a = a->count;
   }
   if (b) {
     r.dur_b_ns = b->dur_ns;
     r.exposed_b_ns = b->exposed_ns;
     r.start_b_ns = b->start_ns;
     r.end_b_ns = b->end_ns;
-    r.events_b = std::move(b->events);
+    r.count_b = b->count;
   }
   return r;
 }
@@ -110,59 +134,62 @@ CompareRow MakeRow(int rank, const TraceView& va, StrId id_a, const TraceView& v
 }  // namespace
 
 std::vector<CompareRow> BuildCompareRows(const TraceView& a, const TraceView& b) {
-  std::unordered_map<OpKey, OpSum> ops_a = SumOps(a);
-  std::unordered_map<OpKey, OpSum> ops_b = SumOps(b);
+  OpTable ops[2] = {SumOps(a), SumOps(b)};
   std::vector<CompareRow> rows;
-  rows.reserve(std::max(ops_a.size(), ops_b.size()));
+  rows.reserve(std::max(ops[0].ops.size(), ops[1].ops.size()));
+  auto join = [&](int32_t ia, int32_t ib) {
+    const OpKey ka = ops[0].keys[ia], kb = ops[1].keys[ib];
+    rows.push_back(MakeRow(RankOf(ka), a, IdOf(ka), b, IdOf(kb), &ops[0].ops[ia], &ops[1].ops[ib]));
+    ops[0].taken[ia] = ops[1].taken[ib] = true;
+  };
   // Exact op_ids first, through the string tables (each distinct op_id looked up once).
-  std::unordered_map<StrId, StrId> a_to_b;
-  std::vector<OpKey> joined;
-  for (auto& [ka, sa] : ops_a) {
-    auto [t, fresh] = a_to_b.try_emplace(IdOf(ka), kEmptyStr);
-    if (fresh) b.trace.strings.Find(a.trace.Str(IdOf(ka)), &t->second);
-    if (t->second == kEmptyStr) continue;
-    auto fb = ops_b.find(Key(RankOf(ka), t->second));
-    if (fb == ops_b.end()) continue;
-    rows.push_back(MakeRow(RankOf(ka), a, IdOf(ka), b, t->second, &sa, &fb->second));
-    ops_b.erase(fb);
-    joined.push_back(ka);
+  constexpr StrId kUnknown = 0xFFFFFFFFu;
+  std::vector<StrId> a_to_b(a.trace.strings.size(), kUnknown);
+  for (int32_t ia = 0; ia < static_cast<int32_t>(ops[0].ops.size()); ++ia) {
+    const OpKey ka = ops[0].keys[ia];
+    StrId& idb = a_to_b[IdOf(ka)];
+    if (idb == kUnknown && !b.trace.strings.Find(a.trace.Str(IdOf(ka)), &idb)) idb = kEmptyStr;
+    if (idb == kEmptyStr) continue;
+    const int32_t ib = ops[1].Find(RankOf(ka), idb);
+    if (ib >= 0 && !ops[1].taken[ib]) join(ia, ib);
   }
-  for (OpKey k : joined) ops_a.erase(k);
   // Then the same op under a shorter unit FQN, in either direction (only what is left).
-  std::map<std::pair<int, std::string>, OpKey> left[2];
-  for (const auto& [k, sum] : ops_a)
-    left[0].emplace(std::make_pair(RankOf(k), std::string(a.trace.Str(IdOf(k)))), k);
-  for (const auto& [k, sum] : ops_b)
-    left[1].emplace(std::make_pair(RankOf(k), std::string(b.trace.Str(IdOf(k)))), k);
-  for (int pass = 0; pass < 2; ++pass) {
-    auto& from = left[pass];
-    auto& to = left[1 - pass];
-    for (auto it = from.begin(); it != from.end();) {
-      bool matched = false;
-      for (const std::string& form : UnitSuffixForms(it->first.second)) {
-        auto found = to.find({it->first.first, form});
-        if (found == to.end()) continue;
-        const OpKey ka = pass == 0 ? it->second : found->second;
-        const OpKey kb = pass == 0 ? found->second : it->second;
-        rows.push_back(
-            MakeRow(it->first.first, a, IdOf(ka), b, IdOf(kb), &ops_a.at(ka), &ops_b.at(kb)));
-        ops_a.erase(ka);
-        ops_b.erase(kb);
-        to.erase(found);
-        matched = true;
-        break;
-      }
-      it = matched ? from.erase(it) : std::next(it);
+  std::map<std::pair<int, std::string>, int32_t> left[2];
+  const TraceView* views[2] = {&a, &b};
+  for (int w = 0; w < 2; ++w) {
+    for (size_t i = 0; i < ops[w].ops.size(); ++i) {
+      if (ops[w].taken[i]) continue;
+      const OpKey k = ops[w].keys[i];
+      left[w].emplace(std::make_pair(RankOf(k), std::string(views[w]->trace.Str(IdOf(k)))),
+                      static_cast<int32_t>(i));
     }
   }
-  for (auto& [k, sum] : ops_a) rows.push_back(MakeRow(RankOf(k), a, IdOf(k), b, 0, &sum, nullptr));
-  for (auto& [k, sum] : ops_b) rows.push_back(MakeRow(RankOf(k), a, 0, b, IdOf(k), nullptr, &sum));
-  // A deterministic base order (the hash maps' is not), then the default: impact.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& [key, index] : left[pass]) {
+      if (ops[pass].taken[index]) continue;
+      for (const std::string& form : UnitSuffixForms(key.second)) {
+        const auto found = left[1 - pass].find({key.first, form});
+        if (found == left[1 - pass].end() || ops[1 - pass].taken[found->second]) continue;
+        pass == 0 ? join(index, found->second) : join(found->second, index);
+        break;
+      }
+    }
+  }
+  for (int w = 0; w < 2; ++w) {
+    for (size_t i = 0; i < ops[w].ops.size(); ++i) {
+      if (ops[w].taken[i]) continue;
+      const OpKey k = ops[w].keys[i];
+      rows.push_back(w == 0 ? MakeRow(RankOf(k), a, IdOf(k), b, 0, &ops[0].ops[i], nullptr)
+                            : MakeRow(RankOf(k), a, 0, b, IdOf(k), nullptr, &ops[1].ops[i]));
+    }
+  }
+  // Impact first; (rank, op_id) makes the order total, so it does not depend on the input's.
   std::sort(rows.begin(), rows.end(), [](const CompareRow& x, const CompareRow& y) {
+    const int64_t ix = x.impact_ns(), iy = y.impact_ns();
+    if (ix != iy) return ix > iy;
     if (x.rank != y.rank) return x.rank < y.rank;
     return x.op_id < y.op_id;
   });
-  SortCompareRows(&rows, CompareColumn::kImpact, /*descending=*/true);
   return rows;
 }
 
@@ -198,6 +225,21 @@ bool RowOverlaps(const CompareRow& row, int64_t lo_ns, int64_t hi_ns) {
   const bool a = row.in_a() && row.start_a_ns < hi_ns && row.end_a_ns > lo_ns;
   const bool b = row.in_b() && row.start_b_ns < hi_ns && row.end_b_ns > lo_ns;
   return a || b;
+}
+
+}  // namespace shardscope::viewer
+
+namespace shardscope::viewer {
+
+std::vector<uint32_t> RowEvents(const CompareRow& row, const TraceView& view, int which) {
+  std::vector<uint32_t> out;
+  const StrId id = which == 0 ? row.id_a : row.id_b;
+  if (id == kEmptyStr) return out;
+  const std::vector<WorkEvent>& events = view.trace.events;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].op_id == id && events[i].rank == row.rank) out.push_back(static_cast<uint32_t>(i));
+  }
+  return out;
 }
 
 }  // namespace shardscope::viewer

@@ -7,6 +7,7 @@
 //   BuildCompareRows    TraceView × TraceView → rows, by impact (largest first)
 //   SortCompareRows     reorders by a column
 //   RowOverlaps         whether a row's operation runs inside [lo, hi) in either trace
+//   RowEvents           the events of one trace a row sums (for highlighting)
 //
 // Joining: events with one (rank, op_id) are summed (a measured unit's compute is many
 // kernels). Op_ids that differ only by a leading part of the unit's FQN are the same
@@ -34,7 +35,7 @@ struct CompareRow {
   int64_t exposed_a_ns = 0, exposed_b_ns = 0;  // summed exposed time
   int64_t start_a_ns = 0, end_a_ns = 0;        // first start / last end, relative
   int64_t start_b_ns = 0, end_b_ns = 0;
-  std::vector<uint32_t> events_a, events_b;  // indices into each Trace::events
+  int32_t count_a = 0, count_b = 0;  // events summed in each trace
 
   bool in_a() const { return dur_a_ns >= 0; }
   bool in_b() const { return dur_b_ns >= 0; }
@@ -54,5 +55,7 @@ std::vector<CompareRow> BuildCompareRows(const TraceView& a, const TraceView& b)
 void SortCompareRows(std::vector<CompareRow>* rows, CompareColumn column, bool descending);
 // True when the row's operation overlaps [lo_ns, hi_ns) in either trace.
 bool RowOverlaps(const CompareRow& row, int64_t lo_ns, int64_t hi_ns);
+// Indices into `view`'s events of the row's operation in that trace (`which`: 0 = A, 1 = B).
+std::vector<uint32_t> RowEvents(const CompareRow& row, const TraceView& view, int which);
 
 }  // namespace shardscope::viewer

@@ -67,13 +67,13 @@ void Tooltip(const ViewerState& s, int which, uint32_t event, uint32_t merged) {
     const int other = 1 - which;
     const TraceView* ov = other == 0 ? s.a.get() : s.b.get();
     const int64_t dur_other = other == 0 ? r.dur_a_ns : r.dur_b_ns;
-    const size_t n_other = other == 0 ? r.events_a.size() : r.events_b.size();
-    const size_t n_this = which == 0 ? r.events_a.size() : r.events_b.size();
+    const int n_other = other == 0 ? r.count_a : r.count_b;
+    const int n_this = which == 0 ? r.count_a : r.count_b;
     if (ov && dur_other >= 0) {
       ImGui::Text("%-10s %s%s", ov->label.c_str(), FormatDuration(dur_other).c_str(),
                   n_other > 1 ? fmt::format("  (sum of {} events)", n_other).c_str() : "");
       if (n_this > 1) {
-        ImGui::Text("this op in %s: %s over %zu events", v.label.c_str(),
+        ImGui::Text("this op in %s: %s over %d events", v.label.c_str(),
                     FormatDuration(which == 0 ? r.dur_a_ns : r.dur_b_ns).c_str(), n_this);
       }
     } else if (ov) {
@@ -237,7 +237,7 @@ void DrawTimelinePanel(ViewerState* s) {
       if (row.rank != r.rank) continue;
       for (int w = 0; w < 2; ++w) {
         if (!views[w]) continue;
-        for (uint32_t ev : w == 0 ? r.events_a : r.events_b) {
+        for (uint32_t ev : s->selected_events[w]) {
           const WorkEvent& e = views[w]->trace.events[ev];
           if (e.lane != row.lane) continue;
           const int64_t st = e.start_ns - views[w]->origin_ns;

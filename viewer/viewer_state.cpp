@@ -26,6 +26,7 @@ void RebuildRows(ViewerState* s) {
     SortCompareRows(&s->rows, s->sort_column, s->sort_descending);
   }
   s->selected_row = -1;
+  for (auto& e : s->selected_events) e.clear();
   ReindexRows(s);
 }
 
@@ -83,12 +84,15 @@ void ClearRange(ViewerState* s) {
 }
 
 void SelectRow(ViewerState* s, int row) {
+  for (auto& e : s->selected_events) e.clear();
   if (row < 0 || row >= static_cast<int>(s->rows.size())) {
     s->selected_row = -1;
     return;
   }
   s->selected_row = row;
   const CompareRow& r = s->rows[row];
+  if (s->a) s->selected_events[0] = RowEvents(r, *s->a, 0);
+  if (s->b) s->selected_events[1] = RowEvents(r, *s->b, 1);
   const int64_t lo = r.in_a() ? r.start_a_ns : r.start_b_ns;
   const int64_t hi = r.in_a() ? r.end_a_ns : r.end_b_ns;
   // Bring it into view, zooming out only when it does not fit.

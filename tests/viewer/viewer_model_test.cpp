@@ -157,7 +157,8 @@ TEST_F(CompareTest, JoinsByOpIdAcrossUnitSpellingsAndSortsByImpact) {
   EXPECT_EQ(layer.op_id_b, "fwd/layers.0/compute");
   EXPECT_EQ(layer.dur_a_ns, 100);
   EXPECT_EQ(layer.dur_b_ns, 150);  // two kernels summed
-  EXPECT_EQ(layer.events_b.size(), 2u);
+  EXPECT_EQ(layer.count_b, 2);
+  EXPECT_EQ(RowEvents(layer, *s.b, 1).size(), 2u);
   EXPECT_EQ(layer.delta_ns(), 50);
   EXPECT_DOUBLE_EQ(layer.delta_pct(), 50.0);
   EXPECT_EQ(s.rows[1].impact_ns(), 20);  // exposed 0 → 20
