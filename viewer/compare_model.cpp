@@ -237,7 +237,8 @@ std::vector<uint32_t> RowEvents(const CompareRow& row, const TraceView& view, in
   if (id == kEmptyStr) return out;
   const std::vector<WorkEvent>& events = view.trace.events;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].op_id == id && events[i].rank == row.rank) out.push_back(static_cast<uint32_t>(i));
+    if (events[i].op_id == id && events[i].rank == row.rank)
+      out.push_back(static_cast<uint32_t>(i));
   }
   return out;
 }
