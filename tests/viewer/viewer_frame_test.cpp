@@ -93,6 +93,22 @@ TEST_F(FrameTest, WheelZoomsAtTheCursorAndKeysPan) {
   EXPECT_LE(s.probes.lane_rects[1][0].y1, s.probes.lane_rects[0][0].y1 + 1);
 }
 
+TEST_F(FrameTest, ClickingThePeakMarkerCentresTheTimelineOnThePeak) {
+  s.viewport.Fit(0, 1000, 0);  // the peak (150 ns) is visible, left of the centre
+  Frame();
+  Frame();
+  ASSERT_GE(s.probes.peak_marker_x[0], 0);
+  ImGuiIO& io = ImGui::GetIO();
+  io.MousePos = ImVec2(s.probes.peak_marker_x[0], s.probes.peak_marker_y[0]);
+  Frame();
+  io.MouseDown[0] = true;
+  Frame();
+  io.MouseDown[0] = false;
+  Frame();
+  EXPECT_NEAR(static_cast<double>(s.viewport.start_ns + s.viewport.span_ns / 2), 150.0, 1.0);
+  EXPECT_FALSE(s.range.has_value()) << "the click went to the marker, not to a range";
+}
+
 TEST_F(FrameTest, DraggingSelectsARangeAndAClickClearsIt) {
   Frame();
   Frame();
