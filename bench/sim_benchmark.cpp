@@ -30,7 +30,7 @@ Synthetic MakeSynthetic(int layers) {
   Synthetic s;
   s.schedule.roles.push_back(Role{"dense", 0, 8});
   s.schedule.initial_memory.push_back({});
-  s.schedule.groups.push_back(ProcessGroup{"fsdp_shard", {0, 1, 2, 3, 4, 5, 6, 7}});
+  s.schedule.groups.push_back(ProcessGroup{"fsdp_shard", {0, 1, 2, 3, 4, 5, 6, 7}, {"fsdp_shard"}});
   auto add = [&](Lane lane, OpType type, int64_t ns, std::vector<int> deps) {
     ScheduleOp op;
     op.lane = lane;

@@ -5,11 +5,16 @@
 //
 // Contents:
 //   Lane, OpType, MemCategory     the enums of runtime.md / formats.md §3
-//   ProcessGroup                  ranks of one communicator (decides intra/inter-node links)
+//   ProcessGroup                  ranks of one communicator + the mesh dims it spans
 //   ComputeItem                   one module's work inside a compute op (kind + OpCost)
 //   MemoryEffect                  an allocation or free tied to an op's start or end
+//   Buffer                        one entry of the buffer table (what a MemoryEffect names)
+//   CollectiveSpec                what a collective / p2p op runs: dtype, count, reduce op,
+//                                 scaling, input and output buffers
 //   ScheduleOp                    one operation of one role
 //   Schedule                      all ops of all simulated roles, plus groups and metadata
+//   The execution contract        the rules a simulator and a backend both obey, and the
+//                                 functions that state them (LaneKey, CommunicatorKey, ...)
 // The builder (plan + tree + options → Schedule) is in core/schedule/schedule_builder.h, the
 // consistency checks and per-step totals in core/schedule/schedule_check.h.
 #pragma once
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "core/model/descriptor.h"
+#include "core/model/dtype.h"
 #include "core/model/op_cost.h"
 #include "core/trace/op_id.h"  // op_ids and their unit labels (UnitOpLabel)
 
@@ -73,6 +79,10 @@ std::string_view MemCategoryName(MemCategory c);  // "sharded_params", ... (trac
 struct ProcessGroup {
   std::string name;        // e.g. "fsdp_shard", "edp_shard", "tp", "pp:0->1"
   std::vector<int> ranks;  // global ranks, ascending, including the simulated rank
+  // Mesh dims the group spans (planning.md §1.2 names): {"fsdp_shard"}, {"fsdp_replicate"},
+  // {"fsdp_replicate", "fsdp_shard"} (replicate params), {"edp_shard"}, {"tp"}, {"cp"},
+  // {"ep"}, {"pp"} (a pipeline send / receive pair).
+  std::vector<std::string> dims;
   int size() const { return static_cast<int>(ranks.size()); }
 };
 
@@ -101,6 +111,76 @@ struct MemoryEffect {
   int buffer = -1;       // identity of the buffer, so a free matches its allocation
 };
 
+// One buffer of the step. Schedule::buffers[id] describes the buffer every MemoryEffect with
+// `buffer == id` allocates or frees. Persistent state (sharded parameters, optimizer moments,
+// ignored parameters) has entries too, with alloc_op = free_op = -1: it lives before and
+// after the step, has no MemoryEffect, and its bytes are what Schedule::initial_memory
+// (device) or initial_host_memory (host) sum per category and role.
+struct Buffer {
+  int id = -1;  // its index in Schedule::buffers
+  int role = 0;
+  MemCategory category = MemCategory::kTemporaries;
+  // Element type and count; bytes == numel · DTypeBytes(dtype). kUInt8 stands for raw bytes:
+  // kernel workspaces, and FSDP2 flat buffers over parameters of different dtypes (FSDP2
+  // all-gathers those as uint8 too).
+  DType dtype = DType::kUInt8;
+  int64_t numel = 0;
+  int64_t bytes = 0;
+  std::string unit;   // owning unit's op_id label (UnitOpLabel: "root", "root.chunk1", an FQN)
+  bool host = false;  // pinned host memory (offloaded units)
+  int alloc_op = -1;  // op whose `alloc_when` allocates it; -1: live before the step
+  MemoryEffect::When alloc_when = MemoryEffect::When::kStart;
+  int free_op = -1;  // op whose `free_when` frees it; -1: live past the step
+  MemoryEffect::When free_when = MemoryEffect::When::kEnd;
+};
+
+// NCCL reduction of a collective; kNone for data movement (all-gather, all-to-all, p2p).
+// kAvg is ncclAvg: the sum divided by the group size, inside the collective.
+enum class CollectiveReduce : int { kNone, kSum, kAvg };
+std::string_view CollectiveReduceName(CollectiveReduce op);  // "none", "sum", "avg"
+
+// What a collective or p2p op runs, enough to issue the NCCL call.
+//
+// `count` is the element count of the NCCL call, per rank (NCCL's API; nccl-tests print the
+// whole buffer instead): all-gather sendcount (each rank's shard; the output holds n·count),
+// reduce-scatter recvcount (each rank's output shard; the input holds n·count), all-reduce
+// count (input = output), all-to-all the elements this rank sends in all (n·count/n per peer
+// on average: EP token splits follow the routing), send / recv the elements transferred.
+// ScheduleOp::bytes keeps the nccl-tests size: n·count·size for all-gather, reduce-scatter
+// and all-to-all, count·size for all-reduce and send (0 for the receive, the join point).
+//
+// Scaling (multipliers; 1 = none): the input is multiplied by `pre_scale` before the
+// reduction (a backend may fold it into ncclRedOpCreatePreMulSum) and the output by
+// `post_scale` after it. FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+// _get_gradient_divide_factors, and foreach_reduce) does, per unit with data-parallel size
+// N = shard group · replicate group and reduce dtype d:
+//   - plan reduce op sum with gradient_scaling_factor f (planning.md §2.6, f = 1/D):
+//     reduce-scatter sum with pre_scale f (NCCL premul-sum 1/factor), all-reduce sum;
+//   - plan reduce op sum without a factor: sum, no scaling;
+//   - plan reduce op avg, d fp32 or bf16: ncclAvg on the reduce-scatter and on the HSDP
+//     all-reduce (sum / S, then / R: the mean over N); sum when N == 1 (FSDP2 avoids ncclAvg
+//     on one rank);
+//   - plan reduce op avg, other d (fp16: overflow risk): sum, with pre_scale 1/p on the
+//     reduce-scatter and post_scale p/N on the last reduction, p the power of two near √N
+//     FSDP2 picks (its pre/post "divide factors").
+// TP / CP reductions are sums (DTensor partial sums); all-gathers, all-to-alls and p2p none.
+//
+// Buffers (ids into Schedule::buffers; -1 where the data is an activation the table does not
+// track one by one: TP / CP / EP / pipeline traffic): the FSDP all-gather runs in place, as
+// FSDP2's does (the copy-in writes the shard at offset rank·count of the output), so its
+// input and output are the gathered buffer; the reduce-scatter reads its padded input and
+// writes the reduced shard; HSDP's all-reduce runs in place on that shard; the replicate
+// params' all-reduce in place on their gradient.
+struct CollectiveSpec {
+  DType dtype = DType::kUInt8;
+  int64_t count = 0;
+  CollectiveReduce reduce = CollectiveReduce::kNone;
+  double pre_scale = 1.0;
+  double post_scale = 1.0;
+  int input_buffer = -1;
+  int output_buffer = -1;
+};
+
 struct ScheduleOp {
   int role = 0;                 // index into Schedule::roles
   Lane lane = Lane::kCompute;
@@ -114,14 +194,16 @@ struct ScheduleOp {
   int group = -1;               // index into Schedule::groups (collectives, p2p)
   int64_t bytes = 0;            // collective: nccl-tests size (gathered size for all-gather /
                                 // reduce-scatter input size); copies: bytes moved
+  CollectiveSpec collective;    // collectives and p2p (IsCollective(type)); unset otherwise
   std::vector<ComputeItem> items;  // compute / optimizer work
   std::vector<MemoryEffect> memory;
   bool on_host = false;         // runs on the CPU (offloaded optimizer step), not on a GPU lane
 };
 
-// One simulated rank standing for all ranks that behave alike (runtime.md "role").
+// One simulated rank standing for all ranks that behave alike (runtime.md "role"), or, in a
+// schedule built for one given rank (ScheduleOptions::rank), that rank alone.
 struct Role {
-  std::string name;     // e.g. "dense", "pp stage 3"
+  std::string name;     // e.g. "dense", "pp stage 3", "rank 5"
   int rank = 0;         // the global rank simulated
   int ranks_like = 1;   // how many ranks share this role
 };
@@ -130,6 +212,7 @@ struct Schedule {
   std::vector<Role> roles;
   std::vector<ProcessGroup> groups;
   std::vector<ScheduleOp> ops;   // per role and lane, in issue order
+  std::vector<Buffer> buffers;   // the buffer table, by buffer id
   // Memory live before the step starts (sharded params, optimizer state, ...), per role.
   std::vector<std::array<int64_t, kNumMemCategories>> initial_memory;
   // Same, in pinned host memory (offload: sharded params, grads and optimizer state), per role.
@@ -139,5 +222,42 @@ struct Schedule {
   std::vector<std::string> modules;  // names ComputeItem::module points to (interned once)
   std::vector<std::string> notes;  // what was modelled and how (shown by `simulate`)
 };
+
+// ----- The execution contract -----
+// The rules a simulator (sim/engine) and a backend executing the schedule both obey. The
+// engine takes them from the functions below; a backend issues in the same order.
+//  1. Lanes. Each (role, lane) is one in-order stream: its ops start in the order they appear
+//     in Schedule::ops (issue order), one at a time (LaneKey). The compute lane is the
+//     compute stream; collectives on it (TP / CP / EP) block it.
+//  2. Start. An op starts when its lane is free (the previous op of the lane ended) and every
+//     op in `deps` ended. Nothing else orders ops: a dep on another role's op (a receive on
+//     its send) is a cross-rank event.
+//  3. Communicators. A role's collectives on one group share one NCCL communicator
+//     (CommunicatorKey), which runs one collective at a time in issue order whatever lane
+//     issued it (NCCL chains them on its internal stream): SerializesOnCommunicator.
+//     Point-to-point sends and receives keep only their issue order on the group (they go
+//     out as batched groups), they do not hold the communicator.
+//  4. GPU-synchronous issue. There is no CPU thread: an op that FSDP2 issues from a hook (an
+//     unshard, a prefetch, a reduce-scatter after backward) depends on the compute-lane op
+//     that precedes the hook, so it cannot run ahead of the compute it follows.
+//  5. Collectives are IsCollective(type): all-gather, reduce-scatter, all-reduce, all-to-all,
+//     send, receive. Each carries a CollectiveSpec; every rank of a group issues the group's
+//     collectives in the same order with the same dtype and count.
+//  6. Memory. A MemoryEffect applies when its op starts (kStart) or ends (kEnd); buffers are
+//     the table's ids, each allocated once and freed at most once.
+
+// Index of the (role, lane) stream op runs on: role · kNumLanes + lane − 1.
+inline int LaneKey(const ScheduleOp& op) {
+  return op.role * kNumLanes + (static_cast<int>(op.lane) - 1);
+}
+// The (role, group) communicator of a collective or p2p op, as role · num_groups + group;
+// -1 for an op without a group.
+inline int64_t CommunicatorKey(const ScheduleOp& op, size_t num_groups) {
+  if (op.group < 0) return -1;
+  return static_cast<int64_t>(op.role) * static_cast<int64_t>(num_groups) + op.group;
+}
+// Whether ops of this type hold their communicator while they run (rule 3): collectives
+// other than send / receive.
+bool SerializesOnCommunicator(OpType type);
 
 }  // namespace shardscope

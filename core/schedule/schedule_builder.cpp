@@ -20,10 +20,10 @@ namespace {
 class GroupTable {
  public:
   explicit GroupTable(Schedule& s) : s_(s) {}
-  // Index of the group `name`, whose ranks `make` computes the first time the name is seen, or
-  // -1 for a group of one rank (nothing to talk to).
+  // Index of the group `name` spanning mesh `dims`, whose ranks `make` computes the first time
+  // the name is seen, or -1 for a group of one rank (nothing to talk to).
   template <typename MakeRanks>
-  int Get(const std::string& name, MakeRanks make) {
+  int Get(const std::string& name, std::vector<std::string> dims, MakeRanks make) {
     auto it = index_.find(name);
     if (it != index_.end()) return it->second;
     std::vector<int> ranks = make();
@@ -31,6 +31,7 @@ class GroupTable {
     ProcessGroup g;
     g.name = name;
     g.ranks = std::move(ranks);
+    g.dims = std::move(dims);
     s_.groups.push_back(std::move(g));
     return index_[name] = static_cast<int>(s_.groups.size()) - 1;
   }
@@ -63,6 +64,10 @@ Status CheckOptions(const ScheduleOptions& o) {
   if (o.ep < 1) return InvalidInput(fmt::format("parallelism.ep = {}: expected >= 1", o.ep));
   if (o.gpus_per_node < 1) {
     return InvalidInput(fmt::format("cluster.gpus_per_node = {}: expected >= 1", o.gpus_per_node));
+  }
+  if (o.rank && (*o.rank < 0 || *o.rank >= o.world_size)) {
+    return InvalidInput(
+        fmt::format("schedule rank {}: expected a global rank in [0, {})", *o.rank, o.world_size));
   }
   if (o.pp_microbatches < 1) {
     return InvalidInput(
@@ -132,11 +137,12 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
       return ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep, expert_dims).value();
     };
   };
+  const std::string base = dense ? "fsdp" : "edp";
   UnitGroups g;
-  g.shard = table.Get(prefix + "_shard",
+  g.shard = table.Get(prefix + "_shard", {base + "_shard"},
                       group({WorldDim::kDpShard, WorldDim::kCp}, {ExpertDim::kEdpShard}));
-  g.replicate =
-      table.Get(prefix + "_replicate", group({WorldDim::kDpReplicate}, {ExpertDim::kEdpReplicate}));
+  g.replicate = table.Get(prefix + "_replicate", {base + "_replicate"},
+                          group({WorldDim::kDpReplicate}, {ExpertDim::kEdpReplicate}));
   if (table.Size(prefix + "_shard") != z.shard_group ||
       table.Size(prefix + "_replicate") != z.replicate_group) {
     return InvalidInput(fmt::format(
@@ -146,8 +152,9 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
         table.Size(prefix + "_replicate")));
   }
   if (z.replicate_grad_bytes > 0) {
-    g.flat = table.Get(prefix, group({WorldDim::kDpReplicate, WorldDim::kDpShard, WorldDim::kCp},
-                                     {ExpertDim::kEdpReplicate, ExpertDim::kEdpShard}));
+    g.flat = table.Get(prefix, {base + "_replicate", base + "_shard"},
+                       group({WorldDim::kDpReplicate, WorldDim::kDpShard, WorldDim::kCp},
+                             {ExpertDim::kEdpReplicate, ExpertDim::kEdpShard}));
   }
   return g;
 }
@@ -174,10 +181,12 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
     return MakeOpId(a.forward ? OpPhase::kForward : OpPhase::kBackward, ChunkLabel(a.chunk), what,
                     0, in.micro_batches > 1 ? a.micro : -1);
   };
+  // The roles' ranks sit at the same place in their stages (`local`).
+  const int local = o.rank ? *o.rank % world.stage_size() : 0;
   auto p2p = [&](int from_chunk, int to_chunk) {
-    const int a = (from_chunk % pp) * world.stage_size();
-    const int b = (to_chunk % pp) * world.stage_size();
-    return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp), [&] {
+    const int a = (from_chunk % pp) * world.stage_size() + local;
+    const int b = (to_chunk % pp) * world.stage_size() + local;
+    return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp), {"pp"}, [&] {
       return a < b ? std::vector<int>{a, b} : std::vector<int>{b, a};
     });
   };
@@ -223,11 +232,86 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
   return Status::Ok();
 }
 
+// A buffer live before and after the step (Schedule::buffers); the caller sets its id.
+Buffer PersistentBuffer(int role, MemCategory c, DType dtype, int64_t bytes, std::string unit,
+                        bool host) {
+  Buffer b;
+  b.role = role;
+  b.category = c;
+  b.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
+  b.numel = bytes / DTypeBytes(b.dtype);
+  b.bytes = bytes;
+  b.unit = std::move(unit);
+  b.host = host;
+  return b;
+}
+
+// The schedule of role `keep` alone (one-rank mode): its ops, buffers and the groups they use,
+// renumbered. Dependencies on other roles' ops (a receive on its send) are dropped: across
+// ranks the communicator orders the transfer.
+Schedule KeepRole(Schedule s, int keep) {
+  Schedule out;
+  std::vector<int> op_index(s.ops.size(), -1), buffer_index(s.buffers.size(), -1),
+      group_index(s.groups.size(), -1);
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (s.ops[i].role == keep) op_index[i] = static_cast<int>(i);
+  }
+  int next = 0;
+  for (int& i : op_index) {
+    if (i >= 0) i = next++;
+  }
+  for (Buffer& b : s.buffers) {
+    if (b.role != keep) continue;
+    buffer_index[b.id] = static_cast<int>(out.buffers.size());
+    b.id = buffer_index[b.id];
+    b.role = 0;
+    if (b.alloc_op >= 0) b.alloc_op = op_index[b.alloc_op];
+    if (b.free_op >= 0) b.free_op = op_index[b.free_op];
+    out.buffers.push_back(std::move(b));
+  }
+  auto buffer = [&](int id) { return id < 0 ? -1 : buffer_index[id]; };
+  out.ops.reserve(next);
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (op_index[i] < 0) continue;
+    ScheduleOp& op = s.ops[i];
+    op.role = 0;
+    std::vector<int> deps;
+    for (int d : op.deps) {
+      if (op_index[d] >= 0) deps.push_back(op_index[d]);
+    }
+    op.deps = std::move(deps);
+    for (MemoryEffect& m : op.memory) m.buffer = buffer(m.buffer);
+    op.collective.input_buffer = buffer(op.collective.input_buffer);
+    op.collective.output_buffer = buffer(op.collective.output_buffer);
+    if (op.group >= 0) {
+      if (group_index[op.group] < 0) {
+        group_index[op.group] = static_cast<int>(out.groups.size());
+        out.groups.push_back(s.groups[op.group]);
+      }
+      op.group = group_index[op.group];
+    }
+    out.ops.push_back(std::move(op));
+  }
+  out.roles = {s.roles[keep]};
+  out.initial_memory = {s.initial_memory[keep]};
+  out.initial_host_memory = {s.initial_host_memory[keep]};
+  out.world_size = s.world_size;
+  out.modules = std::move(s.modules);
+  return out;
+}
+
 void AddNotes(const ScheduleOptions& o, Schedule& s) {
-  s.notes.push_back(fmt::format(
-      "ranks row-major on (pp, dp_replicate, dp_shard, cp, tp) = ({}, {}, {}, {}, {}); one "
-      "simulated rank per pipeline stage stands for the {} ranks of its stage",
-      o.pp, o.dp_replicate, o.dp_shard, o.cp, o.tp, o.world_size / o.pp));
+  if (o.rank) {
+    s.notes.push_back(fmt::format(
+        "ranks row-major on (pp, dp_replicate, dp_shard, cp, tp) = ({}, {}, {}, {}, {}); the "
+        "schedule of global rank {} alone",
+        o.pp, o.dp_replicate, o.dp_shard, o.cp, o.tp, *o.rank));
+  } else {
+    s.notes.push_back(fmt::format(
+        "ranks row-major on (pp, dp_replicate, dp_shard, cp, tp) = ({}, {}, {}, {}, {}); one "
+        "simulated rank per pipeline stage stands for the {} ranks of its stage",
+        o.pp, o.dp_replicate, o.dp_shard, o.cp, o.tp, o.world_size / o.pp));
+  }
   s.notes.push_back(
       "all-gather output buffer stands for the unsharded parameters (FSDP2's copy-out into "
       "per-parameter tensors and the reduce-scatter copy-in are timed on the compute stream, "
@@ -278,16 +362,25 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
     return pipelined ? fmt::format("stage{}/{}", stage, name) : name;
   };
 
+  // The rank each stage's role simulates: the first of its stage, or in one-rank mode the
+  // rank at the same place in its stage as the one asked for (only that one is kept).
+  const int local = options.rank ? *options.rank % stage_size : 0;
+  auto role_rank = [&](int stage) { return stage * stage_size + local; };
+
   // TP / CP / EP groups of stage 0, used while building the unit work.
   auto work_groups = [&](int stage) {
-    const int rank = stage * stage_size;
+    const int rank = role_rank(stage);
     WorkGroups g;
-    g.tp = table.Get(stage_name(stage, "tp"), [&] { return world.Group(rank, {WorldDim::kTp}); });
-    g.cp = table.Get(stage_name(stage, "cp"), [&] { return world.Group(rank, {WorldDim::kCp}); });
+    g.tp = table.Get(stage_name(stage, "tp"), {"tp"},
+                     [&] { return world.Group(rank, {WorldDim::kTp}); });
+    g.cp = table.Get(stage_name(stage, "cp"), {"cp"},
+                     [&] { return world.Group(rank, {WorldDim::kCp}); });
     if (options.ep > 1) {
-      g.ep = table.Get(stage_name(stage, "ep"), [&] {
+      g.ep = table.Get(stage_name(stage, "ep"), {"ep"}, [&] {
+        // The expert mesh's last dim: ep consecutive ranks (rank_layout.h).
         std::vector<int> ep;
-        for (int r = 0; r < options.ep; ++r) ep.push_back(rank + r);
+        for (int r = rank - rank % options.ep; ep.size() < static_cast<size_t>(options.ep); ++r)
+          ep.push_back(r);
         return ep;
       });
     }
@@ -308,7 +401,6 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
                       BuildUnitWork(tree, plan, options, ctx, wg0, s.modules));
   SS_ASSIGN_OR_RETURN(ModelChunks chunks, SplitIntoChunks(plan, work, s.modules, options.pp * v));
 
-  int next_buffer = 0;
   StepInputs in;
   in.options = &options;
   in.units = std::move(chunks.units);
@@ -317,7 +409,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   in.micro_batches = micro_batches;
   in.sync_every_micro = !pipelined && options.requires_grad_sync;
   in.reshard_every_micro = !pipelined && options.reshard_after_backward;
-  in.next_buffer = &next_buffer;
+  in.compute_dtype = ctx.compute_dtype;
   for (const UnitPlan& unit : in.units) in.sizes.push_back(ComputeUnitSizes(unit));
   in.chunk_of.assign(in.units.size(), 0);
   for (size_t c = 0; c < chunks.members.size(); ++c) {
@@ -329,12 +421,14 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   for (const UnitWork& w : in.work) estimate += 3 * w.entries.size() + 12;
   s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
+  std::vector<Buffer> persistent_buffers;  // appended after the step's own buffers
   for (int stage = 0; stage < options.pp; ++stage) {
-    const int rank = stage * stage_size;
+    const int rank = role_rank(stage);
     Role role;
-    role.name = pipelined ? fmt::format("pp stage {}", stage) : "fsdp";
+    role.name = options.rank ? fmt::format("rank {}", rank)
+                             : (pipelined ? fmt::format("pp stage {}", stage) : "fsdp");
     role.rank = rank;
-    role.ranks_like = stage_size;
+    role.ranks_like = options.rank ? 1 : stage_size;
     s.roles.push_back(role);
     std::vector<int> units;
     for (int c = stage; c < options.pp * v; c += options.pp) {
@@ -355,6 +449,18 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
       if (options.optimizer != "sgd") {
         persistent[static_cast<int>(MemCategory::kOptimizer)] += 2 * 4 * z.optimizer_numel;
       }
+      auto keep = [&](MemCategory c, DType d, int64_t bytes, bool on_host) {
+        if (bytes > 0) {
+          persistent_buffers.push_back(PersistentBuffer(stage, c, d, bytes, in.labels[u], on_host));
+        }
+      };
+      keep(MemCategory::kShardedParams, z.own_dtype, z.shard_bytes, unit.offload);
+      keep(MemCategory::kShardedParams, z.own_dtype, z.replicate_bytes, unit.offload);
+      if (unit.offload) keep(MemCategory::kShardedGrads, z.own_dtype, z.sharded_grad_bytes, true);
+      if (options.optimizer != "sgd") {  // exp_avg and exp_avg_sq, fp32
+        keep(MemCategory::kOptimizer, DType::kFloat32, 4 * z.optimizer_numel, unit.offload);
+        keep(MemCategory::kOptimizer, DType::kFloat32, 4 * z.optimizer_numel, unit.offload);
+      }
     }
     s.initial_memory.push_back(device);
     s.initial_host_memory.push_back(host);
@@ -370,6 +476,11 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   }
   SS_RETURN_IF_ERROR(EmitPipeline(order, chunks, in, world, options, table, emitters));
   for (auto& e : emitters) e->Finish();
+  for (Buffer& b : persistent_buffers) {
+    b.id = static_cast<int>(s.buffers.size());
+    s.buffers.push_back(std::move(b));
+  }
+  if (options.rank) s = KeepRole(std::move(s), *options.rank / stage_size);
 
   s.tokens_per_step = options.local_batch * options.seq_len * options.grad_accum *
                       options.dp_replicate * options.dp_shard;
@@ -378,6 +489,9 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   if (plan.totals.ignored_bytes_per_rank > 0) {
     s.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)] +=
         plan.totals.ignored_bytes_per_rank;
+    s.buffers.push_back(PersistentBuffer(0, MemCategory::kShardedParams, DType::kUInt8,
+                                         plan.totals.ignored_bytes_per_rank, "", false));
+    s.buffers.back().id = static_cast<int>(s.buffers.size()) - 1;
     s.notes.push_back(fmt::format(
         "{} bytes of ignored parameters counted as sharded_params of the first role; their "
         "gradients and optimizer state are not modelled",

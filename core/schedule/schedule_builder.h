@@ -15,6 +15,9 @@
 // model_chunks.cpp, pipeline_order.cpp):
 //   - one simulated rank per role: without pipelining one role (rank 0 stands for all; padding
 //     makes every rank's shard the same size); with pp > 1 one role per stage (its first rank).
+//     With ScheduleOptions::rank, one given rank's own schedule instead.
+//   - a buffer table (Schedule::buffers) with every buffer's dtype, elements, owner and the
+//     op that allocates and frees it; collectives carry a CollectiveSpec (schedule.h).
 //   - forward in execution order, nested units run inside their parent at their place in module
 //     order (the parent's compute is split into `compute`, `compute:1`, ... around them);
 //     backward in reverse; all-gather, prefetch, reshard, reduce-scatter, HSDP all-reduce,
@@ -27,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/model/dtype.h"
@@ -62,6 +66,11 @@ struct ScheduleOptions {
   bool reshard_after_backward = true;  // only matters with grad_accum > 1
   bool requires_grad_sync = true;      // false: no reduce-scatter on non-final micro-steps
   OpEstimator estimator = nullptr;     // null → EstimateOp
+  // Which ranks the schedule holds. Unset: one role per pipeline stage, its first rank
+  // standing for every rank of the stage (the simulator's mode). Set: the full schedule of
+  // this global rank alone (one role whose `rank` is it, ranks_like 1): its own groups'
+  // member ranks, its own stage's chunks and its own expert-mesh groups (what a backend runs).
+  std::optional<int> rank;
 };
 
 // Validates the options against each other and the plan, then builds the step.

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <array>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -13,9 +14,84 @@ std::string Where(const Schedule& s, size_t i) {
   return fmt::format("schedule op {} ('{}')", i, s.ops[i].op_id);
 }
 
+// The table's own consistency: dense ids, sizes from dtype and count, persistent buffers
+// summing to the initial memory.
+Status ValidateBufferTable(const Schedule& s) {
+  const size_t roles = s.roles.size();
+  std::vector<std::array<int64_t, kNumMemCategories>> device(roles), host(roles);
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    const Buffer& b = s.buffers[i];
+    if (b.id != static_cast<int>(i)) {
+      return InvalidInput(fmt::format("schedule buffer {}: id {} is not its index", i, b.id));
+    }
+    if (b.role < 0 || b.role >= static_cast<int>(roles)) {
+      return InvalidInput(fmt::format("schedule buffer {}: role {} does not exist", i, b.role));
+    }
+    if (b.numel <= 0 || b.bytes != b.numel * DTypeBytes(b.dtype)) {
+      return InvalidInput(fmt::format(
+          "schedule buffer {} ('{}', {}): {} bytes is not numel {} × {} bytes of {}", i, b.unit,
+          MemCategoryName(b.category), b.bytes, b.numel, DTypeBytes(b.dtype), DTypeName(b.dtype)));
+    }
+    const int n = static_cast<int>(s.ops.size());
+    if (b.alloc_op < -1 || b.alloc_op >= n || b.free_op < -1 || b.free_op >= n) {
+      return InvalidInput(fmt::format("schedule buffer {}: op out of range", i));
+    }
+    if (b.alloc_op < 0) {
+      if (b.free_op >= 0) {
+        return InvalidInput(
+            fmt::format("schedule buffer {}: freed by op {} but never allocated", i, b.free_op));
+      }
+      (b.host ? host : device)[b.role][static_cast<int>(b.category)] += b.bytes;
+    }
+  }
+  for (size_t r = 0; r < roles; ++r) {
+    const bool host_ok = r >= s.initial_host_memory.size() || host[r] == s.initial_host_memory[r];
+    if (r < s.initial_memory.size() && device[r] != s.initial_memory[r]) {
+      return InvalidInput(
+          fmt::format("schedule role {}: the persistent buffers do not sum to initial_memory", r));
+    }
+    if (!host_ok) {
+      return InvalidInput(fmt::format(
+          "schedule role {}: the persistent host buffers do not sum to initial_host_memory", r));
+    }
+  }
+  return Status::Ok();
+}
+
+// A collective's spec against its op: count and size agree, buffers exist on its role.
+Status ValidateCollective(const Schedule& s, size_t i) {
+  const ScheduleOp& op = s.ops[i];
+  const CollectiveSpec& c = op.collective;
+  const int64_t n = s.groups[op.group].size();
+  int64_t expected = c.count * DTypeBytes(c.dtype);
+  if (op.type == OpType::kAllGather || op.type == OpType::kReduceScatter) expected *= n;
+  if (op.type == OpType::kRecv) expected = 0;
+  if (c.count <= 0 || op.bytes != expected) {
+    return InvalidInput(
+        fmt::format("{}: collective count {} of {} over {} ranks does not give its {} bytes",
+                    Where(s, i), c.count, DTypeName(c.dtype), n, op.bytes));
+  }
+  const bool reduces = op.type == OpType::kReduceScatter || op.type == OpType::kAllReduce;
+  if (reduces != (c.reduce != CollectiveReduce::kNone)) {
+    return InvalidInput(fmt::format("{}: reduce op '{}' does not fit a {}", Where(s, i),
+                                    CollectiveReduceName(c.reduce), OpTypeName(op.type)));
+  }
+  if (!(c.pre_scale > 0) || !(c.post_scale > 0)) {
+    return InvalidInput(fmt::format("{}: scaling factors must be > 0", Where(s, i)));
+  }
+  for (int b : {c.input_buffer, c.output_buffer}) {
+    if (b < -1 || b >= static_cast<int>(s.buffers.size()) ||
+        (b >= 0 && s.buffers[b].role != op.role)) {
+      return InvalidInput(fmt::format("{}: buffer {} is not one of its role's", Where(s, i), b));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateSchedule(const Schedule& s) {
+  SS_RETURN_IF_ERROR(ValidateBufferTable(s));
   struct Live {
     MemCategory category;
     int64_t bytes;
@@ -23,6 +99,7 @@ Status ValidateSchedule(const Schedule& s) {
   };
   std::unordered_map<int, Live> live;
   std::set<std::pair<int, std::string>> ids;
+  std::vector<char> allocated(s.buffers.size(), 0);
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const ScheduleOp& op = s.ops[i];
     if (op.role < 0 || op.role >= static_cast<int>(s.roles.size())) {
@@ -44,11 +121,28 @@ Status ValidateSchedule(const Schedule& s) {
         return InvalidInput(
             fmt::format("{}: collective name '{}' must begin with nccl", Where(s, i), op.name));
       }
+      SS_RETURN_IF_ERROR(ValidateCollective(s, i));
     }
     for (const MemoryEffect::When when : {MemoryEffect::When::kStart, MemoryEffect::When::kEnd}) {
       for (const MemoryEffect& m : op.memory) {
         if (m.when != when) continue;
+        if (m.buffer < 0 || m.buffer >= static_cast<int>(s.buffers.size())) {
+          return InvalidInput(
+              fmt::format("{}: buffer {} is not in the buffer table", Where(s, i), m.buffer));
+        }
+        const Buffer& b = s.buffers[m.buffer];
+        const bool alloc = m.bytes > 0;
+        if (b.category != m.category || b.bytes != (alloc ? m.bytes : -m.bytes) ||
+            b.role != op.role || (alloc ? b.alloc_op : b.free_op) != static_cast<int>(i) ||
+            (alloc ? b.alloc_when : b.free_when) != m.when) {
+          return InvalidInput(fmt::format(
+              "{}: {} of buffer {} disagrees with its table entry ({} bytes of {}, role {}, "
+              "allocated by op {}, freed by op {})",
+              Where(s, i), alloc ? "allocation" : "free", m.buffer, b.bytes,
+              MemCategoryName(b.category), b.role, b.alloc_op, b.free_op));
+        }
         if (m.bytes > 0) {
+          allocated[m.buffer] = 1;
           if (!live.emplace(m.buffer, Live{m.category, m.bytes, op.role}).second) {
             return InvalidInput(
                 fmt::format("{}: buffer {} allocated twice", Where(s, i), m.buffer));
@@ -64,6 +158,12 @@ Status ValidateSchedule(const Schedule& s) {
           live.erase(it);
         }
       }
+    }
+  }
+  for (size_t b = 0; b < s.buffers.size(); ++b) {
+    if (s.buffers[b].alloc_op >= 0 && !allocated[b]) {
+      return InvalidInput(
+          fmt::format("schedule buffer {}: op {} does not allocate it", b, s.buffers[b].alloc_op));
     }
   }
   if (!live.empty()) {

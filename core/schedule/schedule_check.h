@@ -3,7 +3,10 @@
 //
 // Contents:
 //   ValidateSchedule   deps point backwards, groups/roles exist, every free matches an
-//                      allocation, every transient allocation is freed by the step's end
+//                      allocation, every transient allocation is freed by the step's end, the
+//                      buffer table agrees with the effects (sites, sizes = numel × dtype size,
+//                      persistent buffers = initial memory), collective specs agree with
+//                      their ops' sizes
 //   StepTotals         bytes per collective kind, bus bytes (nccl-tests), FLOPs, op counts
 //   ComputeStepTotals  the totals of one role
 //   IssueOrderPeak     peak of allocated memory if ops ran one at a time in issue order

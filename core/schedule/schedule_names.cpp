@@ -1,5 +1,6 @@
 // Names of the schedule's enums, as traces and summaries spell them (formats.md §3,
-// runtime.md memory categories).
+// runtime.md memory categories), and the op-type rules of the execution contract
+// (schedule.h).
 #include "core/schedule/schedule.h"
 
 namespace shardscope {
@@ -66,6 +67,22 @@ bool IsCollective(OpType type) {
     default:
       return false;
   }
+}
+
+bool SerializesOnCommunicator(OpType type) {
+  return IsCollective(type) && type != OpType::kSend && type != OpType::kRecv;
+}
+
+std::string_view CollectiveReduceName(CollectiveReduce op) {
+  switch (op) {
+    case CollectiveReduce::kNone:
+      return "none";
+    case CollectiveReduce::kSum:
+      return "sum";
+    case CollectiveReduce::kAvg:
+      return "avg";
+  }
+  return "unknown";
 }
 
 std::string_view MemCategoryName(MemCategory c) {

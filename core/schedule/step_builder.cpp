@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -90,6 +91,42 @@ struct UnitState {
   int copy_in_module = -1;
 };
 
+// The element type and NCCL count of a call that moves `bytes` per rank; raw bytes when they
+// are not whole elements.
+CollectiveSpec Elements(DType dtype, int64_t bytes) {
+  CollectiveSpec c;
+  c.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
+  c.count = bytes / DTypeBytes(c.dtype);
+  return c;
+}
+
+// How a unit's gradients are reduced over its n = S · R data-parallel ranks (schedule.h,
+// CollectiveSpec: FSDP2's _get_gradient_divide_factors): the reduction op of every collective,
+// the scale before the first one and the scale after the last one.
+struct GradientReduction {
+  CollectiveReduce op = CollectiveReduce::kSum;
+  double pre_scale = 1.0;
+  double post_scale = 1.0;
+};
+GradientReduction GradientReductionOf(const UnitPlan& unit, DType reduce_dtype, int n) {
+  GradientReduction r;
+  if (unit.reduce_op == ReduceOp::kSum) {
+    r.pre_scale = unit.gradient_scaling_factor.value_or(1.0);
+    return r;
+  }
+  if (n <= 1) return r;  // FSDP2 avoids ncclAvg on one rank
+  if (reduce_dtype == DType::kFloat32 || reduce_dtype == DType::kBFloat16) {
+    r.op = CollectiveReduce::kAvg;
+    return r;
+  }
+  // Overflow risk (fp16): divide by p ≈ √n before and by n / p after.
+  int p = 1;
+  while (n % p == 0 && n / p > p) p *= 2;
+  r.pre_scale = 1.0 / p;
+  r.post_scale = static_cast<double>(p) / n;
+  return r;
+}
+
 }  // namespace
 
 class RoleEmitter::Impl {
@@ -129,6 +166,7 @@ class RoleEmitter::Impl {
     ScheduleOp op = NewOp(Lane::kP2P, OpType::kSend, op_id, "ncclSend", -1);
     op.group = group;
     op.bytes = bytes;
+    op.collective = Elements(in_.compute_dtype, bytes);
     if (last_compute_ >= 0) op.deps.push_back(last_compute_);
     return Push(std::move(op));
   }
@@ -137,6 +175,7 @@ class RoleEmitter::Impl {
     // The paired send carries the transfer; the receive is this rank's join point on it.
     ScheduleOp op = NewOp(Lane::kP2P, OpType::kRecv, op_id, "ncclRecv", -1);
     op.group = group;
+    op.collective = s_.ops[peer_send].collective;  // what the matching send transfers
     op.deps.push_back(peer_send);
     return Push(std::move(op));
   }
@@ -198,8 +237,6 @@ class RoleEmitter::Impl {
                     index, micro_steps_ > 1 ? micro_ : -1);
   }
 
-  int NewBuffer() { return (*in_.next_buffer)++; }
-
   static MemoryEffect Effect(MemoryEffect::When when, MemCategory c, int64_t bytes, int buffer) {
     MemoryEffect m;
     m.when = when;
@@ -208,19 +245,41 @@ class RoleEmitter::Impl {
     m.buffer = buffer;
     return m;
   }
-  // Allocates `bytes` (when > 0) at `when` of `op` and returns the buffer id, or -1.
-  int Alloc(ScheduleOp& op, MemoryEffect::When when, MemCategory c, int64_t bytes) {
+  // Index of `op` in the schedule when it is pushed already, else -1 (Push records its sites).
+  int PushedIndex(const ScheduleOp& op) const {
+    const ScheduleOp* first = s_.ops.data();
+    const ScheduleOp* p = &op;
+    if (std::less<>()(p, first) || !std::less<>()(p, first + s_.ops.size())) return -1;
+    return static_cast<int>(p - first);
+  }
+
+  // Allocates `bytes` (when > 0) of elements of `dtype` owned by unit u at `when` of `op`, and
+  // returns the buffer id (an entry of the buffer table), or -1. A size that is not a whole
+  // number of elements (a workspace) is typed as raw bytes.
+  int Alloc(ScheduleOp& op, MemoryEffect::When when, MemCategory c, int64_t bytes, DType dtype,
+            int u) {
     if (bytes <= 0) return -1;
-    const int id = NewBuffer();
+    const int id = static_cast<int>(s_.buffers.size());
     op.memory.push_back(Effect(when, c, bytes, id));
-    if (static_cast<size_t>(id) >= live_.size()) live_.resize(2 * static_cast<size_t>(id) + 16);
-    live_[id] = {c, bytes};
+    Buffer b;
+    b.id = id;
+    b.role = role_;
+    b.category = c;
+    b.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
+    b.numel = bytes / DTypeBytes(b.dtype);
+    b.bytes = bytes;
+    b.unit = in_.labels[u];
+    b.alloc_op = PushedIndex(op);
+    b.alloc_when = when;
+    s_.buffers.push_back(std::move(b));
     return id;
   }
   void Free(ScheduleOp& op, MemoryEffect::When when, int& buffer) {
     if (buffer < 0) return;
-    const auto& [category, bytes] = live_[buffer];
-    op.memory.push_back(Effect(when, category, -bytes, buffer));
+    Buffer& b = s_.buffers[buffer];
+    op.memory.push_back(Effect(when, b.category, -b.bytes, buffer));
+    b.free_op = PushedIndex(op);
+    b.free_when = when;
     buffer = -1;
   }
 
@@ -243,8 +302,13 @@ class RoleEmitter::Impl {
     }
     std::sort(op.deps.begin(), op.deps.end());
     op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+    const int index = static_cast<int>(s_.ops.size());
+    // The buffer table's sites of the effects added before the op had its index.
+    for (const MemoryEffect& m : op.memory) {
+      Buffer& b = s_.buffers[m.buffer];
+      (m.bytes > 0 ? b.alloc_op : b.free_op) = index;
+    }
     s_.ops.push_back(std::move(op));
-    const int index = static_cast<int>(s_.ops.size()) - 1;
     if (s_.ops.back().lane == Lane::kCompute) last_compute_ = index;
     return index;
   }
@@ -302,8 +366,8 @@ class RoleEmitter::Impl {
           NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, op_what::kH2D), "Memcpy HtoD", u);
       copy.bytes = z.shard_bytes;
       copy.deps = issue;
-      device_shard =
-          Alloc(copy, MemoryEffect::When::kStart, MemCategory::kShardedParams, z.shard_bytes);
+      device_shard = Alloc(copy, MemoryEffect::When::kStart, MemCategory::kShardedParams,
+                           z.shard_bytes, z.own_dtype, u);
       h2d = Push(std::move(copy));
     }
     ScheduleOp copy_in = NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, op_what::kCopyIn),
@@ -311,12 +375,12 @@ class RoleEmitter::Impl {
     copy_in.bytes = z.shard_gather_bytes;
     copy_in.deps = issue;
     if (h2d >= 0) copy_in.deps.push_back(h2d);
-    st.params_buffer =
-        Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams, z.gathered_bytes);
+    st.params_buffer = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
+                             z.gathered_bytes, z.gather_dtype, u);
     int cast = -1;
     if (z.cast_in_copy_in) {
       cast = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
-                   z.shard_gather_bytes);
+                   z.shard_gather_bytes, z.gather_dtype, u);
     }
     if (device_shard >= 0) Free(copy_in, MemoryEffect::When::kEnd, device_shard);
     const int group = groups_[u].shard;
@@ -333,6 +397,8 @@ class RoleEmitter::Impl {
                             "ncclAllGather", u);
       ag.group = group;
       ag.bytes = z.gathered_bytes;
+      ag.collective = Elements(z.gather_dtype, z.shard_gather_bytes);
+      ag.collective.input_buffer = ag.collective.output_buffer = st.params_buffer;  // in place
       ag.deps = {copy_in_index};
       Free(ag, MemoryEffect::When::kEnd, cast);
       st.ready_op = Push(std::move(ag));
@@ -399,14 +465,15 @@ class RoleEmitter::Impl {
       if (mode == CheckpointMode::kFull || mode == CheckpointMode::kSelectiveOp) {
         if (!st.input_buffer.count(micro_)) {
           st.input_buffer[micro_] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations,
-                                          in_.work[u].input_bytes);
+                                          in_.work[u].input_bytes, in_.compute_dtype, u);
         }
       }
-      act[seg.chunk] =
-          Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes);
-      loss[seg.chunk] =
-          Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, loss_workspace);
-      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
+      act[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes,
+                             in_.compute_dtype, u);
+      loss[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                              loss_workspace, DType::kUInt8, u);
+      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
+                     DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
       PushCompute(std::move(op), u);
     }
@@ -425,6 +492,13 @@ class RoleEmitter::Impl {
       auto mapped = remap_.find(c.group);
       op.group = mapped == remap_.end() ? c.group : mapped->second;
       op.bytes = c.bytes;
+      // Activations in the compute dtype; all-gather and reduce-scatter sizes are n shards.
+      const bool sharded = c.type == OpType::kAllGather || c.type == OpType::kReduceScatter;
+      const int n = op.group >= 0 ? s_.groups[op.group].size() : 1;
+      op.collective = Elements(in_.compute_dtype, sharded ? c.bytes / n : c.bytes);
+      if (c.type == OpType::kAllReduce || c.type == OpType::kReduceScatter) {
+        op.collective.reduce = CollectiveReduce::kSum;  // partial sums
+      }
       PushCompute(std::move(op), u);
     }
   }
@@ -489,9 +563,10 @@ class RoleEmitter::Impl {
       AllocGrads(u, op, MemoryEffect::When::kStart);
       if (mode == CheckpointMode::kSelectiveOp && bwd_chunk == 1) {
         st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                                    SelectiveRegeneratedBytes(u));
+                                    SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
       }
-      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
+      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
+                     DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
       Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][it->chunk]);
       Free(op, MemoryEffect::When::kEnd, st.chunk_loss_buffers[micro_][it->chunk]);
@@ -538,11 +613,12 @@ class RoleEmitter::Impl {
         for (const WorkEntry& e : in_.work[u].entries) {
           if (e.kind == WorkEntry::Kind::kItem) total += e.item.cost.saved_bytes_none;
         }
-        st.recompute_buffer =
-            Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, total);
+        st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                                    total, in_.compute_dtype, u);
         first = false;
       }
-      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace);
+      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
+                     DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
       PushCompute(std::move(op), u);
     }
@@ -552,9 +628,9 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
-    st.grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.grad_bytes);
+    st.grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.grad_bytes, z.gather_dtype, u);
     st.replicate_grad_buffer =
-        Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes);
+        Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
     st.grads_allocated = true;
   }
 
@@ -583,7 +659,8 @@ class RoleEmitter::Impl {
       if (st.accum_buffer < 0) {
         const int64_t accum = z.grad_numel * z.shard_group * z.reduce_dtype_bytes +
                               (z.replicate_grad_bytes > 0 ? z.replicate_reduce_bytes : 0);
-        st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum);
+        st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum,
+                                z.reduce_dtype, u);
       }
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
@@ -591,6 +668,8 @@ class RoleEmitter::Impl {
     }
     int reduced = -1;  // op after which the reduced shard exists
     int out_buffer = -1;
+    const GradientReduction reduction =
+        GradientReductionOf(Unit(u), z.reduce_dtype, z.shard_group * z.replicate_group);
     if (z.grad_numel > 0 && s_.ops[last].type == OpType::kCompute) {
       // foreach_reduce_scatter_copy_in (chunk_cat) runs on the compute stream before the
       // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
@@ -604,12 +683,18 @@ class RoleEmitter::Impl {
                               Id("bwd", u, op_what::kReduceScatter), "ncclReduceScatter", u);
         rs.group = g.shard;
         rs.bytes = z.reduce_in_bytes;
+        rs.collective = Elements(z.reduce_dtype, z.reduce_out_bytes);
+        rs.collective.reduce = reduction.op;
+        rs.collective.pre_scale = reduction.pre_scale;
+        if (g.replicate < 0) rs.collective.post_scale = reduction.post_scale;
         rs.deps = {last};
         if (prev_reduce_scatter_ >= 0) rs.deps.push_back(prev_reduce_scatter_);
-        int in_buffer =
-            Alloc(rs, MemoryEffect::When::kStart, MemCategory::kCommBuffers, z.reduce_in_bytes);
-        out_buffer =
-            Alloc(rs, MemoryEffect::When::kStart, MemCategory::kCommBuffers, z.reduce_out_bytes);
+        int in_buffer = Alloc(rs, MemoryEffect::When::kStart, MemCategory::kCommBuffers,
+                              z.reduce_in_bytes, z.reduce_dtype, u);
+        out_buffer = Alloc(rs, MemoryEffect::When::kStart, MemCategory::kCommBuffers,
+                           z.reduce_out_bytes, z.reduce_dtype, u);
+        rs.collective.input_buffer = in_buffer;
+        rs.collective.output_buffer = out_buffer;
         Free(rs, MemoryEffect::When::kEnd, in_buffer);
         Free(rs, MemoryEffect::When::kEnd, st.grad_buffer);
         Free(rs, MemoryEffect::When::kEnd, st.accum_buffer);
@@ -620,8 +705,8 @@ class RoleEmitter::Impl {
       } else {
         // S == 1: the "reduction" is a local cast into the output buffer.
         ScheduleOp& e = s_.ops[last];
-        out_buffer =
-            Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers, z.reduce_out_bytes);
+        out_buffer = Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers,
+                           z.reduce_out_bytes, z.reduce_dtype, u);
         Free(e, MemoryEffect::When::kEnd, st.grad_buffer);
         Free(e, MemoryEffect::When::kEnd, st.accum_buffer);
         reduced = last;
@@ -631,6 +716,11 @@ class RoleEmitter::Impl {
                               Id("bwd", u, op_what::kAllReduce), "ncclAllReduce", u);
         ar.group = g.replicate;
         ar.bytes = z.reduce_out_bytes;
+        ar.collective = Elements(z.reduce_dtype, z.reduce_out_bytes);
+        ar.collective.reduce = reduction.op;
+        ar.collective.post_scale = reduction.post_scale;
+        if (g.shard < 0) ar.collective.pre_scale = reduction.pre_scale;
+        ar.collective.input_buffer = ar.collective.output_buffer = out_buffer;  // in place
         ar.deps = {reduced};
         reduced = Push(std::move(ar));
       }
@@ -646,6 +736,13 @@ class RoleEmitter::Impl {
                               Id("bwd", u, op_what::kAllReduceReplicate), "ncclAllReduce", u);
         ar.group = g.flat;
         ar.bytes = z.replicate_reduce_bytes;
+        const GradientReduction whole =
+            GradientReductionOf(Unit(u), z.reduce_dtype, s_.groups[g.flat].size());
+        ar.collective = Elements(z.reduce_dtype, z.replicate_reduce_bytes);
+        ar.collective.reduce = whole.op;
+        ar.collective.pre_scale = whole.pre_scale;
+        ar.collective.post_scale = whole.post_scale;
+        ar.collective.input_buffer = ar.collective.output_buffer = st.replicate_grad_buffer;
         ar.deps = {last};
         Free(ar, MemoryEffect::When::kEnd, st.replicate_grad_buffer);
         rep = Push(std::move(ar));
@@ -669,7 +766,8 @@ class RoleEmitter::Impl {
       // FSDP2 assigns the reduced shard as the parameter's .grad (set_to_none: a new tensor),
       // kept until the next step's zero_grad, which the optimizer's end stands for.
       sharded_grads_.push_back(Alloc(s_.ops[reduced], MemoryEffect::When::kEnd,
-                                     MemCategory::kShardedGrads, in_.sizes[u].sharded_grad_bytes));
+                                     MemCategory::kShardedGrads, in_.sizes[u].sharded_grad_bytes,
+                                     in_.sizes[u].own_dtype, u));
       st.sharded_grads_landed = true;
     }
     if (Unit(u).offload) {
@@ -730,7 +828,7 @@ class RoleEmitter::Impl {
       // tensor per parameter for the whole step (measured: bench/device/README.md).
       if (moments && !Unit(u).offload) {
         const int denom = Alloc(opt, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                                4 * z.optimizer_numel);
+                                4 * z.optimizer_numel, DType::kFloat32, u);
         temps.push_back(denom);
       }
     }
@@ -752,8 +850,6 @@ class RoleEmitter::Impl {
   std::vector<std::vector<char>> recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
   std::map<std::string, int> index_of_;  // unit FQN → index
-  // Category and size of every buffer this role allocated, by buffer id (ids are dense).
-  std::vector<std::pair<MemCategory, int64_t>> live_;
   std::vector<int> barrier_;     // deps for the next compute-lane op
   std::vector<int> reductions_;  // ops the end-of-backward wait joins
   std::vector<int> sharded_grads_;  // reduced gradients, live until the optimizer's end

@@ -40,7 +40,7 @@ struct StepInputs {
   // pipeline parallelism: torch.distributed.pipelining's backward_maybe_with_nosync).
   bool sync_every_micro = true;
   bool reshard_every_micro = true;
-  int* next_buffer = nullptr;  // shared by all roles: memory buffer ids are schedule-wide
+  DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 
 class RoleEmitter {

@@ -21,6 +21,16 @@ int DimProduct(const MeshSpec& mesh, const std::string& suffix) {
   return p;
 }
 
+// Folds one more element type into a buffer's: the first one seen, kUInt8 once two differ.
+void Fold(DType d, bool& seen, DType& into) {
+  if (!seen) {
+    into = d;
+    seen = true;
+  } else if (into != d) {
+    into = DType::kUInt8;
+  }
+}
+
 }  // namespace
 
 UnitSizes ComputeUnitSizes(const UnitPlan& unit) {
@@ -28,6 +38,15 @@ UnitSizes ComputeUnitSizes(const UnitPlan& unit) {
   s.shard_group = DimProduct(unit.mesh, "shard");
   s.replicate_group = DimProduct(unit.mesh, "replicate");
   const auto& mp = unit.mixed_precision;
+  bool own_seen = false, gather_seen = false, reduce_seen = false;
+  for (const std::vector<ParamPlan>* list : {&unit.params, &unit.replicate_params}) {
+    for (const ParamPlan& p : *list) {
+      const DType gather_dtype = mp.param_dtype.value_or(p.dtype);
+      Fold(p.dtype, own_seen, s.own_dtype);
+      Fold(gather_dtype, gather_seen, s.gather_dtype);
+      Fold(mp.reduce_dtype.value_or(gather_dtype), reduce_seen, s.reduce_dtype);
+    }
+  }
   for (const ParamPlan& p : unit.params) {
     const int64_t own = DTypeBytes(p.dtype);
     const DType gather_dtype = mp.param_dtype.value_or(p.dtype);
@@ -54,7 +73,9 @@ UnitSizes ComputeUnitSizes(const UnitPlan& unit) {
     const DType gather_dtype = mp.param_dtype.value_or(p.dtype);
     const int64_t reduce = DTypeBytes(mp.reduce_dtype.value_or(gather_dtype));
     s.replicate_bytes += p.unsharded_numel * own;
+    s.replicate_numel += p.unsharded_numel;
     if (p.requires_grad) {
+      s.replicate_grad_numel += p.unsharded_numel;
       s.replicate_grad_bytes += p.unsharded_numel * DTypeBytes(gather_dtype);
       s.replicate_reduce_bytes += p.unsharded_numel * reduce;
       s.sharded_grad_bytes += p.unsharded_numel * own;

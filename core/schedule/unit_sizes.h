@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/model/dtype.h"
 #include "core/plan/plan.h"
 
 namespace shardscope {
@@ -28,6 +29,13 @@ struct UnitSizes {
   int64_t replicate_grad_bytes = 0; // their unsharded grads (compute dtype)
   int64_t replicate_reduce_bytes = 0;  // their all-reduce size (reduce dtype)
   int64_t reduce_dtype_bytes = 4;
+  int64_t replicate_numel = 0;       // replicate params, whole (local tensors)
+  int64_t replicate_grad_numel = 0;  // those that require grad
+  // Element types of the buffers above (the unit's parameters in one dtype; kUInt8, raw
+  // bytes, when they differ, as FSDP2's flat all-gather then is).
+  DType own_dtype = DType::kUInt8;     // shard_bytes, sharded_grad_bytes, replicate_bytes
+  DType gather_dtype = DType::kUInt8;  // gathered_bytes, grad_bytes, replicate_grad_bytes
+  DType reduce_dtype = DType::kUInt8;  // reduce_in/out_bytes, replicate_reduce_bytes
 };
 
 UnitSizes ComputeUnitSizes(const UnitPlan& unit);

@@ -131,10 +131,9 @@ class Engine {
     std::vector<int> dependent_item;
     for (int i = 0; i < n_; ++i) {
       const ScheduleOp& o = s_.ops[i];
-      lane_of[i] = o.role * kNumLanes + (static_cast<int>(o.lane) - 1);
-      if (o.group >= 0) {
-        const int64_t key =
-            static_cast<int64_t>(o.role) * static_cast<int64_t>(s_.groups.size()) + o.group;
+      // The lane and communicator rules come from the contract in core/schedule/schedule.h.
+      lane_of[i] = LaneKey(o);
+      if (const int64_t key = CommunicatorKey(o, s_.groups.size()); key >= 0) {
         auto [it, inserted] = group_ids.emplace(key, static_cast<int>(group_ids.size()));
         group_of[i] = it->second;
       }
@@ -181,12 +180,8 @@ class Engine {
     return stretches_ && o.lane != Lane::kCompute && IsCollective(o.type);
   }
 
-  // NCCL serializes the collectives of one communicator (it chains them with CUDA events, since
-  // they share its channels' buffers), whatever streams they were issued on. Point-to-point
-  // transfers of a pipeline go out as batched groups, so their order alone is kept.
-  static bool HoldsCommunicator(const ScheduleOp& o) {
-    return IsCollective(o.type) && o.type != OpType::kSend && o.type != OpType::kRecv;
-  }
+  // Rule 3 of the execution contract (schedule.h): one collective at a time per communicator.
+  static bool HoldsCommunicator(const ScheduleOp& o) { return SerializesOnCommunicator(o.type); }
 
   // Stretch of compute op `op` under the role's current communication load (engine.h).
   double Factor(int op, int role) const {

@@ -18,7 +18,7 @@ class ScheduleMaker {
     }
   }
   int Group(const std::string& name, std::vector<int> ranks) {
-    s_.groups.push_back(ProcessGroup{name, std::move(ranks)});
+    s_.groups.push_back(ProcessGroup{name, std::move(ranks), {}});
     return static_cast<int>(s_.groups.size()) - 1;
   }
   // Adds an op with duration `ns`; returns its index.

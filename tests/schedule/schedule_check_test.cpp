@@ -9,18 +9,38 @@ Schedule TwoOps() {
   Schedule s;
   s.roles.push_back(Role{});
   s.initial_memory.push_back({});
-  s.groups.push_back(ProcessGroup{"g", {0, 1}});
+  s.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)] = 32;
+  s.groups.push_back(ProcessGroup{"g", {0, 1}, {"fsdp_shard"}});
+  Buffer temp;
+  temp.id = 0;
+  temp.category = MemCategory::kTemporaries;
+  temp.dtype = DType::kBFloat16;
+  temp.numel = 50;
+  temp.bytes = 100;
+  temp.alloc_op = 0;
+  temp.alloc_when = MemoryEffect::When::kStart;
+  temp.free_op = 1;
+  temp.free_when = MemoryEffect::When::kEnd;
+  Buffer shard;  // persistent: live before and after the step
+  shard.id = 1;
+  shard.category = MemCategory::kShardedParams;
+  shard.dtype = DType::kFloat32;
+  shard.numel = 8;
+  shard.bytes = 32;
+  s.buffers = {temp, shard};
   ScheduleOp a;
   a.op_id = "a";
-  a.memory.push_back({MemoryEffect::When::kStart, MemCategory::kTemporaries, 100, 7});
+  a.memory.push_back({MemoryEffect::When::kStart, MemCategory::kTemporaries, 100, 0});
   ScheduleOp b;
   b.op_id = "b";
   b.type = OpType::kAllGather;
   b.name = "ncclAllGather";
   b.group = 0;
   b.bytes = 64;
+  b.collective.dtype = DType::kBFloat16;
+  b.collective.count = 16;  // per rank: 2 ranks × 16 × 2 bytes = 64
   b.deps = {0};
-  b.memory.push_back({MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 7});
+  b.memory.push_back({MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
   s.ops = {a, b};
   return s;
 }
@@ -30,7 +50,7 @@ TEST(ScheduleCheckTest, AcceptsABalancedSchedule) {
   EXPECT_TRUE(ValidateSchedule(s).ok());
   const StepTotals t = ComputeStepTotals(s, 0);
   EXPECT_DOUBLE_EQ(t.bus_bytes.at(OpType::kAllGather), 32.0);
-  EXPECT_EQ(IssueOrderPeak(s, 0).total_bytes, 100);
+  EXPECT_EQ(IssueOrderPeak(s, 0).total_bytes, 32 + 100);
 }
 
 TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
@@ -42,7 +62,47 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
   Schedule bad_free = TwoOps();
   bad_free.ops[1].memory[0].bytes = -50;
   st = ValidateSchedule(bad_free);
-  EXPECT_NE(st.message().find("schedule op 1 ('b'): frees buffer 7"), std::string::npos);
+  EXPECT_NE(st.message().find("schedule op 1 ('b'): free of buffer 0 disagrees with its table"),
+            std::string::npos)
+      << st.message();
+
+  Schedule wrong_site = TwoOps();
+  wrong_site.buffers[0].free_when = MemoryEffect::When::kStart;
+  st = ValidateSchedule(wrong_site);
+  EXPECT_NE(st.message().find("free of buffer 0 disagrees"), std::string::npos) << st.message();
+
+  Schedule never = TwoOps();
+  never.ops[0].memory.clear();
+  never.ops[1].memory.clear();
+  st = ValidateSchedule(never);
+  EXPECT_NE(st.message().find("buffer 0: op 0 does not allocate it"), std::string::npos)
+      << st.message();
+
+  Schedule numel = TwoOps();
+  numel.buffers[0].numel = 100;
+  st = ValidateSchedule(numel);
+  EXPECT_NE(st.message().find("100 bytes is not numel 100 × 2 bytes of bfloat16"),
+            std::string::npos)
+      << st.message();
+
+  Schedule initial = TwoOps();
+  initial.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)] = 64;
+  st = ValidateSchedule(initial);
+  EXPECT_NE(st.message().find("persistent buffers do not sum to initial_memory"), std::string::npos)
+      << st.message();
+
+  Schedule count = TwoOps();
+  count.ops[1].collective.count = 32;  // the nccl-tests size (64 bytes) instead of per rank
+  st = ValidateSchedule(count);
+  EXPECT_NE(st.message().find("collective count 32 of bfloat16 over 2 ranks does not give its 64"),
+            std::string::npos)
+      << st.message();
+
+  Schedule reduce = TwoOps();
+  reduce.ops[1].collective.reduce = CollectiveReduce::kSum;
+  st = ValidateSchedule(reduce);
+  EXPECT_NE(st.message().find("reduce op 'sum' does not fit a all_gather"), std::string::npos)
+      << st.message();
 
   Schedule fwd_dep = TwoOps();
   fwd_dep.ops[0].deps = {1};

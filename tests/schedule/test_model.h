@@ -94,6 +94,34 @@ inline ModelTree TinyLlama(const TinyShape& s = {}) {
   return t;
 }
 
+// Two MoE blocks: router + routed experts (expert-parallel source layout) in each.
+inline ModelTree TinyMoe() {
+  ModelTree t;
+  t.root().op = Op(OpKind::kLoss, {{"vocab", 512}});
+  int model = t.AddModule(0, MakeModule("model", "MoeModel", true));
+  Leaf(t, model, "embed_tokens", "Embedding", Op(OpKind::kEmbedding, {{"vocab", 512}, {"dim", 64}}),
+       {512, 64});
+  int layers = t.AddModule(model, MakeModule("layers", "ModuleList"));
+  for (int i = 0; i < 2; ++i) {
+    int block = t.AddModule(layers, MakeModule(std::to_string(i), "MoeBlock", true));
+    Leaf(t, block, "norm", "RMSNorm", Op(OpKind::kNorm, {{"dim", 64}}, "rmsnorm"), {64});
+    int mlp = t.AddModule(block, MakeModule("mlp", "MoE"));
+    Leaf(t, mlp, "gate", "Router", Op(OpKind::kRouter, {{"dim", 64}, {"experts", 8}, {"top_k", 2}}),
+         {8, 64});
+    Module experts = MakeModule("experts", "GroupedExperts");
+    experts.op = Op(OpKind::kExperts,
+                    {{"experts", 8}, {"top_k", 2}, {"dim", 64}, {"ffn", 128}, {"gated", 1}});
+    for (const char* w : {"w1", "w2", "w3"}) {
+      Param p = W({8, 128, 64}, w);
+      p.layout = SourceLayout{{"ep", Placement::Shard(0)}};
+      experts.params.push_back(p);
+    }
+    t.AddModule(mlp, std::move(experts));
+  }
+  Leaf(t, 0, "lm_head", "Linear", Op(OpKind::kLinear, {{"in", 64}, {"out", 512}}), {512, 64});
+  return t;
+}
+
 // Scenario-like knobs for one test case.
 struct Case {
   int world = 8;
