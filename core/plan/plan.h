@@ -9,6 +9,7 @@
 //   PlanWarning        a diagnostic of planning.md §4
 //   PlanTotals         counts and bytes per rank
 //   PlanMeshInfo       the mesh sizes the plan was made for
+//   ChunkRootPlan      the FSDP root of one pipeline chunk (pp > 1)
 //   Plan               units in wrapping order + execution order + diagnostics
 #pragma once
 
@@ -120,6 +121,20 @@ struct PlanMeshInfo {
   bool loss_parallel = false;
 };
 
+// Under pipeline parallelism torchtitan applies fully_shard to every stage's model chunk, so
+// each of the pp · pp_virtual_stages chunks has its own root (planning.md §2, pipeline
+// extension). Chunk roots take the root's policies (mesh, reduction, mixed precision, ...) and
+// manage the root parameters of the modules they run.
+struct ChunkRootPlan {
+  int chunk = 0;                     // 0 .. pp·v − 1, in model order
+  int stage = 0;                     // the stage that runs it: chunk % pp
+  std::string label;                 // op_id unit label: "root.chunk<c>" (core/trace/op_id.h)
+  std::vector<std::string> units;    // top-level units (FQNs) it runs, in execution order
+  std::vector<std::string> modules;  // root-owned modules (FQNs) whose compute it runs
+  std::vector<std::string> params;   // root-managed parameters it manages (canonical FQNs)
+  std::vector<std::string> replicate_params;  // root replicate params it manages
+};
+
 struct Plan {
   std::vector<UnitPlan> units;        // wrapping order; the root is last
   std::vector<int> execution_order;   // indices into `units`, first-forward order, no root
@@ -130,6 +145,8 @@ struct Plan {
   std::string adapter;                // adapter used ("" when none)
   int forward_prefetch_depth = 1;     // configured depths (the lists are in the units)
   int backward_prefetch_depth = 1;
+  // pp > 1: one per pipeline chunk, in chunk order; empty without pipelining.
+  std::vector<ChunkRootPlan> pipeline_chunks;
 
   const UnitPlan& root() const { return units.back(); }
   // Index into `units` of the unit with this FQN, or -1.

@@ -99,6 +99,16 @@ json PlanToJson(const Plan& plan) {
   }
   json order = json::array();
   for (int i : plan.execution_order) order.push_back(plan.units[static_cast<size_t>(i)].fqn);
+  json chunks = json::array();
+  for (const ChunkRootPlan& c : plan.pipeline_chunks) {
+    chunks.push_back({{"chunk", c.chunk},
+                      {"stage", c.stage},
+                      {"label", c.label},
+                      {"units", c.units},
+                      {"modules", c.modules},
+                      {"params", c.params},
+                      {"replicate_params", c.replicate_params}});
+  }
   const PlanMeshInfo& m = plan.mesh;
   return json{{"format", "shardscope-plan/1"},
               {"units", std::move(units)},
@@ -129,7 +139,8 @@ json PlanToJson(const Plan& plan) {
               {"adapter", plan.adapter},
               {"source_metadata_present", plan.source_metadata_present},
               {"forward_prefetch_depth", plan.forward_prefetch_depth},
-              {"backward_prefetch_depth", plan.backward_prefetch_depth}};
+              {"backward_prefetch_depth", plan.backward_prefetch_depth},
+              {"pipeline_chunks", std::move(chunks)}};
 }
 
 std::string FormatPlanTable(const Plan& plan) {
@@ -156,6 +167,23 @@ std::string FormatPlanTable(const Plan& plan) {
                        FormatBytes(u.sharded_bytes()), FormatBytes(u.unsharded_bytes()),
                        MeshText(u.mesh), reduce, u.reshard_after_forward ? "yes" : "no",
                        PrefetchText(u.forward_prefetch), PrefetchText(u.backward_prefetch));
+  }
+  if (!plan.pipeline_chunks.empty()) {
+    out += fmt::format("\npipeline chunks ({}, each its own FSDP root):\n",
+                       plan.pipeline_chunks.size());
+    for (const ChunkRootPlan& c : plan.pipeline_chunks) {
+      const std::string units =
+          c.units.empty() ? "-"
+          : c.units.size() == 1
+              ? c.units.front()
+              : fmt::format("{} .. {} ({})", c.units.front(), c.units.back(), c.units.size());
+      std::vector<std::string> modules;
+      for (const std::string& m : c.modules) modules.push_back(m.empty() ? "<root>" : m);
+      out += fmt::format("  {:<14} stage {:<3} units {}; root modules {}; {} root params\n",
+                         c.label, c.stage, units,
+                         modules.empty() ? "-" : fmt::format("{}", fmt::join(modules, ",")),
+                         c.params.size() + c.replicate_params.size());
+    }
   }
   if (!plan.warnings.empty()) {
     out += fmt::format("\nwarnings ({}):\n", plan.warnings.size());

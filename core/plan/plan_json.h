@@ -2,7 +2,8 @@
 //
 // Contents:
 //   PlanToJson       {"format": "shardscope-plan/1", "units": [...], "warnings", "totals", ...}
-//   FormatPlanTable  one row per unit in execution order (root last), then warnings and totals
+//   FormatPlanTable  one row per unit in execution order (root last), the pipeline chunk roots,
+//                    then warnings and totals
 //   FormatBytes      "1.50 GiB" / "12.0 MiB" / "512 B"
 #pragma once
 
@@ -16,7 +17,8 @@ namespace shardscope {
 
 // Units in wrapping order. Beyond §1b each unit carries depth, expert, mixed_precision,
 // offload, comm_fusion(_zero_copy), byte figures and replicate_param_details; the top level
-// carries execution_order, mesh, adapter and source_metadata_present.
+// carries execution_order, mesh, adapter, source_metadata_present and pipeline_chunks (the
+// chunk roots under pp > 1: chunk, stage, label, units, modules, params, replicate_params).
 nlohmann::json PlanToJson(const Plan& plan);
 
 std::string FormatPlanTable(const Plan& plan);

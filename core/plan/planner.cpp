@@ -393,6 +393,15 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   plan.mesh.loss_parallel = mesh.layout.loss_parallel;
   plan.forward_prefetch_depth = config.forward_prefetch_depth;
   plan.backward_prefetch_depth = config.backward_prefetch_depth;
+  if (mesh.layout.pp > 1) {
+    if (options.pp_virtual_stages < 1) {
+      return InvalidInput(fmt::format("parallelism.pp_virtual_stages = {}: expected >= 1",
+                                      options.pp_virtual_stages));
+    }
+    SS_ASSIGN_OR_RETURN(plan.pipeline_chunks,
+                        planner::PlanPipelineChunks(tree, modules, plan, mesh.layout.pp,
+                                                    mesh.layout.pp * options.pp_virtual_stages));
+  }
   return plan;
 }
 
@@ -407,6 +416,7 @@ Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
     spec.fsdp_execution_order = scenario.adapter.fsdp_execution_order;
     options.adapter = &spec;
   }
+  options.pp_virtual_stages = scenario.parallelism.pp_virtual_stages;
   return BuildPlan(tree, mesh, ScenarioFsdpConfig(scenario), options);
 }
 

@@ -43,6 +43,9 @@ struct PlanOptions {
   // Source layouts by parameter FQN (any alias); they replace the tree's layout entries.
   std::map<std::string, SourceLayout> source_layouts;
   int64_t small_unit_bytes = kSmallUnitBytes;
+  // Model chunks per pipeline stage (parallelism.pp_virtual_stages); with mesh pp > 1 the plan
+  // holds pp · pp_virtual_stages chunk roots.
+  int pp_virtual_stages = 1;
 };
 
 Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const FsdpConfig& config,

@@ -7,6 +7,7 @@
 //   MarkParamLists   step 2: replicate_params and ignored_params by any alias
 //   UnitDraft        a unit before policies: FQN and its module visit
 //   DiscoverUnits    step 3: declared, automatic and expert units in list order
+//   PlanPipelineChunks  the pipeline extension: one root per model chunk
 #pragma once
 
 #include <string>
@@ -61,5 +62,10 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
                                              const std::vector<ModuleEntry>& modules,
                                              const ResolvedAdapter* adapter,
                                              const SourceInfo& sources, const MeshContext& mesh);
+
+// The chunk roots of a plan whose units are final (planning.md §2, pipeline extension).
+Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
+                                                      const std::vector<ModuleEntry>& modules,
+                                                      const Plan& plan, int pp, int chunks);
 
 }  // namespace shardscope::planner

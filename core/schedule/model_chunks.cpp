@@ -7,12 +7,6 @@
 namespace shardscope {
 namespace {
 
-// The module part of a parameter FQN ("model.norm.weight" → "model.norm").
-std::string ModuleOf(const std::string& param_fqn) {
-  const size_t dot = param_fqn.rfind('.');
-  return dot == std::string::npos ? std::string() : param_fqn.substr(0, dot);
-}
-
 void CollectMembers(const std::vector<UnitWork>& work, int u, std::vector<int>& out) {
   out.push_back(u);
   for (const WorkEntry& e : work[u].entries) {
@@ -35,13 +29,22 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
                                     const std::vector<std::string>& modules, int chunks) {
   const int root = static_cast<int>(plan.units.size()) - 1;
   const UnitWork& root_work = work[root];
-  int top_level = 0;
-  for (const WorkEntry& e : root_work.entries) top_level += e.kind == WorkEntry::Kind::kUnit;
-  if (chunks > 1 && top_level < chunks) {
+  if (chunks > 1 && static_cast<int>(plan.pipeline_chunks.size()) != chunks) {
     return InvalidInput(fmt::format(
-        "parallelism: pp · pp_virtual_stages = {} model chunks, but the plan has only {} "
-        "top-level units to split among them",
-        chunks, top_level));
+        "plan: {} pipeline chunk roots, but pp · pp_virtual_stages = {} model chunks; plan with "
+        "the same parallelism.pp and pp_virtual_stages",
+        plan.pipeline_chunks.size(), chunks));
+  }
+  // The plan's split (planning.md §2, pipeline extension): which chunk runs each top-level
+  // unit and each root module, and which root parameters each chunk root manages.
+  std::map<std::string, int> chunk_of_unit, chunk_of_module, chunk_of_param;
+  if (chunks > 1) {
+    for (const ChunkRootPlan& c : plan.pipeline_chunks) {
+      for (const std::string& u : c.units) chunk_of_unit[u] = c.chunk;
+      for (const std::string& m : c.modules) chunk_of_module[m] = c.chunk;
+      for (const std::string& p : c.params) chunk_of_param[p] = c.chunk;
+      for (const std::string& p : c.replicate_params) chunk_of_param[p] = c.chunk;
+    }
   }
   ModelChunks out;
   for (int u = 0; u < root; ++u) {
@@ -49,30 +52,41 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
     out.work.push_back(work[u]);
     out.labels.push_back(plan.units[u].fqn);
   }
-  // Entries of the root go to the chunk of the unit before them (chunk 0 before any unit).
+  // Collective points of the root go with the entry before them (chunk 0 before any).
   std::vector<UnitWork> chunk_work(chunks);
-  std::map<std::string, int> chunk_of_module;
-  int seen = 0, current = 0;
+  int current = 0;
   for (const WorkEntry& e : root_work.entries) {
-    if (e.kind == WorkEntry::Kind::kUnit)
-      current = static_cast<int>(int64_t{seen++} * chunks / top_level);
-    if (e.kind == WorkEntry::Kind::kItem) chunk_of_module.emplace(modules[e.item.module], current);
-    chunk_work[current].entries.push_back(e);
+    if (chunks > 1 && e.kind == WorkEntry::Kind::kUnit) {
+      auto it = chunk_of_unit.find(plan.units[e.unit].fqn);
+      if (it == chunk_of_unit.end()) {
+        return InvalidInput(fmt::format("plan: top-level unit '{}' is in no pipeline chunk",
+                                        plan.units[e.unit].fqn));
+      }
+      current = it->second;
+    }
+    int chunk = current;
+    if (chunks > 1 && e.kind == WorkEntry::Kind::kItem) {
+      auto it = chunk_of_module.find(modules[e.item.module]);
+      if (it != chunk_of_module.end()) chunk = it->second;
+    }
+    chunk_work[chunk].entries.push_back(e);
   }
   const UnitPlan& plan_root = plan.units[root];
   for (int c = 0; c < chunks; ++c) {
     UnitPlan r = plan_root;
-    r.params.clear();
-    r.replicate_params.clear();
-    auto keep = [&](const ParamPlan& p) {
-      auto it = chunk_of_module.find(ModuleOf(p.fqn));
-      return (it == chunk_of_module.end() ? 0 : it->second) == c;
-    };
-    for (const ParamPlan& p : plan_root.params) {
-      if (keep(p)) r.params.push_back(p);
-    }
-    for (const ParamPlan& p : plan_root.replicate_params) {
-      if (keep(p)) r.replicate_params.push_back(p);
+    if (chunks > 1) {
+      r.params.clear();
+      r.replicate_params.clear();
+      auto keep = [&](const ParamPlan& p) {
+        auto it = chunk_of_param.find(p.fqn);
+        return (it == chunk_of_param.end() ? 0 : it->second) == c;
+      };
+      for (const ParamPlan& p : plan_root.params) {
+        if (keep(p)) r.params.push_back(p);
+      }
+      for (const ParamPlan& p : plan_root.replicate_params) {
+        if (keep(p)) r.replicate_params.push_back(p);
+      }
     }
     for (const WorkEntry& e : chunk_work[c].entries) {
       if (e.kind == WorkEntry::Kind::kItem) {
@@ -83,7 +97,7 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
     out.roots.push_back(static_cast<int>(out.units.size()));
     out.units.push_back(std::move(r));
     out.work.push_back(std::move(chunk_work[c]));
-    out.labels.push_back(chunks == 1 ? UnitOpLabel("") : ChunkRootLabel(c));
+    out.labels.push_back(chunks == 1 ? UnitOpLabel("") : plan.pipeline_chunks[c].label);
   }
   out.members.resize(chunks);
   for (int c = 0; c < chunks; ++c) {

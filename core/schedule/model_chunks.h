@@ -1,12 +1,11 @@
-// Splits the model into pipeline chunks (pp × virtual stages) and gives each chunk its own
-// FSDP root, as torchtitan does when it applies fully_shard to every stage's model chunk.
-// Without pipelining there is one chunk: the plan's units unchanged (internal to
-// core/schedule).
+// Splits the model's work into the pipeline chunks (pp × virtual stages) the plan holds
+// (Plan::pipeline_chunks, planned in core/plan/planner_chunks.cpp), each with its own FSDP root,
+// as torchtitan does when it applies fully_shard to every stage's model chunk. Without
+// pipelining there is one chunk: the plan's units unchanged (internal to core/schedule).
 //
 // Contents:
 //   ModelChunks       units (plan units + one root per chunk), their work, labels, members
-//   SplitIntoChunks   the split: top-level units evenly in execution order, root modules by
-//                     position (embedding with the first chunk, head and loss with the last)
+//   SplitIntoChunks   the plan's split applied to the unit work
 #pragma once
 
 #include <string>
@@ -26,8 +25,8 @@ struct ModelChunks {
   std::vector<int64_t> input_bytes;       // per chunk: the activation it receives
 };
 
-// `work` is parallel to plan.units; `modules` names the items' modules. Errors when there are
-// fewer top-level units than chunks.
+// `work` is parallel to plan.units; `modules` names the items' modules. Errors when the plan
+// holds another number of chunk roots than `chunks`, or misses a top-level unit.
 Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork>& work,
                                     const std::vector<std::string>& modules, int chunks);
 

@@ -292,5 +292,40 @@ TEST(RankScheduleTest, OneRankModeMatchesTheRoleItStandsFor) {
             std::string::npos);
 }
 
+TEST(PipelineChunksTest, TheScheduleRunsThePlansChunkRoots) {
+  Case c = Base();
+  c.pp = 2;
+  c.options.pp_microbatches = 2;
+  c.options.local_batch = 2;
+  Built b = BuildAll(c);
+  ASSERT_EQ(b.plan.pipeline_chunks.size(), 2u);
+  EXPECT_EQ(b.plan.pipeline_chunks[1].units,
+            (std::vector<std::string>{"model.layers.2", "model.layers.3"}));
+  c.Layout();  // the mesh fields of c.options
+  auto role_of = [](const Schedule& s, const std::string& op_id) {
+    for (const ScheduleOp& op : s.ops) {
+      if (op.op_id == op_id) return op.role;
+    }
+    return -1;
+  };
+  EXPECT_EQ(role_of(b.schedule, "mb0/fwd/model.layers.1/all_gather"), 0);
+  EXPECT_EQ(role_of(b.schedule, "mb0/fwd/root.chunk1/all_gather"), 1);
+  // Move a block to the second chunk in the plan: the second stage runs it.
+  Plan moved = b.plan;
+  moved.pipeline_chunks[0].units = {"model.layers.0"};
+  moved.pipeline_chunks[1].units = {"model.layers.1", "model.layers.2", "model.layers.3"};
+  Result<Schedule> s = BuildSchedule(b.tree, moved, c.options);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(ValidateSchedule(*s).ok()) << ValidateSchedule(*s).message();
+  EXPECT_EQ(role_of(*s, "mb0/fwd/model.layers.1/all_gather"), 1);
+  Plan none = b.plan;
+  none.pipeline_chunks.clear();
+  Result<Schedule> refused = BuildSchedule(b.tree, none, c.options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("plan: 0 pipeline chunk roots, but pp · "
+                                            "pp_virtual_stages = 2 model chunks"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardscope::testing

@@ -169,7 +169,9 @@ inline Built BuildTree(Case setup, ModelTree tree) {
   const MeshLayout layout = setup.Layout();
   Result<MeshContext> mesh = BuildMeshContext(layout);
   EXPECT_TRUE(mesh.ok()) << mesh.status().message();
-  Result<Plan> plan = BuildPlan(b.tree, *mesh, setup.fsdp);
+  PlanOptions plan_options;
+  plan_options.pp_virtual_stages = setup.options.pp_virtual_stages;
+  Result<Plan> plan = BuildPlan(b.tree, *mesh, setup.fsdp, plan_options);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   b.plan = *plan;
   Result<Schedule> s = BuildSchedule(b.tree, b.plan, setup.options);

@@ -1,0 +1,97 @@
+// The pipeline extension of the planner (planning.md §2): with pp > 1 torchtitan splits the
+// model into pp · pp_virtual_stages chunks and applies fully_shard to each chunk's model, so
+// every chunk has its own FSDP root. The split:
+//   - top-level units (units whose nearest enclosing unit is the root) in execution order,
+//     unit k of T going to chunk ⌊k · chunks / T⌋;
+//   - a root-owned module with compute goes to the chunk of the top-level unit before it in
+//     module order (chunk 0 before any: the embedding), the loss to the last chunk (it
+//     consumes the head's logits);
+//   - a root parameter goes with its module (chunk 0 when that module has no compute).
+// The schedule builder (core/schedule/model_chunks.cpp) runs exactly these chunks.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "core/plan/planner_internal.h"
+#include "core/trace/op_id.h"
+
+namespace shardscope::planner {
+namespace {
+
+// The module part of a parameter FQN ("model.norm.weight" → "model.norm").
+std::string ModuleOf(const std::string& param_fqn) {
+  const size_t dot = param_fqn.rfind('.');
+  return dot == std::string::npos ? std::string() : param_fqn.substr(0, dot);
+}
+
+}  // namespace
+
+Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
+                                                      const std::vector<ModuleEntry>& modules,
+                                                      const Plan& plan, int pp, int chunks) {
+  const int root = static_cast<int>(plan.units.size()) - 1;
+  std::map<int, int> unit_of_module;
+  for (int u = 0; u < root; ++u) unit_of_module[plan.units[u].module] = u;
+  // The root's own entries in module order: top-level units, and its modules with compute
+  // (each with the number of top-level units before it).
+  std::vector<int> top_level;
+  std::vector<std::pair<std::string, size_t>> items;
+  std::vector<std::string> losses;
+  std::vector<std::pair<int, int>> stack = {{-1, root}};  // (module depth, unit)
+  for (const ModuleEntry& e : modules) {
+    while (stack.size() > 1 && stack.back().first >= e.depth) stack.pop_back();
+    auto it = unit_of_module.find(e.module);
+    if (e.first_visit && it != unit_of_module.end()) {
+      if (stack.back().second == root) top_level.push_back(it->second);
+      stack.emplace_back(e.depth, it->second);
+    }
+    if (stack.back().second != root || !tree.modules[e.module].op) continue;
+    if (tree.modules[e.module].op->kind == OpKind::kLoss) {
+      losses.push_back(e.fqn);
+    } else {
+      items.emplace_back(e.fqn, top_level.size());
+    }
+  }
+  const int units = static_cast<int>(top_level.size());
+  if (units < chunks) {
+    return InvalidInput(fmt::format(
+        "parallelism: pp · pp_virtual_stages = {} model chunks, but the plan has only {} "
+        "top-level units to split among them",
+        chunks, units));
+  }
+  std::stable_sort(top_level.begin(), top_level.end(), [&](int a, int b) {
+    return plan.units[a].execution_index.value_or(-1) < plan.units[b].execution_index.value_or(-1);
+  });
+  auto chunk_of_slot = [&](size_t k) { return static_cast<int>(int64_t(k) * chunks / units); };
+  std::vector<ChunkRootPlan> out(chunks);
+  for (int c = 0; c < chunks; ++c) {
+    out[c].chunk = c;
+    out[c].stage = c % pp;
+    out[c].label = ChunkRootLabel(c);
+  }
+  for (size_t k = 0; k < top_level.size(); ++k) {
+    out[chunk_of_slot(k)].units.push_back(plan.units[top_level[k]].fqn);
+  }
+  std::map<std::string, int> chunk_of_module;
+  for (const auto& [fqn, before] : items) {
+    if (chunk_of_module.emplace(fqn, before == 0 ? 0 : chunk_of_slot(before - 1)).second) {
+      out[chunk_of_module[fqn]].modules.push_back(fqn);
+    }
+  }
+  for (const std::string& fqn : losses) {
+    if (chunk_of_module.emplace(fqn, chunks - 1).second) out[chunks - 1].modules.push_back(fqn);
+  }
+  auto chunk_of_param = [&](const ParamPlan& p) {
+    auto it = chunk_of_module.find(ModuleOf(p.fqn));
+    return it == chunk_of_module.end() ? 0 : it->second;
+  };
+  for (const ParamPlan& p : plan.units[root].params) out[chunk_of_param(p)].params.push_back(p.fqn);
+  for (const ParamPlan& p : plan.units[root].replicate_params) {
+    out[chunk_of_param(p)].replicate_params.push_back(p.fqn);
+  }
+  return out;
+}
+
+}  // namespace shardscope::planner
