@@ -24,7 +24,8 @@
 //     replicate-param all-reduce, end-of-backward wait, optimizer step, offload copies.
 //   - TP / CP / EP collectives on the compute lane (they block compute), per module.
 //   - pipelining: gpipe, 1f1b, interleaved_1f1b (pp_virtual_stages chunks per stage); each
-//     chunk is its own FSDP root; send / recv on the p2p lane carry cross-role dependencies.
+//     chunk is its own FSDP root, as the plan's pipeline_chunks say; send / recv on the p2p
+//     lane carry cross-role dependencies.
 //   - op_ids: "<phase>/<unit>/<what>", unit "root" for the root ("root.chunk<c>" per pipeline
 //     chunk); with several micro-batches every op of micro-batch k carries the prefix "mb<k>/".
 #pragma once

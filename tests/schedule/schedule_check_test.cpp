@@ -122,3 +122,33 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
 
 }  // namespace
 }  // namespace shardscope
+
+namespace shardscope {
+namespace {
+
+TEST(ScheduleContractTest, LanesCommunicatorsAndWhichOpsHoldThem) {
+  ScheduleOp op;
+  op.role = 2;
+  op.lane = Lane::kReduceScatter;
+  EXPECT_EQ(LaneKey(op), 2 * kNumLanes + 2);
+  EXPECT_EQ(CommunicatorKey(op, 5), -1);  // no group
+  op.group = 3;
+  EXPECT_EQ(CommunicatorKey(op, 5), 2 * 5 + 3);
+  for (OpType t :
+       {OpType::kAllGather, OpType::kReduceScatter, OpType::kAllReduce, OpType::kAllToAll}) {
+    EXPECT_TRUE(IsCollective(t));
+    EXPECT_TRUE(SerializesOnCommunicator(t)) << OpTypeName(t);
+  }
+  for (OpType t : {OpType::kSend, OpType::kRecv}) {
+    EXPECT_TRUE(IsCollective(t));
+    EXPECT_FALSE(SerializesOnCommunicator(t)) << OpTypeName(t);
+  }
+  for (OpType t : {OpType::kCompute, OpType::kCopyIn, OpType::kWait, OpType::kCopyH2D}) {
+    EXPECT_FALSE(IsCollective(t));
+    EXPECT_FALSE(SerializesOnCommunicator(t)) << OpTypeName(t);
+  }
+  EXPECT_EQ(CollectiveReduceName(CollectiveReduce::kAvg), "avg");
+}
+
+}  // namespace
+}  // namespace shardscope
