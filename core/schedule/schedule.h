@@ -170,7 +170,9 @@ std::string_view CollectiveReduceName(CollectiveReduce op);  // "none", "sum", "
 // FSDP2's does (the copy-in writes the shard at offset rank·count of the output), so its
 // input and output are the gathered buffer; the reduce-scatter reads its padded input and
 // writes the reduced shard; HSDP's all-reduce runs in place on that shard; the replicate
-// params' all-reduce in place on their gradient.
+// params' all-reduce in place on their gradient (cast to the reduce dtype first when that
+// differs: the cast copy has no buffer of its own). A referenced buffer is allocated by an op
+// at or before the collective and freed by one at or after it.
 struct CollectiveSpec {
   DType dtype = DType::kUInt8;
   int64_t count = 0;

@@ -84,6 +84,14 @@ Status ValidateCollective(const Schedule& s, size_t i) {
         (b >= 0 && s.buffers[b].role != op.role)) {
       return InvalidInput(fmt::format("{}: buffer {} is not one of its role's", Where(s, i), b));
     }
+    if (b < 0) continue;
+    const Buffer& buf = s.buffers[b];
+    const int at = static_cast<int>(i);
+    if (buf.alloc_op > at || (buf.free_op >= 0 && buf.free_op < at)) {
+      return InvalidInput(
+          fmt::format("{}: buffer {} is not live around it (allocated by op {}, freed by op {})",
+                      Where(s, i), b, buf.alloc_op, buf.free_op));
+    }
   }
   return Status::Ok();
 }
@@ -247,8 +255,19 @@ std::string FormatSchedule(const Schedule& s, int role) {
       mem += fmt::format(" {}{}{:+}#{}", m.when == MemoryEffect::When::kStart ? "S:" : "E:",
                          MemCategoryName(m.category), m.bytes, m.buffer);
     }
-    out += fmt::format("{:4} {:<14} {:<44} bytes={} items={} deps=[{}]{}\n", i, LaneName(op.lane),
-                       op.op_id, op.bytes, op.items.size(), deps, mem);
+    std::string coll;
+    if (IsCollective(op.type) && op.group >= 0) {
+      const CollectiveSpec& c = op.collective;
+      coll = fmt::format(" {}[{}]×{} {}", DTypeName(c.dtype), c.count, s.groups[op.group].size(),
+                         CollectiveReduceName(c.reduce));
+      if (c.pre_scale != 1.0) coll += fmt::format(" pre={:g}", c.pre_scale);
+      if (c.post_scale != 1.0) coll += fmt::format(" post={:g}", c.post_scale);
+      if (c.input_buffer >= 0 || c.output_buffer >= 0) {
+        coll += fmt::format(" #{}→#{}", c.input_buffer, c.output_buffer);
+      }
+    }
+    out += fmt::format("{:4} {:<14} {:<44} bytes={} items={} deps=[{}]{}{}\n", i, LaneName(op.lane),
+                       op.op_id, op.bytes, op.items.size(), deps, coll, mem);
   }
   return out;
 }

@@ -10,7 +10,8 @@
 //   StepTotals         bytes per collective kind, bus bytes (nccl-tests), FLOPs, op counts
 //   ComputeStepTotals  the totals of one role
 //   IssueOrderPeak     peak of allocated memory if ops ran one at a time in issue order
-//   FormatSchedule     one line per op (index, lane, op_id, bytes, deps, memory) for debugging
+//   FormatSchedule     one line per op (index, lane, op_id, bytes, deps, collective spec,
+//                      memory) for debugging
 #pragma once
 
 #include <array>

@@ -98,6 +98,14 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
             std::string::npos)
       << st.message();
 
+  Schedule dead = TwoOps();
+  dead.buffers[0].free_op = 0;  // freed before the collective that reads it
+  dead.ops[0].memory.push_back({MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
+  dead.ops[1].memory.clear();
+  dead.ops[1].collective.input_buffer = 0;
+  st = ValidateSchedule(dead);
+  EXPECT_NE(st.message().find("buffer 0 is not live around it"), std::string::npos) << st.message();
+
   Schedule reduce = TwoOps();
   reduce.ops[1].collective.reduce = CollectiveReduce::kSum;
   st = ValidateSchedule(reduce);
