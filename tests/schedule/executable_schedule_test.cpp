@@ -250,6 +250,14 @@ TEST(RankScheduleTest, Tp2Fsdp4) {
   CheckEveryRank(c, TinyLlama());
 }
 
+TEST(RankScheduleTest, Tp2Cp2Fsdp4) {
+  Case c = Base();
+  c.world = 16;
+  c.tp = 2;
+  c.cp = 2;
+  CheckEveryRank(c, TinyLlama());
+}
+
 TEST(RankScheduleTest, Pipeline2) {
   for (auto [name, v] : {std::pair{"1f1b", 1}, {"interleaved_1f1b", 2}}) {
     SCOPED_TRACE(name);
