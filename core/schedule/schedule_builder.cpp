@@ -238,8 +238,9 @@ Buffer PersistentBuffer(int role, MemCategory c, DType dtype, int64_t bytes, std
   Buffer b;
   b.role = role;
   b.category = c;
-  b.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
-  b.numel = bytes / DTypeBytes(b.dtype);
+  const Elements e = ElementsOf(dtype, bytes);
+  b.dtype = e.dtype;
+  b.numel = e.numel;
   b.bytes = bytes;
   b.unit = std::move(unit);
   b.host = host;

@@ -91,12 +91,12 @@ struct UnitState {
   int copy_in_module = -1;
 };
 
-// The element type and NCCL count of a call that moves `bytes` per rank; raw bytes when they
-// are not whole elements.
-CollectiveSpec Elements(DType dtype, int64_t bytes) {
+// The element type and NCCL count of a call that moves `bytes` per rank.
+CollectiveSpec CollectiveOf(DType dtype, int64_t bytes) {
+  const Elements e = ElementsOf(dtype, bytes);
   CollectiveSpec c;
-  c.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
-  c.count = bytes / DTypeBytes(c.dtype);
+  c.dtype = e.dtype;
+  c.count = e.numel;
   return c;
 }
 
@@ -166,7 +166,7 @@ class RoleEmitter::Impl {
     ScheduleOp op = NewOp(Lane::kP2P, OpType::kSend, op_id, "ncclSend", -1);
     op.group = group;
     op.bytes = bytes;
-    op.collective = Elements(in_.compute_dtype, bytes);
+    op.collective = CollectiveOf(in_.compute_dtype, bytes);
     if (last_compute_ >= 0) op.deps.push_back(last_compute_);
     return Push(std::move(op));
   }
@@ -265,8 +265,9 @@ class RoleEmitter::Impl {
     b.id = id;
     b.role = role_;
     b.category = c;
-    b.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
-    b.numel = bytes / DTypeBytes(b.dtype);
+    const Elements e = ElementsOf(dtype, bytes);
+    b.dtype = e.dtype;
+    b.numel = e.numel;
     b.bytes = bytes;
     b.unit = in_.labels[u];
     b.alloc_op = PushedIndex(op);
@@ -397,7 +398,7 @@ class RoleEmitter::Impl {
                             "ncclAllGather", u);
       ag.group = group;
       ag.bytes = z.gathered_bytes;
-      ag.collective = Elements(z.gather_dtype, z.shard_gather_bytes);
+      ag.collective = CollectiveOf(z.gather_dtype, z.shard_gather_bytes);
       ag.collective.input_buffer = ag.collective.output_buffer = st.params_buffer;  // in place
       ag.deps = {copy_in_index};
       Free(ag, MemoryEffect::When::kEnd, cast);
@@ -495,7 +496,7 @@ class RoleEmitter::Impl {
       // Activations in the compute dtype; all-gather and reduce-scatter sizes are n shards.
       const bool sharded = c.type == OpType::kAllGather || c.type == OpType::kReduceScatter;
       const int n = op.group >= 0 ? s_.groups[op.group].size() : 1;
-      op.collective = Elements(in_.compute_dtype, sharded ? c.bytes / n : c.bytes);
+      op.collective = CollectiveOf(in_.compute_dtype, sharded ? c.bytes / n : c.bytes);
       if (c.type == OpType::kAllReduce || c.type == OpType::kReduceScatter) {
         op.collective.reduce = CollectiveReduce::kSum;  // partial sums
       }
@@ -683,7 +684,7 @@ class RoleEmitter::Impl {
                               Id("bwd", u, op_what::kReduceScatter), "ncclReduceScatter", u);
         rs.group = g.shard;
         rs.bytes = z.reduce_in_bytes;
-        rs.collective = Elements(z.reduce_dtype, z.reduce_out_bytes);
+        rs.collective = CollectiveOf(z.reduce_dtype, z.reduce_out_bytes);
         rs.collective.reduce = reduction.op;
         rs.collective.pre_scale = reduction.pre_scale;
         if (g.replicate < 0) rs.collective.post_scale = reduction.post_scale;
@@ -716,7 +717,7 @@ class RoleEmitter::Impl {
                               Id("bwd", u, op_what::kAllReduce), "ncclAllReduce", u);
         ar.group = g.replicate;
         ar.bytes = z.reduce_out_bytes;
-        ar.collective = Elements(z.reduce_dtype, z.reduce_out_bytes);
+        ar.collective = CollectiveOf(z.reduce_dtype, z.reduce_out_bytes);
         ar.collective.reduce = reduction.op;
         ar.collective.post_scale = reduction.post_scale;
         if (g.shard < 0) ar.collective.pre_scale = reduction.pre_scale;
@@ -738,7 +739,7 @@ class RoleEmitter::Impl {
         ar.bytes = z.replicate_reduce_bytes;
         const GradientReduction whole =
             GradientReductionOf(Unit(u), z.reduce_dtype, s_.groups[g.flat].size());
-        ar.collective = Elements(z.reduce_dtype, z.replicate_reduce_bytes);
+        ar.collective = CollectiveOf(z.reduce_dtype, z.replicate_reduce_bytes);
         ar.collective.reduce = whole.op;
         ar.collective.pre_scale = whole.pre_scale;
         ar.collective.post_scale = whole.post_scale;

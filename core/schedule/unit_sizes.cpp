@@ -33,6 +33,13 @@ void Fold(DType d, bool& seen, DType& into) {
 
 }  // namespace
 
+Elements ElementsOf(DType dtype, int64_t bytes) {
+  Elements e;
+  e.dtype = bytes % DTypeBytes(dtype) == 0 ? dtype : DType::kUInt8;
+  e.numel = bytes / DTypeBytes(e.dtype);
+  return e;
+}
+
 UnitSizes ComputeUnitSizes(const UnitPlan& unit) {
   UnitSizes s;
   s.shard_group = DimProduct(unit.mesh, "shard");

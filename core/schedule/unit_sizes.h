@@ -40,4 +40,12 @@ struct UnitSizes {
 
 UnitSizes ComputeUnitSizes(const UnitPlan& unit);
 
+// `bytes` as elements of `dtype`, or as raw bytes (kUInt8) when they are not whole elements
+// (a workspace): how buffers and collectives are typed.
+struct Elements {
+  DType dtype = DType::kUInt8;
+  int64_t numel = 0;
+};
+Elements ElementsOf(DType dtype, int64_t bytes);
+
 }  // namespace shardscope
