@@ -6,6 +6,8 @@
 #include <cctype>
 #include <set>
 
+#include "core/trace/kineto_import_timeline.h"
+#include "core/trace/op_id.h"
 #include "core/trace/trace_io.h"
 
 namespace shardscope::trace_internal {
@@ -50,137 +52,154 @@ int CollectiveLane(std::string_view name) {
 
 bool IsNccl(std::string_view name) { return Lower(name).find("nccl") != std::string::npos; }
 
-// "FSDP::all_gather (layers.0)" → ("all_gather", "layers.0"); "FSDP::pre_forward" → ("pre_forward",
-// "root"); "FSDP::backward_prefetch for layers.1" → ("backward_prefetch", "layers.1").
-struct Label {
-  std::string kind;
-  std::string unit;
-  bool has_unit = false;
-};
-Label ParseFsdpLabel(std::string_view name) {
-  Label l;
-  std::string_view rest = name.substr(6);  // after "FSDP::"
-  const auto paren = rest.find(" (");
-  const auto for_pos = rest.find(" for ");
-  if (paren != std::string_view::npos && rest.back() == ')') {
-    l.kind = std::string(rest.substr(0, paren));
-    l.unit = std::string(rest.substr(paren + 2, rest.size() - paren - 3));
-    l.has_unit = true;
-  } else if (for_pos != std::string_view::npos) {
-    l.kind = std::string(rest.substr(0, for_pos));
-    l.unit = std::string(rest.substr(for_pos + 5));
-    l.has_unit = true;
-  } else {
-    l.kind = std::string(rest);
-    // The root's hooks carry no FQN ("FSDP::pre_forward", "FSDP::post_backward_reduce").
-    l.has_unit = !StartsWith(l.kind, "root_") && l.kind != "backward_prefetch";
-  }
-  if (l.has_unit && l.unit.empty()) l.unit = "root";
-  return l;
+bool IsAutogradNode(std::string_view name) {
+  return StartsWith(name, "autograd::engine::evaluate_function");
 }
 
-struct LabelRange {
-  int64_t start_ns, end_ns;
-  Label label;
+// A c10d collective issued from the main thread (c10d::_allgather_base_, allreduce_, ...).
+bool IsC10dCollective(std::string_view name) {
+  return StartsWith(name, "c10d::") && CollectiveLane(name) != 0;
+}
+
+// The op_id `what` of work on a lane that is not compute (the lane's own operation).
+std::string_view LaneWhat(int lane) {
+  switch (lane) {
+    case kLaneAllGather:
+      return op_what::kAllGather;
+    case kLaneReduceScatter:
+      return op_what::kReduceScatter;
+    case kLaneAllReduce:
+      return op_what::kAllReduce;
+    case kLaneH2D:
+      return op_what::kH2D;
+    case kLaneD2H:
+      return op_what::kD2H;
+    case kLaneCompute:
+      return op_what::kCompute;
+    default:
+      return TraceLaneName(lane);
+  }
+}
+
+// Bytes per element of a dtype as the profiler spells it: c10 ScalarType names in NCCL kernel
+// args ("Float", "BFloat16") or C++ type names in `Input type` ("float", "c10::BFloat16",
+// "long int"). 0 when unknown.
+int DtypeBytes(std::string_view dtype) {
+  const std::string d = Lower(dtype);
+  auto has = [&](std::string_view w) { return d.find(w) != std::string::npos; };
+  if (has("float8") || has("char") || has("byte") || has("bool") || has("int8")) return 1;
+  if (has("bfloat16") || has("half") || has("float16") || has("short") || has("int16")) return 2;
+  if (has("double") || has("float64") || has("long") || has("int64")) return 8;
+  if (has("float") || has("int")) return 4;
+  return 0;
+}
+
+// Elements of one `Input Dims` entry: [a, b] → a·b; a tensor list [[a], [b]] → a + b; [] (not a
+// tensor) → -1.
+int64_t DimsNumel(const nlohmann::json& j) {
+  if (!j.is_array() || j.empty()) return -1;
+  if (std::all_of(j.begin(), j.end(),
+                  [](const nlohmann::json& v) { return v.is_number_integer(); })) {
+    int64_t n = 1;
+    for (const auto& v : j) {
+      const int64_t d = v.get<int64_t>();
+      if (d < 0 || (d > 0 && n > kMaxTraceBytes / d)) return -1;
+      n *= d;
+    }
+    return n;
+  }
+  int64_t sum = -1;
+  for (const auto& v : j) {
+    const int64_t n = DimsNumel(v);
+    if (n >= 0) sum = std::max<int64_t>(sum, 0) + n;
+  }
+  return sum;
+}
+
+struct CommSize {
+  int64_t bytes = 0;
+  int32_t group_size = 0;
 };
 
-// Phase and unit of a moment on the main thread, from the FSDP labels.
-class Timeline {
- public:
-  Timeline(std::vector<LabelRange> labels, std::vector<std::pair<int64_t, int64_t>> optimizer,
-           std::vector<int64_t> step_starts)
-      : labels_(std::move(labels)),
-        optimizer_(std::move(optimizer)),
-        steps_(std::move(step_starts)) {
-    std::sort(labels_.begin(), labels_.end(),
-              [](const LabelRange& a, const LabelRange& b) { return a.start_ns < b.start_ns; });
-    // Unit changes: a unit's pre-hook ends → its compute runs; its post-hook starts → back to
-    // the enclosing unit. Kept as a stack so nested units (blocks inside the root) resolve.
-    struct Change {
-      int64_t t;
-      bool push;
-      std::string unit;
-    };
-    std::vector<Change> changes;
-    for (const auto& r : labels_) {
-      const Label& l = r.label;
-      if (!l.has_unit) continue;
-      if (l.kind == "pre_forward" || l.kind == "pre_backward")
-        changes.push_back({r.end_ns, true, l.unit});
-      if (l.kind == "post_forward" || StartsWith(l.kind, "post_backward"))
-        changes.push_back({r.start_ns, false, l.unit});
-      if (l.kind == "pre_backward" &&
-          (backward_starts_.empty() || !SameStep(backward_starts_.back(), r.start_ns))) {
-        backward_starts_.push_back(r.start_ns);
-      }
-    }
-    std::stable_sort(changes.begin(), changes.end(),
-                     [](const Change& a, const Change& b) { return a.t < b.t; });
-    std::vector<std::string> stack;
-    for (const auto& c : changes) {
-      if (c.push) {
-        stack.push_back(c.unit);
-      } else {
-        auto it = std::find(stack.rbegin(), stack.rend(), c.unit);
-        if (it == stack.rend()) continue;
-        stack.erase(std::next(it).base(), stack.end());
-      }
-      segments_.push_back({c.t, stack.empty() ? std::string("root") : stack.back()});
+// A collective's size in the schedule's convention (schedule.h ScheduleOp::bytes): gathered
+// bytes for an all-gather, input bytes for a reduce-scatter, the buffer for an all-reduce.
+// `a` (the NCCL kernel or the c10d issue) is preferred over `b` (the gloo range).
+CommSize SizeOf(int lane, const KinetoSink::CommArgs& a, const KinetoSink::CommArgs& b,
+                int world_size) {
+  auto pick = [](int64_t x, int64_t y) { return x >= 0 ? x : y; };
+  const int64_t in = pick(a.in_numel, b.in_numel);
+  const int64_t out = pick(a.out_numel, b.out_numel);
+  const int elem = a.elem_bytes > 0 ? a.elem_bytes : b.elem_bytes;
+  CommSize size;
+  size.group_size = a.group_size > 0 ? a.group_size : b.group_size;
+  if (size.group_size == 0 && in > 0 && out > 0) {
+    if (lane == kLaneAllGather && out % in == 0) size.group_size = static_cast<int32_t>(out / in);
+    if (lane == kLaneReduceScatter && in % out == 0) {
+      size.group_size = static_cast<int32_t>(in / out);
     }
   }
-
-  std::string Phase(int64_t t) const {
-    for (const auto& [s, e] : optimizer_) {
-      if (t >= s && t < e) return "step";
-    }
-    for (int64_t b : backward_starts_) {
-      if (t >= b && SameStep(b, t)) return "bwd";
-    }
-    return "fwd";
+  if (size.group_size == 0) size.group_size = world_size;
+  int64_t numel = -1;
+  if (lane == kLaneAllGather) {
+    numel = out >= 0 ? out : (in >= 0 && size.group_size > 0 ? in * size.group_size : -1);
+  } else if (lane == kLaneReduceScatter) {
+    numel = in >= 0 ? in : (out >= 0 && size.group_size > 0 ? out * size.group_size : -1);
+  } else {
+    numel = in >= 0 ? in : out;
   }
-  std::string Unit(int64_t t) const {
-    auto it = std::upper_bound(
-        segments_.begin(), segments_.end(), t,
-        [](int64_t v, const std::pair<int64_t, std::string>& s) { return v < s.first; });
-    if (it == segments_.begin()) return "root";
-    return std::prev(it)->second;
-  }
-  // The innermost FSDP label with a unit that contains t (e.g. "FSDP::all_gather (layers.0)").
-  const Label* Enclosing(int64_t t) const {
-    const Label* best = nullptr;
-    int64_t best_len = INT64_MAX;
-    for (const auto& r : labels_) {
-      if (r.start_ns > t) break;
-      if (t < r.end_ns && r.label.has_unit && r.end_ns - r.start_ns < best_len) {
-        best = &r.label;
-        best_len = r.end_ns - r.start_ns;
-      }
-    }
-    return best;
-  }
-  std::string OpId(int64_t t, std::string_view what) const {
-    const std::string phase = Phase(t);
-    if (phase == "step") return what == "compute" ? "step/optimizer" : fmt::format("step/{}", what);
-    const Label* l = Enclosing(t);
-    const std::string unit = (l != nullptr && what != "compute") ? l->unit : Unit(t);
-    return fmt::format("{}/{}/{}", phase, unit, what);
-  }
-
- private:
-  bool SameStep(int64_t a, int64_t b) const {
-    auto step = [&](int64_t t) {
-      return std::upper_bound(steps_.begin(), steps_.end(), t) - steps_.begin();
-    };
-    return step(a) == step(b);
-  }
-  std::vector<LabelRange> labels_;
-  std::vector<std::pair<int64_t, int64_t>> optimizer_;
-  std::vector<int64_t> steps_;
-  std::vector<int64_t> backward_starts_;
-  std::vector<std::pair<int64_t, std::string>> segments_;
-};
+  if (numel > 0 && elem > 0 && numel <= kMaxTraceBytes / elem) size.bytes = numel * elem;
+  return size;
+}
 
 }  // namespace
+
+bool IsKinetoTopLevelKey(std::string_view key) {
+  return key == "schemaVersion" || key == "deviceProperties" || key == "distributedInfo" ||
+         key == "baseTimeNanoseconds" || key == "trace_id";
+}
+
+KinetoSink::CommArgs KinetoSink::ReadCommArgs(const RawEvent& e) const {
+  CommArgs c;
+  const std::string_view name = e.name.text;
+  auto count = [&](std::string_view key) -> int64_t {
+    const RawArg* a = e.FindArg(key);
+    return a != nullptr && a->value.type == RawValue::Type::kInt && a->value.i >= 0 ? a->value.i
+                                                                                    : -1;
+  };
+  c.in_numel = count("In msg nelems");
+  c.out_numel = count("Out msg nelems");
+  if (const int64_t g = count("Group size"); g > 0 && g <= INT32_MAX) {
+    c.group_size = static_cast<int32_t>(g);
+  }
+  if (const RawArg* a = e.FindArg("dtype");
+      a != nullptr && a->value.type == RawValue::Type::kString) {
+    c.elem_bytes = DtypeBytes(a->value.text);
+  }
+  auto nested = [&](std::string_view key) {
+    const RawArg* a = e.FindArg(key);
+    return a != nullptr && a->value.type == RawValue::Type::kNested
+               ? nlohmann::json::parse(a->value.text, nullptr, false)
+               : nlohmann::json();
+  };
+  if (const nlohmann::json dims = nested("Input Dims"); dims.is_array() && !dims.empty()) {
+    // c10d::_allgather_base_ / _reduce_scatter_base_ take (output, input); allreduce_ and the
+    // gloo ranges one buffer.
+    const int lane = CollectiveLane(name);
+    const bool output_first =
+        StartsWith(name, "c10d::") && (lane == kLaneAllGather || lane == kLaneReduceScatter);
+    const int64_t first = DimsNumel(dims[0]);
+    const int64_t second = dims.size() > 1 ? DimsNumel(dims[1]) : -1;
+    if (c.in_numel < 0) c.in_numel = output_first ? second : first;
+    if (c.out_numel < 0 && output_first) c.out_numel = first;
+  }
+  if (c.elem_bytes == 0) {
+    const nlohmann::json types = nested("Input type");
+    for (const auto& v : types) {
+      if (v.is_string() && (c.elem_bytes = DtypeBytes(v.get<std::string>())) > 0) break;
+    }
+  }
+  return c;
+}
 
 int64_t KinetoSink::Id(const RawValue& v) {
   if (v.type == RawValue::Type::kInt) return v.i;
@@ -203,6 +222,10 @@ Status KinetoSink::OnTopLevel(const std::string& key, const std::string& json_te
         return InvalidInput(source_ + ": distributedInfo.rank: expected an integer ≥ 0");
       }
       rank_ = j["rank"].get<int>();
+    }
+    if (j.is_object() && j.contains("world_size") && j["world_size"].is_number_integer() &&
+        j["world_size"].get<int64_t>() > 0 && j["world_size"].get<int64_t>() <= INT32_MAX) {
+      world_size_ = j["world_size"].get<int>();
     }
     trace_->metadata.extra["distributedInfo"] = j;
   } else if (key == "deviceProperties") {
@@ -284,6 +307,14 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
     return Status::Ok();
   }
   ev.name = trace_->strings.Intern(e.name.text);
+  const std::string_view name = e.name.text;
+  if ((ev.cat == Cat::kCpuOp && StartsWith(name, "c10d::")) ||
+      (ev.cat == Cat::kUserAnnotation &&
+       (StartsWith(name, "gloo:") || StartsWith(name, "nccl:"))) ||
+      (ev.cat == Cat::kKernel && IsNccl(name))) {
+    ev.comm = static_cast<int32_t>(comms_.size());
+    comms_.push_back(ReadCommArgs(e));
+  }
   if (const RawArg* a = e.FindArg("correlation");
       a != nullptr && a->value.type == RawValue::Type::kInt) {
     ev.correlation = a->value.i;
@@ -323,17 +354,22 @@ Status KinetoSink::Finish() {
   }
   auto on_main = [&](const Event& e) { return e.pid == main.first && e.tid == main.second; };
 
+  // FSDP labels and step marks come from every CPU thread of the main process: a GPU run's
+  // backward hooks run on autograd's device thread.
   std::vector<LabelRange> labels;
   std::vector<std::pair<int64_t, int64_t>> optimizer;
-  std::vector<int64_t> steps;
+  std::vector<int64_t> steps, backward_marks;
   std::map<int64_t, int64_t> launch_time;  // correlation → CPU launch time
   bool has_gpu = false;
   for (const Event& e : events_) {
     const std::string_view name = t.Str(e.name);
     if (e.cat == Cat::kKernel || e.cat == Cat::kMemcpy || e.cat == Cat::kMemset) has_gpu = true;
     if (e.cat == Cat::kRuntime && e.correlation >= 0) launch_time[e.correlation] = e.start_ns;
-    if (e.cat != Cat::kUserAnnotation || !on_main(e)) continue;
-    if (StartsWith(name, "ProfilerStep#")) {
+    if (e.cat == Cat::kCpuOp && e.pid == main.first && IsAutogradNode(name)) {
+      backward_marks.push_back(e.start_ns);
+    }
+    if (e.cat != Cat::kUserAnnotation || e.pid != main.first) continue;
+    if (on_main(e) && StartsWith(name, "ProfilerStep#")) {
       steps.push_back(e.start_ns);
       Marker& m = t.AddMarker(rank_, e.start_ns, "step_begin");
       const std::string n(name.substr(13));
@@ -344,20 +380,33 @@ Status KinetoSink::Finish() {
       }
       ++t.import.markers;
     } else if (StartsWith(name, "FSDP::")) {
-      labels.push_back({e.start_ns, e.end_ns(), ParseFsdpLabel(name)});
+      FsdpLabel label = ParseFsdpLabel(name);
+      if (label.kind == FsdpKind::kOther) continue;
+      labels.push_back({e.start_ns, e.end_ns(), std::move(label)});
       ++t.import.unit_labels;
-    } else if (StartsWith(name, "Optimizer.step")) {
+    } else if (StartsWith(name, "Optimizer.step") || StartsWith(name, "Optimizer.zero_grad")) {
       optimizer.emplace_back(e.start_ns, e.end_ns());
     }
   }
-  std::sort(steps.begin(), steps.end());
-  const Timeline timeline(std::move(labels), std::move(optimizer), steps);
+  std::sort(labels.begin(), labels.end(), [](const LabelRange& a, const LabelRange& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  const StepTimeline timeline(labels, steps, std::move(backward_marks), std::move(optimizer));
 
-  auto add = [&](const Event& e, int lane, int64_t cpu_time, std::string_view what) {
-    t.AddWork(rank_, lane, t.Str(e.name), timeline.OpId(cpu_time, what), e.start_ns, e.dur_ns);
-    ++t.import.work_events;
+  // Work to import, each with the CPU moment that places it in the step.
+  struct Item {
+    const Event* event;
+    int lane;
+    int64_t cpu_ns;
+    bool collective;
+    const CommArgs* a = nullptr;  // NCCL kernel or c10d issue
+    const CommArgs* b = nullptr;  // gloo range
   };
-  auto what_of = [](int lane) { return std::string(TraceLaneName(lane)); };
+  std::vector<Item> items;
+  std::vector<std::pair<int64_t, int>> issues;  // (CPU time, lane) of every collective issue
+  auto comm_of = [&](const Event* e) {
+    return e != nullptr && e->comm >= 0 ? &comms_[e->comm] : nullptr;
+  };
 
   if (has_gpu) {
     // A stream that carries NCCL kernels is that collective's lane for all its kernels.
@@ -372,12 +421,15 @@ Status KinetoSink::Finish() {
       if (e.cat != Cat::kKernel && e.cat != Cat::kMemcpy && e.cat != Cat::kMemset) {
         if (e.cat == Cat::kGpuUserAnnotation || e.cat == Cat::kRuntime)
           Unknown(e.cat == Cat::kRuntime ? "cuda_runtime" : "gpu_user_annotation");
+        if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation)
+          Unknown(e.cat == Cat::kCpuOp ? "cpu_op (GPU trace)" : "user_annotation");
         continue;
       }
       const std::string_view name = t.Str(e.name);
       int lane = kLaneCompute;
       if (auto it = stream_lane.find({e.pid, e.stream}); it != stream_lane.end()) lane = it->second;
-      if (e.cat == Cat::kKernel && IsNccl(name)) {
+      const bool nccl = e.cat == Cat::kKernel && IsNccl(name);
+      if (nccl) {
         lane = CollectiveLane(name);
         if (lane == 0) lane = kLaneAllReduce;
       }
@@ -387,61 +439,198 @@ Status KinetoSink::Finish() {
         if (n.find("dtoh") != std::string::npos) lane = kLaneD2H;
       }
       auto it = launch_time.find(e.correlation);
-      const int64_t cpu_time = it != launch_time.end() ? it->second : e.start_ns;
-      add(e, lane, cpu_time, lane == kLaneCompute ? "compute" : what_of(lane));
-    }
-    for (const Event& e : events_) {
-      if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation)
-        Unknown(e.cat == Cat::kCpuOp ? "cpu_op (GPU trace)" : "user_annotation");
+      const int64_t cpu_ns = it != launch_time.end() ? it->second : e.start_ns;
+      items.push_back({&e, lane, cpu_ns, nccl, comm_of(&e)});
+      if (nccl) issues.emplace_back(cpu_ns, lane);
     }
   } else {
     // CPU run: collectives issued by c10d ops on the main thread, executed as gloo ranges on
-    // worker threads, paired in issue order when the counts agree.
-    std::vector<const Event*> issues, works, main_ops;
+    // worker threads. gloo runs a process group's collectives in issue order, so each range
+    // pairs with the earliest unpaired issue of a compatible kind begun before it.
+    std::vector<const Event*> c10d, works, main_ops;
     for (const Event& e : events_) {
       const std::string_view name = t.Str(e.name);
-      if (on_main(e) && e.cat == Cat::kCpuOp && StartsWith(name, "c10d::") &&
-          CollectiveLane(name) != 0) {
-        issues.push_back(&e);
+      if (on_main(e) && e.cat == Cat::kCpuOp) {
+        main_ops.push_back(&e);
+        if (IsC10dCollective(name)) c10d.push_back(&e);
       }
       if (!on_main(e) && e.cat == Cat::kUserAnnotation &&
-          (StartsWith(name, "gloo:") || StartsWith(name, "nccl:"))) {
+          (StartsWith(name, "gloo:") || StartsWith(name, "nccl:")) && CollectiveLane(name) != 0) {
         works.push_back(&e);
       }
-      if (on_main(e) && e.cat == Cat::kCpuOp) main_ops.push_back(&e);
     }
     auto by_start = [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; };
-    std::stable_sort(issues.begin(), issues.end(), by_start);
+    std::stable_sort(c10d.begin(), c10d.end(), by_start);
     std::stable_sort(works.begin(), works.end(), by_start);
-    const bool paired = issues.size() == works.size();
-    for (size_t i = 0; i < works.size(); ++i) {
-      const Event& w = *works[i];
-      const Event* issue = paired ? issues[i] : nullptr;
-      int lane = CollectiveLane(t.Str(issue != nullptr ? issue->name : w.name));
-      if (lane == 0) lane = kLaneAllReduce;
-      add(w, lane, issue != nullptr ? issue->start_ns : w.start_ns, what_of(lane));
+    for (const Event* e : c10d) issues.emplace_back(e->start_ns, CollectiveLane(t.Str(e->name)));
+    std::vector<bool> taken(c10d.size(), false);
+    size_t head = 0;
+    for (const Event* w : works) {
+      const int work_lane = CollectiveLane(t.Str(w->name));
+      const Event* issue = nullptr;
+      while (head < c10d.size() && taken[head]) ++head;
+      for (size_t i = head; i < c10d.size() && c10d[i]->start_ns <= w->start_ns; ++i) {
+        const int issue_lane = CollectiveLane(t.Str(c10d[i]->name));
+        const bool compatible = issue_lane == work_lane ||
+                                (issue_lane == kLaneReduceScatter && work_lane == kLaneAllReduce);
+        if (!taken[i] && compatible) {
+          taken[i] = true;
+          issue = c10d[i];
+          break;
+        }
+      }
+      const int lane = issue != nullptr ? CollectiveLane(t.Str(issue->name)) : work_lane;
+      items.push_back({w, lane, issue != nullptr ? issue->start_ns : w->start_ns, true,
+                       comm_of(issue), comm_of(w)});
     }
-    // Compute: the outermost CPU ops of the main thread (nested ones are inside them).
+    // Compute: the outermost CPU ops of the main thread, except those that contain an FSDP
+    // label (their pieces outside it are taken instead) and c10d issue calls.
+    std::vector<std::pair<int64_t, int64_t>> label_ranges;
+    for (const LabelRange& r : labels) label_ranges.emplace_back(r.start_ns, r.end_ns);
+    auto contains_label = [&](const Event& e) {
+      for (auto it = std::lower_bound(label_ranges.begin(), label_ranges.end(),
+                                      std::make_pair(e.start_ns, INT64_MIN));
+           it != label_ranges.end() && it->first < e.end_ns(); ++it) {
+        if (it->second <= e.end_ns()) return true;
+      }
+      return false;
+    };
     std::stable_sort(main_ops.begin(), main_ops.end(), [](const Event* a, const Event* b) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->dur_ns > b->dur_ns;
     });
     int64_t covered_until = INT64_MIN;
-    int64_t nested = 0;
+    int64_t nested = 0, issue_calls = 0, split = 0;
     for (const Event* e : main_ops) {
       if (e->start_ns < covered_until) {
         ++nested;
-        continue;
+      } else if (IsC10dCollective(t.Str(e->name))) {
+        covered_until = e->end_ns();
+        ++issue_calls;
+      } else if (contains_label(*e)) {
+        ++split;
+      } else {
+        covered_until = e->end_ns();
+        items.push_back({e, kLaneCompute, e->start_ns, false});
       }
-      covered_until = e->end_ns();
-      add(*e, kLaneCompute, e->start_ns, "compute");
     }
-    t.import.unknown_by_name["cpu_op nested (inside a kept op)"] += nested;
-    t.import.unknown_events += nested;
-    const int64_t other = static_cast<int64_t>(events_.size()) -
-                          static_cast<int64_t>(works.size()) -
-                          static_cast<int64_t>(main_ops.size());
-    t.import.unknown_by_name["other cpu ranges (annotations, worker-thread ops)"] += other;
-    t.import.unknown_events += other;
+    auto count = [&](const char* what, int64_t n) {
+      if (n == 0) return;
+      t.import.unknown_by_name[what] += n;
+      t.import.unknown_events += n;
+    };
+    count("cpu_op nested (inside a kept op)", nested);
+    count("cpu_op c10d issue (its gloo range is the collective)", issue_calls);
+    count("cpu_op split around FSDP labels (its pieces are kept)", split);
+    count("other cpu ranges (annotations, worker-thread ops)",
+          static_cast<int64_t>(events_.size()) - static_cast<int64_t>(works.size()) -
+              static_cast<int64_t>(main_ops.size()));
+  }
+  std::sort(issues.begin(), issues.end());
+
+  // Name every item: its phase, unit and `what`, then number compute runs and repeated
+  // collectives per (step, micro-batch, phase, unit, what).
+  std::vector<int64_t> times;
+  times.reserve(items.size());
+  for (const Item& it : items) times.push_back(it.cpu_ns);
+  const std::vector<int> innermost = InnermostLabels(labels, times);
+  struct Pending {
+    int step = 0;
+    OpId id;
+    int64_t run = -1;  // compute runs (numbered densely); -1: repeated collectives by occurrence
+  };
+  std::vector<Pending> pending(items.size());
+  const std::string root = UnitOpLabel("");
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    const Place place = timeline.At(it.cpu_ns);
+    Pending& p = pending[i];
+    p.step = place.step;
+    p.id.micro = place.micro;
+    p.id.phase = place.phase;
+    // The lane's own operation (collectives, copies, kernels on a collective's stream), or
+    // module work.
+    const bool module_work = !it.collective && it.lane == kLaneCompute;
+    const bool lane_work = it.collective || it.lane == kLaneH2D || it.lane == kLaneD2H;
+    std::string_view what = LaneWhat(it.lane);
+    if (place.phase == OpPhase::kStep) {
+      p.id.micro = -1;
+      p.id.what = std::string(module_work ? op_what::kOptimizer : what);
+      continue;
+    }
+    p.id.unit = place.unit;
+    const LabelRange* label = innermost[i] >= 0 ? &labels[innermost[i]] : nullptr;
+    const FsdpKind kind = label != nullptr ? label->label.kind : FsdpKind::kOther;
+    if (label != nullptr) p.id.unit = label->label.unit;
+    switch (kind) {
+      case FsdpKind::kAllGather:
+      case FsdpKind::kPrefetch:
+        if (!lane_work) what = op_what::kCopyIn;
+        break;
+      case FsdpKind::kCopyOut:
+        if (!lane_work) what = op_what::kCopyOut;
+        break;
+      case FsdpKind::kReduce:
+        if (!lane_work) {
+          // Before the first collective this label issued: the reduce-scatter's copy-in; after
+          // it, that collective's own CPU work (gloo's scatter of the all-reduced buffer).
+          auto last = std::lower_bound(issues.begin(), issues.end(), std::make_pair(it.cpu_ns, 0));
+          what = op_what::kReduceCopyIn;
+          if (last != issues.begin() && std::prev(last)->first >= label->start_ns) {
+            what = LaneWhat(std::prev(last)->second);
+          }
+        }
+        break;
+      case FsdpKind::kRootPostBackward:
+        if (!lane_work) {
+          p.id = OpId{-1, OpPhase::kStep, "", std::string(op_what::kWaitReductions), 0};
+          continue;
+        }
+        break;
+      case FsdpKind::kOther:  // no label: the running unit's work
+        if (module_work) {
+          what = place.recompute ? op_what::kRecompute : op_what::kCompute;
+          p.run = place.run;
+        }
+        break;
+      default:  // the unit's own hooks
+        if (module_work) {
+          what = op_what::kCompute;
+          p.run = timeline.RunOf(label->label.unit, it.cpu_ns);
+        }
+        break;
+    }
+    p.id.what = std::string(what);
+  }
+  // Dense numbering: the k-th run that holds work is `compute:k`; the k-th collective of one
+  // kind in one place is `<what>:k`.
+  using Key = std::tuple<int, int, OpPhase, std::string, std::string>;
+  std::map<Key, std::set<int64_t>> runs;
+  std::map<Key, int> occurrences;
+  auto key_of = [](const Pending& p) {
+    return Key{p.step, p.id.micro, p.id.phase, p.id.unit, p.id.what};
+  };
+  for (const Pending& p : pending) {
+    if (p.run >= 0) runs[key_of(p)].insert(p.run);
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    Pending& p = pending[i];
+    const Item& it = items[i];
+    if (p.run >= 0) {
+      const std::set<int64_t>& used = runs[key_of(p)];
+      p.id.index = static_cast<int>(std::distance(used.begin(), used.find(p.run)));
+    } else if (it.collective) {
+      p.id.index = occurrences[key_of(p)]++;
+    }
+    const Event& e = *it.event;
+    WorkEvent& w = t.AddWork(rank_, it.lane, t.Str(e.name), FormatOpId(p.id), e.start_ns, e.dur_ns);
+    if (it.collective) {
+      static const CommArgs kNone;
+      const CommSize size = SizeOf(it.lane, it.a != nullptr ? *it.a : kNone,
+                                   it.b != nullptr ? *it.b : kNone, world_size_);
+      w.bytes = size.bytes;
+      w.group_size = size.group_size;
+    }
+    ++t.import.work_events;
   }
 
   // Memory: the GPU's allocator when present, else the CPU's.

@@ -2,27 +2,41 @@
 // it automatically).
 //
 // Contents:
-//   KinetoSink   collects a Kineto file's events in one SAX pass; Finish() builds the Trace
+//   IsKinetoTopLevelKey  the top-level members only Kineto writes (format detection)
+//   KinetoSink           collects a Kineto file's events in one SAX pass; Finish() builds the Trace
 //
 // How a Kineto trace maps onto ours (one file = one rank, distributedInfo.rank):
 //   - GPU kernels / memcpy / memset become work events. NCCL kernels are classed by name
 //     (ncclDevKernel_AllGather_*, ncclKernel_ReduceScatter_*, ...: all_gather, reduce_scatter,
-//     all_reduce, p2p); other kernels on a stream that carries NCCL kernels join that lane (the
-//     copy-in of runtime.md); memcpy HtoD/DtoH go to h2d/d2h; every other kernel is compute.
-//   - CPU-only runs (gloo): `gloo:<collective>` ranges on gloo threads are the communication; their
-//     kind comes from the c10d op that issued them (paired in issue order; gloo implements
-//     reduce-scatter with an all-reduce), and the outermost CPU ops of the main thread are compute.
-//   - `ProfilerStep#N` gives step_begin markers; FSDP record_function labels
-//     ("FSDP::pre_forward (layers.0)", "FSDP::all_gather (layers.0)", ...) give each work event
-//     its unit and phase, hence op_ids "fwd/<unit>/all_gather", "bwd/<unit>/compute",
-//     "step/optimizer" (unit "root" for the root, as the schedule names it).
-//   - `[memory]` instants become the memory counter (allocated_bytes, reserved_bytes).
+//     all_reduce, p2p); other kernels on a stream that carries NCCL kernels join that lane;
+//     memcpy HtoD/DtoH go to h2d/d2h; every other kernel is compute. A kernel is placed in the
+//     step by the CPU time of its launch (any thread: backward launches from autograd's).
+//   - CPU-only runs (gloo): `gloo:<collective>` ranges on gloo threads are the communication,
+//     paired in issue order with the c10d op that issued them (whose name gives the kind: gloo
+//     reduce-scatters with an all-reduce, so `gloo:all_reduce` issued by _reduce_scatter_base_ is a
+//     reduce_scatter); the main thread's CPU ops are compute, taken outermost but split around
+//     FSDP labels (an autograd node can run FSDP's hooks inside it), c10d issue calls left out.
+//   - op_ids (op_id.h, exactly as the schedule names them) from FSDP2's record_function labels
+//     (kineto_import_timeline.h places each moment): inside "FSDP::all_gather (u)" the copy-in
+//     (`copy_in`) and the all-gather; inside "FSDP::all_gather_copy_out (u)" `copy_out`; inside
+//     "FSDP::post_backward_reduce (u)" `reduce_copy_in` before the first collective issue, then
+//     the collectives (`reduce_scatter`, HSDP's `all_reduce`) and what follows them; work inside a
+//     unit's own hooks is that unit's; "FSDP::root_post_backward_callback" is
+//     `step/wait_reductions`; the optimizer's ranges `step/optimizer`; everything else is the
+//     running unit's `compute:k` (its k-th run holding work in that phase) or `recompute:k`.
+//   - Collective sizes, when the profiler recorded them (record_shapes, NCCL kernel args
+//     `In msg nelems` / `Out msg nelems` / `Group size` / `dtype`, c10d `Input Dims` /
+//     `Input type`), in the schedule's convention: the gathered bytes of an all-gather, the input
+//     bytes of a reduce-scatter, the buffer of an all-reduce.
+//   - `ProfilerStep#N` gives step_begin markers; `[memory]` instants become the memory counter
+//     (allocated_bytes, reserved_bytes).
 //   - Everything else is counted in ImportReport::unknown_by_name.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +44,10 @@
 #include "core/trace/trace_sax.h"
 
 namespace shardscope::trace_internal {
+
+// schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, trace_id: written
+// before traceEvents by Kineto, never by us.
+bool IsKinetoTopLevelKey(std::string_view key);
 
 class KinetoSink : public RawEventSink {
  public:
@@ -58,7 +76,15 @@ class KinetoSink : public RawEventSink {
     int64_t stream = -1;
     StrId name = kEmptyStr;
     Cat cat = Cat::kOther;
+    int32_t comm = -1;  // index into comms_ (collective sizes recorded for this event), or -1
     int64_t end_ns() const { return start_ns + dur_ns; }
+  };
+  // What the profiler recorded of a collective's size (-1 / 0: not recorded).
+  struct CommArgs {
+    // Input / output elements: `In msg nelems` / `Out msg nelems`, else from `Input Dims`.
+    int64_t in_numel = -1, out_numel = -1;
+    int32_t elem_bytes = 0;  // from `dtype` or `Input type`
+    int32_t group_size = 0;  // `Group size`
   };
   struct MemorySample {
     int64_t time_ns = 0;
@@ -70,12 +96,15 @@ class KinetoSink : public RawEventSink {
  private:
   int64_t Id(const RawValue& v);  // pid / tid: integers, or strings mapped to ids < 0
   void Unknown(const std::string& what);
+  CommArgs ReadCommArgs(const RawEvent& e) const;
 
   const std::string& source_;
   Trace* trace_;
   int rank_ = 0;
   std::vector<Event> events_;
   std::vector<MemorySample> memory_;
+  std::vector<CommArgs> comms_;
+  int world_size_ = 0;  // distributedInfo.world_size
   std::map<std::string, int64_t> string_ids_;
 };
 

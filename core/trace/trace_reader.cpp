@@ -360,10 +360,7 @@ class DispatchSink : public trace_internal::RawEventSink {
       : format_(format), ours_(source, trace), kineto_(source, trace) {}
 
   Status OnTopLevel(const std::string& key, const std::string& json_text, bool before) override {
-    if (before && (key == "schemaVersion" || key == "deviceProperties" ||
-                   key == "distributedInfo" || key == "baseTimeNanoseconds" || key == "trace_id")) {
-      kineto_hint_ = true;
-    }
+    if (before && trace_internal::IsKinetoTopLevelKey(key)) kineto_hint_ = true;
     SS_RETURN_IF_ERROR(ours_.OnTopLevel(key, json_text, before));
     return kineto_.OnTopLevel(key, json_text, before);
   }
