@@ -10,7 +10,8 @@ namespace shardscope {
 namespace {
 
 // A hand-made GPU trace: an all-gather (with its copy-in on the same stream), forward and
-// backward GEMMs, a reduce-scatter, the optimizer, a host-to-device copy and memory events.
+// backward GEMMs (the backward launched from autograd's thread, tid 11, as on a GPU), a
+// reduce-scatter, the optimizer, a host-to-device copy and memory events.
 constexpr const char* kGpuTrace = R"JSON({
 "schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
 "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
@@ -21,15 +22,15 @@ constexpr const char* kGpuTrace = R"JSON({
  {"ph":"X","cat":"user_annotation","name":"FSDP::all_gather (layers.0)","pid":10,"tid":10,"ts":1012,"dur":10},
  {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":10,"ts":1015,"dur":2,"args":{"correlation":1}},
  {"ph":"X","cat":"kernel","name":"void at::native::copy_kernel","pid":0,"tid":20,"ts":1016,"dur":3,"args":{"stream":20,"correlation":9}},
- {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)","pid":0,"tid":20,"ts":1020.5,"dur":50.25,"args":{"stream":20,"correlation":1,"device":0}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)","pid":0,"tid":20,"ts":1020.5,"dur":50.25,"args":{"stream":20,"correlation":1,"device":0,"In msg nelems":1024,"Out msg nelems":8192,"Group size":8,"dtype":"BFloat16"}},
  {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":10,"ts":1040,"dur":2,"args":{"correlation":2}},
  {"ph":"X","cat":"user_annotation","name":"FSDP::post_forward (layers.0)","pid":10,"tid":10,"ts":1060,"dur":5},
  {"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16","pid":0,"tid":7,"ts":1075,"dur":100,"args":{"stream":7,"correlation":2}},
- {"ph":"X","cat":"user_annotation","name":"FSDP::pre_backward (layers.0)","pid":10,"tid":10,"ts":1300,"dur":10},
- {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":10,"ts":1320,"dur":2,"args":{"correlation":3}},
+ {"ph":"X","cat":"user_annotation","name":"FSDP::pre_backward (layers.0)","pid":10,"tid":11,"ts":1300,"dur":10},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":11,"ts":1320,"dur":2,"args":{"correlation":3}},
  {"ph":"X","cat":"kernel","name":"sm90_gemm_bwd","pid":0,"tid":7,"ts":1330,"dur":200,"args":{"stream":7,"correlation":3}},
- {"ph":"X","cat":"user_annotation","name":"FSDP::post_backward_reduce (layers.0)","pid":10,"tid":10,"ts":1540,"dur":20},
- {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":10,"ts":1545,"dur":2,"args":{"correlation":4}},
+ {"ph":"X","cat":"user_annotation","name":"FSDP::post_backward_reduce (layers.0)","pid":10,"tid":11,"ts":1540,"dur":20},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":11,"ts":1545,"dur":2,"args":{"correlation":4}},
  {"ph":"X","cat":"kernel","name":"ncclKernel_ReduceScatter_RING_LL_Sum_float","pid":0,"tid":24,"ts":1550,"dur":80,"args":{"stream":24,"correlation":4}},
  {"ph":"X","cat":"user_annotation","name":"Optimizer.step#AdamW.step","pid":10,"tid":10,"ts":1700,"dur":100},
  {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":10,"tid":10,"ts":1710,"dur":2,"args":{"correlation":5}},
@@ -64,15 +65,20 @@ TEST(KinetoImport, HandMadeGpuTrace) {
   EXPECT_EQ(ag->start_ns, 1020500);
   EXPECT_EQ(ag->dur_ns, 50250);
   EXPECT_EQ(t.Str(ag->op_id), "fwd/layers.0/all_gather");
+  EXPECT_EQ(ag->bytes, 8192 * 2);  // Out msg nelems · bf16: the gathered bytes
+  EXPECT_EQ(ag->group_size, 8);
   const WorkEvent* copy_in = Find(t, "void at::native::copy_kernel");
   ASSERT_NE(copy_in, nullptr);
   EXPECT_EQ(copy_in->lane, kLaneAllGather);  // the stream carries NCCL all-gathers
+  EXPECT_EQ(t.Str(copy_in->op_id), "fwd/layers.0/copy_in");
   EXPECT_EQ(t.Str(Find(t, "sm90_xmma_gemm_bf16")->op_id), "fwd/layers.0/compute");
   EXPECT_EQ(Find(t, "sm90_xmma_gemm_bf16")->lane, kLaneCompute);
   EXPECT_EQ(t.Str(Find(t, "sm90_gemm_bwd")->op_id), "bwd/layers.0/compute");
   const WorkEvent* rs = Find(t, "ncclKernel_ReduceScatter");
   EXPECT_EQ(rs->lane, kLaneReduceScatter);
   EXPECT_EQ(t.Str(rs->op_id), "bwd/layers.0/reduce_scatter");
+  EXPECT_EQ(rs->bytes, 0);       // the profiler recorded no size for it
+  EXPECT_EQ(rs->group_size, 8);  // distributedInfo.world_size
   EXPECT_EQ(t.Str(Find(t, "multi_tensor_apply_kernel")->op_id), "step/optimizer");
   EXPECT_EQ(Find(t, "Memcpy HtoD")->lane, kLaneH2D);
 
@@ -127,7 +133,9 @@ TEST(KinetoImport, RealFsdp2CpuTrace) {
          {"fwd/root/all_gather", "fwd/layers.0/all_gather", "fwd/layers.1/all_gather",
           "bwd/layers.0/all_gather", "bwd/layers.1/all_gather", "bwd/layers.1/reduce_scatter",
           "bwd/layers.0/reduce_scatter", "bwd/root/reduce_scatter", "fwd/layers.0/compute",
-          "bwd/layers.1/compute", "step/optimizer"}) {
+          "bwd/layers.1/compute", "step/optimizer", "fwd/root/copy_in", "fwd/layers.0/copy_out",
+          "fwd/root/compute:1", "bwd/root/compute", "bwd/root/compute:1",
+          "bwd/layers.0/reduce_copy_in"}) {
       EXPECT_EQ(op_ids.count(id), 1u) << "rank " << rank << " lacks " << id;
     }
     ASSERT_EQ(t.markers.size(), 1u);
