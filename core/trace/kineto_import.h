@@ -3,6 +3,7 @@
 //
 // Contents:
 //   IsKinetoTopLevelKey  the top-level members only Kineto writes (format detection)
+//   IsKinetoEvent        an event only Kineto writes (format detection: it has a `cat`)
 //   KinetoSink           collects a Kineto file's events in one SAX pass; Finish() builds the Trace
 //
 // How a Kineto trace maps onto ours (one file = one rank, distributedInfo.rank):
@@ -48,6 +49,8 @@ namespace shardscope::trace_internal {
 // schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds, trace_id: written
 // before traceEvents by Kineto, never by us.
 bool IsKinetoTopLevelKey(std::string_view key);
+// Kineto gives every event a `cat`; we write none.
+inline bool IsKinetoEvent(const RawEvent& e) { return e.cat.present(); }
 
 class KinetoSink : public RawEventSink {
  public:

@@ -366,7 +366,8 @@ class DispatchSink : public trace_internal::RawEventSink {
   }
   Status OnEvent(const RawEvent& e) override {
     if (format_ == TraceFormat::kAuto) {
-      format_ = (kineto_hint_ || e.cat.present()) ? TraceFormat::kKineto : TraceFormat::kShardscope;
+      format_ = (kineto_hint_ || trace_internal::IsKinetoEvent(e)) ? TraceFormat::kKineto
+                                                                   : TraceFormat::kShardscope;
     }
     return format_ == TraceFormat::kKineto ? kineto_.OnEvent(e) : ours_.OnEvent(e);
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/trace/trace_io.h"
+#include "core/util/file_io.h"
 #include "tests/trace/trace_test_util.h"
 
 namespace shardscope {
@@ -80,6 +81,81 @@ TEST(CheckTrace, OpIdsMayRepeatInTheNextStep) {
   t.AddMarker(0, 100, "step_begin");
   t.AddWork(0, kLaneCompute, "a", "fwd/root/compute", 100, 10);
   EXPECT_TRUE(CheckTrace(ReadOurs(SerializeTrace(t))).empty());
+}
+
+// A PyTorch profiler trace as torch.profiler writes it: string pids and tids on its own spans.
+constexpr const char* kKineto =
+    R"JSON({"schemaVersion":1,"distributedInfo":{"rank":2,"world_size":4},
+"traceEvents":[
+ {"ph":"M","name":"process_name","pid":7,"tid":0,"args":{"name":"python3"}},
+ {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":7,"tid":7,"ts":10.5,"dur":3,"args":{}},
+ {"ph":"i","cat":"cpu_instant_event","s":"t","name":"[memory]","pid":7,"tid":7,"ts":11,"args":{"Total Allocated":5}},
+ {"ph":"s","cat":"fwdbwd","name":"fwdbwd","pid":7,"tid":7,"ts":11,"id":3},
+ {"ph":"f","cat":"fwdbwd","name":"fwdbwd","pid":7,"tid":7,"ts":12,"id":3,"bp":"e"},
+ {"ph":"X","cat":"Trace","name":"PyTorch Profiler (0)","pid":"Spans","tid":"PyTorch Profiler","ts":0,"dur":20}
+]})JSON";
+
+TEST(CheckKinetoTrace, RawProfilerTraceIsValid) {
+  auto format = DetectTraceFormat(kKineto, "k.json");
+  ASSERT_TRUE(format.ok()) << format.status().message();
+  EXPECT_EQ(*format, TraceFormat::kKineto);
+  auto ours = DetectTraceFormat(SerializeTrace(testing::SmallTrace()), "t.json");
+  ASSERT_TRUE(ours.ok());
+  EXPECT_EQ(*ours, TraceFormat::kShardscope);
+  auto check = CheckKinetoTrace(kKineto, "k.json");
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_EQ(check->problem_count, 0) << check->problems[0];
+  EXPECT_EQ(check->events, 6);
+  EXPECT_EQ(check->events_by_ph.at("X"), 2);
+  EXPECT_EQ(check->rank, 2);
+  EXPECT_EQ(check->world_size, 4);
+}
+
+TEST(CheckKinetoTrace, ProblemsNameFileEventAndField) {
+  auto problems_of = [](std::string text) {
+    auto check = CheckKinetoTrace(text, "k.json");
+    EXPECT_TRUE(check.ok()) << check.status().message();
+    return check.ok() ? check->problems : std::vector<std::string>{};
+  };
+  auto bad = [&](const std::string& from, const std::string& to) {
+    std::string text = kKineto;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return problems_of(text.replace(at, from.size(), to));
+  };
+  EXPECT_TRUE(Has(bad(R"("ts":10.5)", R"("ts":"10.5")"),
+                  "k.json: traceEvents[1].ts: expected a number of microseconds, got a string"));
+  EXPECT_TRUE(Has(bad(R"("dur":3)", R"("dur":-3)"),
+                  "k.json: traceEvents[1].dur: expected a duration ≥ 0 in microseconds"));
+  EXPECT_TRUE(Has(bad(R"("ph":"X","cat":"cpu_op")", R"("ph":"Q","cat":"cpu_op")"),
+                  "k.json: traceEvents[1].ph: expected one of the trace-event phases"));
+  EXPECT_TRUE(Has(bad(R"("pid":"Spans")", R"("pid":true)"),
+                  "k.json: traceEvents[5].pid: expected an integer or a string, got a boolean"));
+  EXPECT_TRUE(Has(bad(R"("dur":3,"args":{})", R"("dur":3,"args":[1])"),
+                  "k.json: traceEvents[1].args: expected an object"));
+  EXPECT_TRUE(Has(bad(R"("s":"t")", R"("s":"x")"), "k.json: traceEvents[2].s: expected"));
+  EXPECT_TRUE(Has(bad(R"("ts":11,"id":3})", R"("ts":11})"),
+                  "k.json: traceEvents[3].id: expected a flow id"));
+  EXPECT_TRUE(Has(bad(R"("rank":2)", R"("rank":-2)"),
+                  "k.json: distributedInfo.rank: expected an integer ≥ 0, got -2"));
+  EXPECT_TRUE(Has(bad(R"("name":"aten::mm")", R"("name":5)"),
+                  "k.json: traceEvents[1].name: expected a string, got an integer"));
+  // Syntax errors are no list of problems but a failed read naming the file.
+  auto broken = CheckKinetoTrace(R"({"schemaVersion":1})", "k.json");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("k.json"), std::string::npos);
+}
+
+TEST(CheckKinetoTrace, RealFixturesAreValid) {
+  for (const char* name : {"fsdp2_cpu_rank0.json.gz", "fsdp2_llama_cpu_rank3.json.gz"}) {
+    const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/fixtures/kineto/" + name;
+    auto text = ReadFile(path);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto check = CheckKinetoTrace(*text, path);
+    ASSERT_TRUE(check.ok()) << check.status().message();
+    EXPECT_EQ(check->problem_count, 0) << check->problems[0];
+    EXPECT_GT(check->events_by_ph.at("X"), 1000);
+  }
 }
 
 }  // namespace

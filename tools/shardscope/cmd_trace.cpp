@@ -166,10 +166,46 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   return Status::Ok();
 }
 
+// A PyTorch profiler trace: what its format promises, then whether it imports.
+Status RunCheckKineto(const std::string& path, const std::string& text) {
+  SS_ASSIGN_OR_RETURN(KinetoCheck check, CheckKinetoTrace(text, path));
+  if (check.problem_count > 0) {
+    for (const std::string& p : check.problems) fmt::print(stderr, "{}\n", p);
+    if (check.problem_count > static_cast<int64_t>(check.problems.size())) {
+      fmt::print(stderr, "… {} more\n", check.problem_count - check.problems.size());
+    }
+    return InvalidInput(
+        fmt::format("{}: PyTorch profiler (Kineto) trace with {} problem{} (listed "
+                    "above)",
+                    path, check.problem_count, check.problem_count == 1 ? "" : "s"));
+  }
+  ReadTraceOptions options;
+  options.format = TraceFormat::kKineto;
+  SS_ASSIGN_OR_RETURN(Trace trace, ParseTrace(text, path, options));
+  std::string phases;
+  for (const auto& [ph, n] : check.events_by_ph) {
+    phases += fmt::format("{}{} {}", phases.empty() ? "" : ", ", ph, n);
+  }
+  const std::string rank =
+      check.rank >= 0 ? fmt::format("rank {}{}, ", check.rank,
+                                    check.world_size > 0 ? fmt::format(" of {}", check.world_size)
+                                                         : std::string())
+                      : std::string();
+  fmt::print(
+      "{}: valid PyTorch profiler (Kineto) trace ({}{} events: {}); imports as {} work events, {} "
+      "counter samples, {} markers ({} FSDP labels used)\n",
+      path, rank, check.events, phases, trace.events.size(), trace.counters.size(),
+      trace.markers.size(), trace.import.unit_labels);
+  return Status::Ok();
+}
+
 Status RunCheck(const std::string& path) {
+  SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SS_ASSIGN_OR_RETURN(TraceFormat format, DetectTraceFormat(text, path));
+  if (format == TraceFormat::kKineto) return RunCheckKineto(path, text);
   ReadTraceOptions options;
   options.format = TraceFormat::kShardscope;
-  SS_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path, options));
+  SS_ASSIGN_OR_RETURN(Trace trace, ParseTrace(text, path, options));
   const std::vector<std::string> problems = CheckTrace(trace);
   if (problems.empty()) {
     fmt::print("{}: valid {} (ranks {}, {} work events, {} counter samples, {} markers)\n", path,
@@ -209,8 +245,10 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   registry.Add(diff, [o] { return RunDiff(o->a, o->b, o->tol, o->json); });
 
   CLI::App* check =
-      app.add_subcommand("check-trace", "Validate a trace against the shardscope format");
-  check->add_option("FILE", o->check, "trace file")->required();
+      app.add_subcommand("check-trace",
+                         "Validate a trace: ours against the shardscope format, a PyTorch profiler "
+                         "(Kineto) trace against that format");
+  check->add_option("FILE", o->check, "trace file (.gz accepted)")->required();
   registry.Add(check, [o] { return RunCheck(o->check); });
 }
 
