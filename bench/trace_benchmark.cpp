@@ -1,8 +1,13 @@
 // Trace I/O and diff at scale: a 1,000,000-event trace (8 ranks, compute / all-gather /
 // reduce-scatter lanes, memory counters) is written, loaded, and diffed against a perturbed copy.
 // Targets (issue 5): load < 2 s and < 1 GB, diff of two such traces < 3 s.
+// Kineto import: a GPU profiler trace of K kernels (each with its launch call) under L FSDP2
+// labels, fed to the importer event by event (no JSON text), then the importer's Finish timed:
+// placing every kernel among the labels must not be quadratic. Target (issue 10): 400k kernels
+// with 16k labels < 0.3 s.
 //
 //   build-*/bench/trace_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build-*/bench/trace_benchmark --benchmark_filter=Kineto --benchmark_repetitions=5
 //
 // rss_growth_MB is the resident-set growth of this process across one load (the text already
 // read is excluded; the loaded Trace is alive when it is taken), i.e. what loading costs.
@@ -11,8 +16,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 
+#include "core/trace/kineto_import.h"
 #include "core/trace/trace_diff.h"
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
@@ -164,6 +171,144 @@ void BM_Stats(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Stats)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// One step of a GPU FSDP2 run: `labels` / 8 units, each with FSDP2's eight labels (pre_forward
+// holding all_gather and all_gather_copy_out, post_forward; pre_backward holding a
+// backward_prefetch, post_backward_reshard, post_backward_reduce), an NCCL all-gather and
+// reduce-scatter, and the compute kernels spread over the units' forward and backward.
+class KinetoStep {
+ public:
+  KinetoStep(int64_t kernels, int64_t labels) : kernels_(kernels), units_(labels / 8) {}
+
+  // Feeds every event to `sink`; returns false on the first error.
+  bool Feed(trace_internal::RawEventSink& sink) {
+    int64_t t = 0;  // µs
+    const int64_t per_run = std::max<int64_t>(1, kernels_ / (2 * units_));
+    // The step's range holds everything that follows.
+    if (!Annotation(sink, "ProfilerStep#1", 0, INT32_MAX)) return false;
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool fwd = pass == 0;
+      for (int64_t k = 0; k < units_; ++k) {
+        const int64_t u = fwd ? k : units_ - 1 - k;
+        const std::string fqn = " (model.layers." + std::to_string(u) + ")";
+        if (fwd) {
+          if (!Annotation(sink, "FSDP::pre_forward" + fqn, t, 10) ||
+              !Annotation(sink, "FSDP::all_gather" + fqn, t + 1, 4) ||
+              !Launch(sink, "ncclDevKernel_AllGather_RING_LL", t + 2, 20) ||
+              !Annotation(sink, "FSDP::all_gather_copy_out" + fqn, t + 6, 3)) {
+            return false;
+          }
+        } else {
+          if (!Annotation(sink, "FSDP::pre_backward" + fqn, t, 10) ||
+              !Annotation(sink, "FSDP::backward_prefetch for model.layers." + std::to_string(u),
+                          t + 1, 8)) {
+            return false;
+          }
+        }
+        t += 10;
+        for (int64_t i = 0; i < per_run; ++i, t += 2) {
+          if (!Launch(sink, fwd ? "sm90_gemm_fwd" : "sm90_gemm_bwd", t, 7)) return false;
+        }
+        if (fwd) {
+          if (!Annotation(sink, "FSDP::post_forward" + fqn, t, 2)) return false;
+        } else if (!Annotation(sink, "FSDP::post_backward_reshard" + fqn, t, 2) ||
+                   !Annotation(sink, "FSDP::post_backward_reduce" + fqn, t + 2, 6) ||
+                   !Launch(sink, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", t + 3, 20)) {
+          return false;
+        }
+        t += 8;
+      }
+    }
+    return true;
+  }
+
+ private:
+  bool Annotation(trace_internal::RawEventSink& sink, const std::string& name, int64_t ts,
+                  int64_t dur) {
+    Set(name, "user_annotation", 100, 100, ts, dur);
+    return sink.OnEvent(e_).ok();
+  }
+  bool Launch(trace_internal::RawEventSink& sink, const char* kernel, int64_t ts, int64_t dur) {
+    const int64_t corr = ++correlation_;
+    Set("cudaLaunchKernel", "cuda_runtime", 100, 100, ts, 1);
+    Arg(0, "correlation", corr);
+    if (!sink.OnEvent(e_).ok()) return false;
+    const bool nccl = kernel[0] == 'n';
+    const int64_t stream = nccl ? (kernel[13] == 'A' ? 20 : 24) : 7;
+    Set(kernel, "kernel", 0, stream, ts + 5, dur);
+    Arg(0, "correlation", corr);
+    Arg(1, "stream", stream);
+    return sink.OnEvent(e_).ok();
+  }
+  void Set(std::string_view name, const char* cat, int64_t pid, int64_t tid, int64_t ts,
+           int64_t dur) {
+    using trace_internal::RawValue;
+    e_.index = index_++;
+    auto str = [](RawValue& v, std::string_view s) {
+      v.type = RawValue::Type::kString;
+      v.text.assign(s);
+    };
+    auto num = [](RawValue& v, int64_t i) {
+      v.type = RawValue::Type::kInt;
+      v.i = i;
+      v.d = static_cast<double>(i);
+    };
+    str(e_.ph, "X");
+    str(e_.name, name);
+    str(e_.cat, cat);
+    num(e_.pid, pid);
+    num(e_.tid, tid);
+    num(e_.ts, ts);
+    num(e_.dur, dur);
+    e_.num_args = 0;
+    e_.args_present = true;
+  }
+  void Arg(size_t i, const char* key, int64_t value) {
+    if (e_.args.size() <= i) e_.args.resize(i + 1);
+    e_.args[i].key = key;
+    e_.args[i].value.type = trace_internal::RawValue::Type::kInt;
+    e_.args[i].value.i = value;
+    e_.num_args = i + 1;
+  }
+
+  int64_t kernels_, units_;
+  int64_t correlation_ = 0, index_ = 0;
+  trace_internal::RawEvent e_;
+};
+
+// The importer's Finish on one rank's events (already handed over by OnEvent, untimed): the
+// labels, each kernel's place among them, op_ids, the Trace built.
+void BM_KinetoImportLabels(benchmark::State& state) {
+  const int64_t kernels = state.range(0), labels = state.range(1);
+  size_t work = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    Trace t;
+    const std::string source = "bench.json";
+    auto sink = std::make_unique<trace_internal::KinetoSink>(source, &t);
+    KinetoStep step(kernels, labels);
+    if (!step.Feed(*sink)) {
+      state.SkipWithError("the importer refused the synthetic trace");
+      return;
+    }
+    state.ResumeTiming();
+    if (!sink->Finish().ok()) {
+      state.SkipWithError("the importer refused the synthetic trace");
+      return;
+    }
+    work = t.events.size();
+    benchmark::DoNotOptimize(t.events.data());
+    state.PauseTiming();
+    sink.reset();
+    state.ResumeTiming();
+  }
+  state.counters["work_events"] = static_cast<double>(work);
+}
+BENCHMARK(BM_KinetoImportLabels)
+    ->Args({100000, 4000})
+    ->Args({400000, 16000})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace shardscope

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <unordered_map>
 
 #include "core/trace/kineto_import_timeline.h"
 #include "core/trace/op_id.h"
@@ -50,7 +51,12 @@ int CollectiveLane(std::string_view name) {
   return 0;
 }
 
-bool IsNccl(std::string_view name) { return Lower(name).find("nccl") != std::string::npos; }
+bool IsNccl(std::string_view name) {
+  constexpr std::string_view kNccl = "nccl";
+  return std::search(name.begin(), name.end(), kNccl.begin(), kNccl.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         }) != name.end();
+}
 
 bool IsAutogradNode(std::string_view name) {
   return StartsWith(name, "autograd::engine::evaluate_function");
@@ -359,7 +365,7 @@ Status KinetoSink::Finish() {
   std::vector<LabelRange> labels;
   std::vector<std::pair<int64_t, int64_t>> optimizer;
   std::vector<int64_t> steps, backward_marks;
-  std::map<int64_t, int64_t> launch_time;  // correlation → CPU launch time
+  std::unordered_map<int64_t, int64_t> launch_time;  // correlation → CPU launch time
   bool has_gpu = false;
   for (const Event& e : events_) {
     const std::string_view name = t.Str(e.name);
@@ -409,39 +415,55 @@ Status KinetoSink::Finish() {
   };
 
   if (has_gpu) {
+    // NCCL kernels by name, classed once per distinct name: their lane, or 0 for other kernels.
+    std::vector<int8_t> nccl_lane(t.strings.size(), -1);
+    auto nccl_lane_of = [&](const Event& e) -> int {
+      if (e.cat != Cat::kKernel) return 0;
+      int8_t& lane = nccl_lane[e.name];
+      if (lane < 0) {
+        const std::string_view name = t.Str(e.name);
+        const int l = IsNccl(name) ? CollectiveLane(name) : -1;
+        lane = static_cast<int8_t>(l < 0 ? 0 : (l == 0 ? kLaneAllReduce : l));
+      }
+      return lane;
+    };
     // A stream that carries NCCL kernels is that collective's lane for all its kernels.
     std::map<std::pair<int64_t, int64_t>, int> stream_lane;
     for (const Event& e : events_) {
-      if (e.cat == Cat::kKernel && IsNccl(t.Str(e.name))) {
-        const int lane = CollectiveLane(t.Str(e.name));
-        stream_lane.emplace(std::make_pair(e.pid, e.stream), lane == 0 ? kLaneAllReduce : lane);
+      if (const int lane = nccl_lane_of(e); lane != 0) {
+        stream_lane.emplace(std::make_pair(e.pid, e.stream), lane);
       }
     }
+    int64_t runtime = 0, gpu_annotations = 0, cpu_ranges = 0, annotations = 0;
     for (const Event& e : events_) {
       if (e.cat != Cat::kKernel && e.cat != Cat::kMemcpy && e.cat != Cat::kMemset) {
-        if (e.cat == Cat::kGpuUserAnnotation || e.cat == Cat::kRuntime)
-          Unknown(e.cat == Cat::kRuntime ? "cuda_runtime" : "gpu_user_annotation");
-        if (e.cat == Cat::kCpuOp || e.cat == Cat::kUserAnnotation)
-          Unknown(e.cat == Cat::kCpuOp ? "cpu_op (GPU trace)" : "user_annotation");
+        runtime += e.cat == Cat::kRuntime;
+        gpu_annotations += e.cat == Cat::kGpuUserAnnotation;
+        cpu_ranges += e.cat == Cat::kCpuOp;
+        annotations += e.cat == Cat::kUserAnnotation;
         continue;
       }
-      const std::string_view name = t.Str(e.name);
       int lane = kLaneCompute;
       if (auto it = stream_lane.find({e.pid, e.stream}); it != stream_lane.end()) lane = it->second;
-      const bool nccl = e.cat == Cat::kKernel && IsNccl(name);
-      if (nccl) {
-        lane = CollectiveLane(name);
-        if (lane == 0) lane = kLaneAllReduce;
-      }
+      const int nccl = nccl_lane_of(e);
+      if (nccl != 0) lane = nccl;
       if (e.cat == Cat::kMemcpy) {
-        const std::string n = Lower(name);
+        const std::string n = Lower(t.Str(e.name));
         if (n.find("htod") != std::string::npos) lane = kLaneH2D;
         if (n.find("dtoh") != std::string::npos) lane = kLaneD2H;
       }
       auto it = launch_time.find(e.correlation);
       const int64_t cpu_ns = it != launch_time.end() ? it->second : e.start_ns;
-      items.push_back({&e, lane, cpu_ns, nccl, comm_of(&e)});
-      if (nccl) issues.emplace_back(cpu_ns, lane);
+      items.push_back({&e, lane, cpu_ns, nccl != 0, comm_of(&e)});
+      if (nccl != 0) issues.emplace_back(cpu_ns, lane);
+    }
+    for (const auto& [what, n] : {std::pair<const char*, int64_t>{"cuda_runtime", runtime},
+                                  {"gpu_user_annotation", gpu_annotations},
+                                  {"cpu_op (GPU trace)", cpu_ranges},
+                                  {"user_annotation", annotations}}) {
+      if (n == 0) continue;
+      t.import.unknown_by_name[what] += n;
+      t.import.unknown_events += n;
     }
   } else {
     // CPU run: collectives issued by c10d ops on the main thread, executed as gloo ranges on
@@ -533,34 +555,46 @@ Status KinetoSink::Finish() {
   times.reserve(items.size());
   for (const Item& it : items) times.push_back(it.cpu_ns);
   const std::vector<int> innermost = InnermostLabels(labels, times);
+  // Per item: where it falls and what it is. Units and `what`s are interned (StrIds), so
+  // numbering and op_id formatting work on integers and each distinct op_id is formatted once.
   struct Pending {
-    int step = 0;
-    OpId id;
-    int64_t run = -1;  // compute runs (numbered densely); -1: repeated collectives by occurrence
+    int step = 0, micro = -1;
+    OpPhase phase = OpPhase::kForward;
+    StrId unit = kEmptyStr, what = kEmptyStr;
+    int64_t run = -1;  // compute runs (numbered densely); -1: collectives numbered by occurrence
   };
   std::vector<Pending> pending(items.size());
-  const std::string root = UnitOpLabel("");
+  std::vector<std::pair<std::string_view, StrId>> whats;  // the few `what`s, interned once
+  auto what_id = [&](std::string_view what) {
+    for (const auto& [text, id] : whats) {
+      if (text.data() == what.data() || text == what) return id;
+    }
+    whats.emplace_back(what, t.strings.Intern(what));
+    return whats.back().second;
+  };
+  std::string_view last_unit;  // units are views into the timeline and labels: same view, same id
+  StrId last_unit_id = kEmptyStr;
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
     const Place place = timeline.At(it.cpu_ns);
     Pending& p = pending[i];
     p.step = place.step;
-    p.id.micro = place.micro;
-    p.id.phase = place.phase;
+    p.micro = place.micro;
+    p.phase = place.phase;
     // The lane's own operation (collectives, copies, kernels on a collective's stream), or
     // module work.
     const bool module_work = !it.collective && it.lane == kLaneCompute;
     const bool lane_work = it.collective || it.lane == kLaneH2D || it.lane == kLaneD2H;
     std::string_view what = LaneWhat(it.lane);
     if (place.phase == OpPhase::kStep) {
-      p.id.micro = -1;
-      p.id.what = std::string(module_work ? op_what::kOptimizer : what);
+      p.micro = -1;
+      p.what = what_id(module_work ? op_what::kOptimizer : what);
       continue;
     }
-    p.id.unit = place.unit;
+    std::string_view unit = place.unit;
     const LabelRange* label = innermost[i] >= 0 ? &labels[innermost[i]] : nullptr;
     const FsdpKind kind = label != nullptr ? label->label.kind : FsdpKind::kOther;
-    if (label != nullptr) p.id.unit = label->label.unit;
+    if (label != nullptr) unit = label->label.unit;
     switch (kind) {
       case FsdpKind::kAllGather:
       case FsdpKind::kPrefetch:
@@ -582,7 +616,9 @@ Status KinetoSink::Finish() {
         break;
       case FsdpKind::kRootPostBackward:
         if (!lane_work) {
-          p.id = OpId{-1, OpPhase::kStep, "", std::string(op_what::kWaitReductions), 0};
+          p.micro = -1;
+          p.phase = OpPhase::kStep;
+          p.what = what_id(op_what::kWaitReductions);
           continue;
         }
         break;
@@ -599,30 +635,58 @@ Status KinetoSink::Finish() {
         }
         break;
     }
-    p.id.what = std::string(what);
+    if (unit.data() != last_unit.data() || unit.size() != last_unit.size()) {
+      last_unit = unit;
+      last_unit_id = t.strings.Intern(unit);
+    }
+    p.unit = last_unit_id;
+    p.what = what_id(what);
   }
   // Dense numbering: the k-th run that holds work is `compute:k`; the k-th collective of one
   // kind in one place is `<what>:k`.
-  using Key = std::tuple<int, int, OpPhase, std::string, std::string>;
+  using Key = std::tuple<int, int, OpPhase, StrId, StrId>;
+  auto key_of = [](const Pending& p) { return Key{p.step, p.micro, p.phase, p.unit, p.what}; };
   std::map<Key, std::set<int64_t>> runs;
-  std::map<Key, int> occurrences;
-  auto key_of = [](const Pending& p) {
-    return Key{p.step, p.id.micro, p.id.phase, p.id.unit, p.id.what};
-  };
   for (const Pending& p : pending) {
     if (p.run >= 0) runs[key_of(p)].insert(p.run);
   }
+  t.events.reserve(t.events.size() + items.size());
+  std::map<Key, int> occurrences;
+  std::map<std::pair<Key, int>, StrId> op_ids;  // each distinct op_id formatted once
+  // Consecutive items mostly share their op_id (a run's kernels): the last one is kept at hand.
+  std::pair<Key, int> last{};
+  std::pair<int64_t, int> last_run{-1, 0};  // (run, index) of `last`'s key
+  StrId last_id = kEmptyStr;
   for (size_t i = 0; i < items.size(); ++i) {
-    Pending& p = pending[i];
+    const Pending& p = pending[i];
     const Item& it = items[i];
+    const Key key = key_of(p);
+    int index = 0;
     if (p.run >= 0) {
-      const std::set<int64_t>& used = runs[key_of(p)];
-      p.id.index = static_cast<int>(std::distance(used.begin(), used.find(p.run)));
+      if (last_id != kEmptyStr && key == last.first && p.run == last_run.first) {
+        index = last_run.second;
+      } else {
+        const std::set<int64_t>& used = runs[key];
+        index = static_cast<int>(std::distance(used.begin(), used.find(p.run)));
+      }
+      last_run = {p.run, index};
     } else if (it.collective) {
-      p.id.index = occurrences[key_of(p)]++;
+      index = occurrences[key]++;
+    }
+    if (last_id == kEmptyStr || index != last.second || key != last.first) {
+      auto [found, fresh] = op_ids.try_emplace({key, index}, kEmptyStr);
+      if (fresh) {
+        found->second = t.strings.Intern(FormatOpId(
+            OpId{p.micro, p.phase, std::string(t.Str(p.unit)), std::string(t.Str(p.what)), index}));
+      }
+      last = {key, index};
+      last_id = found->second;
     }
     const Event& e = *it.event;
-    WorkEvent& w = t.AddWork(rank_, it.lane, t.Str(e.name), FormatOpId(p.id), e.start_ns, e.dur_ns);
+    // The name and op_id are interned in t.strings already: set as ids, not looked up again.
+    WorkEvent& w = t.AddWork(rank_, it.lane, {}, {}, e.start_ns, e.dur_ns);
+    w.name = e.name;
+    w.op_id = last_id;
     if (it.collective) {
       static const CommArgs kNone;
       const CommSize size = SizeOf(it.lane, it.a != nullptr ? *it.a : kNone,

@@ -82,7 +82,7 @@ std::vector<int> InnermostLabels(const std::vector<LabelRange>& labels,
 StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<int64_t> step_starts,
                            std::vector<int64_t> backward_marks,
                            std::vector<std::pair<int64_t, int64_t>> optimizer)
-    : steps_(std::move(step_starts)), optimizer_(std::move(optimizer)) {
+    : steps_(std::move(step_starts)), optimizer_(std::move(optimizer)), root_(UnitOpLabel("")) {
   std::sort(steps_.begin(), steps_.end());
   std::sort(optimizer_.begin(), optimizer_.end());
   std::vector<int64_t> pass_marks;
@@ -195,7 +195,7 @@ Place StepTimeline::At(int64_t t) const {
   place.micro = passes_[p].micro;
   place.phase =
       InOptimizer(t) ? OpPhase::kStep : (pp % 2 == 1 ? OpPhase::kBackward : OpPhase::kForward);
-  place.unit = UnitOpLabel("");
+  place.unit = root_;
   auto it = std::upper_bound(segments_.begin(), segments_.end(), t,
                              [](int64_t v, const Segment& s) { return v < s.t; });
   if (it != segments_.begin() && std::prev(it)->pass_phase == pp) {
@@ -207,7 +207,7 @@ Place StepTimeline::At(int64_t t) const {
   return place;
 }
 
-int64_t StepTimeline::RunOf(const std::string& unit, int64_t t) const {
+int64_t StepTimeline::RunOf(std::string_view unit, int64_t t) const {
   auto found = unit_segments_.find(unit);
   if (found == unit_segments_.end()) return 0;
   const std::vector<int>& idx = found->second;

@@ -76,7 +76,8 @@ struct Place {
   int step = 0;    // profiler step (0 before the first ProfilerStep)
   int micro = -1;  // micro-batch; -1 when the step has one pass
   OpPhase phase = OpPhase::kForward;
-  std::string unit;        // whose work runs ("root" when no unit is entered)
+  std::string_view unit;   // whose work runs ("root" when no unit is entered); valid while the
+                           // StepTimeline lives
   int64_t run = 0;         // raw run id of `unit` within this pass and phase
   bool recompute = false;  // activation checkpointing's re-run of the unit's forward
 };
@@ -93,7 +94,7 @@ class StepTimeline {
   // The run of `unit` at t within t's pass and phase: its latest run begun by t, else its first
   // one after t, else 0. For work inside a unit's own hook labels, which run before it is pushed
   // or after it is popped.
-  int64_t RunOf(const std::string& unit, int64_t t) const;
+  int64_t RunOf(std::string_view unit, int64_t t) const;
 
  private:
   struct Pass {
@@ -116,8 +117,9 @@ class StepTimeline {
   std::vector<int64_t> steps_;
   std::vector<Pass> passes_;
   std::vector<std::pair<int64_t, int64_t>> optimizer_;
-  std::vector<Segment> segments_;                          // by time
-  std::map<std::string, std::vector<int>> unit_segments_;  // unit → its segments, by time
+  std::vector<Segment> segments_;                                       // by time
+  std::map<std::string, std::vector<int>, std::less<>> unit_segments_;  // unit → its segments
+  std::string root_;                                                    // UnitOpLabel("")
 };
 
 }  // namespace shardscope::trace_internal
