@@ -17,6 +17,8 @@
 //     reduce-scatters with an all-reduce, so `gloo:all_reduce` issued by _reduce_scatter_base_ is a
 //     reduce_scatter); the main thread's CPU ops are compute, taken outermost but split around
 //     FSDP labels (an autograd node can run FSDP's hooks inside it), c10d issue calls left out.
+//     They stay on the compute lane whatever their op_id (FSDP's copies included): the main
+//     thread ran them; diff joins on op_id, not on lane.
 //   - op_ids (op_id.h, exactly as the schedule names them) from FSDP2's record_function labels
 //     (kineto_import_timeline.h places each moment): inside "FSDP::all_gather (u)" the copy-in
 //     (`copy_in`) and the all-gather; inside "FSDP::all_gather_copy_out (u)" `copy_out`; inside
