@@ -25,6 +25,7 @@ struct Ev {
   double ts, dur;
   std::string args = "";
   int tid = 1;
+  int pid = 100;  // the process; GPU kernels carry the device (0)
 };
 
 std::string KinetoJson(const std::vector<Ev>& events, int world = 4) {
@@ -33,8 +34,9 @@ std::string KinetoJson(const std::vector<Ev>& events, int world = 4) {
   for (size_t i = 0; i < events.size(); ++i) {
     const Ev& e = events[i];
     out += std::string(i ? "," : "") + R"({"ph":"X","cat":")" + e.cat + R"(","name":")" + e.name +
-           R"(","pid":100,"tid":)" + std::to_string(e.tid) + ",\"ts\":" + std::to_string(e.ts) +
-           ",\"dur\":" + std::to_string(e.dur) + ",\"args\":{" + e.args + "}}";
+           R"(","pid":)" + std::to_string(e.pid) + ",\"tid\":" + std::to_string(e.tid) +
+           ",\"ts\":" + std::to_string(e.ts) + ",\"dur\":" + std::to_string(e.dur) + ",\"args\":{" +
+           e.args + "}}";
   }
   return out + "]}";
 }
@@ -231,6 +233,60 @@ TEST(KinetoNaming, MicroBatchesAndRecompute) {
   EXPECT_EQ(OpIdOf(t, "fwd1"), "mb1/fwd/root/compute");
   EXPECT_EQ(OpIdOf(t, "again"), "mb1/bwd/layers.0/recompute");
   EXPECT_EQ(OpIdOf(t, "grad"), "mb1/bwd/layers.0/compute");
+}
+
+// A GPU backward (launched from autograd's thread, tid 3) of an HSDP unit: the reduce-scatter's
+// copy-in kernel on the compute stream, the reduce-scatter and the replicate all-reduce.
+TEST(KinetoNaming, GpuReductionKernels) {
+  auto launch = [](int corr, double ts) {
+    return Ev{
+        "cuda_runtime", "cudaLaunchKernel", ts, 1, "\"correlation\":" + std::to_string(corr), 3};
+  };
+  auto kernel = [](const char* name, int corr, double ts, int stream, std::string more = "") {
+    return Ev{
+        "kernel",
+        name,
+        ts,
+        5,
+        "\"correlation\":" + std::to_string(corr) + ",\"stream\":" + std::to_string(stream) + more,
+        stream,
+        0};
+  };
+  const Trace t = Import({
+      {kAnn, "ProfilerStep#1", 0, 1000},
+      {kAnn, "FSDP::pre_backward (layers.0)", 10, 5, "", 3},
+      launch(1, 20),
+      kernel("sm90_gemm_bwd", 1, 21, 7),
+      {kAnn, "FSDP::post_backward_reshard (layers.0)", 30, 2, "", 3},
+      {kAnn, "FSDP::post_backward_reduce (layers.0)", 33, 30, "", 3},
+      launch(2, 34),
+      kernel("void at::native::chunk_cat_cuda_kernel", 2, 40, 7),
+      launch(3, 40),
+      kernel("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", 3, 46, 24,
+             R"(,"In msg nelems":4096,"Out msg nelems":1024,"Group size":4,"dtype":"Float")"),
+      launch(4, 45),
+      kernel("void at::native::vectorized_elementwise_kernel", 4, 52, 24),  // the post-divide
+      launch(5, 50),
+      kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5, 60, 28,
+             R"(,"In msg nelems":1024,"Out msg nelems":1024,"Group size":2,"dtype":"Float")"),
+  });
+  EXPECT_EQ(OpIdOf(t, "sm90_gemm_bwd"), "bwd/layers.0/compute");
+  EXPECT_EQ(OpIdOf(t, "void at::native::chunk_cat_cuda_kernel"), "bwd/layers.0/reduce_copy_in");
+  EXPECT_EQ(Named(t, "void at::native::chunk_cat_cuda_kernel")->lane, kLaneCompute);
+  const WorkEvent* rs = Named(t, "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL");
+  ASSERT_NE(rs, nullptr);
+  EXPECT_EQ(t.Str(rs->op_id), "bwd/layers.0/reduce_scatter");
+  EXPECT_EQ(rs->bytes, 4096 * 4);  // the input, as the schedule counts a reduce-scatter
+  EXPECT_EQ(rs->group_size, 4);
+  // A kernel on the reduce-scatter's stream is that reduction's work.
+  EXPECT_EQ(Named(t, "void at::native::vectorized_elementwise_kernel")->lane, kLaneReduceScatter);
+  EXPECT_EQ(OpIdOf(t, "void at::native::vectorized_elementwise_kernel"),
+            "bwd/layers.0/reduce_scatter");
+  const WorkEvent* ar = Named(t, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  ASSERT_NE(ar, nullptr);
+  EXPECT_EQ(t.Str(ar->op_id), "bwd/layers.0/all_reduce");
+  EXPECT_EQ(ar->bytes, 1024 * 4);
+  EXPECT_EQ(ar->group_size, 2);
 }
 
 TEST(KinetoNaming, ParsesEveryFsdpLabelForm) {
