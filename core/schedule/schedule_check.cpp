@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/schedule/op_kind.h"
+
 namespace shardscope {
 namespace {
 
@@ -193,8 +195,7 @@ StepTotals ComputeStepTotals(const Schedule& s, int role) {
     t.count[op.type]++;
     t.bytes[op.type] += op.bytes;
     if (IsCollective(op.type) && op.group >= 0) {
-      const double n = s.groups[op.group].size();
-      const double factor = op.type == OpType::kAllReduce ? 2.0 * (n - 1) / n : (n - 1) / n;
+      const double factor = BusBandwidthFactor(op.type, s.groups[op.group].size());
       t.bus_bytes[op.type] += factor * static_cast<double>(op.bytes);
       const std::string phase = op.op_id.substr(0, op.op_id.find('/'));
       t.collective_bytes_by_id_kind[phase + "/" + std::string(OpTypeName(op.type))] += op.bytes;

@@ -29,9 +29,9 @@ Status ValidateSchedule(const Schedule& schedule);
 
 struct StepTotals {
   std::map<OpType, int64_t> bytes;     // Σ ScheduleOp::bytes per type (nccl-tests size)
-  std::map<OpType, double> bus_bytes;  // per rank on the wire: (n−1)/n · size for
-                                       // all-gather / reduce-scatter / all-to-all,
-                                       // 2(n−1)/n · size for all-reduce
+  std::map<OpType, double> bus_bytes;  // per rank on the wire: size × BusBandwidthFactor
+                                       // (op_kind.h: (n−1)/n all-gather / reduce-scatter /
+                                       // all-to-all, 2(n−1)/n all-reduce, p2p 1, 0 if n = 1)
   std::map<OpType, int> count;         // ops per type
   std::map<std::string, int64_t> collective_bytes_by_id_kind;  // "fwd/all_gather" → bytes
   double fwd_flops = 0;                                        // forward items (not recompute)

@@ -4,12 +4,14 @@
 
 namespace shardscope {
 
-std::vector<Interval> UnionOf(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; });
-  std::vector<Interval> out;
+IntervalSet UnionOf(std::vector<Interval> intervals) {
+  std::erase_if(intervals, [](const Interval& i) { return i.end_ns <= i.start_ns; });
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& x, const Interval& y) {
+    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
+  });
+  IntervalSet out;
+  out.reserve(intervals.size());
   for (const Interval& i : intervals) {
-    if (i.end_ns <= i.start_ns) continue;
     if (!out.empty() && i.start_ns <= out.back().end_ns) {
       out.back().end_ns = std::max(out.back().end_ns, i.end_ns);
     } else {
@@ -19,13 +21,65 @@ std::vector<Interval> UnionOf(std::vector<Interval> intervals) {
   return out;
 }
 
-int64_t TotalNs(const std::vector<Interval>& merged) {
+IntervalSet Intersect(const IntervalSet& a, const IntervalSet& b) {
+  IntervalSet out;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int64_t lo = std::max(a[i].start_ns, b[j].start_ns);
+    const int64_t hi = std::min(a[i].end_ns, b[j].end_ns);
+    if (lo < hi) out.push_back({lo, hi});
+    // Advance whichever ends first; the other may still overlap the next one.
+    if (a[i].end_ns < b[j].end_ns) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return out;
+}
+
+IntervalSet Subtract(const IntervalSet& a, const IntervalSet& b) {
+  IntervalSet out;
+  size_t j = 0;
+  for (const Interval& x : a) {
+    int64_t cursor = x.start_ns;
+    while (j < b.size() && b[j].end_ns <= cursor) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].start_ns < x.end_ns) {
+      if (b[k].start_ns > cursor) out.push_back({cursor, b[k].start_ns});
+      cursor = std::max(cursor, b[k].end_ns);
+      if (cursor >= x.end_ns) break;
+      ++k;
+    }
+    if (cursor < x.end_ns) out.push_back({cursor, x.end_ns});
+  }
+  return out;
+}
+
+IntervalSet Unite(const IntervalSet& a, const IntervalSet& b) {
+  // Both are sorted: merge them without re-sorting.
+  IntervalSet out;
+  out.reserve(a.size() + b.size());
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const bool take_a = j >= b.size() || (i < a.size() && a[i].start_ns <= b[j].start_ns);
+    const Interval& next = take_a ? a[i++] : b[j++];
+    if (!out.empty() && next.start_ns <= out.back().end_ns) {
+      out.back().end_ns = std::max(out.back().end_ns, next.end_ns);
+    } else {
+      out.push_back(next);
+    }
+  }
+  return out;
+}
+
+int64_t TotalNs(const IntervalSet& set) {
   int64_t total = 0;
-  for (const Interval& i : merged) total += i.end_ns - i.start_ns;
+  for (const Interval& i : set) total += i.end_ns - i.start_ns;
   return total;
 }
 
-int64_t IntersectNs(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+int64_t IntersectNs(const IntervalSet& a, const IntervalSet& b) {
   int64_t total = 0;
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
@@ -41,11 +95,11 @@ int64_t IntersectNs(const std::vector<Interval>& a, const std::vector<Interval>&
   return total;
 }
 
-std::vector<Interval> ClipTo(const std::vector<Interval>& merged, int64_t lo, int64_t hi) {
-  std::vector<Interval> out;
-  auto it = std::lower_bound(merged.begin(), merged.end(), lo,
+IntervalSet ClipTo(const IntervalSet& set, int64_t lo, int64_t hi) {
+  IntervalSet out;
+  auto it = std::lower_bound(set.begin(), set.end(), lo,
                              [](const Interval& i, int64_t v) { return i.end_ns <= v; });
-  for (; it != merged.end() && it->start_ns < hi; ++it) {
+  for (; it != set.end() && it->start_ns < hi; ++it) {
     const Interval c{std::max(it->start_ns, lo), std::min(it->end_ns, hi)};
     if (c.end_ns > c.start_ns) out.push_back(c);
   }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
-#include "core/trace/intervals.h"
+#include "core/trace/accounting.h"
+#include "core/trace/work_kind.h"
 
 namespace shardscope {
 namespace {
@@ -17,26 +19,16 @@ int64_t Clamp(__int128 v) {
   return static_cast<int64_t>(v);
 }
 
-// nccl-tests bus-bandwidth factor for a collective over n ranks.
-double BusFactor(int lane, int n) {
-  if (n <= 1) return 0;
-  const double f = static_cast<double>(n - 1) / n;
-  if (lane == kLaneAllReduce) return 2 * f;
-  if (lane == kLaneAllGather || lane == kLaneReduceScatter) return f;
-  return 1;
-}
-
 void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>& events,
                std::vector<StepStats>* out) {
   if (events.empty()) return;
   int64_t first = INT64_MAX, last = INT64_MIN;
-  std::array<std::vector<Interval>, kMaxLane + 1> lanes;
-  std::vector<Interval> all;
+  std::vector<WorkSpan> work;
+  work.reserve(events.size());
   for (const WorkEvent* e : events) {
     first = std::min(first, e->start_ns);
     last = std::max(last, e->end_ns());
-    all.push_back({e->start_ns, e->end_ns()});
-    if (e->lane >= 1 && e->lane <= kMaxLane) lanes[e->lane].push_back({e->start_ns, e->end_ns()});
+    work.push_back({e->start_ns, e->end_ns(), ClassifyEvent(trace, *e)});
   }
   std::vector<int64_t> begins;
   const StrId step_begin = [&] {
@@ -51,37 +43,32 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
   begins.erase(std::unique(begins.begin(), begins.end()), begins.end());
   if (begins.empty()) begins.push_back(first);
 
-  const auto busy = UnionOf(all);
-  const auto compute = UnionOf(lanes[kLaneCompute]);
-  std::vector<Interval> comm_all;
-  std::array<std::vector<Interval>, kMaxLane + 1> merged;
-  for (int l = 1; l <= kMaxLane; ++l) {
-    merged[l] = UnionOf(lanes[l]);
-    if (IsCommLane(l)) comm_all.insert(comm_all.end(), lanes[l].begin(), lanes[l].end());
-  }
-  const auto comm = UnionOf(std::move(comm_all));
-
+  std::array<bool, kNumWorkKinds> present{};
+  for (const WorkSpan& w : work) present[static_cast<int>(w.kind)] = true;
+  const RankAccounting accounting(work);
   for (size_t s = 0; s < begins.size(); ++s) {
+    const int64_t end = s + 1 < begins.size() ? begins[s + 1] : std::max(last, begins[s]);
+    const StepAccount a = accounting.Window(begins[s], end);
     StepStats st;
     st.rank = rank;
     st.step = static_cast<int>(s);
-    st.start_ns = begins[s];
-    st.end_ns = s + 1 < begins.size() ? begins[s + 1] : std::max(last, begins[s]);
-    st.step_ns = st.end_ns - st.start_ns;
-    const auto b = ClipTo(busy, st.start_ns, st.end_ns);
-    const auto c = ClipTo(compute, st.start_ns, st.end_ns);
-    const auto m = ClipTo(comm, st.start_ns, st.end_ns);
-    st.busy_ns = TotalNs(b);
-    st.idle_ns = st.step_ns - st.busy_ns;
-    st.compute_ns = TotalNs(c);
-    st.comm_ns = TotalNs(m);
-    const int64_t overlapped = IntersectNs(m, c);
-    st.exposed_comm_ns = st.comm_ns - overlapped;
-    st.overlap_ratio = st.comm_ns > 0 ? static_cast<double>(overlapped) / st.comm_ns : 0.0;
-    for (int l = 1; l <= kMaxLane; ++l) {
-      if (!IsCommLane(l) || merged[l].empty()) continue;
-      const auto lane = ClipTo(merged[l], st.start_ns, st.end_ns);
-      st.exposed_by_lane_ns[std::string(TraceLaneName(l))] = TotalNs(lane) - IntersectNs(lane, c);
+    st.start_ns = a.start_ns;
+    st.end_ns = a.end_ns;
+    st.step_ns = a.step_ns;
+    st.busy_ns = a.busy_ns;
+    st.idle_ns = a.idle_ns;
+    st.compute_ns = a.compute_ns;
+    st.host_ns = a.host_ns;
+    st.comm_ns = a.comm_ns;
+    st.exposed_comm_ns = a.exposed_comm_ns;
+    st.exposed_copy_ns = a.exposed_copy_ns;
+    st.overlap_ratio = a.overlap_ratio();
+    for (int k = 0; k < kNumWorkKinds; ++k) {
+      const WorkKind kind = static_cast<WorkKind>(k);
+      if (!present[k] || kind == WorkKind::kCompute || kind == WorkKind::kHost) continue;
+      const std::string name(WorkKindName(kind));
+      st.busy_by_kind_ns[name] = a.busy_by_kind_ns[k];
+      st.exposed_by_kind_ns[name] = a.exposed_by_kind_ns[k];
     }
     out->push_back(std::move(st));
   }
@@ -149,26 +136,27 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
     RankMemory(trace, rank, events, &stats.memory);
   }
 
-  std::map<int, CollectiveStats> coll;
-  std::map<int, std::pair<__int128, __int128>> sums;  // bytes, time
-  std::map<int, double> bw_time;
-  std::map<int, double> bw_bytes;
+  std::map<WorkKind, CollectiveStats> coll;
+  std::map<WorkKind, std::pair<__int128, __int128>> sums;  // bytes, time
+  std::map<WorkKind, double> bw_time;
+  std::map<WorkKind, double> bw_bytes;
   for (const WorkEvent& e : trace.events) {
-    if (!IsCommLane(e.lane)) continue;
-    CollectiveStats& c = coll[e.lane];
-    c.kind = std::string(TraceLaneName(e.lane));
+    const std::optional<WorkKind> kind = EventCollective(trace, e);
+    if (!kind) continue;
+    CollectiveStats& c = coll[*kind];
+    c.kind = std::string(WorkKindName(*kind));
     ++c.count;
-    sums[e.lane].first += e.bytes;
-    sums[e.lane].second += e.dur_ns;
+    sums[*kind].first += e.bytes;
+    sums[*kind].second += e.dur_ns;
     if (e.bytes > 0 && e.group_size > 1 && e.dur_ns > 0) {
-      bw_time[e.lane] += static_cast<double>(e.dur_ns);
-      bw_bytes[e.lane] += static_cast<double>(e.bytes) * BusFactor(e.lane, e.group_size);
+      bw_time[*kind] += static_cast<double>(e.dur_ns);
+      bw_bytes[*kind] += static_cast<double>(e.bytes) * BusBandwidthFactor(*kind, e.group_size);
     }
   }
-  for (auto& [lane, c] : coll) {
-    c.bytes = Clamp(sums[lane].first);
-    c.time_ns = Clamp(sums[lane].second);
-    if (bw_time[lane] > 0) c.busbw_gbps = bw_bytes[lane] / bw_time[lane];
+  for (auto& [kind, c] : coll) {
+    c.bytes = Clamp(sums[kind].first);
+    c.time_ns = Clamp(sums[kind].second);
+    if (bw_time[kind] > 0) c.busbw_gbps = bw_bytes[kind] / bw_time[kind];
     stats.collectives.push_back(c);
   }
 
@@ -223,10 +211,13 @@ nlohmann::json StatsToJson(const TraceStats& stats) {
                           {"busy_ns", s.busy_ns},
                           {"idle_ns", s.idle_ns},
                           {"compute_ns", s.compute_ns},
+                          {"host_ns", s.host_ns},
                           {"comm_ns", s.comm_ns},
                           {"exposed_comm_ns", s.exposed_comm_ns},
+                          {"exposed_copy_ns", s.exposed_copy_ns},
                           {"overlap_ratio", s.overlap_ratio},
-                          {"exposed_by_lane_ns", s.exposed_by_lane_ns}});
+                          {"busy_by_kind_ns", s.busy_by_kind_ns},
+                          {"exposed_by_kind_ns", s.exposed_by_kind_ns}});
   }
   j["collectives"] = json::array();
   for (const CollectiveStats& c : stats.collectives) {

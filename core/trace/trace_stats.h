@@ -12,9 +12,11 @@
 //   StatsToJson      the `--json` report
 //
 // Definitions: steps start at `step_begin` markers (one step spanning the whole rank when there
-// are none; the last ends at the rank's last event). busy = union of all lanes; compute = union
-// of the compute lane; comm = union of the communication lanes (all_gather, reduce_scatter,
-// all_reduce, p2p); exposed = comm \ compute; overlap_ratio = |comm ∩ compute| / |comm|.
+// are none; the last ends at the rank's last event). Each event is classified by kind
+// (work_kind.h ClassifyEvent: a collective is communication on whatever lane it runs) and a
+// step's figures are core/trace/accounting.h's, the code the simulator's summary runs:
+// busy = union of GPU work; compute = union of compute work; comm = union of collectives;
+// exposed = comm \ compute; overlap_ratio = |comm ∩ compute| / |comm|; host = CPU work.
 #pragma once
 
 #include <cstdint>
@@ -32,19 +34,26 @@ struct StepStats {
   int step = 0;  // 0-based within the rank
   int64_t start_ns = 0, end_ns = 0;
   int64_t step_ns = 0, busy_ns = 0, idle_ns = 0;
-  int64_t compute_ns = 0;       // union of the compute lane
-  int64_t comm_ns = 0;          // union of the communication lanes
+  int64_t compute_ns = 0;       // union of compute work (any lane)
+  int64_t host_ns = 0;          // union of host work (the GPU counts it as idle)
+  int64_t comm_ns = 0;          // union of collectives (any lane)
   int64_t exposed_comm_ns = 0;  // communication while compute is idle
+  int64_t exposed_copy_ns = 0;  // h2d / d2h copies while neither compute nor communication runs
   double overlap_ratio = 0;     // overlapped / communication (0 when no communication)
-  std::map<std::string, int64_t> exposed_by_lane_ns;  // "all_gather" → exposed ns of that lane
+  // Per communication kind and copy ("all_gather", "all_to_all", "h2d", ...), the kinds the
+  // rank has: busy = union of that kind; exposed = that union − compute.
+  std::map<std::string, int64_t> busy_by_kind_ns;
+  std::map<std::string, int64_t> exposed_by_kind_ns;
 };
 
+// Collectives only (EventCollective), by kind.
 struct CollectiveStats {
-  std::string kind;  // lane name: all_gather, reduce_scatter, all_reduce, p2p
+  std::string kind;  // all_gather, reduce_scatter, all_reduce, all_to_all, p2p
   int64_t count = 0;
   int64_t bytes = 0;
   int64_t time_ns = 0;    // sum of durations
-  double busbw_gbps = 0;  // Σ bus bytes / Σ time over events with bytes and group size
+  double busbw_gbps = 0;  // Σ bytes × BusBandwidthFactor / Σ time over events with bytes,
+                          // a duration and a group of 2 or more
 };
 
 struct TopOp {

@@ -267,20 +267,6 @@ CollectiveEstimate Finish(OpType type, double bytes, int n, double us, NcclAlgo 
 
 }  // namespace
 
-double BusBandwidthFactor(OpType type, int n) {
-  if (n <= 1) return 1.0;
-  switch (type) {
-    case OpType::kAllReduce:
-      return 2.0 * (n - 1) / n;
-    case OpType::kAllGather:
-    case OpType::kReduceScatter:
-    case OpType::kAllToAll:
-      return static_cast<double>(n - 1) / n;
-    default:
-      return 1.0;
-  }
-}
-
 NcclSystem NcclSystemFor(const Hardware& hw, const CostParams& params) {
   NcclSystem s;
   s.arch = hw.gpu.arch;

@@ -18,11 +18,12 @@
 //   NcclSystem       the links and knobs the formula needs (from Hardware + CostParams)
 //   NcclSystemFor    Hardware + CostParams → NcclSystem
 //   NcclCollective   one estimate (the engine goes through CostModel::CollectiveNs)
-//   BusBandwidthFactor  nccl-tests bus-bandwidth factor of a collective for n ranks
+// Bus bandwidth: core/schedule/op_kind.h BusBandwidthFactor (the project's one convention).
 #pragma once
 
 #include <cstdint>
 
+#include "core/schedule/op_kind.h"
 #include "core/schedule/schedule.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/cost_params.h"
@@ -49,9 +50,5 @@ NcclSystem NcclSystemFor(const Hardware& hw, const CostParams& params);
 // send, recv); anything else is priced as a device-local copy.
 CollectiveEstimate NcclCollective(OpType type, int64_t bytes, const GroupShape& group,
                                   const NcclSystem& sys);
-
-// busbw = algbw × factor (nccl-tests PERFORMANCE.md): all-reduce 2(n-1)/n, all-gather,
-// reduce-scatter and all-to-all (n-1)/n, send/recv 1.
-double BusBandwidthFactor(OpType type, int n);
 
 }  // namespace shardscope

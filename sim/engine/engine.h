@@ -3,10 +3,8 @@
 // Contents:
 //   OverlapContention  per-op figures of the SM / HBM contention model
 //   EngineOptions  how compute slows while communication runs beside it
-//   OpTiming       when one op ran
-//   Transition     one op start or end, in the order the engine processed it
-//   Timeline       every op's timing + the processing log + counters
-//   RunEngine      the simulation loop
+//   RunEngine      the simulation loop → a Timeline (core/timeline/timeline.h: OpTiming,
+//                  Transition in the order the engine processed them, counters)
 //
 // Semantics (runtime.md "Lanes"): per role and lane, ops start in issue order (their order in
 // Schedule::ops), one at a time; an op starts as soon as its lane is free, all its deps have
@@ -40,6 +38,7 @@
 #include <vector>
 
 #include "core/schedule/schedule.h"
+#include "core/timeline/timeline.h"
 #include "core/util/status.h"
 
 namespace shardscope::sim {
@@ -58,27 +57,6 @@ struct EngineOptions {
   double overlap_slowdown = 1.0;  // >= 1; 1 means communication never slows compute
   // When set (and alive for the RunEngine call), replaces overlap_slowdown.
   const OverlapContention* contention = nullptr;
-};
-
-struct OpTiming {
-  int64_t start_ns = -1;
-  int64_t end_ns = -1;
-  int64_t duration_ns() const { return end_ns - start_ns; }
-};
-
-struct Transition {
-  int64_t time_ns = 0;
-  int op = 0;
-  bool is_start = true;
-};
-
-struct Timeline {
-  std::vector<OpTiming> ops;         // parallel to Schedule::ops
-  std::vector<Transition> log;       // every start and end, in processing order
-  std::vector<int64_t> role_end_ns;  // last end time per role
-  int64_t step_ns = 0;               // max over roles
-  int64_t events_processed = 0;      // heap pops, stale re-rated ends included
-  int64_t stretched_ns = 0;          // total extra compute time caused by overlap contention
 };
 
 // Simulates `schedule` with `base_duration_ns[i]` the unslowed duration of op i.

@@ -154,12 +154,6 @@ class RoleState {
 
 }  // namespace
 
-int64_t RoleMemory::host_total_bytes() const {
-  int64_t total = 0;
-  for (int64_t b : host_bytes) total += b;
-  return total;
-}
-
 Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Timeline& timeline,
                                             const MemoryOptions& options) {
   const size_t roles = schedule.roles.size();

@@ -1,13 +1,16 @@
 #include "sim/engine/simulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "core/model/model_source.h"
 #include "core/plan/planner.h"
+#include "core/schedule/op_kind.h"
 #include "core/schedule/schedule_options.h"
+#include "core/timeline/make_trace.h"
+#include "core/timeline/op_accounting.h"
 #include "sim/cost/calibration.h"
 #include "sim/hardware/hardware.h"
 
@@ -20,7 +23,7 @@ constexpr double kNsPerS = 1e9;
 double Seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
 double Gib(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 
-void AddWarnings(const Simulation& sim, const StepMetrics& m, Summary* s) {
+void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
   const int role = sim.reported_role;
   if (!s->fits) {
     s->warnings.push_back(fmt::format(
@@ -78,13 +81,13 @@ std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& 
 }
 
 Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
-  const StepMetrics& m = sim.role_metrics[sim.reported_role];
+  const StepAccount& m = sim.role_metrics[sim.reported_role];
   Summary s;
   s.scenario = ctx.scenario;
   s.role = sim.schedule.roles[sim.reported_role].name;
   s.world_size = sim.schedule.world_size;
   s.tokens_per_step = sim.schedule.tokens_per_step;
-  s.step_time_s = Seconds(sim.timeline.step_ns);
+  s.step_time_s = Seconds(m.step_ns);
   if (s.step_time_s > 0 && s.world_size > 0) {
     s.tokens_per_s_per_gpu = static_cast<double>(s.tokens_per_step) / s.step_time_s / s.world_size;
   }
@@ -95,20 +98,22 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   s.compute_s = Seconds(m.compute_ns);
   s.exposed_comm_s = Seconds(m.exposed_comm_ns);
   s.idle_s = Seconds(m.idle_ns);
+  s.exposed_copy_s = Seconds(m.exposed_copy_ns);
   s.host_compute_s = Seconds(m.host_ns);
   s.overlap_ratio = m.overlap_ratio();
   int64_t stretch_ns = 0;
   for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
     const ScheduleOp& op = sim.schedule.ops[i];
-    if (op.role != sim.reported_role || op.lane != Lane::kCompute || IsCollective(op.type))
-      continue;
+    if (op.role != sim.reported_role || WorkKindOf(op) != WorkKind::kCompute) continue;
     stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
   }
   s.overlap_stretch_s = Seconds(stretch_ns);
-  for (int k = 0; k < kNumCommKinds; ++k) {
-    if (m.comm_by_kind_ns[k] == 0) continue;
-    const std::string name(CommKindName(static_cast<CommKind>(k)));
-    s.comm_s[name] = Seconds(m.comm_by_kind_ns[k]);
+  for (int k = 0; k < kNumWorkKinds; ++k) {
+    const WorkKind kind = static_cast<WorkKind>(k);
+    if (kind == WorkKind::kCompute || kind == WorkKind::kHost || m.busy_by_kind_ns[k] == 0)
+      continue;
+    const std::string name(WorkKindName(kind));
+    s.comm_s[name] = Seconds(m.busy_by_kind_ns[k]);
     s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
   }
   // Memory: the worst role.
@@ -197,7 +202,7 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, co
   const int roles = static_cast<int>(sim.schedule.roles.size());
   sim.role_metrics.reserve(roles);
   for (int r = 0; r < roles; ++r) {
-    sim.role_metrics.push_back(ComputeStepMetrics(sim.schedule, sim.timeline, r));
+    sim.role_metrics.push_back(AccountRole(sim.schedule, sim.timeline, r));
     if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role]) sim.reported_role = r;
   }
   sim.gpu_name = cost.hardware().gpu.name;
@@ -239,6 +244,26 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   ctx.scenario = sc.resolved;
   ctx.keep_memory_samples = options.keep_memory_samples;
   return SimulateSchedule(std::move(schedule), *cost, ctx);
+}
+
+Trace SimulationTrace(const Simulation& sim, const std::string& tool_version) {
+  TraceInfo info;
+  info.kind = "predicted";
+  info.tool_version = tool_version;
+  info.scenario = sim.summary.scenario;
+  info.summary = SummaryToJson(sim.summary);
+  info.device = {{"gpu", sim.gpu_name},
+                 {"description", sim.gpu_description},
+                 {"nodes", sim.nodes},
+                 {"world_size", sim.schedule.world_size}};
+  // How overlapped compute was slowed: one calibrated factor, or the contention model's figures.
+  if (sim.overlap.uniform_slowdown >= 1.0) {
+    info.extra["overlap_slowdown"] = sim.overlap.uniform_slowdown;
+  } else {
+    info.extra["overlap_contention"] = {{"sm_count", sim.overlap.sm_count},
+                                        {"hbm_gbps", sim.overlap.hbm_gbps}};
+  }
+  return MakeTrace(sim.schedule, sim.timeline, sim.memory, info);
 }
 
 // torchtitan's llama3_8b.toml training settings: one 8192-token sequence per GPU and its

@@ -4,7 +4,8 @@
 // Contents:
 //   StepContext                 what the summary needs beside the schedule and the cost model
 //   Simulation                  every intermediate product of one prediction
-//   SimulateSchedule            Schedule + CostModel → timed step, memory, metrics, summary
+//   SimulateSchedule            Schedule + CostModel → timed step, memory, accounting, summary
+//   SimulationTrace             the predicted trace of a Simulation (core/timeline/make_trace.h)
 //   SimulateScenario            scenario → model → plan → schedule → cost model → SimulateSchedule
 //   DefaultScenarioJson         the built-in default job (Llama 3 8B on 8 H100 SXM, FSDP2)
 //
@@ -12,17 +13,21 @@
 //   SS_ASSIGN_OR_RETURN(Scenario sc, LoadScenario("job.json"));
 //   SS_ASSIGN_OR_RETURN(Simulation sim, SimulateScenario(sc, {}));
 //   Use(sim.summary.step_time_s, sim.summary.peak_memory_reserved_gib);
+//
+// The summary's time figures are the reported role's StepAccount (core/trace/accounting.h, fed
+// from the timeline): the figures `stats` computes from SimulationTrace's output for that rank.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config/scenario.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/schedule_builder.h"
+#include "core/trace/accounting.h"
+#include "core/trace/trace.h"
 #include "core/util/status.h"
 #include "sim/cost/cost_model.h"
 #include "sim/engine/durations.h"
@@ -50,7 +55,7 @@ struct Simulation {
   OverlapModel overlap;
   Timeline timeline;
   std::vector<RoleMemory> memory;        // per role
-  std::vector<StepMetrics> role_metrics; // per role
+  std::vector<StepAccount> role_metrics;  // per role: the step accounting of its timeline
   int reported_role = 0;                 // the slowest role, which the summary describes
   Summary summary;
   std::string gpu_name;                  // catalog name, for traces
@@ -66,6 +71,10 @@ struct SimulateOptions {
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});
+
+// MakeTrace of the simulation, kind "predicted", with the summary, scenario, device and the
+// overlap model in its metadata. `tool_version` goes into metadata ("shardscope 0.1.0").
+Trace SimulationTrace(const Simulation& sim, const std::string& tool_version);
 
 // The built-in default scenario file (formats.md §1): Llama 3 8B on one node of 8 H100 SXM,
 // FSDP2 over all 8, bf16 params / fp32 reduce, local batch 2, seq 8192, selective_op.

@@ -35,6 +35,7 @@ nlohmann::json SummaryToJson(const Summary& s) {
   j["host_compute_s"] = s.host_compute_s;
   j["compute_by_kind_s"] = s.compute_by_kind_s;
   j["overlap_stretch_s"] = s.overlap_stretch_s;
+  j["exposed_copy_s"] = s.exposed_copy_s;
   j["host_memory_gib"] = s.host_memory_gib;
   json host = json::object();
   for (int c = 0; c < kNumMemCategories; ++c) {
@@ -54,10 +55,20 @@ nlohmann::json SummaryToJson(const Summary& s) {
       {"mfu",
        "model FLOPs per token = 6*N (parameters without the embedding; routed experts at "
        "top_k/experts) + 12*sum(heads*head_dim)*seq_len, over the catalog's dense bf16 peak"},
-      {"comm_s", "busy time per kind (union of that kind's ops)"},
+      {"comm_s",
+       "busy time per kind (union of that kind's ops): collectives on any lane by what they "
+       "are (all_gather with its copy-in), h2d / d2h copies"},
+      {"compute_s", "GPU work that is not a collective or a copy, on any lane (union)"},
       {"compute_by_kind_s",
        "priced GPU compute of the reported role by kind, before the overlap slowdown"},
-      {"exposed_comm_s", "communication busy while no compute runs (exact interval arithmetic)"},
+      {"exposed_comm_s",
+       "time some collective runs while no compute runs, on any lane (TP/CP/EP collectives on "
+       "the compute stream included; exact interval arithmetic); the figure `stats` computes "
+       "from this run's trace"},
+      {"idle_s", "step time no GPU work (compute, collective, copy) covers"},
+      {"exposed_copy_s",
+       "h2d / d2h copies while neither compute nor a collective runs; compute_s + "
+       "exposed_comm_s + exposed_copy_s + idle_s = step_time_s"},
       {"overlap_stretch_s",
        "compute time added by communication running beside it (SMs and HBM bandwidth it takes)"},
       {"peak_memory_allocated_gib", "allocated bytes as the step's memory model gives them"},

@@ -29,9 +29,14 @@ struct Summary {
   double mfu = 0;                       // over the catalog's dense bf16 peak
   double peak_tflops = 0;               // that peak
   double model_flops_per_token = 0;
+  // Time figures: the reported role's StepAccount (core/trace/accounting.h), what `stats`
+  // reports for that rank of this run's trace.
   double compute_s = 0;
   double exposed_comm_s = 0;
   double idle_s = 0;
+  // h2d / d2h copies (offload) while neither compute nor communication runs: compute_s +
+  // exposed_comm_s + exposed_copy_s + idle_s = step_time_s.
+  double exposed_copy_s = 0;
   double host_compute_s = 0;            // CPU work (offloaded optimizer step), GPU idle meanwhile
   double overlap_ratio = 0;
   // GPU compute time the reported role lost to communication running beside it (SMs its
@@ -41,8 +46,8 @@ struct Summary {
   // routers, experts), "attention", "elementwise" (norms, activations, embedding), "loss",
   // "optimizer", "overhead" (per-op framework overhead); recomputation counted in its kind.
   std::map<std::string, double> compute_by_kind_s;
-  std::map<std::string, double> comm_s;             // busy time per kind
-  std::map<std::string, double> exposed_comm_by_kind_s;
+  std::map<std::string, double> comm_s;  // busy time per kind (collectives, h2d / d2h copies)
+  std::map<std::string, double> exposed_comm_by_kind_s;  // that kind's busy time − compute
   double peak_memory_allocated_gib = 0;
   double peak_memory_reserved_gib = 0;
   double peak_memory_time_s = 0;        // when allocated memory peaked

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/timeline/op_accounting.h"
+#include "sim/engine/engine.h"
 #include "tests/engine/test_schedules.h"
 
 namespace shardscope::sim {
@@ -21,15 +23,15 @@ TEST(StepMetricsTest, ExposedCommunicationOnAHandMadeTimeline) {
   auto tl = RunEngine(m.schedule(), m.durations(), EngineOptions{});
   ASSERT_TRUE(tl.ok()) << tl.status().message();
   ASSERT_EQ(tl->ops[c1].start_ns, 160);
-  const StepMetrics s = ComputeStepMetrics(m.schedule(), tl.value(), 0);
+  const StepAccount s = AccountRole(m.schedule(), tl.value(), 0);
   EXPECT_EQ(s.step_ns, 430);
   EXPECT_EQ(s.compute_ns, 250);                  // [0,100) + [160,310)
   EXPECT_EQ(s.comm_ns, 160 + 120);
   EXPECT_EQ(s.exposed_comm_ns, 60 + 120);        // [100,160) + [310,430)
   EXPECT_EQ(s.overlapped_comm_ns, 100);          // [0,100)
   EXPECT_EQ(s.idle_ns, 0);
-  EXPECT_EQ(s.exposed_by_kind_ns[static_cast<int>(CommKind::kAllGather)], 60);
-  EXPECT_EQ(s.exposed_by_kind_ns[static_cast<int>(CommKind::kReduceScatter)], 120);
+  EXPECT_EQ(s.exposed_by_kind_ns[static_cast<int>(WorkKind::kAllGather)], 60);
+  EXPECT_EQ(s.exposed_by_kind_ns[static_cast<int>(WorkKind::kReduceScatter)], 120);
   EXPECT_NEAR(s.overlap_ratio(), 100.0 / 280.0, 1e-12);
   const auto units = ExposedAllGathers(m.schedule(), tl.value(), 0);
   ASSERT_EQ(units.size(), 1u);
@@ -43,10 +45,10 @@ TEST(StepMetricsTest, TensorParallelCollectivesOnTheComputeLaneCountAsCommunicat
   m.Op("fwd/a/tp_all_reduce", Lane::kCompute, OpType::kAllReduce, 40, {}, 0, g);
   auto tl = RunEngine(m.schedule(), m.durations(), EngineOptions{});
   ASSERT_TRUE(tl.ok());
-  const StepMetrics s = ComputeStepMetrics(m.schedule(), tl.value(), 0);
+  const StepAccount s = AccountRole(m.schedule(), tl.value(), 0);
   EXPECT_EQ(s.compute_ns, 100);
   EXPECT_EQ(s.exposed_comm_ns, 40);
-  EXPECT_EQ(s.comm_by_kind_ns[static_cast<int>(CommKind::kAllReduce)], 40);
+  EXPECT_EQ(s.busy_by_kind_ns[static_cast<int>(WorkKind::kAllReduce)], 40);
 }
 
 TEST(StepMetricsTest, IdleIsWhatNeitherComputeNorCommunicationCovers) {
@@ -56,7 +58,7 @@ TEST(StepMetricsTest, IdleIsWhatNeitherComputeNorCommunicationCovers) {
   m.Compute("late", 100, {far});  // role 0 waits for role 1: idle [100, 500)
   auto tl = RunEngine(m.schedule(), m.durations(), EngineOptions{});
   ASSERT_TRUE(tl.ok());
-  const StepMetrics s = ComputeStepMetrics(m.schedule(), tl.value(), 0);
+  const StepAccount s = AccountRole(m.schedule(), tl.value(), 0);
   EXPECT_EQ(s.step_ns, 600);
   EXPECT_EQ(s.idle_ns, 400);
   EXPECT_EQ(s.compute_ns + s.exposed_comm_ns + s.idle_ns, s.step_ns);

@@ -43,8 +43,8 @@ TEST(TraceStats, ExposedCommunicationByIntervalArithmetic) {
   EXPECT_EQ(st.comm_ns, 130000);
   EXPECT_EQ(st.exposed_comm_ns, 70000);  // 20 µs of the all-gather, 50 µs of the reduce-scatter
   EXPECT_DOUBLE_EQ(st.overlap_ratio, 60000.0 / 130000.0);
-  EXPECT_EQ(st.exposed_by_lane_ns.at("all_gather"), 20000);
-  EXPECT_EQ(st.exposed_by_lane_ns.at("reduce_scatter"), 50000);
+  EXPECT_EQ(st.exposed_by_kind_ns.at("all_gather"), 20000);
+  EXPECT_EQ(st.exposed_by_kind_ns.at("reduce_scatter"), 50000);
   EXPECT_EQ(s.step_time_ns, 300000);
   EXPECT_EQ(s.exposed_comm_ns, 70000);
 }

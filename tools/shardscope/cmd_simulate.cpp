@@ -16,7 +16,6 @@
 #include "core/util/file_io.h"
 #include "sim/advisor/fit_advisor.h"
 #include "sim/engine/simulator.h"
-#include "sim/engine/trace_export.h"
 #include "tools/shardscope/command.h"
 
 #ifndef SHARDSCOPE_VERSION
@@ -137,8 +136,7 @@ Status RunSimulate(const SimulateArgs& args) {
     fmt::print("Summary written to {}\n", args.summary);
   }
   if (!args.trace.empty()) {
-    const Trace trace =
-        sim::MakePredictedTrace(sim, std::string("shardscope ") + SHARDSCOPE_VERSION);
+    const Trace trace = sim::SimulationTrace(sim, std::string("shardscope ") + SHARDSCOPE_VERSION);
     SS_RETURN_IF_ERROR(WriteTrace(trace, args.trace));
     fmt::print("Trace written to {} ({} events)\n", args.trace, trace.events.size());
   }

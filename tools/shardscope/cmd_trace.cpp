@@ -44,15 +44,19 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
   SS_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
   const TraceStats s = ComputeStats(trace, top);
   PrintImport(trace);
-  fmt::print("\nsteps (busy = any lane; exposed comm = communication while compute is idle)\n");
+  fmt::print(
+      "\nsteps (busy = any GPU work; collectives are communication on any lane; exposed comm = "
+      "communication while compute is idle)\n");
   fmt::print("{:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "rank", "step", "step",
              "busy", "idle", "compute", "exposed", "overlap");
   for (const StepStats& st : s.steps) {
     fmt::print("{:>4} {:>4} {:>12} {:>12} {:>12} {:>12} {:>12} {:>7.1f}%\n", st.rank, st.step,
                Ms(st.step_ns), Ms(st.busy_ns), Ms(st.idle_ns), Ms(st.compute_ns),
                Ms(st.exposed_comm_ns), 100 * st.overlap_ratio);
-    for (const auto& [lane, ns] : st.exposed_by_lane_ns)
-      fmt::print("{:>22} exposed {}\n", lane, Ms(ns));
+    if (st.host_ns > 0) fmt::print("{:>22} {}\n", "host (GPU idle)", Ms(st.host_ns));
+    for (const auto& [kind, ns] : st.exposed_by_kind_ns) {
+      fmt::print("{:>22} exposed {} of {} busy\n", kind, Ms(ns), Ms(st.busy_by_kind_ns.at(kind)));
+    }
   }
   if (!s.collectives.empty()) {
     fmt::print("\ncollectives\n{:<16} {:>8} {:>14} {:>12} {:>12}\n", "kind", "count", "bytes",

@@ -1,16 +1,16 @@
-#include "sim/engine/intervals.h"
+#include "core/trace/intervals.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-namespace shardscope::sim {
+namespace shardscope {
 namespace {
 
 bool Same(const IntervalSet& a, const IntervalSet& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].begin_ns != b[i].begin_ns || a[i].end_ns != b[i].end_ns) return false;
+    if (a[i].start_ns != b[i].start_ns || a[i].end_ns != b[i].end_ns) return false;
   }
   return true;
 }
@@ -18,7 +18,7 @@ bool Same(const IntervalSet& a, const IntervalSet& b) {
 TEST(IntervalsTest, UnionMergesOverlappingAndTouching) {
   const IntervalSet u = UnionOf({{5, 10}, {0, 3}, {3, 4}, {8, 12}, {20, 20}, {15, 16}});
   EXPECT_TRUE(Same(u, {{0, 4}, {5, 12}, {15, 16}}));
-  EXPECT_EQ(MeasureNs(u), 4 + 7 + 1);
+  EXPECT_EQ(TotalNs(u), 4 + 7 + 1);
 }
 
 TEST(IntervalsTest, ExposedCommunicationOnAHandMadeTimeline) {
@@ -27,13 +27,13 @@ TEST(IntervalsTest, ExposedCommunicationOnAHandMadeTimeline) {
   const IntervalSet comm = UnionOf({{80, 160}, {290, 400}, {350, 420}});
   const IntervalSet exposed = Subtract(comm, compute);
   EXPECT_TRUE(Same(exposed, {{100, 150}, {300, 420}}));
-  EXPECT_EQ(MeasureNs(exposed), 50 + 120);
+  EXPECT_EQ(TotalNs(exposed), 50 + 120);
   const IntervalSet overlapped = Intersect(comm, compute);
   EXPECT_TRUE(Same(overlapped, {{80, 100}, {150, 160}, {290, 300}}));
-  EXPECT_EQ(MeasureNs(overlapped) + MeasureNs(exposed), MeasureNs(comm));
+  EXPECT_EQ(TotalNs(overlapped) + TotalNs(exposed), TotalNs(comm));
   // Idle: neither compute nor communication in [0, 500).
   const IntervalSet busy = Unite(compute, comm);
-  EXPECT_EQ(500 - MeasureNs(busy), 80);
+  EXPECT_EQ(500 - TotalNs(busy), 80);
 }
 
 TEST(IntervalsTest, AgreesWithAPointwiseCountOnRandomSets) {
@@ -49,7 +49,7 @@ TEST(IntervalsTest, AgreesWithAPointwiseCountOnRandomSets) {
     const IntervalSet a = UnionOf(a_raw), b = UnionOf(b_raw);
     auto in = [](const IntervalSet& set, int64_t x) {
       for (const Interval& i : set) {
-        if (x >= i.begin_ns && x < i.end_ns) return true;
+        if (x >= i.start_ns && x < i.end_ns) return true;
       }
       return false;
     };
@@ -59,11 +59,11 @@ TEST(IntervalsTest, AgreesWithAPointwiseCountOnRandomSets) {
       only_a += in(a, x) && !in(b, x);
       either += in(a, x) || in(b, x);
     }
-    ASSERT_EQ(MeasureNs(Intersect(a, b)), both);
-    ASSERT_EQ(MeasureNs(Subtract(a, b)), only_a);
-    ASSERT_EQ(MeasureNs(Unite(a, b)), either);
+    ASSERT_EQ(TotalNs(Intersect(a, b)), both);
+    ASSERT_EQ(TotalNs(Subtract(a, b)), only_a);
+    ASSERT_EQ(TotalNs(Unite(a, b)), either);
   }
 }
 
 }  // namespace
-}  // namespace shardscope::sim
+}  // namespace shardscope

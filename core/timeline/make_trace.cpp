@@ -1,0 +1,101 @@
+#include "core/timeline/make_trace.h"
+
+#include <fmt/format.h>
+
+#include "core/schedule/op_kind.h"
+#include "core/timeline/op_accounting.h"
+
+namespace shardscope {
+namespace {
+
+std::string OpIdOr(const Schedule& s, int op) {
+  return op >= 0 ? s.ops[op].op_id : std::string("(initial state)");
+}
+
+void AddMemoryCounters(const Schedule& schedule, const RoleMemory& mem, int rank, Trace* t) {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (int c = 0; c < kNumMemCategories; ++c) {
+      k.push_back(std::string(MemCategoryName(static_cast<MemCategory>(c))) + "_bytes");
+    }
+    return k;
+  }();
+  // The writer drops samples whose value did not change, so every series is sampled each time.
+  for (const MemorySample& s : mem.samples) {
+    for (int c = 0; c < kNumMemCategories; ++c) {
+      t->AddCounter(rank, s.time_ns, keys[c], s.category_bytes[c]);
+    }
+    t->AddCounter(rank, s.time_ns, "allocated_bytes", s.allocated_bytes);
+    t->AddCounter(rank, s.time_ns, "reserved_bytes", s.reserved_bytes);
+  }
+  Marker& peak = t->AddMarker(rank, mem.peak_allocated_time_ns, "peak_memory");
+  t->SetExtraArgs(peak, {{"allocated_bytes", mem.peak_allocated_bytes},
+                         {"op_id", OpIdOr(schedule, mem.peak_allocated_op)}});
+  if (mem.oom) {
+    Marker& oom = t->AddMarker(rank, mem.oom_time_ns, "oom");
+    t->SetExtraArgs(oom, {{"category", std::string(MemCategoryName(mem.oom_category))},
+                          {"op_id", OpIdOr(schedule, mem.oom_op)}});
+  }
+}
+
+}  // namespace
+
+double OpFlops(const ScheduleOp& op) {
+  double flops = 0;
+  for (const ComputeItem& item : op.items) {
+    flops += item.backward ? item.cost.bwd_flops : item.cost.fwd_flops;
+  }
+  return flops;
+}
+
+Trace MakeTrace(const Schedule& schedule, const Timeline& timeline,
+                std::span<const RoleMemory> memory, const TraceInfo& info) {
+  Trace t;
+  t.metadata.kind = info.kind;
+  t.metadata.tool_version = info.tool_version;
+  t.metadata.scenario = info.scenario;
+  t.metadata.summary = info.summary;
+  t.metadata.device = info.device;
+  t.metadata.library_versions = info.library_versions;
+  nlohmann::json roles = nlohmann::json::array();
+  for (const Role& r : schedule.roles) {
+    roles.push_back({{"name", r.name}, {"rank", r.rank}, {"ranks_like", r.ranks_like}});
+  }
+  t.metadata.extra["roles"] = roles;
+  t.metadata.extra["notes"] = schedule.notes;
+  for (const auto& [key, value] : info.extra.items()) t.metadata.extra[key] = value;
+
+  t.events.reserve(schedule.ops.size());
+  for (const Role& role : schedule.roles) {
+    t.rank_names[role.rank] = fmt::format("rank {}", role.rank);
+    for (int lane = 1; lane <= kNumLanes; ++lane) {
+      t.lane_names[{role.rank, lane}] = std::string(LaneName(static_cast<Lane>(lane)));
+    }
+    t.AddMarker(role.rank, 0, "step_begin");
+  }
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    const ScheduleOp& op = schedule.ops[i];
+    const OpTiming& timing = timeline.ops[i];
+    if (!IsTracedOp(op, timing)) continue;
+    const int rank = schedule.roles[op.role].rank;
+    const int64_t dur = timing.duration_ns();
+    WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), op.name.empty() ? op.op_id : op.name,
+                             op.op_id, timing.start_ns, dur);
+    if (IsCollective(op.type)) {
+      e.bytes = op.bytes;
+      e.group_size = op.group >= 0 ? schedule.groups[op.group].size() : 1;
+      if (dur > 0) {
+        e.busbw_gbps = static_cast<double>(std::max<int64_t>(0, op.bytes)) /
+                       static_cast<double>(dur) * BusBandwidthFactor(op.type, e.group_size);
+      }
+    }
+    if (const double flops = OpFlops(op); flops > 0) e.flops = flops;
+    if (op.on_host) t.SetExtraArgs(e, {{"on_host", true}});
+  }
+  for (size_t r = 0; r < schedule.roles.size() && r < memory.size(); ++r) {
+    AddMemoryCounters(schedule, memory[r], schedule.roles[r].rank, &t);
+  }
+  return t;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,29 @@
+// The step accounting (core/trace/accounting.h) fed straight from a Schedule and its Timeline,
+// without a trace: what the simulator's summary uses. `stats` feeds the same accounting from
+// the trace MakeTrace writes of that timeline; both see the same work with the same kinds
+// (WorkKindOf here, ClassifyEvent there) over the same window, so they agree to the ns.
+//
+// Contents:
+//   IsTracedOp    whether an op becomes a trace event (MakeTrace skips zero-length waits)
+//   RoleWork      one role's traced ops as WorkSpans
+//   AccountRole   StepAccount of one role's step: [0, the end of its last traced op)
+#pragma once
+
+#include <vector>
+
+#include "core/schedule/schedule.h"
+#include "core/timeline/timeline.h"
+#include "core/trace/accounting.h"
+
+namespace shardscope {
+
+// A wait is a join point, not work: a measured trace has no event for it, and a zero-length
+// event at another event's boundary reads as an overlap to trace checkers.
+inline bool IsTracedOp(const ScheduleOp& op, const OpTiming& timing) {
+  return !(op.type == OpType::kWait && timing.duration_ns() == 0);
+}
+
+std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role);
+StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role);
+
+}  // namespace shardscope

@@ -1,0 +1,54 @@
+#include "core/trace/accounting.h"
+
+#include <vector>
+
+namespace shardscope {
+
+RankAccounting::RankAccounting(std::span<const WorkSpan> work) {
+  std::array<std::vector<Interval>, kNumWorkKinds> raw;
+  for (const WorkSpan& w : work) {
+    if (w.end_ns > w.start_ns) raw[static_cast<int>(w.kind)].push_back({w.start_ns, w.end_ns});
+  }
+  for (int k = 0; k < kNumWorkKinds; ++k) by_kind_[k] = UnionOf(std::move(raw[k]));
+  compute_ = by_kind_[static_cast<int>(WorkKind::kCompute)];
+  IntervalSet copies;
+  for (int k = 0; k < kNumWorkKinds; ++k) {
+    const WorkKind kind = static_cast<WorkKind>(k);
+    if (IsCommunication(kind)) {
+      comm_ = Unite(comm_, by_kind_[k]);
+    } else if (kind == WorkKind::kH2D || kind == WorkKind::kD2H) {
+      copies = Unite(copies, by_kind_[k]);
+    }
+  }
+  compute_or_comm_ = Unite(compute_, comm_);
+  busy_ = Unite(compute_or_comm_, copies);
+}
+
+StepAccount RankAccounting::Window(int64_t start_ns, int64_t end_ns) const {
+  StepAccount a;
+  a.start_ns = start_ns;
+  a.end_ns = end_ns;
+  a.step_ns = end_ns - start_ns;
+  const IntervalSet compute = ClipTo(compute_, start_ns, end_ns);
+  const IntervalSet comm = ClipTo(comm_, start_ns, end_ns);
+  a.compute_ns = TotalNs(compute);
+  a.comm_ns = TotalNs(comm);
+  a.overlapped_comm_ns = IntersectNs(comm, compute);
+  a.exposed_comm_ns = a.comm_ns - a.overlapped_comm_ns;
+  a.busy_ns = TotalNs(ClipTo(busy_, start_ns, end_ns));
+  a.idle_ns = a.step_ns - a.busy_ns;
+  a.exposed_copy_ns = a.busy_ns - TotalNs(ClipTo(compute_or_comm_, start_ns, end_ns));
+  for (int k = 0; k < kNumWorkKinds; ++k) {
+    if (by_kind_[k].empty()) continue;
+    const WorkKind kind = static_cast<WorkKind>(k);
+    const IntervalSet set = ClipTo(by_kind_[k], start_ns, end_ns);
+    a.busy_by_kind_ns[k] = TotalNs(set);
+    if (kind != WorkKind::kCompute && kind != WorkKind::kHost) {
+      a.exposed_by_kind_ns[k] = a.busy_by_kind_ns[k] - IntersectNs(set, compute);
+    }
+  }
+  a.host_ns = a.busy_by_kind_ns[static_cast<int>(WorkKind::kHost)];
+  return a;
+}
+
+}  // namespace shardscope
