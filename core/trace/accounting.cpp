@@ -1,13 +1,20 @@
 #include "core/trace/accounting.h"
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 namespace shardscope {
 
 RankAccounting::RankAccounting(std::span<const WorkSpan> work) {
   std::array<std::vector<Interval>, kNumWorkKinds> raw;
+  first_ns_ = std::numeric_limits<int64_t>::max();
+  last_ns_ = std::numeric_limits<int64_t>::min();
   for (const WorkSpan& w : work) {
-    if (w.end_ns > w.start_ns) raw[static_cast<int>(w.kind)].push_back({w.start_ns, w.end_ns});
+    if (w.end_ns <= w.start_ns) continue;
+    raw[static_cast<int>(w.kind)].push_back({w.start_ns, w.end_ns});
+    first_ns_ = std::min(first_ns_, w.start_ns);
+    last_ns_ = std::max(last_ns_, w.end_ns);
   }
   for (int k = 0; k < kNumWorkKinds; ++k) by_kind_[k] = UnionOf(std::move(raw[k]));
   compute_ = by_kind_[static_cast<int>(WorkKind::kCompute)];
@@ -24,24 +31,33 @@ RankAccounting::RankAccounting(std::span<const WorkSpan> work) {
   busy_ = Unite(compute_or_comm_, copies);
 }
 
+const IntervalSet& RankAccounting::Clipped(const IntervalSet& set, int64_t start_ns, int64_t end_ns,
+                                           IntervalSet* storage) const {
+  if (start_ns <= first_ns_ && end_ns >= last_ns_) return set;
+  *storage = ClipTo(set, start_ns, end_ns);
+  return *storage;
+}
+
 StepAccount RankAccounting::Window(int64_t start_ns, int64_t end_ns) const {
   StepAccount a;
   a.start_ns = start_ns;
   a.end_ns = end_ns;
   a.step_ns = end_ns - start_ns;
-  const IntervalSet compute = ClipTo(compute_, start_ns, end_ns);
-  const IntervalSet comm = ClipTo(comm_, start_ns, end_ns);
+  IntervalSet compute_storage, comm_storage, other_storage;
+  const IntervalSet& compute = Clipped(compute_, start_ns, end_ns, &compute_storage);
+  const IntervalSet& comm = Clipped(comm_, start_ns, end_ns, &comm_storage);
   a.compute_ns = TotalNs(compute);
   a.comm_ns = TotalNs(comm);
   a.overlapped_comm_ns = IntersectNs(comm, compute);
   a.exposed_comm_ns = a.comm_ns - a.overlapped_comm_ns;
-  a.busy_ns = TotalNs(ClipTo(busy_, start_ns, end_ns));
+  a.busy_ns = TotalNs(Clipped(busy_, start_ns, end_ns, &other_storage));
   a.idle_ns = a.step_ns - a.busy_ns;
-  a.exposed_copy_ns = a.busy_ns - TotalNs(ClipTo(compute_or_comm_, start_ns, end_ns));
+  a.exposed_copy_ns =
+      a.busy_ns - TotalNs(Clipped(compute_or_comm_, start_ns, end_ns, &other_storage));
   for (int k = 0; k < kNumWorkKinds; ++k) {
     if (by_kind_[k].empty()) continue;
     const WorkKind kind = static_cast<WorkKind>(k);
-    const IntervalSet set = ClipTo(by_kind_[k], start_ns, end_ns);
+    const IntervalSet& set = Clipped(by_kind_[k], start_ns, end_ns, &other_storage);
     a.busy_by_kind_ns[k] = TotalNs(set);
     if (kind != WorkKind::kCompute && kind != WorkKind::kHost) {
       a.exposed_by_kind_ns[k] = a.busy_by_kind_ns[k] - IntersectNs(set, compute);

@@ -59,8 +59,14 @@ class RankAccounting {
   StepAccount Window(int64_t start_ns, int64_t end_ns) const;
 
  private:
+  // `set` inside the window: `set` itself when the window holds all the work (a step of a
+  // simulated rank: no copies), else the clipped copy kept in `storage`.
+  const IntervalSet& Clipped(const IntervalSet& set, int64_t start_ns, int64_t end_ns,
+                             IntervalSet* storage) const;
+
   std::array<IntervalSet, kNumWorkKinds> by_kind_;
   IntervalSet compute_, comm_, busy_, compute_or_comm_;
+  int64_t first_ns_ = 0, last_ns_ = 0;  // extent of all work
 };
 
 }  // namespace shardscope

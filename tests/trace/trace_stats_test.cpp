@@ -78,6 +78,59 @@ TEST(TraceStats, StepsSplitAtMarkers) {
   EXPECT_EQ(s.step_time_ns, 1250);
 }
 
+TEST(TraceStats, CollectivesOnTheComputeLaneAreCommunication) {
+  // formats.md §2: work is classified by kind. A TP all-reduce and an EP all-to-all issued on
+  // the compute stream are exposed communication while they run; host work leaves the GPU idle.
+  Trace t;
+  t.AddMarker(0, 0, "step_begin");
+  t.AddWork(0, kLaneCompute, "fwd", "fwd/a/compute", 0, 1000);
+  WorkEvent& ar = t.AddWork(0, kLaneCompute, "ncclAllReduce", "fwd/a/tp_all_reduce", 1000, 300);
+  ar.bytes = 1 << 20;
+  ar.group_size = 4;
+  WorkEvent& a2a = t.AddWork(0, kLaneCompute, "ncclAllToAll", "fwd/a/ep_dispatch", 1300, 200);
+  a2a.bytes = 1 << 20;
+  a2a.group_size = 8;
+  WorkEvent& send = t.AddWork(0, kLaneP2P, "ncclSend", "fwd/a/send", 1500, 100);
+  send.bytes = 1000;
+  send.group_size = 2;
+  WorkEvent& host = t.AddWork(0, kLaneCompute, "Optimizer.step", "step/optimizer", 1600, 400);
+  t.SetExtraArgs(host, {{"on_host", true}});
+  const TraceStats s = ComputeStats(t);
+  ASSERT_EQ(s.steps.size(), 1u);
+  const StepStats& st = s.steps[0];
+  EXPECT_EQ(st.step_ns, 2000);
+  EXPECT_EQ(st.compute_ns, 1000);
+  EXPECT_EQ(st.comm_ns, 600);
+  EXPECT_EQ(st.exposed_comm_ns, 600);
+  EXPECT_EQ(st.host_ns, 400);
+  EXPECT_EQ(st.busy_ns, 1600);
+  EXPECT_EQ(st.idle_ns, 400);
+  EXPECT_EQ(st.exposed_by_kind_ns.at("all_reduce"), 300);
+  EXPECT_EQ(st.exposed_by_kind_ns.at("all_to_all"), 200);
+  EXPECT_EQ(st.busy_by_kind_ns.at("p2p"), 100);
+  EXPECT_EQ(st.exposed_by_kind_ns.count("all_gather"), 0u);
+  EXPECT_EQ(s.compute_ns, 1000);
+  EXPECT_EQ(s.exposed_comm_ns, 600);
+  ASSERT_EQ(s.collectives.size(), 3u);  // by kind, collectives only (not the compute events)
+  EXPECT_EQ(s.collectives[0].kind, "all_reduce");
+  EXPECT_NEAR(s.collectives[0].busbw_gbps, (1 << 20) * 1.5 / 300.0, 1e-9);
+  EXPECT_EQ(s.collectives[1].kind, "all_to_all");
+  EXPECT_NEAR(s.collectives[1].busbw_gbps, (1 << 20) * 0.875 / 200.0, 1e-9);
+  EXPECT_EQ(s.collectives[2].kind, "p2p");
+  EXPECT_NEAR(s.collectives[2].busbw_gbps, 1000 / 100.0, 1e-9);
+}
+
+TEST(TraceStats, OneRankCollectivesHaveNoBusBandwidth) {
+  Trace t;
+  WorkEvent& ag = t.AddWork(0, kLaneAllGather, "ncclAllGather", "fwd/a/all_gather", 0, 100);
+  ag.bytes = 1 << 20;
+  ag.group_size = 1;
+  const TraceStats s = ComputeStats(t);
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_EQ(s.collectives[0].count, 1);
+  EXPECT_EQ(s.collectives[0].busbw_gbps, 0.0);
+}
+
 TEST(TraceStats, CollectivesAndMemoryPeak) {
   const TraceStats s = ComputeStats(testing::SmallTrace(), 3);
   ASSERT_EQ(s.collectives.size(), 2u);
