@@ -1,5 +1,5 @@
-// The one place the viewer turns a simulation into a predicted trace, so the move of the
-// exporter into core (MakePredictedTrace → MakeTrace) is a one-line change here.
+// The one place the viewer turns a simulation into a predicted trace: sim::SimulationTrace,
+// i.e. core/timeline/make_trace.h MakeTrace, the trace `simulate --trace` writes.
 //
 // Contents:
 //   PredictedTrace   Simulation → Trace (formats.md §3, the same trace `simulate --trace` writes)
