@@ -20,8 +20,8 @@ struct Step {
 Step MeasuredStep() {
   Step s;
   s.schedule.roles.push_back(Role{"dense", 3, 8});
-  s.schedule.groups.push_back(ProcessGroup{"tp", {0, 1, 2, 3}});
-  s.schedule.groups.push_back(ProcessGroup{"fsdp", {0, 1, 2, 3, 4, 5, 6, 7}});
+  s.schedule.groups.push_back(ProcessGroup{"tp", {0, 1, 2, 3}, {"tp"}});
+  s.schedule.groups.push_back(ProcessGroup{"fsdp", {0, 1, 2, 3, 4, 5, 6, 7}, {"fsdp_shard"}});
   auto add = [&](Lane lane, OpType type, const char* id, const char* name, int group, int64_t bytes,
                  int64_t start, int64_t end) {
     ScheduleOp op;
