@@ -9,6 +9,7 @@
 #include "core/config/scenario_schema.h"
 #include "core/model/unknown_model.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope {
 namespace {
@@ -304,6 +305,7 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
     return InvalidInput(
         fmt::format("--set {}: unknown key (did you mean {}?)", path, SuggestKey(path)));
   }
+  SS_RETURN_IF_ERROR(CheckJsonText(text, "--set " + path));
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = text;
   if (!doc.is_object()) doc = json::object();
@@ -379,10 +381,11 @@ Result<Scenario> ParseScenario(json doc, const std::string& source, const std::s
 
 Result<Scenario> LoadScenario(const std::string& path, const std::vector<std::string>& overrides) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return InvalidInput(fmt::format("{}: invalid JSON: {}", path, e.what()));
   }
   const std::string base_dir = std::filesystem::path(path).parent_path().string();

@@ -9,6 +9,7 @@
 #include "core/model/unknown_model.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope {
 namespace {
@@ -17,6 +18,7 @@ using nlohmann::json;
 
 Result<json> ReadJsonFile(const std::string& path, const char* expected) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return InvalidInput(path + ": not valid JSON (expected " + std::string(expected) + ")");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope {
 namespace {
@@ -355,6 +356,7 @@ Result<ModelTree> ParseModelTree(const json& j, const std::string& source_name) 
 
 Result<ModelTree> LoadModelTreeFile(const std::string& path) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return InvalidInput(path + ": not valid JSON (expected a shardscope-tree/1 module tree)");

@@ -7,8 +7,9 @@
 #include <functional>
 #include <vector>
 
-#include "core/util/file_io.h"
 #include "core/util/did_you_mean.h"
+#include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope {
 namespace {
@@ -231,6 +232,7 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
 
 Result<Calibration> ParseCalibration(std::string_view text, std::string_view source) {
   const std::string src(source);
+  SS_RETURN_IF_ERROR(CheckJsonText(text, src));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidInput(src + ": not valid JSON");
   if (!j.is_object()) return InvalidInput(src + ": expected a JSON object at the top level");

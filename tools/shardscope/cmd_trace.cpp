@@ -12,6 +12,7 @@
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "tools/shardscope/command.h"
 
 namespace shardscope::cli {
@@ -125,6 +126,8 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
     SS_ASSIGN_OR_RETURN(Trace b, ParseTrace(text_b, path_b));
     SS_ASSIGN_OR_RETURN(report, DiffTraces(a, b, tol));
   } else {
+    SS_RETURN_IF_ERROR(CheckJsonText(text_a, path_a));
+    SS_RETURN_IF_ERROR(CheckJsonText(text_b, path_b));
     auto ja = nlohmann::json::parse(text_a, nullptr, false);
     auto jb = nlohmann::json::parse(text_b, nullptr, false);
     if (ja.is_discarded())

@@ -1,0 +1,114 @@
+#include "core/util/json_guard.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+namespace shardscope {
+namespace {
+
+std::string MoreLevels(size_t n) { return "...(" + std::to_string(n) + " levels more)"; }
+
+// One open array or object: the key or index the scan is inside, for the error's path.
+struct Level {
+  bool object = false;
+  bool expect_key = false;
+  std::string key;
+  size_t index = 0;
+};
+
+// The first levels of the path only: a path 100,000 levels deep helps nobody.
+std::string PathText(const std::vector<Level>& levels) {
+  constexpr size_t kShownLevels = 8;
+  std::string path;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    if (i == kShownLevels) {
+      path += MoreLevels(levels.size() - i);
+      break;
+    }
+    const Level& l = levels[i];
+    if (l.object) {
+      if (l.key.empty()) continue;
+      if (!path.empty()) path += '.';
+      path += l.key;
+    } else {
+      path += "[" + std::to_string(l.index) + "]";
+    }
+  }
+  return path.empty() ? "(top level)" : path;
+}
+
+bool NumberChar(char c) {
+  return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+}  // namespace
+
+Status CheckJsonText(std::string_view text, const std::string& source, int max_depth) {
+  std::vector<Level> levels;
+  size_t line = 1;
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+    } else if (c == '"') {
+      // A string: skip to its closing quote (a backslash escapes the next character).
+      const size_t start = ++i;
+      while (i < n && text[i] != '"') {
+        if (text[i] == '\\') ++i;
+        if (i < n && text[i] == '\n') ++line;
+        ++i;
+      }
+      if (!levels.empty() && levels.back().object && levels.back().expect_key) {
+        levels.back().key.assign(text.substr(start, std::min(i, n) - start));
+        levels.back().expect_key = false;
+      }
+      ++i;
+    } else if (c == '{' || c == '[') {
+      if (static_cast<int>(levels.size()) >= max_depth) {
+        return InvalidInput(source + ": JSON nested deeper than " + std::to_string(max_depth) +
+                            " levels at " + PathText(levels) + " (line " + std::to_string(line) +
+                            "); no shardscope input needs that many, so the document is refused "
+                            "before it is parsed");
+      }
+      Level l;
+      l.object = c == '{';
+      l.expect_key = l.object;
+      levels.push_back(std::move(l));
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (!levels.empty()) levels.pop_back();
+      ++i;
+    } else if (c == ',') {
+      if (!levels.empty()) {
+        if (levels.back().object) {
+          levels.back().expect_key = true;
+        } else {
+          ++levels.back().index;
+        }
+      }
+      ++i;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const size_t start = i;
+      while (i < n && NumberChar(text[i])) ++i;
+      const std::string literal(text.substr(start, i - start));
+      errno = 0;
+      char* end = nullptr;
+      const double v = std::strtod(literal.c_str(), &end);
+      if (end != literal.c_str() && errno == ERANGE && std::isinf(v)) {
+        return InvalidInput(source + ": " + PathText(levels) + ": number " + literal +
+                            " is outside the range of a double (line " + std::to_string(line) +
+                            ")");
+      }
+    } else {
+      ++i;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace shardscope

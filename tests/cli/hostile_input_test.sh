@@ -1,0 +1,38 @@
+#!/bin/sh
+# Usage: hostile_input_test.sh SHARDSCOPE_BINARY   (run from the repository root)
+# Issue 15's reproducers: absurd input exits 2 naming the file and field, never a crash.
+bin="$1"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# expect_error RC PATTERN CMD...: CMD exits RC and its stderr contains PATTERN.
+expect_error() {
+  want=$1; pattern=$2; shift 2
+  "$@" > "$out/stdout" 2> "$out/stderr"
+  rc=$?
+  [ $rc -eq "$want" ] || { cat "$out/stderr"; fail "$*: exit $rc (expected $want)"; }
+  grep -qF -- "$pattern" "$out/stderr" || { cat "$out/stderr"; fail "$*: stderr lacks '$pattern'"; }
+}
+# nest N OPEN CLOSE: OPEN repeated N times, 1, CLOSE repeated N times (no recursion, no python).
+nest() { awk -v n="$1" -v o="$2" -v c="$3" 'BEGIN { for (i = 0; i < n; i++) printf "%s", o;
+  printf "1"; for (i = 0; i < n; i++) printf "%s", c; }'; }
+
+# Deeply nested JSON: refused before nlohmann builds (and recursively copies) it.
+{ printf '{"model": {"hf": '; nest 100000 '{"a":' '}'; printf '}}\n'; } > "$out/deep.json"
+expect_error 2 "deep.json: JSON nested deeper than 512 levels at model.hf.a" "$bin" plan "$out/deep.json"
+printf '{"model": "llama3-8b"}\n' > "$out/job.json"
+expect_error 2 "--set description: JSON nested deeper than 512 levels" \
+  "$bin" plan "$out/job.json" --set "description=$(nest 30000 '[' ']')"
+{ printf '{"model_type": "llama", "x": '; nest 100000 '[' ']'; printf '}\n'; } > "$out/config.json"
+printf '{"model": {"hf_config": "config.json"}}\n' > "$out/hf.json"
+expect_error 2 "config.json: JSON nested deeper than 512 levels at x" "$bin" plan "$out/hf.json"
+{ printf '{"step_time_s": '; nest 100000 '[' ']'; printf '}\n'; } > "$out/deep_summary.json"
+printf '{"step_time_s": 1.0}\n' > "$out/a.json"
+expect_error 2 "deep_summary.json: JSON nested deeper than 512 levels" \
+  "$bin" diff "$out/a.json" "$out/deep_summary.json"
+
+# A number beyond the double range: exit 2 naming the file and the field.
+printf '{"model": "llama3-8b", "training": {"seq_len": 1e400}}\n' > "$out/huge.json"
+expect_error 2 "huge.json: training.seq_len: number 1e400 is outside the range of a double" \
+  "$bin" plan "$out/huge.json"
+echo "hostile_input_test: ok"

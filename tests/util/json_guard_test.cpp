@@ -1,0 +1,63 @@
+#include "core/util/json_guard.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/util/checked_math.h"
+
+namespace shardscope {
+namespace {
+
+std::string Nested(int depth, char open, char close, const std::string& inner) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += open == '{' ? std::string("{\"a\":") : std::string(1, open);
+  s += inner;
+  for (int i = 0; i < depth; ++i) s += close;
+  return s;
+}
+
+TEST(JsonGuardTest, AcceptsOrdinaryDocuments) {
+  EXPECT_TRUE(CheckJsonText(R"({"a": [1, 2.5e10, -3], "b": {"c": "x{[\"]"}})", "f").ok());
+  EXPECT_TRUE(CheckJsonText("not json at all", "f").ok());
+  EXPECT_TRUE(CheckJsonText("1e-400", "f").ok());  // underflow reads as 0, which is honest
+  EXPECT_TRUE(CheckJsonText(Nested(kMaxJsonDepth, '[', ']', "1"), "f").ok());
+}
+
+TEST(JsonGuardTest, RefusesDeepNestingNamingSourceAndLimit) {
+  const Status s = CheckJsonText(Nested(100000, '{', '}', "1"), "job.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(s.message().find("job.json: JSON nested deeper than 512 levels"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(CheckJsonText(Nested(kMaxJsonDepth + 1, '[', ']', "1"), "f").ok());
+  EXPECT_FALSE(CheckJsonText(Nested(3, '[', ']', "1"), "f", /*max_depth=*/2).ok());
+}
+
+TEST(JsonGuardTest, BracketsInsideStringsDoNotCount) {
+  const std::string many(10000, '[');
+  EXPECT_TRUE(CheckJsonText("{\"k\": \"" + many + "\\\"" + many + "\"}", "f").ok());
+}
+
+TEST(JsonGuardTest, NumberBeyondDoubleNamesThePath) {
+  const Status s = CheckJsonText("{\"training\": {\"grad_accum\": 1,\n \"seq_len\": 1e400}}", "j");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(),
+            "j: training.seq_len: number 1e400 is outside the range of a double (line 2)");
+  const Status neg = CheckJsonText("[0, -2e308]", "j");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.message().find("[1]: number -2e308"), std::string::npos) << neg.message();
+}
+
+TEST(CheckedMathTest, ReportsOverflow) {
+  EXPECT_EQ(CheckedMul(int64_t{1} << 31, int64_t{1} << 31), int64_t{1} << 62);
+  EXPECT_FALSE(CheckedMul(int64_t{1} << 62, 2).has_value());
+  EXPECT_FALSE(CheckedMul(INT64_MIN, -1).has_value());
+  EXPECT_EQ(CheckedAdd(INT64_MAX - 1, 1), INT64_MAX);
+  EXPECT_FALSE(CheckedAdd(INT64_MAX, 1).has_value());
+  EXPECT_EQ(CheckedProduct({2, 3, 7}), 42);
+  EXPECT_FALSE(CheckedProduct({int64_t{1} << 40, int64_t{1} << 30}).has_value());
+}
+
+}  // namespace
+}  // namespace shardscope
