@@ -8,6 +8,7 @@
 
 #include "core/config/scenario_schema.h"
 #include "core/model/unknown_model.h"
+#include "core/util/checked_math.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 
@@ -34,15 +35,42 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
   return (std::filesystem::path(base_dir) / p).lexically_normal().string();
 }
 
-Status AtLeast(const json& section, const char* section_name, const char* key, int64_t minimum) {
-  const int64_t v = section.at(key).get<int64_t>();
-  if (v < minimum) {
-    return InvalidInput(fmt::format("{}.{} = {} (expected >= {})", section_name, key, v, minimum));
+// Upper bounds on what a scenario may ask for. Each is far beyond any real run, and together
+// they keep every product the planner, the schedule and the cost model form from them (tokens
+// per microbatch times hidden size times layers, world size times bytes, ops per step) inside
+// int64 and inside seconds and a few GiB of work (issue 15).
+constexpr int64_t kMaxWorldSize = int64_t{1} << 24;
+constexpr int64_t kMaxSeqLen = int64_t{1} << 24;
+constexpr int64_t kMaxLocalBatch = int64_t{1} << 16;
+constexpr int64_t kMaxTokensPerMicrobatch = int64_t{1} << 27;
+constexpr int64_t kMaxMicrobatches = 1024;  // grad_accum, pp_microbatches and their product
+constexpr int64_t kMaxPrefetchDepth = 1024;
+constexpr int64_t kMaxVirtualStages = 1024;
+
+// The integer at `key`, read as int64 without wrapping: 18446744073709551615 is out of range,
+// not -1.
+Result<int64_t> IntegerAt(const json& section, const char* section_name, const char* key) {
+  const json& v = section.at(key);
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) {
+    return InvalidInput(fmt::format("{}.{} = {} is outside the 64-bit integer range", section_name,
+                                    key, v.get<uint64_t>()));
   }
-  if (v > (int64_t{1} << 31) - 1) {
-    return InvalidInput(fmt::format("{}.{} = {} is too large", section_name, key, v));
+  return v.get<int64_t>();
+}
+
+// Errors: "training.seq_len = 2147483647 (expected 1 to 16777216)".
+Status InRange(const json& section, const char* section_name, const char* key, int64_t minimum,
+               int64_t maximum) {
+  SS_ASSIGN_OR_RETURN(const int64_t v, IntegerAt(section, section_name, key));
+  if (v < minimum || v > maximum) {
+    return InvalidInput(
+        fmt::format("{}.{} = {} (expected {} to {})", section_name, key, v, minimum, maximum));
   }
   return Status::Ok();
+}
+
+Status AtLeast(const json& section, const char* section_name, const char* key, int64_t minimum) {
+  return InRange(section, section_name, key, minimum, kMaxWorldSize);
 }
 
 Result<ModelSource> ParseModel(const json& m, const std::string& base_dir) {
@@ -80,13 +108,26 @@ Result<std::optional<DType>> OptionalDType(const json& v, const char* field) {
 // dp·cp / dp_shard in the planner's terms (its dp_shard is the scenario's dp_shard·cp).
 Status ResolveDataParallel(json& p, const ClusterConfig& cluster, ParallelismConfig& par) {
   const int world = cluster.world_size();
-  const int64_t model_parallel = int64_t{par.tp} * par.cp * par.pp;
+  // Each degree is at most kMaxWorldSize, so their product may not fit in 64 bits.
+  const std::optional<int64_t> model_parallel_or = CheckedProduct({par.tp, par.cp, par.pp});
+  if (!model_parallel_or || *model_parallel_or > world) {
+    return InvalidInput(fmt::format(
+        "parallelism: tp·cp·pp = {}·{}·{} is more than the world size {} (nodes·gpus_per_node)",
+        par.tp, par.cp, par.pp, world));
+  }
+  const int64_t model_parallel = *model_parallel_or;
   const bool replicate_given = !p["dp_replicate"].is_null();
   if (replicate_given) {
     SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "dp_replicate", 1));
+    if (int64_t{p["dp_replicate"].get<int>()} * model_parallel > world) {
+      return InvalidInput(fmt::format(
+          "parallelism.dp_replicate = {}: dp_replicate·tp·cp·pp = {} is more than the world "
+          "size {} (nodes·gpus_per_node)",
+          p["dp_replicate"].get<int>(), p["dp_replicate"].get<int>() * model_parallel, world));
+    }
   }
   par.dp_replicate = replicate_given ? p["dp_replicate"].get<int>() : 1;
-  const int64_t dp_shard = p["dp_shard"].get<int64_t>();
+  SS_ASSIGN_OR_RETURN(const int64_t dp_shard, IntegerAt(p, "parallelism", "dp_shard"));
   if (dp_shard == -1) {
     const int64_t others = int64_t{par.dp_replicate} * model_parallel;
     if (world % others != 0) {
@@ -100,6 +141,10 @@ Status ResolveDataParallel(json& p, const ClusterConfig& cluster, ParallelismCon
   } else {
     SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "dp_shard", 1));
     par.dp_shard = static_cast<int>(dp_shard);
+    if (int64_t{par.dp_shard} * par.dp_replicate * model_parallel > kMaxWorldSize * kMaxWorldSize) {
+      return InvalidInput(fmt::format("parallelism.dp_shard = {} is more than the world size {}",
+                                      par.dp_shard, world));
+    }
     if (!replicate_given) {
       const int64_t shard_domain = int64_t{par.dp_shard} * model_parallel;
       if (world % shard_domain != 0) {
@@ -126,9 +171,10 @@ Status ResolveDataParallel(json& p, const ClusterConfig& cluster, ParallelismCon
 }
 
 Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
-  for (const char* key : {"tp", "cp", "pp", "ep", "pp_virtual_stages"}) {
-    SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", key, 1));
+  for (const char* key : {"tp", "cp", "pp", "ep"}) {
+    SS_RETURN_IF_ERROR(InRange(p, "parallelism", key, 1, cluster.world_size()));
   }
+  SS_RETURN_IF_ERROR(InRange(p, "parallelism", "pp_virtual_stages", 1, kMaxVirtualStages));
   ParallelismConfig& par = s.parallelism;
   par.tp = p["tp"].get<int>();
   par.cp = p["cp"].get<int>();
@@ -138,7 +184,7 @@ Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
   par.loss_parallel = p["loss_parallel"].get<bool>();
   par.sequence_parallel = p["sequence_parallel"].get<bool>();
   SS_RETURN_IF_ERROR(ResolveDataParallel(p, cluster, par));
-  const int64_t edp_shard = p["edp_shard"].get<int64_t>();
+  SS_ASSIGN_OR_RETURN(const int64_t edp_shard, IntegerAt(p, "parallelism", "edp_shard"));
   if (edp_shard == -1) {
     // Fill the expert data-parallel domain: edp = dp·cp·tp / ep (checked below).
     const int64_t dp_cp_tp = int64_t{par.dp_replicate} * par.dp_shard * par.cp * par.tp;
@@ -161,7 +207,7 @@ Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
         sched));
   }
   if (p["pp_microbatches"].is_null()) p["pp_microbatches"] = par.pp;
-  SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "pp_microbatches", 1));
+  SS_RETURN_IF_ERROR(InRange(p, "parallelism", "pp_microbatches", 1, kMaxMicrobatches));
   par.pp_microbatches = p["pp_microbatches"].get<int>();
   return Status::Ok();
 }
@@ -184,8 +230,8 @@ Status FillFsdp(const json& f, Scenario& s) {
   c.reshard_after_forward = f["reshard_after_forward"].get<bool>();
   c.reshard_after_backward = f["reshard_after_backward"].get<bool>();
   c.requires_grad_sync = f["requires_grad_sync"].get<bool>();
-  SS_RETURN_IF_ERROR(AtLeast(f, "fsdp", "forward_prefetch_depth", 0));
-  SS_RETURN_IF_ERROR(AtLeast(f, "fsdp", "backward_prefetch_depth", 0));
+  SS_RETURN_IF_ERROR(InRange(f, "fsdp", "forward_prefetch_depth", 0, kMaxPrefetchDepth));
+  SS_RETURN_IF_ERROR(InRange(f, "fsdp", "backward_prefetch_depth", 0, kMaxPrefetchDepth));
   c.forward_prefetch_depth = f["forward_prefetch_depth"].get<int>();
   c.backward_prefetch_depth = f["backward_prefetch_depth"].get<int>();
   c.comm_fusion = f["comm_fusion"].get<bool>();
@@ -197,12 +243,34 @@ Status FillFsdp(const json& f, Scenario& s) {
 }
 
 Status FillTraining(const json& t, Scenario& s) {
-  for (const char* key : {"local_batch", "seq_len", "grad_accum"}) {
-    SS_RETURN_IF_ERROR(AtLeast(t, "training", key, 1));
-  }
+  SS_RETURN_IF_ERROR(InRange(t, "training", "local_batch", 1, kMaxLocalBatch));
+  SS_RETURN_IF_ERROR(InRange(t, "training", "seq_len", 1, kMaxSeqLen));
+  SS_RETURN_IF_ERROR(InRange(t, "training", "grad_accum", 1, kMaxMicrobatches));
   s.training.local_batch = t["local_batch"].get<int64_t>();
   s.training.seq_len = t["seq_len"].get<int64_t>();
   s.training.grad_accum = t["grad_accum"].get<int>();
+  if (s.training.local_batch * s.training.seq_len > kMaxTokensPerMicrobatch) {
+    return InvalidInput(fmt::format(
+        "training.local_batch·training.seq_len = {}·{} = {} tokens per microbatch (expected at "
+        "most {})",
+        s.training.local_batch, s.training.seq_len, s.training.local_batch * s.training.seq_len,
+        kMaxTokensPerMicrobatch));
+  }
+  // Every microbatch is a forward and a backward of every unit in the schedule.
+  const int64_t microbatches = int64_t{s.training.grad_accum} * s.parallelism.pp_microbatches;
+  if (microbatches > kMaxMicrobatches) {
+    return InvalidInput(fmt::format(
+        "training.grad_accum·parallelism.pp_microbatches = {}·{} = {} microbatches per step "
+        "(expected at most {}; lower either)",
+        s.training.grad_accum, s.parallelism.pp_microbatches, microbatches, kMaxMicrobatches));
+  }
+  // Context parallelism splits the sequence into 2·cp chunks (load-balanced ring attention).
+  if (s.parallelism.cp > 1 && s.training.seq_len % (2 * s.parallelism.cp) != 0) {
+    return InvalidInput(fmt::format(
+        "training.seq_len = {} is not divisible by 2·parallelism.cp = {} (context parallelism "
+        "gives each rank two equal chunks of the sequence)",
+        s.training.seq_len, 2 * s.parallelism.cp));
+  }
   SS_ASSIGN_OR_RETURN(s.training.activation_checkpoint,
                       ParseActivationCheckpoint(t["activation_checkpoint"].get<std::string>(),
                                                 "training.activation_checkpoint"));
@@ -264,8 +332,8 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
     r["model"] = json{{"module_tree", s.model.name_or_path}};
   }
   json& cl = r["cluster"];
-  SS_RETURN_IF_ERROR(AtLeast(cl, "cluster", "nodes", 1));
-  SS_RETURN_IF_ERROR(AtLeast(cl, "cluster", "gpus_per_node", 1));
+  SS_RETURN_IF_ERROR(InRange(cl, "cluster", "nodes", 1, kMaxWorldSize));
+  SS_RETURN_IF_ERROR(InRange(cl, "cluster", "gpus_per_node", 1, kMaxWorldSize));
   s.cluster.gpu = cl["gpu"].get<std::string>();
   if (s.cluster.gpu.empty()) return InvalidInput("cluster.gpu: empty GPU name");
   s.cluster.nodes = cl["nodes"].get<int>();
@@ -275,6 +343,11 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
                                     s.cluster.gpus_per_node));
   }
   if (!cl["cost_model"].is_null()) {
+    if (cl["cost_model"].get<std::string>().empty()) {
+      return InvalidInput(
+          "cluster.cost_model: empty path (expected a calibration JSON file, or "
+          "omit the key for the built-in cost model)");
+    }
     s.cluster.cost_model = ResolvePath(base_dir, cl["cost_model"].get<std::string>());
     cl["cost_model"] = s.cluster.cost_model;
   }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -54,6 +55,10 @@ Result<std::string> Gzip(const std::string& path, const std::string& data) {
 }  // namespace
 
 Result<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidInput(path + ": is a directory (expected a file)");
+  }
   if (EndsWith(path, ".gz")) return ReadGzip(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
@@ -73,18 +78,19 @@ Status WriteFileAtomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return RuntimeError(tmp + ": cannot create (" + std::strerror(errno) + ")");
+    // The temporary name is ours, not the user's: errors name the output they asked for.
+    if (!out) return RuntimeError(path + ": cannot write (" + std::strerror(errno) + ")");
     out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
     out.flush();
     if (!out) {
       std::remove(tmp.c_str());
-      return RuntimeError(tmp + ": write failed (" + std::strerror(errno) + ")");
+      return RuntimeError(path + ": write failed (" + std::strerror(errno) + ")");
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
-    return RuntimeError(path + ": cannot rename from " + tmp + " (" + why + ")");
+    return RuntimeError(path + ": cannot write (" + why + ")");
   }
   return Status::Ok();
 }

@@ -35,4 +35,26 @@ expect_error 2 "deep_summary.json: JSON nested deeper than 512 levels" \
 printf '{"model": "llama3-8b", "training": {"seq_len": 1e400}}\n' > "$out/huge.json"
 expect_error 2 "huge.json: training.seq_len: number 1e400 is outside the range of a double" \
   "$bin" plan "$out/huge.json"
+
+# plan validates the cluster as simulate does: the GPU catalog and the cost model file.
+expect_error 2 "job.json: cluster.gpu: unknown GPU 'Z100'" "$bin" plan "$out/job.json" --set cluster.gpu=Z100
+expect_error 2 "gpus_per_node 1024 for" "$bin" plan "$out/job.json" --set cluster.gpus_per_node=1024
+expect_error 2 "cluster.cost_model: empty path" "$bin" plan "$out/job.json" --set 'cluster.cost_model=""'
+expect_error 2 "nope.json: cannot open" "$bin" plan "$out/job.json" --set cluster.cost_model=nope.json
+
+# Absurd sizes: the field and the valid range, not a wrapped number or minutes of work.
+expect_error 2 "fsdp.forward_prefetch_depth = 2147483647 (expected 0 to 1024)" \
+  "$bin" plan "$out/job.json" --set fsdp.forward_prefetch_depth=2147483647
+expect_error 2 "training.seq_len = 2147483647 (expected 1 to 16777216)" \
+  "$bin" simulate "$out/job.json" --set training.seq_len=2147483647
+expect_error 2 "training.grad_accum = 100000 (expected 1 to 1024)" \
+  "$bin" simulate "$out/job.json" --set training.grad_accum=100000
+expect_error 2 "parallelism.dp_shard = 18446744073709551615 is outside the 64-bit integer range" \
+  "$bin" plan "$out/job.json" --set parallelism.dp_shard=18446744073709551615
+
+# Filesystem: a directory as input says so; an unwritable output names the user's path.
+expect_error 2 "$out: is a directory" "$bin" plan "$out"
+expect_error 3 "$out/no-such-dir/plan.json: cannot write" \
+  "$bin" plan "$out/job.json" --json "$out/no-such-dir/plan.json"
+grep -q "\.tmp\." "$out/stderr" && { cat "$out/stderr"; fail "unwritable output names the temporary file"; }
 echo "hostile_input_test: ok"

@@ -143,9 +143,9 @@ TEST(ScenarioTest, ValueErrorsNameTheField) {
                 .find("fsdp.mix_precision.param_dtype: unknown mixed-precision dtype 'bfloat17'"),
             std::string::npos);
   EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"fsdp", {{"forward_prefetch_depth", -1}}}}),
-            "job.json: fsdp.forward_prefetch_depth = -1 (expected >= 0)");
+            "job.json: fsdp.forward_prefetch_depth = -1 (expected 0 to 1024)");
   EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"tp", 0}}}}),
-            "job.json: parallelism.tp = 0 (expected >= 1)");
+            "job.json: parallelism.tp = 0 (expected 1 to 8)");
   EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"training", {{"optimizer", "lion"}}}})
                 .find("training.optimizer: unknown optimizer 'lion'"),
             std::string::npos);
@@ -161,7 +161,48 @@ TEST(ScenarioTest, ValueErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(ErrorOf(json{{"cluster", {{"nodes", 1}}}}).find("model: missing"), std::string::npos);
   EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}, {"training", {{"seq_len", 0}}}}),
-            "job.json: training.seq_len = 0 (expected >= 1)");
+            "job.json: training.seq_len = 0 (expected 1 to 16777216)");
+}
+
+// Issue 15: absurd sizes are refused with the field and the valid range, never wrapped.
+TEST(ScenarioTest, AbsurdSizesNameTheFieldAndRange) {
+  const json llama = "llama3-8b";
+  EXPECT_EQ(ErrorOf(json{{"model", llama}, {"fsdp", {{"forward_prefetch_depth", 2147483647}}}}),
+            "job.json: fsdp.forward_prefetch_depth = 2147483647 (expected 0 to 1024)");
+  EXPECT_EQ(ErrorOf(json{{"model", llama}, {"training", {{"seq_len", 2147483647}}}}),
+            "job.json: training.seq_len = 2147483647 (expected 1 to 16777216)");
+  EXPECT_EQ(ErrorOf(json{{"model", llama}, {"training", {{"local_batch", int64_t{1} << 40}}}}),
+            "job.json: training.local_batch = 1099511627776 (expected 1 to 65536)");
+  EXPECT_NE(
+      ErrorOf(json{{"model", llama}, {"training", {{"local_batch", 65536}, {"seq_len", 8192}}}})
+          .find("training.local_batch·training.seq_len = 65536·8192"),
+      std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", llama}, {"training", {{"grad_accum", 10000}}}}),
+            "job.json: training.grad_accum = 10000 (expected 1 to 1024)");
+  EXPECT_NE(ErrorOf(json{{"model", llama},
+                         {"training", {{"grad_accum", 64}}},
+                         {"parallelism", {{"pp_microbatches", 64}}}})
+                .find("training.grad_accum·parallelism.pp_microbatches = 64·64 = 4096"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(json{{"model", llama}, {"parallelism", {{"dp_shard", UINT64_MAX}}}}),
+            "job.json: parallelism.dp_shard = 18446744073709551615 is outside the 64-bit integer "
+            "range");
+  EXPECT_EQ(ErrorOf(json{{"model", llama}, {"parallelism", {{"tp", 1 << 20}}}}),
+            "job.json: parallelism.tp = 1048576 (expected 1 to 8)");
+  EXPECT_NE(ErrorOf(json{{"model", llama},
+                         {"cluster", {{"nodes", 1 << 20}, {"gpus_per_node", 16}}},
+                         {"parallelism", {{"tp", 1 << 20}, {"cp", 1 << 20}, {"pp", 1 << 20}}}})
+                .find("more than"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"model", llama}, {"cluster", {{"cost_model", ""}}}})
+                .find("cluster.cost_model: empty path"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"model", llama},
+                         {"parallelism", {{"cp", 3}, {"dp_shard", 1}, {"dp_replicate", 1}}},
+                         {"cluster", {{"gpus_per_node", 3}}},
+                         {"training", {{"seq_len", 8192}}}})
+                .find("training.seq_len = 8192 is not divisible by 2·parallelism.cp = 6"),
+            std::string::npos);
 }
 
 TEST(ScenarioTest, SimulatorKeysAreParsed) {

@@ -12,6 +12,9 @@
 #include "core/plan/plan_json.h"
 #include "core/plan/planner.h"
 #include "core/util/file_io.h"
+#include "sim/cost/calibration.h"
+#include "sim/cost/cost_params.h"
+#include "sim/hardware/hardware.h"
 #include "tools/shardscope/command.h"
 
 namespace shardscope::cli {
@@ -23,8 +26,21 @@ struct PlanArgs {
   std::vector<std::string> sets;
 };
 
+// plan refuses what simulate would: a GPU the catalog lacks, more GPUs per node than its node
+// has, a cost model file that does not load or apply. The same calls as SimulateScenario.
+Status CheckClusterAsSimulateDoes(const Scenario& sc) {
+  Result<Hardware> hw = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
+  if (!hw.ok()) return hw.status().WithContext(sc.source + ": cluster.gpu");
+  if (sc.cluster.cost_model.empty()) return Status::Ok();
+  SS_ASSIGN_OR_RETURN(Calibration cal, LoadCalibration(sc.cluster.cost_model));
+  Hardware hw_copy = *hw;
+  CostParams params = DefaultCostParams(hw_copy);
+  return ApplyCalibration(cal, &hw_copy, &params);
+}
+
 Status RunPlan(const PlanArgs& args) {
   SS_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(args.scenario, args.sets));
+  SS_RETURN_IF_ERROR(CheckClusterAsSimulateDoes(scenario));
   ModelBuildOptions build;
   build.tp = scenario.parallelism.tp;
   build.ep = scenario.parallelism.ep;
