@@ -186,6 +186,19 @@ Result<ModelTree> BuildModelFromHfConfig(const nlohmann::json& config, const std
     return InvalidInput(source + ": ep=" + std::to_string(options.ep) + " does not divide the " +
                         std::to_string(spec.moe.experts) + " routed experts");
   }
+  // q_proj, k_proj and v_proj are column-sharded over tp (torchtitan's plan, which this builder
+  // follows; it does not replicate KV heads as Megatron does), so tp splits both head counts.
+  if (spec.heads % options.tp != 0) {
+    return InvalidInput(source + ": tp=" + std::to_string(options.tp) +
+                        " does not divide num_attention_heads (" + std::to_string(spec.heads) +
+                        "): tensor parallelism gives each rank whole heads");
+  }
+  if (!spec.mla.enabled && spec.kv_heads % options.tp != 0) {
+    return InvalidInput(source + ": tp=" + std::to_string(options.tp) +
+                        " does not divide num_key_value_heads (" + std::to_string(spec.kv_heads) +
+                        "): k_proj and v_proj are column-sharded over tp (KV heads are not "
+                        "replicated), so tp may be at most the KV head count and must divide it");
+  }
   ModelTree tree;
   DecoderBuilder(spec, tree, options).Build();
   SS_RETURN_IF_ERROR(CheckTreeSize(tree, source));

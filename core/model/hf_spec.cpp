@@ -180,6 +180,12 @@ Result<DecoderSpec> ParseDecoderSpec(const nlohmann::json& config, const std::st
                                               std::to_string(s.heads) + "), got " +
                                               std::to_string(s.kv_heads));
   }
+  if (family->default_head_dim == 0 && s.hidden < s.heads) {
+    // head_dim would be hidden_size / heads = 0: every attention projection an empty matrix.
+    return r.Error("hidden_size", "expected at least num_attention_heads (" +
+                                      std::to_string(s.heads) + "), got " +
+                                      std::to_string(s.hidden));
+  }
   const int64_t default_head_dim =
       family->default_head_dim ? family->default_head_dim : s.hidden / s.heads;
   SS_ASSIGN_OR_RETURN(s.head_dim, r.IntOr("head_dim", default_head_dim, 1));

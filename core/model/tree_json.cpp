@@ -349,6 +349,15 @@ Result<ModelTree> ParseModelTree(const json& j, const std::string& source_name) 
   }
   auto root = j.find("root");
   if (root == j.end()) return InvalidInput(src + ": missing required key 'root'");
+  // The root's id is open for its whole subtree, like any module's: a descendant repeating it
+  // would make the tree a cycle.
+  if (root->is_object()) {
+    SS_ASSIGN_OR_RETURN(std::string root_id, GetString(*root, "id", src + ": root", false));
+    if (!root_id.empty()) {
+      st.module_by_id[root_id] = 0;
+      st.open_ids.insert(root_id);
+    }
+  }
   SS_RETURN_IF_ERROR(ParseModuleInto(*root, src + ": root", 0, 0, st));
   SS_RETURN_IF_ERROR(CheckTreeSize(st.tree, src));
   return std::move(st.tree);

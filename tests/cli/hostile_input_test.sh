@@ -52,6 +52,11 @@ expect_error 2 "training.grad_accum = 100000 (expected 1 to 1024)" \
 expect_error 2 "parallelism.dp_shard = 18446744073709551615 is outside the 64-bit integer range" \
   "$bin" plan "$out/job.json" --set parallelism.dp_shard=18446744073709551615
 
+# Consistency with the model: tp splits whole heads (and KV heads: k/v are column-sharded).
+expect_error 2 "tp=3 does not divide num_attention_heads (32)" "$bin" model llama3-8b --tp 3
+printf '{"model": "llama3-8b", "cluster": {"nodes": 2}, "parallelism": {"tp": 16, "dp_shard": 1}}\n' > "$out/tp16.json"
+expect_error 2 "tp=16 does not divide num_key_value_heads (8)" "$bin" plan "$out/tp16.json"
+
 # Filesystem: a directory as input says so; an unwritable output names the user's path.
 expect_error 2 "$out: is a directory" "$bin" plan "$out"
 expect_error 3 "$out/no-such-dir/plan.json: cannot write" \

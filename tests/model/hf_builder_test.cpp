@@ -202,6 +202,28 @@ TEST(BuilderTest, ConfigErrorsNameTheFileAndField) {
   EXPECT_EQ(BuildError(c),
             "cfg.json: layer_types: expected 2 entries (num_hidden_layers), found 1");
   EXPECT_EQ(BuildError(json::array()), "cfg.json: expected a JSON object (config.json)");
+  // Issue 15: hidden_size 2 with 4 heads would give a head_dim of 0 (q_proj [0, 2]).
+  c = llama;
+  c["hidden_size"] = 2;
+  EXPECT_EQ(BuildError(c),
+            "cfg.json: hidden_size: expected at least num_attention_heads (4), got 2");
+}
+
+TEST(BuilderTest, TensorParallelMustSplitWholeHeads) {
+  json llama = ReadJson("tests/fixtures/trees/llama_tied.config.json");  // 4 heads, 2 KV heads
+  auto build = [&](int tp) {
+    ModelBuildOptions o;
+    o.tp = tp;
+    auto t = BuildModelFromHfConfig(llama, "cfg.json", o);
+    return t.ok() ? std::string("ok") : t.status().message();
+  };
+  EXPECT_EQ(build(2), "ok");
+  EXPECT_EQ(build(3),
+            "cfg.json: tp=3 does not divide num_attention_heads (4): tensor parallelism gives "
+            "each rank whole heads");
+  EXPECT_NE(build(4).find("cfg.json: tp=4 does not divide num_key_value_heads (2)"),
+            std::string::npos)
+      << build(4);
 }
 
 TEST(ModelSourceTest, UnknownBuiltinAndBadFiles) {

@@ -154,6 +154,10 @@ TEST(TreeJsonTest, ErrorsNameTheFileAndJsonPath) {
       {"name": "b", "class": "L", "id": "x"}]})J")),
             "tree.json: root.children[0].children[0]: module id 'x' repeats one of its own "
             "ancestors");
+  // Issue 15: a module repeating its own root's id is a cycle too.
+  EXPECT_EQ(ErrorOf(R"J({"format": "shardscope-tree/1", "root": {"name": "", "class": "M",
+      "id": "r", "children": [{"name": "a", "class": "M", "id": "r"}]}})J"),
+            "tree.json: root.children[0]: module id 'r' repeats one of its own ancestors");
   EXPECT_EQ(ErrorOf(WithChild(R"J({"name": "a", "class": "L", "params": [
       {"name": "w", "shape": [1099511627776, 1099511627776], "dtype": "float32"}]})J")),
             "tree.json: root.children[0].params[0].shape: tensor has more than 2^48 elements");
