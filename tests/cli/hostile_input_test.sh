@@ -30,6 +30,13 @@ expect_error 2 "config.json: JSON nested deeper than 512 levels at x" "$bin" pla
 printf '{"step_time_s": 1.0}\n' > "$out/a.json"
 expect_error 2 "deep_summary.json: JSON nested deeper than 512 levels" \
   "$bin" diff "$out/a.json" "$out/deep_summary.json"
+# Huge figures in a summary print as they are, never wrapped through int64.
+printf '{"step_time_s": 1e300}\n' > "$out/huge_summary.json"
+"$bin" diff "$out/a.json" "$out/huge_summary.json" > "$out/diff" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$out/diff"; fail "diff to a 1e300 s step: exit $rc (expected 1)"; }
+grep -Eq "1000.000 ms → 1e\+303 ms +\+1e\+302%" "$out/diff" || { cat "$out/diff"; fail "1e300 s not printed honestly"; }
+grep -q -- "-9223372036854" "$out/diff" && fail "1e300 s wrapped through int64"
 
 # A number beyond the double range: exit 2 naming the file and the field.
 printf '{"model": "llama3-8b", "training": {"seq_len": 1e400}}\n' > "$out/huge.json"

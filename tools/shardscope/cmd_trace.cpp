@@ -93,18 +93,31 @@ bool LooksLikeTrace(const std::string& text) {
   return text.find("\"traceEvents\"") != std::string::npos;
 }
 
+// Converted in double, never through int64: a summary may hold 1e300 s, which is printed as it
+// is rather than wrapped (issue 15).
 std::string FormatValue(double v, const std::string& unit) {
-  if (unit == "ns") return Ms(static_cast<int64_t>(v));
-  if (unit == "bytes") return GiB(static_cast<int64_t>(v));
-  if (unit == "s") return Ms(static_cast<int64_t>(std::llround(v * 1e9)));
-  if (unit == "GiB") return GiB(static_cast<int64_t>(std::llround(v * 1073741824.0)));
+  auto figure = [](double x, const char* u) {
+    return std::isfinite(x) && std::fabs(x) < 1e12 ? fmt::format("{:.3f} {}", x, u)
+                                                   : fmt::format("{:.6g} {}", x, u);
+  };
+  if (unit == "ns") return figure(v / 1e6, "ms");
+  const double bytes = unit == "GiB" ? v * 1073741824.0 : v;
+  if (unit == "bytes" || unit == "GiB") {
+    return std::isfinite(bytes) && std::fabs(bytes) < 9e18
+               ? GiB(static_cast<int64_t>(std::llround(bytes)))
+               : figure(bytes / 1073741824.0, "GiB");
+  }
+  if (unit == "s") return figure(v * 1e3, "ms");
   return fmt::format("{:.6g} {}", v, unit);
 }
 
 // "+5.50%", or "new" for a figure that was 0 in A.
 std::string FormatRelative(const MetricDelta& m) {
   const std::optional<double> rel = m.relative();
-  return rel ? fmt::format("{:+.2f}%", 100 * *rel) : std::string("new");
+  if (!rel) return "new";
+  const double pct = 100 * *rel;
+  return std::isfinite(pct) && std::fabs(pct) < 1e9 ? fmt::format("{:+.2f}%", pct)
+                                                    : fmt::format("{:+.3g}%", pct);
 }
 
 Status RunDiff(const std::string& path_a, const std::string& path_b, const std::string& tol_spec,
