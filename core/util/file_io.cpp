@@ -18,13 +18,20 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-Result<std::string> ReadGzip(const std::string& path) {
+Result<std::string> ReadGzip(const std::string& path, size_t max_bytes) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
   std::string out;
   char buf[1 << 16];
   int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) {
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      gzclose(f);
+      return InvalidInput(path + ": inflates to more than " + std::to_string(max_bytes) +
+                          " bytes, the limit on any decompressed input");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
   int err = 0;
   const char* msg = gzerror(f, &err);
   std::string message = (n < 0 && msg != nullptr) ? msg : "";
@@ -54,12 +61,12 @@ Result<std::string> Gzip(const std::string& path, const std::string& data) {
 
 }  // namespace
 
-Result<std::string> ReadFile(const std::string& path) {
+Result<std::string> ReadFile(const std::string& path, size_t max_inflated_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return InvalidInput(path + ": is a directory (expected a file)");
   }
-  if (EndsWith(path, ".gz")) return ReadGzip(path);
+  if (EndsWith(path, ".gz")) return ReadGzip(path, max_inflated_bytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream ss;

@@ -7,14 +7,20 @@
 //                    `.gz` file is gzip-compressed)
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "core/util/status.h"
 
 namespace shardscope {
 
-// Reads `path` whole. A name ending in `.gz` is decompressed (zlib). Errors name the path.
-Result<std::string> ReadFile(const std::string& path);
+// A few kilobytes of gzip can inflate to terabytes; no shardscope input is larger than this.
+inline constexpr size_t kMaxInflatedBytes = size_t{2} << 30;
+
+// Reads `path` whole. A name ending in `.gz` is decompressed (zlib), and refused (exit 2) when
+// it inflates past `max_inflated_bytes`. A directory is refused as one. Errors name the path.
+Result<std::string> ReadFile(const std::string& path,
+                             size_t max_inflated_bytes = kMaxInflatedBytes);
 
 // Writes `text` to `path` atomically (temporary name in the same folder, then rename). A name
 // ending in `.gz` gets gzip data, so every output option honours the extension ReadFile reads.

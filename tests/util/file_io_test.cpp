@@ -42,6 +42,19 @@ TEST(FileIoTest, WriteIntoMissingFolderFailsAndKeepsNothing) {
   EXPECT_EQ(s.message().find(".tmp."), std::string::npos) << s.message();
 }
 
+TEST(FileIoTest, GzipInflatingPastTheLimitIsRefused) {
+  fs::path dir = TempDir();
+  const std::string p = (dir / "bomb.json.gz").string();
+  ASSERT_TRUE(WriteFileAtomic(p, std::string(1 << 20, ' ')).ok());
+  EXPECT_TRUE(ReadFile(p, size_t{1} << 20).ok());
+  auto r = ReadFile(p, size_t{1} << 19);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(r.status().message(),
+            p + ": inflates to more than 524288 bytes, the limit on any decompressed input");
+  fs::remove_all(dir);
+}
+
 TEST(FileIoTest, DirectoryAsInputSaysSo) {
   fs::path dir = TempDir();
   auto r = ReadFile(dir.string());
