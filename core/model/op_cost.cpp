@@ -49,133 +49,116 @@ Shape MakeShape(const OpContext& ctx) {
   return s;
 }
 
-OpCost Linear(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+// Each kind describes its work (op_work.h) and the memory figures the schedule needs; the
+// FLOP / byte / launch figures are then derived from the description alone (FiguresOf).
+OpCost Linear(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
   int64_t in = op.dim("in"), out = op.dim("out");
   if (op.variant == "column") out = CeilDiv(out, ctx.tp);
   if (op.variant == "row") in = CeilDiv(in, ctx.tp);
+  GemmWork g;
+  g.m = s.tokens;
+  g.k = in;
+  g.n = out;
+  g.a_dtype = g.w_dtype = g.out_dtype = ctx.compute_dtype;
+  g.bias = op.dim("bias") != 0;
+  work = g;
   const int64_t b = s.act_bytes;
   OpCost c;
-  c.gemm_m = s.tokens;
-  c.gemm_k = in;
-  c.gemm_n = out;
-  c.fwd_flops =
-      2.0 * static_cast<double>(s.tokens) * static_cast<double>(in) * static_cast<double>(out);
-  // The bias add is one FLOP per output element and needs no weight gradient matmul.
-  if (op.dim("bias")) c.fwd_flops += static_cast<double>(s.tokens * out);
-  c.bwd_flops = 2.0 * c.fwd_flops;
   c.input_bytes = s.tokens * in * b;
-  c.fwd_bytes = (s.tokens * in + in * out + s.tokens * out) * b;
-  c.bwd_bytes = 2 * c.fwd_bytes;
   c.saved_bytes_none = op.dim("shared_input") ? 0 : c.input_bytes;
   c.saved_bytes_selective = s.tokens * out * b;  // the matmul output is kept
   return c;
 }
 
-OpCost Embedding(const OpDescriptor& op, const Shape& s) {
-  const int64_t dim = op.dim("dim");
+OpCost Embedding(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
+  EmbeddingWork e;
+  e.tokens = s.tokens;
+  e.dim = op.dim("dim");
+  e.vocab = op.variant == "vocab" ? CeilDiv(op.dim("vocab"), ctx.tp) : op.dim("vocab");
+  e.dtype = ctx.compute_dtype;
+  work = e;
   OpCost c;
-  c.input_bytes = s.tokens * 8;  // int64 token ids
-  c.fwd_bytes = c.input_bytes + 2 * s.tokens * dim * s.act_bytes;
-  c.bwd_bytes = 3 * s.tokens * dim * s.act_bytes;  // read dY, read-modify-write the rows
-  c.fwd_kernels = 1;
-  c.bwd_kernels = 3;  // embedding_dense_backward: sort the ids, sum rows, scatter
+  c.input_bytes = s.tokens * DTypeBytes(DType::kInt64);  // the token ids
   c.saved_bytes_none = c.input_bytes;
   c.saved_bytes_selective = c.input_bytes;
   return c;
 }
 
-OpCost Norm(const OpDescriptor& op, const Shape& s) {
+OpCost Norm(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
   const int64_t dim = op.dim("dim");
   // RMSNorm keeps one fp32 statistic per token (rstd); LayerNorm two (mean, rstd).
   const int64_t stats = (op.variant == "layernorm" ? 8 : 4) * s.seq_tokens;
-  OpCost c;
-  c.input_bytes = s.seq_tokens * dim * s.act_bytes;
   const int64_t elems = s.seq_tokens * dim;
+  const int64_t input = elems * s.act_bytes;
   const int64_t residual_fwd = 3 * elems * s.act_bytes, residual_bwd = 3 * elems * s.act_bytes;
+  EltwiseWork e;
+  e.elements = elems;
+  e.dtype = ctx.compute_dtype;
   if (op.variant == "layernorm") {  // native_layer_norm: one fused kernel each way
-    c.fwd_bytes = 2 * c.input_bytes + dim * s.act_bytes + stats + residual_fwd;
-    c.bwd_bytes = 3 * c.input_bytes + 2 * dim * s.act_bytes + stats + residual_bwd;
-    c.fwd_kernels = 1 + 1;  // + the residual add
-    c.bwd_kernels = 2 + 1;  // input and weight gradients + the residual gradient's add
+    e.fwd_bytes = 2 * input + dim * s.act_bytes + stats + residual_fwd;
+    e.bwd_bytes = 3 * input + 2 * dim * s.act_bytes + stats + residual_bwd;
+    e.fwd_kernels = 1 + 1;  // + the residual add
+    e.bwd_kernels = 2 + 1;  // input and weight gradients + the residual gradient's add
   } else {                  // composite RMSNorm: fp32 intermediates, one kernel per op
-    c.fwd_bytes = 38 * elems + dim * s.act_bytes + stats + residual_fwd;
-    c.bwd_bytes = 60 * elems + 2 * dim * s.act_bytes + stats + residual_bwd;
+    e.fwd_bytes = 38 * elems + dim * s.act_bytes + stats + residual_fwd;
+    e.bwd_bytes = 60 * elems + 2 * dim * s.act_bytes + stats + residual_bwd;
     // float, pow, mean, add eps, rsqrt, mul, type_as, mul weight + the residual add; backward
     // through each of them (the weight's sum, the two-input muls twice) + the residual add.
-    c.fwd_kernels = 9;
-    c.bwd_kernels = 14;
+    e.fwd_kernels = 9;
+    e.bwd_kernels = 14;
   }
+  work = e;
+  OpCost c;
+  c.input_bytes = input;
   c.saved_bytes_none = c.input_bytes + stats;
   c.saved_bytes_selective = 0;  // recomputed from the block input and saved matmul outputs
   return c;
 }
 
-OpCost Activation(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+OpCost Activation(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
   // Sits between a column and a row linear: its features are split over tp.
   const int64_t dim = CeilDiv(op.dim("dim"), ctx.tp);
   const int64_t branches = op.dim("gated") ? 2 : 1;
   const int64_t one = s.tokens * dim * s.act_bytes;
-  OpCost c;
-  c.input_bytes = branches * one;
+  EltwiseWork e;
+  e.elements = branches * s.tokens * dim;
+  e.dtype = ctx.compute_dtype;
   // Gated: act(gate) (read + write), then mul by up (two reads, one write); backward reads
   // the gradient, both saved inputs and the activation output, writes both gradients.
   // Ungated: one elementwise kernel each way.
-  c.fwd_bytes = (branches == 2 ? 5 : 2) * one;
-  c.bwd_bytes = (branches == 2 ? 8 : 3) * one;
-  c.fwd_kernels = branches == 2 ? 2 : 1;
-  c.bwd_kernels = branches == 2 ? 3 : 1;
+  e.fwd_bytes = (branches == 2 ? 5 : 2) * one;
+  e.bwd_bytes = (branches == 2 ? 8 : 3) * one;
+  e.fwd_kernels = branches == 2 ? 2 : 1;
+  e.bwd_kernels = branches == 2 ? 3 : 1;
+  work = e;
+  OpCost c;
+  c.input_bytes = branches * one;
   c.saved_bytes_none = c.input_bytes;
   c.saved_bytes_selective = 0;  // its inputs are matmul outputs, already kept
   return c;
 }
 
-// Query-key pairs of one sequence of length n with window w (0 = full).
-double AttentionPairs(int64_t n, int64_t w, bool causal) {
-  const double nd = static_cast<double>(n);
-  if (!causal) return nd * static_cast<double>(w > 0 ? std::min(w, n) : n);
-  if (w <= 0 || w >= n) return nd * nd / 2.0;
-  const double wd = static_cast<double>(w);
-  return nd * wd - wd * wd / 2.0;
-}
-
-OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
-  const int64_t heads = CeilDiv(op.dim("heads"), ctx.tp);
-  const int64_t kv_heads =
-      std::max<int64_t>(1, CeilDiv(op.dim("kv_heads", op.dim("heads")), ctx.tp));
-  const int64_t qk_dim = op.dim("head_dim");
-  const int64_t v_dim = op.dim("v_head_dim") > 0 ? op.dim("v_head_dim") : qk_dim;
-  const double pairs = AttentionPairs(ctx.seq, op.dim("window"), op.dim("causal") != 0);
-  OpCost c;
-  // QKᵀ: 2·pairs·qk_dim per head; PV: 2·pairs·v_dim. Context parallelism splits the queries
-  // (ring attention): each rank does 1/cp of the pairs.
-  c.fwd_flops = 2.0 * static_cast<double>(ctx.batch) * static_cast<double>(heads) * pairs *
-                static_cast<double>(qk_dim + v_dim) / static_cast<double>(ctx.cp);
-  c.bwd_flops = 2.5 * c.fwd_flops;
+OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
+  AttentionWork a;
+  a.batch = ctx.batch;
+  a.heads = CeilDiv(op.dim("heads"), ctx.tp);
+  a.kv_heads = std::max<int64_t>(1, CeilDiv(op.dim("kv_heads", op.dim("heads")), ctx.tp));
+  a.seq = ctx.seq;
+  a.query_shards = ctx.cp;  // ring attention: each rank holds 1/cp of the queries
+  a.head_dim = op.dim("head_dim");
+  a.v_head_dim = op.dim("v_head_dim") > 0 ? op.dim("v_head_dim") : a.head_dim;
+  a.window = op.dim("window");
+  a.causal = op.dim("causal") != 0;
+  a.dtype = ctx.compute_dtype;
+  work = a;
   const int64_t b = s.act_bytes;
-  const int64_t q = s.tokens * heads * qk_dim * b;
-  const int64_t k = s.tokens * kv_heads * qk_dim * b;
-  const int64_t v = s.tokens * kv_heads * v_dim * b;
-  const int64_t o = s.tokens * heads * v_dim * b;
-  const int64_t lse = s.tokens * heads * 4;  // fp32 log-sum-exp per query and head
+  const int64_t q = s.tokens * a.heads * a.head_dim * b;
+  const int64_t k = s.tokens * a.kv_heads * a.head_dim * b;
+  const int64_t v = s.tokens * a.kv_heads * a.v_head_dim * b;
+  const int64_t o = s.tokens * a.heads * a.v_head_dim * b;
+  const int64_t lse = s.tokens * a.heads * 4;  // fp32 log-sum-exp per query and head
+  OpCost c;
   c.input_bytes = q + k + v;
-  // Eager work around the fused kernel (conventions above), bytes moved per direction: RoPE
-  // on q and k (~20 bytes per 2-byte element: 10 per byte), k and v expanded to all heads for
-  // grouped-query attention, and the output's transpose copy.
-  const int64_t rope = 10 * (q + k);
-  const int64_t repeat_kv = kv_heads < heads ? (k + v) + (k + v) * heads / kv_heads : 0;
-  const int64_t layout = 2 * o;
-  const int64_t eager = rope + repeat_kv + layout;
-  c.fwd_bytes = q + k + v + o + lse + eager;
-  // Reads q,k,v,o,dO,lse; writes dq,dk,dv; plus the backward of the eager work.
-  c.bwd_bytes = 2 * (q + k + v) + 2 * o + lse + eager;
-  c.side_fwd_bytes = eager;
-  c.side_bwd_bytes = eager;
-  // The fused kernel; RoPE on q and k (upcast, complex multiply, downcast: 3 each); repeat_kv's
-  // two copies; the output's transpose copy. Backward mirrors them, and the fused backward
-  // adds ~3 small kernels of its own (dO·O, dQ accumulation and conversion).
-  const int side_kernels = 6 + (kv_heads < heads ? 2 : 0) + 1;
-  c.fwd_kernels = 1 + side_kernels;
-  c.bwd_kernels = 1 + 3 + side_kernels;
   c.saved_bytes_none = q + k + v + o + lse;
   // q, k, v are the projections' outputs, counted (or recomputed) there; the fused kernel's
   // own outputs are o and the log-sum-exp.
@@ -183,67 +166,89 @@ OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
   return c;
 }
 
-OpCost Router(const OpDescriptor& op, const Shape& s) {
-  const int64_t dim = op.dim("dim"), experts = op.dim("experts"), top_k = op.dim("top_k");
+OpCost Router(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
+  const int64_t dim = op.dim("dim"), experts = op.dim("experts");
+  GemmWork g;
+  g.m = s.tokens;
+  g.k = dim;
+  g.n = experts;
+  g.a_dtype = g.w_dtype = g.out_dtype = ctx.compute_dtype;
+  g.router_top_k = op.dim("top_k");
+  work = g;
   const int64_t b = s.act_bytes;
   OpCost c;
-  c.gemm_m = s.tokens;
-  c.gemm_k = dim;
-  c.gemm_n = experts;
-  c.fwd_flops = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(dim * experts);
-  c.bwd_flops = 2.0 * c.fwd_flops;
   c.input_bytes = s.tokens * dim * b;
   const int64_t probs = s.tokens * experts * 4;  // softmax/sigmoid scores in fp32
-  c.fwd_bytes = c.input_bytes + dim * experts * b + 2 * probs + s.tokens * top_k * 12;
-  c.bwd_bytes = 2 * c.fwd_bytes;
   c.saved_bytes_none = (op.dim("shared_input") ? 0 : c.input_bytes) + probs;
   c.saved_bytes_selective = s.tokens * experts * b;  // the logits (a matmul output)
   return c;
 }
 
-OpCost Experts(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
+OpCost Experts(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
   const int64_t experts = op.dim("experts"), top_k = op.dim("top_k");
-  const int64_t dim = op.dim("dim"), ffn = op.dim("ffn");
-  const int64_t branches = op.dim("gated") ? 2 : 1;
-  const int64_t local_experts = std::max<int64_t>(1, CeilDiv(experts, ctx.ep));
-  const int64_t routed = CeilDiv(s.tokens * top_k, ctx.ep);
-  const int64_t b = s.act_bytes;
+  GroupedGemmWork g;
+  g.dim = op.dim("dim");
+  g.ffn = op.dim("ffn");
+  g.branches = op.dim("gated") ? 2 : 1;
+  g.experts = std::max<int64_t>(1, CeilDiv(experts, ctx.ep));
+  g.routed_tokens = CeilDiv(s.tokens * top_k, ctx.ep);
+  g.dtype = ctx.compute_dtype;
+  work = g;
+  const int64_t routed = g.routed_tokens, b = s.act_bytes;
   OpCost c;
-  c.gemm_m = CeilDiv(routed, local_experts);
-  c.gemm_k = dim;
-  c.gemm_n = branches * ffn;
-  // Up (and gate) projection then down projection, per routed token.
-  c.fwd_flops = 2.0 * static_cast<double>(routed) * static_cast<double>(dim) *
-                static_cast<double>(ffn) * static_cast<double>(branches + 1);
-  c.bwd_flops = 2.0 * c.fwd_flops;
-  const int64_t weights = local_experts * (branches + 1) * dim * ffn * b;
-  c.input_bytes = routed * dim * b;  // the permuted copy of the routed tokens
-  c.fwd_bytes = weights + routed * (2 * dim + 2 * branches * ffn + ffn) * b;
-  c.bwd_bytes = 2 * c.fwd_bytes;
+  c.input_bytes = routed * g.dim * b;  // the permuted copy of the routed tokens
   // Saved: permuted input, gate/up outputs (the activation's input), the activation output
   // (down's input), and the routing weights.
-  c.saved_bytes_none = routed * (dim + branches * ffn + ffn) * b + s.tokens * top_k * 4;
-  c.saved_bytes_selective = routed * (branches * ffn + dim) * b;  // grouped-GEMM outputs
+  c.saved_bytes_none = routed * (g.dim + g.branches * g.ffn + g.ffn) * b + s.tokens * top_k * 4;
+  c.saved_bytes_selective = routed * (g.branches * g.ffn + g.dim) * b;  // grouped-GEMM outputs
   return c;
 }
 
-OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s) {
-  const int64_t vocab = ctx.loss_parallel ? CeilDiv(op.dim("vocab"), ctx.tp) : op.dim("vocab");
+OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
+  LossWork l;
+  l.tokens = s.tokens;
+  l.vocab = ctx.loss_parallel ? CeilDiv(op.dim("vocab"), ctx.tp) : op.dim("vocab");
+  l.logits_dtype = ctx.compute_dtype;
+  l.compute_dtype = DType::kFloat32;  // torchtitan: cross_entropy(pred.float(), labels)
+  work = l;
+  const int64_t logits = s.tokens * l.vocab;
   OpCost c;
-  const int64_t logits = s.tokens * vocab;
   // Transient, freed once backward has consumed the gradient of the logits: the logits in the
   // compute dtype, their fp32 copy and the fp32 log-probabilities log_softmax saves (the
   // forward peak; backward holds log-probs, their gradient and the input gradient, alike).
   c.workspace_bytes = logits * (s.act_bytes + 2 * 4);
   c.input_bytes = logits * s.act_bytes;
-  // Upcast (read bf16, write fp32), log_softmax (two reads, one write), nll.
-  c.fwd_bytes = logits * (s.act_bytes + 4) + logits * 3 * 4;
-  // nll backward writes the fp32 gradient, log_softmax backward reads it and the saved
-  // log-probs and writes fp32, the upcast's backward casts it down.
-  c.bwd_bytes = logits * 4 + logits * 3 * 4 + logits * (4 + s.act_bytes);
-  c.fwd_kernels = 3;  // upcast, log_softmax, nll_loss
-  c.bwd_kernels = 3;
   return c;
+}
+
+// The description and memory figures of one module (its kind's function above).
+Result<OpCost> Describe(const OpDescriptor& op, const OpContext& ctx, Work& work) {
+  if (ctx.batch < 1 || ctx.seq < 1 || ctx.tp < 1 || ctx.cp < 1 || ctx.ep < 1) {
+    return InvalidInput("op cost: batch, seq, tp, cp and ep must all be >= 1 (got batch=" +
+                        std::to_string(ctx.batch) + ", seq=" + std::to_string(ctx.seq) +
+                        ", tp=" + std::to_string(ctx.tp) + ", cp=" + std::to_string(ctx.cp) +
+                        ", ep=" + std::to_string(ctx.ep) + ")");
+  }
+  const Shape s = MakeShape(ctx);
+  switch (op.kind) {
+    case OpKind::kLinear:
+      return Linear(op, ctx, s, work);
+    case OpKind::kEmbedding:
+      return Embedding(op, ctx, s, work);
+    case OpKind::kNorm:
+      return Norm(op, ctx, s, work);
+    case OpKind::kActivation:
+      return Activation(op, ctx, s, work);
+    case OpKind::kAttention:
+      return Attention(op, ctx, s, work);
+    case OpKind::kRouter:
+      return Router(op, ctx, s, work);
+    case OpKind::kExperts:
+      return Experts(op, ctx, s, work);
+    case OpKind::kLoss:
+      return Loss(op, ctx, s, work);
+  }
+  return InvalidInput("op cost: unknown op kind");
 }
 
 // K of "<prefix>K" when `text` is exactly that with K >= 1; else 0.
@@ -302,33 +307,28 @@ std::string ActivationCheckpointName(const ActivationCheckpoint& ac) {
   return "?";
 }
 
+Result<Work> DescribeOp(const OpDescriptor& op, const OpContext& ctx) {
+  Work work;
+  SS_RETURN_IF_ERROR(Describe(op, ctx, work).status());
+  return work;
+}
+
 Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx) {
-  if (ctx.batch < 1 || ctx.seq < 1 || ctx.tp < 1 || ctx.cp < 1 || ctx.ep < 1) {
-    return InvalidInput("op cost: batch, seq, tp, cp and ep must all be >= 1 (got batch=" +
-                        std::to_string(ctx.batch) + ", seq=" + std::to_string(ctx.seq) +
-                        ", tp=" + std::to_string(ctx.tp) + ", cp=" + std::to_string(ctx.cp) +
-                        ", ep=" + std::to_string(ctx.ep) + ")");
-  }
-  const Shape s = MakeShape(ctx);
-  switch (op.kind) {
-    case OpKind::kLinear:
-      return Linear(op, ctx, s);
-    case OpKind::kEmbedding:
-      return Embedding(op, s);
-    case OpKind::kNorm:
-      return Norm(op, s);
-    case OpKind::kActivation:
-      return Activation(op, ctx, s);
-    case OpKind::kAttention:
-      return Attention(op, ctx, s);
-    case OpKind::kRouter:
-      return Router(op, s);
-    case OpKind::kExperts:
-      return Experts(op, ctx, s);
-    case OpKind::kLoss:
-      return Loss(op, ctx, s);
-  }
-  return InvalidInput("op cost: unknown op kind");
+  Work work;
+  SS_ASSIGN_OR_RETURN(OpCost c, Describe(op, ctx, work));
+  const WorkFigures f = FiguresOf(work);
+  c.fwd_flops = f.fwd_flops;
+  c.bwd_flops = f.bwd_flops;
+  c.fwd_bytes = f.fwd_bytes;
+  c.bwd_bytes = f.bwd_bytes;
+  c.side_fwd_bytes = f.side_fwd_bytes;
+  c.side_bwd_bytes = f.side_bwd_bytes;
+  c.fwd_kernels = f.fwd_kernels;
+  c.bwd_kernels = f.bwd_kernels;
+  c.gemm_m = f.gemm_m;
+  c.gemm_n = f.gemm_n;
+  c.gemm_k = f.gemm_k;
+  return c;
 }
 
 }  // namespace shardscope

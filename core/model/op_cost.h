@@ -6,7 +6,8 @@
 //   CheckpointMode / ActivationCheckpoint   runtime.md's modes; "selective_layer:K" parsing
 //   OpContext      per-rank shape: micro-batch, sequence, tp/cp/ep, sequence parallelism
 //   OpCost         per-rank forward/backward FLOPs, bytes moved, bytes saved per mode
-//   EstimateOp     the closed forms
+//   DescribeOp     descriptor + shape → the work a backend runs (core/model/op_work.h)
+//   EstimateOp     the closed forms: FiguresOf(DescribeOp(...)) + the memory figures
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "core/model/descriptor.h"
 #include "core/model/dtype.h"
+#include "core/model/op_work.h"
 #include "core/util/status.h"
 
 namespace shardscope {
@@ -47,6 +49,8 @@ struct OpContext {
   DType compute_dtype = DType::kBFloat16;
 };
 
+// Work figures (FLOPs, bytes, launches, GEMM shape: FiguresOf of the module's description)
+// and memory figures (saved, workspace, input bytes) of one module.
 struct OpCost {
   // Per rank, one micro-batch. FLOPs count matrix multiplies and the attention core only
   // (norms, activations, gathers are memory-bound: bytes). Conventions in op_cost.cpp.
@@ -76,6 +80,10 @@ struct OpCost {
   // Size of the op's input activation (what `full` checkpointing keeps at a unit boundary).
   int64_t input_bytes = 0;
 };
+
+// The module's work as a backend runs it, per rank and micro-batch; InvalidInput when a
+// context size is below 1.
+Result<Work> DescribeOp(const OpDescriptor& op, const OpContext& ctx);
 
 // Closed forms per kind (eager PyTorch: elementwise bytes are those of the unfused kernel
 // sequence, see op_cost.cpp); linear fwd 2·tokens·in·out (÷tp for column/row variants), bwd 2×;

@@ -6,7 +6,7 @@
 // Contents:
 //   Lane, OpType, MemCategory     the enums of runtime.md / formats.md §3
 //   ProcessGroup                  ranks of one communicator + the mesh dims it spans
-//   ComputeItem                   one module's work inside a compute op (kind + OpCost)
+//   ComputeItem                   one piece of work inside a compute op (a Work description)
 //   MemoryEffect                  an allocation or free tied to an op's start or end
 //   Buffer                        one entry of the buffer table (what a MemoryEffect names)
 //   CollectiveSpec                what a collective / p2p op runs: dtype, count, reduce op,
@@ -23,11 +23,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "core/model/descriptor.h"
 #include "core/model/dtype.h"
 #include "core/model/op_cost.h"
+#include "core/model/op_work.h"
 #include "core/trace/op_id.h"  // op_ids and their unit labels (UnitOpLabel)
 
 namespace shardscope {
@@ -86,21 +88,26 @@ struct ProcessGroup {
   int size() const { return static_cast<int>(ranks.size()); }
 };
 
-// One module's work inside a compute op; the cost model prices each item on its own (a large
-// GEMM and a norm have different efficiencies).
+// One piece of work inside a compute op: what to run (`work`, a typed description a backend
+// executes at its shape: GEMM, attention, eager chain, optimizer step, FSDP copy; see
+// core/model/op_work.h) and, for model modules, the figures it implies. No cost figures: the
+// cost model (sim/cost) prices each item on its own (a large GEMM and a norm have different
+// efficiencies; the optimizer's and the copies' traffic is the cost model's too).
 struct ComputeItem {
-  OpKind kind = OpKind::kLinear;
-  OpCost cost;           // per-rank figures of this module for one micro-batch
-  bool backward = false; // price bwd_flops/bwd_bytes instead of the forward figures
-  bool recompute = false;// forward work repeated in backward (activation checkpointing)
-  // Work that is not a model module (optimizer step, casts): kind is kNorm so any cost model
-  // prices it at memory bandwidth from fwd_bytes; `module` then names the work ("optimizer").
-  bool elementwise = false;
-  // An FSDP2 copy on the compute stream (elementwise too): the all-gather copy-out into the
-  // per-parameter tensors, the reduce-scatter copy-in (chunk_cat of the gradients, cast to
-  // the reduce dtype).
-  bool fsdp_copy = false;
-  int module = -1;       // index into Schedule::modules: the module's FQN or the work's name
+  OpKind kind = OpKind::kLinear;  // the module's kind (module work only)
+  Work work;
+  // Module work: FiguresOf(work) (FLOPs, bytes, launches; per rank, one micro-batch) and the
+  // module's memory sizes. Optimizer steps and FSDP copies: all zero.
+  OpCost cost;
+  bool backward = false;   // run / price the backward of the work instead of its forward
+  bool recompute = false;  // forward work repeated in backward (activation checkpointing)
+  int module = -1;         // index into Schedule::modules: the module's FQN or the work's name
+  // Optimizer steps and FSDP copies are not model modules (no model FLOPs; `module` names
+  // the work, e.g. "optimizer:model.layers.0", "fsdp_copy_out:model.layers.0").
+  bool is_module() const {
+    return !std::holds_alternative<OptimizerWork>(work) &&
+           !std::holds_alternative<FsdpCopyWork>(work);
+  }
 };
 
 struct MemoryEffect {

@@ -205,7 +205,7 @@ StepTotals ComputeStepTotals(const Schedule& s, int role) {
         t.recompute_flops += item.cost.fwd_flops;
       } else if (item.backward) {
         t.bwd_flops += item.cost.bwd_flops;
-      } else if (!item.elementwise) {
+      } else if (item.is_module()) {
         t.fwd_flops += item.cost.fwd_flops;
       }
     }

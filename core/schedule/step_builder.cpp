@@ -321,7 +321,7 @@ class RoleEmitter::Impl {
       // foreach_all_gather_copy_out (wait_for_unshard): split_with_sizes_copy from the
       // all-gather output into the parameters, on the compute stream before their first use.
       op.items.insert(op.items.begin(), CopyItem(st.copy_out_module, "fsdp_copy_out", u,
-                                                 2 * in_.sizes[u].gathered_bytes));
+                                                 FsdpCopyWork::Which::kCopyOut));
       st.copy_out_pending = false;
     }
     if (st.ready_op >= 0) {
@@ -331,19 +331,36 @@ class RoleEmitter::Impl {
     return Push(std::move(op));
   }
 
-  // Memory-bound FSDP2 copy of `bytes` (read + write) on the compute stream, named
-  // "<what>:<unit label>" (interned once per unit in `module`).
-  ComputeItem CopyItem(int& module, std::string_view what, int u, int64_t bytes) {
+  // An FSDP2 copy on the compute stream (what it moves; sim/cost prices it), named
+  // "<what>:<unit label>" (interned once per unit in `module`). The copy-out splits the
+  // all-gather output into the parameters (param_dtype); the reduce-scatter copy-in
+  // concatenates the unsharded gradients (param_dtype) into the padded input (reduce dtype).
+  ComputeItem CopyItem(int& module, std::string_view what, int u, FsdpCopyWork::Which which) {
     if (module < 0) {
       module = static_cast<int>(s_.modules.size());
       s_.modules.push_back(fmt::format("{}:{}", what, in_.labels[u]));
     }
+    const UnitSizes& z = in_.sizes[u];
+    const MixedPrecisionPlan& mp = Unit(u).mixed_precision;
+    const DType own = Unit(u).params.empty() ? DType::kFloat32 : Unit(u).params.front().dtype;
+    const DType gather = mp.param_dtype.value_or(own);
+    FsdpCopyWork copy;
+    copy.which = which;
+    if (which == FsdpCopyWork::Which::kCopyOut) {
+      copy.elements = z.shard_group * z.shard_numel;
+      copy.src_bytes = copy.dst_bytes = z.gathered_bytes;
+      copy.src_dtype = copy.dst_dtype = gather;
+    } else {
+      copy.elements = z.shard_group * z.grad_numel;
+      copy.src_bytes = z.grad_bytes;
+      copy.dst_bytes = z.reduce_in_bytes;
+      copy.src_dtype = gather;
+      copy.dst_dtype = mp.reduce_dtype.value_or(gather);
+    }
     ComputeItem item;
     item.kind = OpKind::kNorm;
-    item.elementwise = true;
-    item.fsdp_copy = true;
+    item.work = copy;
     item.module = module;
-    item.cost.fwd_bytes = bytes;
     return item;
   }
 
@@ -675,8 +692,8 @@ class RoleEmitter::Impl {
       // foreach_reduce_scatter_copy_in (chunk_cat) runs on the compute stream before the
       // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
       // write the reduce-scatter input in the reduce dtype.
-      s_.ops[last].items.push_back(
-          CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u, z.grad_bytes + z.reduce_in_bytes));
+      s_.ops[last].items.push_back(CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
+                                            FsdpCopyWork::Which::kReduceCopyIn));
     }
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {
@@ -800,36 +817,36 @@ class RoleEmitter::Impl {
       const UnitSizes& z = in_.sizes[u];
       if (z.optimizer_numel == 0) continue;
       host = host || Unit(u).offload;
+      // The step over this unit's parameters after torchtitan's gradient-norm clipping, as
+      // PyTorch's default implementation runs it (foreach: multi-tensor kernels, one per
+      // elementwise step; torchtitan's default too: fused off). Gradients are stored in the
+      // parameter's dtype; sim/cost prices the kernels' traffic and launches.
+      const UnitPlan& plan = Unit(u);
+      OptimizerWork work;
+      work.kind = in_.options->optimizer == "sgd"    ? OptimizerKind::kSgd
+                  : in_.options->optimizer == "adam" ? OptimizerKind::kAdam
+                                                     : OptimizerKind::kAdamW;
+      work.impl = OptimizerImpl::kForeach;
+      work.elements = z.optimizer_numel;
+      work.param_bytes = work.grad_bytes = z.optimizer_param_bytes;
+      work.param_dtype = work.grad_dtype = !plan.params.empty() ? plan.params.front().dtype
+                                           : !plan.replicate_params.empty()
+                                               ? plan.replicate_params.front().dtype
+                                               : DType::kFloat32;
+      work.state_dtype = DType::kFloat32;
       ComputeItem item;
       item.kind = OpKind::kNorm;
-      item.elementwise = true;
+      item.work = work;
       item.module = static_cast<int>(s_.modules.size());
       s_.modules.push_back("optimizer:" + in_.labels[u]);
-      // PyTorch's default optimizer implementation is foreach (multi-tensor, one kernel per
-      // elementwise step; torchtitan's default too: fused off), not one fused pass, and
-      // torchtitan clips the gradient norm first. Bytes per element: the parameter is read
-      // and written twice (decoupled weight decay, addcdiv); the gradient (stored in the
-      // parameter's dtype) read by the norm, the clip scale (read + write), lerp and addcmul
-      // (twice); fp32 moments and the denominator: exp_avg lerp r+w and addcdiv r (12 B),
-      // exp_avg_sq mul r+w, addcmul r+w, sqrt r (20 B), denominator sqrt w, div r+w,
-      // add eps r+w, addcdiv r (24 B). ~12 FLOPs per element.
-      const int64_t grad = z.optimizer_param_bytes;
-      const int64_t moment_bytes = moments ? 56 * z.optimizer_numel : 0;
-      item.cost.fwd_bytes = 4 * z.optimizer_param_bytes + 6 * grad + moment_bytes;
-      item.cost.fwd_flops = 12.0 * static_cast<double>(z.optimizer_numel);
-      // multi_tensor_apply launches one kernel per 320 chunks of 65536 elements, for each of
-      // ~10 foreach ops (AdamW's 8, the clip's norm and scale): 2172 kernels for 4.5 G elements
-      // measured (bench/device/README.md).
-      constexpr int64_t kElementsPerLaunch = int64_t{65536} * 320;
-      item.cost.fwd_kernels =
-          static_cast<int>(10 * std::max<int64_t>(1, (z.optimizer_numel + kElementsPerLaunch - 1) /
-                                                         kElementsPerLaunch));
       opt.items.push_back(std::move(item));
-      // _multi_tensor_adamw's denominator: torch._foreach_sqrt(exp_avg_sqs) allocates an fp32
-      // tensor per parameter for the whole step (measured: bench/device/README.md).
+      // _multi_tensor_adamw's denominator: torch._foreach_sqrt(exp_avg_sqs) allocates a
+      // state-dtype tensor per parameter for the whole step (confirmed on an H200:
+      // bench/device/README.md).
       if (moments && !Unit(u).offload) {
         const int denom = Alloc(opt, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                                4 * z.optimizer_numel, DType::kFloat32, u);
+                                DTypeBytes(work.state_dtype) * z.optimizer_numel,
+                                work.state_dtype, u);
         temps.push_back(denom);
       }
     }

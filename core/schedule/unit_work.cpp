@@ -38,10 +38,11 @@ class WorkBuilder {
   }
 
   // Appends the entries of one module (its comm points and its item) to `out`.
-  void AddModule(const OpDescriptor& op, const OpCost& cost, const std::string& fqn,
-                 std::vector<WorkEntry>& out) {
+  void AddModule(const OpDescriptor& op, const Work& work, const OpCost& cost,
+                 const std::string& fqn, std::vector<WorkEntry>& out) {
     ComputeItem item;
     item.kind = op.kind;
+    item.work = work;
     item.cost = cost;
     item.module = static_cast<int>(modules_.size());
     modules_.push_back(fqn);
@@ -193,6 +194,7 @@ Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& p
   std::vector<std::pair<int, int>> stack = {{-1, root}};
   struct Deferred {
     const std::optional<OpDescriptor>& op;
+    Work work;
     OpCost cost;
     std::string fqn;
     int unit;
@@ -210,17 +212,21 @@ Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& p
     }
     const Module& m = tree.modules[e.module];
     if (!m.op) continue;
+    Result<Work> what = DescribeOp(*m.op, ctx);
+    if (!what.ok()) return what.status().WithContext(fmt::format("module '{}'", e.fqn));
     Result<OpCost> cost = estimate(*m.op, ctx);
     if (!cost.ok()) return cost.status().WithContext(fmt::format("module '{}'", e.fqn));
     if (m.op->kind == OpKind::kLoss) {
-      losses.push_back({m.op, *cost, e.fqn, stack.back().second});
+      losses.push_back({m.op, *what, *cost, e.fqn, stack.back().second});
       continue;
     }
-    builder.AddModule(*m.op, *cost, e.fqn, work[stack.back().second].entries);
+    builder.AddModule(*m.op, *what, *cost, e.fqn, work[stack.back().second].entries);
   }
   // The loss consumes the head's logits: it runs after every module of its unit, with the
   // tensor-parallel state the head left.
-  for (const Deferred& d : losses) builder.AddModule(*d.op, d.cost, d.fqn, work[d.unit].entries);
+  for (const Deferred& d : losses) {
+    builder.AddModule(*d.op, d.work, d.cost, d.fqn, work[d.unit].entries);
+  }
   for (UnitWork& w : work) Arrange(plan, w);
   return work;
 }

@@ -1,12 +1,14 @@
-// Compute durations of the default cost model (formulas in sim/cost/cost_params.h): GEMMs on
-// an efficiency curve capped by the best measured matmul, fused attention at its own
-// efficiency, everything else at memory bandwidth, each as a roofline plus launch gaps.
+// Compute durations of the default cost model (formulas in sim/cost/cost_params.h), priced by
+// each item's work description (core/model/op_work.h): GEMMs on an efficiency curve capped by
+// the best measured matmul, fused attention at its own efficiency, everything else at memory
+// bandwidth, each as a roofline plus launch gaps.
 //
 // Contents:
 //   GemmEfficiency   fraction of peak a GEMM of shape m×k·k×n reaches
 //   ComputeTime      one item's time split by the resource that bounds it
 //   ComputeItemTime  one ComputeItem → ComputeTime
 //   ComputeItemNs    one ComputeItem → ns (what CostModel::ComputeNs returns)
+//   ItemFlops        the FLOPs the model counts for an item (optimizer steps included)
 //   DeviceCopyNs     a device-local copy/cast producing `bytes`
 //   HostCopyNs       an H2D / D2H copy over PCIe
 //   HostItemNs       one ComputeItem run on the host CPU (offloaded optimizer step)
@@ -31,11 +33,13 @@ struct ComputeTime {
   double sm_us = 0;     // roofline part bound by SM throughput (GEMM / attention FLOPs)
   double hbm_us = 0;    // roofline part bound by HBM bandwidth (eager kernels, streaming work)
   double other_us = 0;  // launch gaps: neither resource
+  double flops = 0;     // the work's FLOPs in the direction it runs
   double total_us() const { return sm_us + hbm_us + other_us; }
 };
 
 ComputeTime ComputeItemTime(const ComputeItem& item, const Hardware& hw, const CostParams& p);
 int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostParams& p);
+double ItemFlops(const ComputeItem& item, const CostParams& p);
 // Microseconds → integer nanoseconds (negative → 0), as every duration of the model rounds.
 int64_t UsToNs(double us);
 
@@ -43,7 +47,7 @@ int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
 // Its HBM-bound part (the rest is the launch gap).
 double DeviceCopyHbmUs(int64_t bytes, const Hardware& hw, const CostParams& p);
 int64_t HostCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);
-// Memory-bound on the host: the item's forward bytes over host_optimizer_gbps (no GPU launch gap).
+// Memory-bound on the host: the item's bytes over host_optimizer_gbps (no GPU launch gap).
 int64_t HostItemNs(const ComputeItem& item, const CostParams& p);
 
 }  // namespace shardscope

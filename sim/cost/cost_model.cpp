@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <variant>
 
 #include "sim/cost/compute_model.h"
 #include "sim/cost/nccl_model.h"
@@ -17,7 +18,7 @@ class DefaultCostModel final : public CostModel {
 
   ComputeSplit ComputeSplitNs(const ComputeItem& item) const override {
     const ComputeTime t = ComputeItemTime(item, hw_, params_);
-    return {UsToNs(t.total_us()), t.sm_us * 1e3, t.hbm_us * 1e3};
+    return {UsToNs(t.total_us()), t.sm_us * 1e3, t.hbm_us * 1e3, t.flops};
   }
 
   int64_t HostComputeOpNs(const std::vector<ComputeItem>& items) const override {
@@ -154,15 +155,22 @@ std::string_view NcclProtoName(NcclProto proto) {
   return "unknown";
 }
 
+int64_t CostModel::OpOverheadNs(const std::vector<ComputeItem>& items) const {
+  for (const ComputeItem& item : items) {
+    if (!std::holds_alternative<FsdpCopyWork>(item.work)) return UnitOverheadNs();
+  }
+  return 0;
+}
+
 ComputeSplit CostModel::ComputeOpSplit(const std::vector<ComputeItem>& items) const {
   ComputeSplit total;
-  if (items.empty()) return total;
-  total.ns = UnitOverheadNs();
+  total.ns = OpOverheadNs(items);
   for (const ComputeItem& item : items) {
     const ComputeSplit s = ComputeSplitNs(item);
     total.ns += s.ns;
     total.sm_ns += s.sm_ns;
     total.hbm_ns += s.hbm_ns;
+    total.flops += s.flops;
   }
   return total;
 }

@@ -76,6 +76,7 @@ struct ComputeSplit {
   int64_t ns = 0;
   double sm_ns = 0;   // bound by SM throughput
   double hbm_ns = 0;  // bound by HBM bandwidth
+  double flops = 0;   // FLOPs of the work (what traces and summaries report)
 };
 
 // cost-model.md: communication kernels beside compute "take SMs and memory bandwidth". NCCL
@@ -115,8 +116,11 @@ class CostModel {
 
   int64_t ComputeNs(const ComputeItem& item) const { return ComputeSplitNs(item).ns; }
   int64_t CopyNs(OpType type, int64_t bytes) const { return CopySplitNs(type, bytes).ns; }
-  // Sum of ComputeSplitNs over `items` plus UnitOverheadNs() (0 items → 0).
+  // Sum of ComputeSplitNs over `items` plus OpOverheadNs(items).
   ComputeSplit ComputeOpSplit(const std::vector<ComputeItem>& items) const;
+  // UnitOverheadNs() for an op that runs module work or the optimizer; 0 for an op of FSDP
+  // copies alone (their hook's Python is the overhead of the compute op they serve) or none.
+  int64_t OpOverheadNs(const std::vector<ComputeItem>& items) const;
   int64_t ComputeOpNs(const std::vector<ComputeItem>& items) const {
     return ComputeOpSplit(items).ns;
   }

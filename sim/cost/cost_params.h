@@ -19,8 +19,13 @@
 //              Its eager side kernels (OpCost::side_*_bytes: RoPE, repeat_kv, layout copies)
 //              run in series with it: + side_bytes / (hbm × elementwise_efficiency).
 //   others     norms, activations, embeddings, loss: t = bytes / (hbm × elementwise_efficiency);
-//              every `elementwise` item (optimizer, casts):
+//              streaming work (optimizer steps, FSDP copies):
 //              t = max(bytes / (hbm × memory_bound_efficiency), flops / (peak × cap)).
+//   optimizer  OptimizerWork's traffic and launches as PyTorch's kernels run it (figures below):
+//              bytes = param_passes × param_bytes + grad_passes × grad_bytes
+//                      + state_passes × elements × state dtype (Adam / AdamW only),
+//              launches = ops × ceil(elements / elements_per_launch), flops = 12 per element.
+//   FSDP copy  one kernel reading src_bytes and writing dst_bytes.
 //   kernels    each launch adds kernel_overhead_us: OpCost's eager launch counts, else 1
 //              forward / recompute and backward_kernels (data- and weight-gradient) backward.
 //   host       work with ScheduleOp::on_host (offloaded optimizer step):
@@ -59,6 +64,33 @@ struct CollectiveOverride {
   double busbw_gbps = 0;
 };
 
+// How one optimizer implementation's kernels move memory, per parameter element, after
+// torchtitan's gradient-norm clipping (whose norm and scale are included).
+struct OptimizerKernels {
+  double param_passes = 0;  // times each parameter byte is read or written
+  double grad_passes = 0;   // same for the gradient (stored in the parameter's dtype)
+  double state_passes = 0;  // same for each state byte (Adam's moments, the denominator)
+  double flops_per_element = 0;
+  int ops = 0;                      // multi-tensor ops, each launching its own kernels
+  int64_t elements_per_launch = 1;  // elements one multi_tensor_apply launch covers
+};
+
+// torch.optim._multi_tensor_adamw (foreach, PyTorch's and torchtitan's default), read for these
+// figures and confirmed on an H200 (bench/device/README.md: ~2,200 launches for 4.5 G elements,
+// the step within 2% of its prediction). The parameter is read and written twice (decoupled
+// weight decay, addcdiv); the gradient read by the norm, the clip scale (read + write), lerp
+// and addcmul (twice); the fp32 states 14 passes of 4 B: exp_avg lerp r+w and addcdiv r (12 B),
+// exp_avg_sq mul r+w, addcmul r+w, sqrt r (20 B), the denominator sqrt w, div r+w, add eps r+w,
+// addcdiv r (24 B). ~12 FLOPs per element. multi_tensor_apply launches one kernel per 320
+// chunks of 65536 elements, for each of ~10 foreach ops (AdamW's 8, the clip's norm and scale).
+// SGD is priced with the same parameter and gradient passes and no states.
+constexpr OptimizerKernels ForeachAdamW() { return {4, 6, 14, 12, 10, int64_t{65536} * 320}; }
+// torch._fused_adamw_ (fused=True), from the kernel's reads and writes (not measured): the
+// parameter read and written once, the gradient read by the norm, the clip scale (read +
+// write) and the step, both states read and written once (4 passes); the step's one
+// multi-tensor op plus the clip's two.
+constexpr OptimizerKernels FusedAdamW() { return {2, 4, 4, 12, 3, int64_t{65536} * 320}; }
+
 struct CostParams {
   // Compute.
   double gemm_efficiency = 0.8;          // cap: best measured matmul / peak
@@ -85,6 +117,9 @@ struct CostParams {
   // step (bench/device/README.md).
   double kernel_overhead_us = 1.8;
   double unit_overhead_us = 30.0;        // per compute op (FSDP pre/post hooks, Python)
+  // The optimizer step's kernels (OptimizerWork), per implementation.
+  OptimizerKernels foreach_adamw = ForeachAdamW();
+  OptimizerKernels fused_adamw = FusedAdamW();
   // One compute stretch factor for every op overlapped by communication; 0 = the SM / HBM
   // contention model above (the default).
   double overlap_slowdown = 0;

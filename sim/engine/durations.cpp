@@ -35,9 +35,6 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
     if (op.bytes < 0) {
       return InvalidInput(fmt::format("schedule: op '{}': negative byte count {}", op.op_id, op.bytes));
     }
-    for (const ComputeItem& item : op.items) {
-      out.flops[i] += item.backward ? item.cost.bwd_flops : item.cost.fwd_flops;
-    }
     if (IsCollective(op.type)) {
       if (op.group < 0 || op.group >= static_cast<int>(shapes.size())) {
         return InvalidInput(fmt::format("schedule: collective op '{}' has no valid process group (group {})",
@@ -56,15 +53,23 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
         // The offloaded optimizer step runs on the CPU, at the host's rate, not HBM's.
         if (op.on_host) {
           out.ns[i] = cost.HostComputeOpNs(op.items);
+          out.flops[i] = cost.ComputeOpSplit(op.items).flops;
         } else {
-          record_split(i, cost.ComputeOpSplit(op.items));
+          const ComputeSplit split = cost.ComputeOpSplit(op.items);
+          record_split(i, split);
+          out.flops[i] = split.flops;
         }
         break;
       case OpType::kCopyIn:
       case OpType::kCopyH2D:
       case OpType::kCopyD2H:
-        record_split(i, op.items.empty() ? cost.CopySplitNs(op.type, op.bytes)
-                                         : cost.ComputeOpSplit(op.items));
+        if (op.items.empty()) {
+          record_split(i, cost.CopySplitNs(op.type, op.bytes));
+        } else {
+          const ComputeSplit split = cost.ComputeOpSplit(op.items);
+          record_split(i, split);
+          out.flops[i] = split.flops;
+        }
         break;
       default:  // kWait: a join point, no work
         out.ns[i] = 0;

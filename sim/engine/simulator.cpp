@@ -50,8 +50,8 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
 }
 
 std::string_view ComputeKindName(const ComputeItem& item) {
-  if (item.fsdp_copy) return "fsdp_copy";
-  if (item.elementwise) return "optimizer";
+  if (std::holds_alternative<FsdpCopyWork>(item.work)) return "fsdp_copy";
+  if (std::holds_alternative<OptimizerWork>(item.work)) return "optimizer";
   switch (item.kind) {
     case OpKind::kLinear:
     case OpKind::kRouter:
@@ -72,7 +72,7 @@ std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& 
   for (const ScheduleOp& op : s.ops) {
     if (op.role != role || op.on_host || op.items.empty()) continue;
     if (op.type != OpType::kCompute && op.type != OpType::kOptimizer) continue;
-    out["overhead"] += Seconds(cost.UnitOverheadNs());
+    out["overhead"] += Seconds(cost.OpOverheadNs(op.items));
     for (const ComputeItem& item : op.items) {
       out[std::string(ComputeKindName(item))] += Seconds(cost.ComputeNs(item));
     }

@@ -12,6 +12,11 @@ Hardware Gpu(const char* name) { return *LookupHardware(name, 8, 1); }
 ComputeItem Gemm(int64_t m, int64_t n, int64_t k) {
   ComputeItem item;
   item.kind = OpKind::kLinear;
+  GemmWork g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  item.work = g;
   item.cost.gemm_m = m;
   item.cost.gemm_n = n;
   item.cost.gemm_k = k;
@@ -22,9 +27,29 @@ ComputeItem Gemm(int64_t m, int64_t n, int64_t k) {
   return item;
 }
 
+ComputeItem Attention(double flops) {
+  ComputeItem item;
+  item.kind = OpKind::kAttention;
+  item.work = AttentionWork{};
+  item.cost.fwd_flops = flops;
+  return item;
+}
+
+// A foreach AdamW step over `elements` fp32 parameters.
+ComputeItem AdamW(int64_t elements) {
+  OptimizerWork w;
+  w.elements = elements;
+  w.param_bytes = w.grad_bytes = 4 * elements;
+  ComputeItem item;
+  item.kind = OpKind::kNorm;
+  item.work = w;
+  return item;
+}
+
 ComputeItem Norm(int64_t bytes) {
   ComputeItem item;
   item.kind = OpKind::kNorm;
+  item.work = EltwiseWork{};
   item.cost.fwd_bytes = bytes;
   item.cost.bwd_bytes = 2 * bytes;
   return item;
@@ -97,14 +122,16 @@ TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
   const double eager_us =
       bytes / (hw.gpu.hbm_gbps * 1e3 * p.elementwise_efficiency) + p.kernel_overhead_us;
   EXPECT_NEAR(ComputeItemNs(Norm(bytes), hw, p), eager_us * 1e3, 2);
-  // ... streaming work (optimizer, casts) at memory_bound_efficiency, whatever its kind.
+  // ... streaming work (an FSDP copy: one read, one write) at memory_bound_efficiency.
+  FsdpCopyWork copy;
+  copy.elements = bytes / 2;
+  copy.src_bytes = copy.dst_bytes = bytes / 2;
+  ComputeItem copy_item;
+  copy_item.work = copy;
   const double expect_us =
       bytes / (hw.gpu.hbm_gbps * 1e3 * p.memory_bound_efficiency) + p.kernel_overhead_us;
-  ComputeItem optimizer = Norm(bytes);
-  optimizer.kind = OpKind::kLinear;
-  optimizer.elementwise = true;
-  optimizer.cost.fwd_flops = 10.0 * bytes;  // a few FLOPs per byte do not make it compute bound
-  EXPECT_NEAR(ComputeItemNs(optimizer, hw, p), expect_us * 1e3, 2);
+  EXPECT_NEAR(ComputeItemNs(copy_item, hw, p), expect_us * 1e3, 2);
+  EXPECT_EQ(ItemFlops(copy_item, p), 0.0);
   // A skinny GEMM (one token) is limited by reading its weight, not by FLOPs.
   const ComputeItem skinny = Gemm(1, 8192, 8192);
   EXPECT_GE(ComputeItemNs(skinny, hw, p),
@@ -114,9 +141,7 @@ TEST(ComputeItemNs, MemoryBoundWorkRunsAtHbmBandwidth) {
 TEST(ComputeItemNs, AttentionSideKernelsAddToTheFusedKernel) {
   const Hardware hw = Gpu("h100-sxm");
   const CostParams p = DefaultCostParams(hw);
-  ComputeItem attn;
-  attn.kind = OpKind::kAttention;
-  attn.cost.fwd_flops = 1e12;
+  ComputeItem attn = Attention(1e12);
   attn.cost.fwd_bytes = int64_t{1} << 28;  // the fused kernel's own I/O, hidden under its FLOPs
   const int64_t alone = ComputeItemNs(attn, hw, p);
   // RoPE / repeat_kv / layout copies run as separate kernels: their time adds, it is not
@@ -146,6 +171,32 @@ TEST(ComputeItemNs, EachLaunchedKernelLeavesAGap) {
               (9 - p.backward_kernels) * p.kernel_overhead_us * 1e3, 2);
 }
 
+// Foreach AdamW (the default optimizer) as sim/cost prices its description: the kernels'
+// traffic per element and their launches come from CostParams, none from the schedule.
+TEST(ComputeItemNs, OptimizerStepFollowsItsKernels) {
+  const Hardware hw = Gpu("h200");
+  CostParams p = DefaultCostParams(hw);
+  const int64_t elements = int64_t{4500} * 1000 * 1000;
+  const ComputeItem step = AdamW(elements);
+  // fp32 parameters and gradients: 4 + 6 passes of 4 B, the states 14 passes of 4 B: 96 B.
+  const double bytes = 96.0 * static_cast<double>(elements);
+  const double launches = 10.0 * 215;  // ceil(4.5e9 / (320 · 65536)) = 215 per foreach op
+  const double expect_us =
+      bytes / (hw.gpu.hbm_gbps * 1e3 * p.memory_bound_efficiency) + launches * p.kernel_overhead_us;
+  EXPECT_NEAR(ComputeItemNs(step, hw, p), expect_us * 1e3, 2);
+  EXPECT_DOUBLE_EQ(ItemFlops(step, p), 12.0 * static_cast<double>(elements));
+  // SGD has no states; the fused kernel moves less and launches fewer kernels.
+  ComputeItem sgd = step;
+  std::get<OptimizerWork>(sgd.work).kind = OptimizerKind::kSgd;
+  EXPECT_LT(ComputeItemNs(sgd, hw, p), ComputeItemNs(step, hw, p));
+  ComputeItem fused = step;
+  std::get<OptimizerWork>(fused.work).impl = OptimizerImpl::kFused;
+  EXPECT_LT(ComputeItemNs(fused, hw, p), ComputeItemNs(sgd, hw, p));
+  // The figures are the cost model's: changing them changes the price.
+  p.foreach_adamw.state_passes = 0;
+  EXPECT_EQ(ComputeItemNs(step, hw, p), ComputeItemNs(sgd, hw, p));
+}
+
 TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
   const Hardware h100 = Gpu("h100-sxm");
   const Hardware h200 = Gpu("h200");
@@ -160,9 +211,7 @@ TEST(ComputeItemNs, MoreBandwidthOrFlopsNeverSlower) {
 TEST(ComputeItemNs, AttentionHasItsOwnEfficiency) {
   const Hardware hw = Gpu("h100-sxm");
   CostParams p = DefaultCostParams(hw);
-  ComputeItem attn;
-  attn.kind = OpKind::kAttention;
-  attn.cost.fwd_flops = 1e12;
+  const ComputeItem attn = Attention(1e12);
   const int64_t t = ComputeItemNs(attn, hw, p);
   EXPECT_GE(t, 1e12 / (hw.gpu.peak_bf16_flops * p.attention_efficiency) * 1e9);
   EXPECT_GT(t, ComputeItemNs(Gemm(8192, 8192, 7451), hw, p));  // ~ the same FLOPs as a GEMM
@@ -175,9 +224,7 @@ TEST(ComputeItemNs, AttentionBackwardRunsBelowTheForwardRate) {
   const Hardware hw = Gpu("h100-sxm");
   CostParams p = DefaultCostParams(hw);
   p.kernel_overhead_us = 0;
-  ComputeItem fwd;
-  fwd.kind = OpKind::kAttention;
-  fwd.cost.fwd_flops = 1e12;
+  ComputeItem fwd = Attention(1e12);
   fwd.cost.bwd_flops = 1e12;
   ComputeItem bwd = fwd;
   bwd.backward = true;
@@ -192,10 +239,13 @@ TEST(ComputeItemNs, AttentionBackwardRunsBelowTheForwardRate) {
 TEST(CostModel, HostWorkRunsAtTheHostRate) {
   const Hardware hw = Gpu("h100-sxm");
   CostParams p = DefaultCostParams(hw);
+  // SGD over 1e9 parameters: 4 parameter and 6 gradient passes of 1 GB each.
+  OptimizerWork sgd;
+  sgd.kind = OptimizerKind::kSgd;
+  sgd.elements = 250 * 1000 * 1000;
+  sgd.param_bytes = sgd.grad_bytes = int64_t{1000} * 1000 * 1000;
   ComputeItem step;
-  step.kind = OpKind::kNorm;
-  step.elementwise = true;
-  step.cost.fwd_bytes = int64_t{10} * 1000 * 1000 * 1000;
+  step.work = sgd;
   const auto model = MakeDefaultCostModel(hw, p);
   const int64_t host = model->HostComputeOpNs({step});
   EXPECT_EQ(host, model->UnitOverheadNs() +
@@ -222,6 +272,14 @@ TEST(CostModel, CopiesOpsAndOverheads) {
             model->UnitOverheadNs() + model->ComputeNs(items[0]) + model->ComputeNs(items[1]));
   EXPECT_EQ(model->ComputeOpNs({}), 0);
   EXPECT_GT(model->UnitOverheadNs(), 0);
+  // An op of FSDP copies alone pays no unit overhead: its hook's is the compute op's.
+  FsdpCopyWork copy;
+  copy.src_bytes = copy.dst_bytes = bytes;
+  ComputeItem copy_item;
+  copy_item.work = copy;
+  EXPECT_EQ(model->ComputeOpNs({copy_item}), model->ComputeNs(copy_item));
+  EXPECT_EQ(model->ComputeOpNs({copy_item, items[1]}),
+            model->UnitOverheadNs() + model->ComputeNs(copy_item) + model->ComputeNs(items[1]));
   EXPECT_EQ(model->hardware().gpu.name, "h100-sxm");
 }
 

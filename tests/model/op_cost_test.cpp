@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <variant>
+#include <vector>
+
 namespace shardscope {
 namespace {
 
@@ -167,6 +170,137 @@ TEST(OpCostTest, AttentionCountsItsEagerSideKernels) {
   EXPECT_EQ(mha->fwd_kernels, 1 + 6 + 1);
   EXPECT_EQ(gqa->fwd_kernels, mha->fwd_kernels + 2);
   EXPECT_GT(gqa->bwd_kernels, gqa->fwd_kernels);
+}
+
+// The work a backend runs: shapes after tp / cp / ep, no cost figures.
+TEST(OpWorkTest, DescriptionsCarryTheShapesABackendRuns) {
+  OpContext ctx = Ctx(2, 4096, 4);
+  ctx.cp = 2;
+  ctx.ep = 8;
+  const auto col = DescribeOp(Op(OpKind::kLinear, {{"in", 4096}, {"out", 14336}}, "column"), ctx);
+  ASSERT_TRUE(col.ok());
+  const auto& g = std::get<GemmWork>(*col);
+  EXPECT_EQ(g.m, 2 * 4096 / 2);  // tokens after cp
+  EXPECT_EQ(g.k, 4096);
+  EXPECT_EQ(g.n, 14336 / 4);  // output features sharded over tp
+  EXPECT_EQ(g.a_dtype, DType::kBFloat16);
+  EXPECT_EQ(g.router_top_k, 0);
+  const auto attn = DescribeOp(
+      Op(OpKind::kAttention,
+         {{"heads", 32}, {"kv_heads", 8}, {"head_dim", 128}, {"causal", 1}, {"window", 1024}}),
+      ctx);
+  const auto& a = std::get<AttentionWork>(*attn);
+  EXPECT_EQ(a.heads, 8);
+  EXPECT_EQ(a.kv_heads, 2);
+  EXPECT_EQ(a.seq, 4096);
+  EXPECT_EQ(a.query_shards, 2);
+  EXPECT_EQ(a.query_tokens(), 2 * 2048);
+  EXPECT_EQ(a.v_head_dim, 128);
+  EXPECT_TRUE(a.causal);
+  EXPECT_EQ(a.window, 1024);
+  const auto experts =
+      DescribeOp(Op(OpKind::kExperts,
+                    {{"experts", 64}, {"top_k", 6}, {"dim", 2048}, {"ffn", 1408}, {"gated", 1}}),
+                 ctx);
+  const auto& e = std::get<GroupedGemmWork>(*experts);
+  EXPECT_EQ(e.experts, 8);
+  EXPECT_EQ(e.routed_tokens, 4096 * 6 / 8);
+  EXPECT_EQ(e.tokens_per_expert(), 4096 * 6 / 8 / 8);
+  EXPECT_EQ(e.branches, 2);
+  const auto norm = DescribeOp(Op(OpKind::kNorm, {{"dim", 4096}}, "rmsnorm"), ctx);
+  const auto& n = std::get<EltwiseWork>(*norm);
+  EXPECT_EQ(n.elements, 4096 * 4096);  // sequence parallelism off: all tokens
+  EXPECT_EQ(n.fwd_kernels, 9);
+  const auto loss = DescribeOp(Op(OpKind::kLoss, {{"vocab", 128256}}), ctx);
+  EXPECT_EQ(std::get<LossWork>(*loss).vocab, 128256);  // gathered logits without loss_parallel
+  EXPECT_EQ(std::get<LossWork>(*loss).compute_dtype, DType::kFloat32);
+  const auto emb = DescribeOp(Op(OpKind::kEmbedding, {{"vocab", 128256}, {"dim", 4096}}), ctx);
+  EXPECT_EQ(std::get<EmbeddingWork>(*emb).tokens, 4096);
+  EXPECT_FALSE(DescribeOp(Op(OpKind::kLinear, {{"in", 8}, {"out", 8}}), Ctx(0, 8)).ok());
+}
+
+// The figures next to a description are computable from it: the closed forms written out
+// from the description's fields, and EstimateOp's figures equal to FiguresOf(DescribeOp).
+TEST(OpWorkTest, FiguresFollowFromTheDescription) {
+  GemmWork g;
+  g.m = 1000;
+  g.n = 300;
+  g.k = 70;
+  g.count = 3;
+  g.w_dtype = DType::kFloat32;
+  WorkFigures f = FiguresOf(g);
+  EXPECT_DOUBLE_EQ(f.fwd_flops, 3 * 2.0 * 1000 * 300 * 70);
+  EXPECT_DOUBLE_EQ(f.bwd_flops, 2 * f.fwd_flops);  // data- and weight-gradient GEMMs
+  EXPECT_EQ(f.fwd_bytes, 3 * (1000 * 70 * 2 + 70 * 300 * 4 + 1000 * 300 * 2));
+  EXPECT_EQ(f.gemm_m, 1000);
+  EXPECT_EQ(f.gemm_n, 300);
+  EXPECT_EQ(f.gemm_k, 70);
+
+  AttentionWork a;
+  a.batch = 2;
+  a.heads = 8;
+  a.kv_heads = 8;
+  a.seq = 1024;
+  a.query_shards = 2;
+  a.head_dim = 64;
+  a.v_head_dim = 32;
+  a.causal = true;
+  f = FiguresOf(a);
+  EXPECT_DOUBLE_EQ(f.fwd_flops, 2.0 * 2 * 8 * (1024.0 * 1024 / 2) * (64 + 32) / 2);
+  EXPECT_DOUBLE_EQ(f.bwd_flops, 2.5 * f.fwd_flops);
+  EXPECT_EQ(f.fwd_kernels, 1 + 6 + 1);  // no repeat_kv without grouped-query heads
+
+  GroupedGemmWork e;
+  e.experts = 4;
+  e.routed_tokens = 4000;
+  e.dim = 512;
+  e.ffn = 256;
+  e.branches = 2;
+  f = FiguresOf(e);
+  EXPECT_DOUBLE_EQ(f.fwd_flops, 2.0 * 4000 * 512 * 256 * 3);
+  EXPECT_EQ(f.gemm_m, 1000);
+  EXPECT_EQ(f.gemm_n, 512);
+
+  EltwiseWork chain;
+  chain.fwd_bytes = 123;
+  chain.bwd_bytes = 456;
+  chain.fwd_kernels = 2;
+  chain.bwd_kernels = 3;
+  f = FiguresOf(chain);
+  EXPECT_EQ(f.fwd_bytes, 123);
+  EXPECT_EQ(f.bwd_kernels, 3);
+  EXPECT_EQ(f.fwd_flops, 0);
+  // The optimizer's and the copies' traffic is the cost model's (sim/cost), not core's.
+  EXPECT_EQ(FiguresOf(OptimizerWork{}).fwd_bytes, 0);
+  EXPECT_EQ(FiguresOf(FsdpCopyWork{}).fwd_bytes, 0);
+
+  OpContext ctx = Ctx(2, 2048, 2);
+  ctx.cp = 2;
+  ctx.sequence_parallel = true;
+  const std::vector<OpDescriptor> ops = {
+      Op(OpKind::kLinear, {{"in", 4096}, {"out", 1024}, {"bias", 1}}, "row"),
+      Op(OpKind::kEmbedding, {{"vocab", 32000}, {"dim", 4096}}, "vocab"),
+      Op(OpKind::kNorm, {{"dim", 4096}}, "layernorm"),
+      Op(OpKind::kActivation, {{"dim", 11008}, {"gated", 1}}),
+      Op(OpKind::kAttention, {{"heads", 32}, {"kv_heads", 4}, {"head_dim", 128}, {"causal", 1}}),
+      Op(OpKind::kRouter, {{"dim", 2048}, {"experts", 64}, {"top_k", 6}}),
+      Op(OpKind::kExperts, {{"experts", 64}, {"top_k", 6}, {"dim", 2048}, {"ffn", 1408}}),
+      Op(OpKind::kLoss, {{"vocab", 32000}}),
+  };
+  for (const OpDescriptor& op : ops) {
+    const auto work = DescribeOp(op, ctx);
+    const auto cost = EstimateOp(op, ctx);
+    ASSERT_TRUE(work.ok() && cost.ok());
+    const WorkFigures w = FiguresOf(*work);
+    EXPECT_DOUBLE_EQ(cost->fwd_flops, w.fwd_flops) << static_cast<int>(op.kind);
+    EXPECT_DOUBLE_EQ(cost->bwd_flops, w.bwd_flops) << static_cast<int>(op.kind);
+    EXPECT_EQ(cost->fwd_bytes, w.fwd_bytes) << static_cast<int>(op.kind);
+    EXPECT_EQ(cost->bwd_bytes, w.bwd_bytes) << static_cast<int>(op.kind);
+    EXPECT_EQ(cost->side_fwd_bytes, w.side_fwd_bytes) << static_cast<int>(op.kind);
+    EXPECT_EQ(cost->fwd_kernels, w.fwd_kernels) << static_cast<int>(op.kind);
+    EXPECT_EQ(cost->bwd_kernels, w.bwd_kernels) << static_cast<int>(op.kind);
+    EXPECT_EQ(cost->gemm_m, w.gemm_m) << static_cast<int>(op.kind);
+  }
 }
 
 TEST(OpCostTest, RejectsBadContext) {

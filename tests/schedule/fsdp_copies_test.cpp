@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 
 #include "core/schedule/schedule_builder.h"
 #include "core/schedule/schedule_check.h"
@@ -26,14 +27,8 @@ const UnitPlan* FindUnit(const Plan& plan, const std::string& fqn) {
   return nullptr;
 }
 
-// Bytes of all FSDP copies an op carries.
-int64_t CopyBytes(const ScheduleOp& op) {
-  int64_t bytes = 0;
-  for (const ComputeItem& item : op.items) {
-    if (item.fsdp_copy) bytes += item.cost.fwd_bytes;
-  }
-  return bytes;
-}
+bool IsCopy(const ComputeItem& item) { return std::holds_alternative<FsdpCopyWork>(item.work); }
+const FsdpCopyWork& Copy(const ComputeItem& item) { return std::get<FsdpCopyWork>(item.work); }
 
 TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast) {
   const Built b = BuildAll(Case{});
@@ -44,17 +39,30 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   const ScheduleOp* fwd = FindOp(b.schedule, "fwd/model.layers.1/compute");
   ASSERT_NE(fwd, nullptr);
   ASSERT_FALSE(fwd->items.empty());
-  EXPECT_TRUE(fwd->items.front().fsdp_copy);
-  EXPECT_EQ(fwd->items.front().cost.fwd_bytes, 2 * z.gathered_bytes);
+  ASSERT_TRUE(IsCopy(fwd->items.front()));
+  const FsdpCopyWork& out = Copy(fwd->items.front());
+  EXPECT_EQ(out.which, FsdpCopyWork::Which::kCopyOut);
+  // What the copy moves, and nothing of what it costs: the gathered bf16 parameters.
+  EXPECT_EQ(out.elements, z.shard_group * z.shard_numel);
+  EXPECT_EQ(out.src_bytes, z.gathered_bytes);
+  EXPECT_EQ(out.dst_bytes, z.gathered_bytes);
+  EXPECT_EQ(out.src_bytes, out.elements * DTypeBytes(out.src_dtype));
+  EXPECT_EQ(out.dst_dtype, out.src_dtype);
+  EXPECT_EQ(fwd->items.front().cost.fwd_bytes, 0);
   EXPECT_EQ(b.schedule.modules.at(fwd->items.front().module), "fsdp_copy_out:model.layers.1");
   // Backward (re-gathered after reshard): copy-out first, reduce-scatter copy-in last.
   const ScheduleOp* bwd = FindOp(b.schedule, "bwd/model.layers.1/compute");
   ASSERT_NE(bwd, nullptr);
-  EXPECT_TRUE(bwd->items.front().fsdp_copy);
-  EXPECT_TRUE(bwd->items.back().fsdp_copy);
-  EXPECT_EQ(bwd->items.back().cost.fwd_bytes, z.grad_bytes + z.reduce_in_bytes);
+  EXPECT_TRUE(IsCopy(bwd->items.front()));
+  ASSERT_TRUE(IsCopy(bwd->items.back()));
+  const FsdpCopyWork& in = Copy(bwd->items.back());
+  EXPECT_EQ(in.which, FsdpCopyWork::Which::kReduceCopyIn);
+  EXPECT_EQ(in.elements, z.shard_group * z.grad_numel);
+  EXPECT_EQ(in.src_bytes, z.grad_bytes);
+  EXPECT_EQ(in.dst_bytes, z.reduce_in_bytes);
+  EXPECT_EQ(in.src_bytes, in.elements * DTypeBytes(in.src_dtype));
+  EXPECT_EQ(in.dst_bytes, in.elements * DTypeBytes(in.dst_dtype));
   EXPECT_EQ(b.schedule.modules.at(bwd->items.back().module), "fsdp_reduce_copy_in:model.layers.1");
-  EXPECT_EQ(CopyBytes(*bwd), 2 * z.gathered_bytes + z.grad_bytes + z.reduce_in_bytes);
   // The all-gather still runs on its own lane: the copy-in there, not on the compute lane.
   const ScheduleOp* copy_in = FindOp(b.schedule, "fwd/model.layers.1/copy_in");
   ASSERT_NE(copy_in, nullptr);
@@ -73,7 +81,7 @@ TEST(FsdpCopiesTest, WithOneRankTheCastRunsOnTheComputeLaneAndCopiesOut) {
   for (const ScheduleOp& op : b.schedule.ops) EXPECT_NE(op.type, OpType::kAllGather) << op.op_id;
   const ScheduleOp* fwd = FindOp(b.schedule, "fwd/model.layers.0/compute");
   ASSERT_NE(fwd, nullptr);
-  EXPECT_TRUE(fwd->items.front().fsdp_copy);
+  EXPECT_TRUE(IsCopy(fwd->items.front()));
 }
 
 TEST(FsdpCopiesTest, OptimizerHoldsAdamsDenominatorOnlyWhileItRuns) {
