@@ -17,12 +17,12 @@
 // - All-gather (foreach_all_gather): copy-in casts the local shard to param_dtype on the
 //   all-gather lane, then one flat all-gather per unit into a padded S·shard buffer. That
 //   buffer stands for the unsharded parameters until reshard (runtime.md). FSDP2's separate
-//   copy-out into per-parameter tensors is priced as compute-stream work (read + write of
-//   the gathered bytes) at the start of the unit's next compute op; its memory (the output
+//   copy-out into per-parameter tensors is its own compute-stream op (<phase>/<unit>/copy_out)
+//   after the all-gather, just before the unit's next compute op; its memory (the output
 //   and the parameters live together for a moment) is not modelled. The reduce-scatter's
-//   copy-in (chunk_cat of the unsharded gradients into the reduce-dtype input) is priced on
-//   the unit's last backward op. The cast copy exists only when param_dtype differs from the
-//   stored dtype and lives until the all-gather ends.
+//   copy-in (chunk_cat of the unsharded gradients into the reduce-dtype input) is the op
+//   bwd/<unit>/reduce_copy_in after the unit's last backward op. The cast copy exists only
+//   when param_dtype differs from the stored dtype and lives until the all-gather ends.
 // - Post-backward (FSDPParamGroup.post_backward): reshard, then the compute stream waits for
 //   the previous reduce-scatter (comm_ctx.reduce_scatter_state) before this one's copy-in,
 //   so at most one reduce-scatter is in flight and the next compute op waits for the one
@@ -319,9 +319,16 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     if (op.type == OpType::kCompute && st.copy_out_pending) {
       // foreach_all_gather_copy_out (wait_for_unshard): split_with_sizes_copy from the
-      // all-gather output into the parameters, on the compute stream before their first use.
-      op.items.insert(op.items.begin(), CopyItem(st.copy_out_module, "fsdp_copy_out", u,
-                                                 FsdpCopyWork::Which::kCopyOut));
+      // all-gather output into the parameters, its own op on the compute stream after the
+      // all-gather and before the parameters' first use.
+      const std::string_view phase = phase_ == Phase::kForward ? "fwd" : "bwd";
+      ScheduleOp copy = NewOp(Lane::kCompute, OpType::kCompute, Id(phase, u, op_what::kCopyOut),
+                              "FSDP::all_gather_copy_out", u);
+      copy.items.push_back(
+          CopyItem(st.copy_out_module, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut));
+      if (st.ready_op >= 0) copy.deps.push_back(st.ready_op);
+      st.ready_op = -1;
+      Push(std::move(copy));
       st.copy_out_pending = false;
     }
     if (st.ready_op >= 0) {
@@ -660,7 +667,7 @@ class RoleEmitter::Impl {
     const bool reduce = final_micro || in_.sync_every_micro;
     const bool reshard = final_micro || in_.reshard_every_micro;
     if (last_compute_ < 0) return;
-    const int last = last_compute_;
+    int last = last_compute_;  // the unit's last backward op, then its reduce copy-in
     ScheduleOp& end = s_.ops[last];
     AllocGrads(u, end, MemoryEffect::When::kEnd);
     Free(end, MemoryEffect::When::kEnd, st.recompute_buffer);
@@ -691,9 +698,13 @@ class RoleEmitter::Impl {
     if (z.grad_numel > 0 && s_.ops[last].type == OpType::kCompute) {
       // foreach_reduce_scatter_copy_in (chunk_cat) runs on the compute stream before the
       // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
-      // write the reduce-scatter input in the reduce dtype.
-      s_.ops[last].items.push_back(CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
-                                            FsdpCopyWork::Which::kReduceCopyIn));
+      // write the reduce-scatter input in the reduce dtype. Its own op after the unit's last
+      // backward op; the reduction below waits for it.
+      ScheduleOp copy = NewOp(Lane::kCompute, OpType::kCompute,
+                              Id("bwd", u, op_what::kReduceCopyIn), "fsdp::chunk_cat", u);
+      copy.items.push_back(CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
+                                    FsdpCopyWork::Which::kReduceCopyIn));
+      last = Push(std::move(copy));
     }
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {

@@ -2,6 +2,7 @@
 // transient, as step_builder.cpp models them (measured on an H200: bench/device/README.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <variant>
 
@@ -30,43 +31,80 @@ const UnitPlan* FindUnit(const Plan& plan, const std::string& fqn) {
 bool IsCopy(const ComputeItem& item) { return std::holds_alternative<FsdpCopyWork>(item.work); }
 const FsdpCopyWork& Copy(const ComputeItem& item) { return std::get<FsdpCopyWork>(item.work); }
 
+int Index(const Schedule& s, const std::string& op_id) {
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (s.ops[i].op_id == op_id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The op's single FSDP copy item (what the importer's measured copy-out / chunk_cat events
+// are matched against, by op_id).
+const FsdpCopyWork* SingleCopy(const ScheduleOp& op) {
+  if (op.items.size() != 1 || !IsCopy(op.items.front())) return nullptr;
+  return &Copy(op.items.front());
+}
+
 TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast) {
   const Built b = BuildAll(Case{});
+  const Schedule& s = b.schedule;
   const UnitPlan* unit = FindUnit(b.plan, "model.layers.1");
   ASSERT_NE(unit, nullptr);
   const UnitSizes z = ComputeUnitSizes(*unit);
-  // Forward: the unit's compute op starts with the copy-out of its all-gather output.
-  const ScheduleOp* fwd = FindOp(b.schedule, "fwd/model.layers.1/compute");
-  ASSERT_NE(fwd, nullptr);
-  ASSERT_FALSE(fwd->items.empty());
-  ASSERT_TRUE(IsCopy(fwd->items.front()));
-  const FsdpCopyWork& out = Copy(fwd->items.front());
-  EXPECT_EQ(out.which, FsdpCopyWork::Which::kCopyOut);
+  // Forward: the copy-out of the all-gather output is its own compute-lane op, after the
+  // all-gather and right before the unit's compute op.
+  const int out_at = Index(s, "fwd/model.layers.1/copy_out");
+  ASSERT_GE(out_at, 0);
+  const ScheduleOp& out_op = s.ops[out_at];
+  EXPECT_EQ(out_op.lane, Lane::kCompute);
+  EXPECT_EQ(s.ops[out_at + 1].op_id, "fwd/model.layers.1/compute");
+  const int ag = Index(s, "fwd/model.layers.1/all_gather");
+  EXPECT_NE(std::find(out_op.deps.begin(), out_op.deps.end(), ag), out_op.deps.end());
+  const FsdpCopyWork* out = SingleCopy(out_op);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->which, FsdpCopyWork::Which::kCopyOut);
   // What the copy moves, and nothing of what it costs: the gathered bf16 parameters.
-  EXPECT_EQ(out.elements, z.shard_group * z.shard_numel);
-  EXPECT_EQ(out.src_bytes, z.gathered_bytes);
-  EXPECT_EQ(out.dst_bytes, z.gathered_bytes);
-  EXPECT_EQ(out.src_bytes, out.elements * DTypeBytes(out.src_dtype));
-  EXPECT_EQ(out.dst_dtype, out.src_dtype);
-  EXPECT_EQ(fwd->items.front().cost.fwd_bytes, 0);
-  EXPECT_EQ(b.schedule.modules.at(fwd->items.front().module), "fsdp_copy_out:model.layers.1");
-  // Backward (re-gathered after reshard): copy-out first, reduce-scatter copy-in last.
-  const ScheduleOp* bwd = FindOp(b.schedule, "bwd/model.layers.1/compute");
-  ASSERT_NE(bwd, nullptr);
-  EXPECT_TRUE(IsCopy(bwd->items.front()));
-  ASSERT_TRUE(IsCopy(bwd->items.back()));
-  const FsdpCopyWork& in = Copy(bwd->items.back());
-  EXPECT_EQ(in.which, FsdpCopyWork::Which::kReduceCopyIn);
-  EXPECT_EQ(in.elements, z.shard_group * z.grad_numel);
-  EXPECT_EQ(in.src_bytes, z.grad_bytes);
-  EXPECT_EQ(in.dst_bytes, z.reduce_in_bytes);
-  EXPECT_EQ(in.src_bytes, in.elements * DTypeBytes(in.src_dtype));
-  EXPECT_EQ(in.dst_bytes, in.elements * DTypeBytes(in.dst_dtype));
-  EXPECT_EQ(b.schedule.modules.at(bwd->items.back().module), "fsdp_reduce_copy_in:model.layers.1");
+  EXPECT_EQ(out->elements, z.shard_group * z.shard_numel);
+  EXPECT_EQ(out->src_bytes, z.gathered_bytes);
+  EXPECT_EQ(out->dst_bytes, z.gathered_bytes);
+  EXPECT_EQ(out->src_bytes, out->elements * DTypeBytes(out->src_dtype));
+  EXPECT_EQ(out->dst_dtype, out->src_dtype);
+  EXPECT_EQ(out_op.items.front().cost.fwd_bytes, 0);
+  EXPECT_EQ(s.modules.at(out_op.items.front().module), "fsdp_copy_out:model.layers.1");
+  // The compute ops carry module work only.
+  for (const ScheduleOp& op : s.ops) {
+    if (op.op_id.ends_with("/compute") || op.op_id.find("/compute:") != std::string::npos) {
+      for (const ComputeItem& item : op.items) EXPECT_FALSE(IsCopy(item)) << op.op_id;
+    }
+  }
+  // Backward (re-gathered after reshard): a copy-out before the unit's backward, the
+  // reduce-scatter copy-in after it, which the reduce-scatter waits for.
+  const int bwd_out = Index(s, "bwd/model.layers.1/copy_out");
+  const int bwd = Index(s, "bwd/model.layers.1/compute");
+  const int in_at = Index(s, "bwd/model.layers.1/reduce_copy_in");
+  ASSERT_GE(bwd_out, 0);
+  ASSERT_GE(in_at, 0);
+  EXPECT_LT(bwd_out, bwd);
+  EXPECT_LT(bwd, in_at);
+  EXPECT_EQ(s.ops[in_at].lane, Lane::kCompute);
+  const int rs = Index(s, "bwd/model.layers.1/reduce_scatter");
+  ASSERT_GE(rs, 0);
+  EXPECT_NE(std::find(s.ops[rs].deps.begin(), s.ops[rs].deps.end(), in_at), s.ops[rs].deps.end());
+  const FsdpCopyWork* in = SingleCopy(s.ops[in_at]);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->which, FsdpCopyWork::Which::kReduceCopyIn);
+  EXPECT_EQ(in->elements, z.shard_group * z.grad_numel);
+  EXPECT_EQ(in->src_bytes, z.grad_bytes);
+  EXPECT_EQ(in->dst_bytes, z.reduce_in_bytes);
+  EXPECT_EQ(in->src_bytes, in->elements * DTypeBytes(in->src_dtype));
+  EXPECT_EQ(in->dst_bytes, in->elements * DTypeBytes(in->dst_dtype));
+  EXPECT_EQ(s.modules.at(s.ops[in_at].items.front().module), "fsdp_reduce_copy_in:model.layers.1");
   // The all-gather still runs on its own lane: the copy-in there, not on the compute lane.
-  const ScheduleOp* copy_in = FindOp(b.schedule, "fwd/model.layers.1/copy_in");
+  const ScheduleOp* copy_in = FindOp(s, "fwd/model.layers.1/copy_in");
   ASSERT_NE(copy_in, nullptr);
   EXPECT_EQ(copy_in->lane, Lane::kAllGather);
+  const Status valid = ValidateSchedule(s);
+  EXPECT_TRUE(valid.ok()) << valid.message();
 }
 
 TEST(FsdpCopiesTest, WithOneRankTheCastRunsOnTheComputeLaneAndCopiesOut) {
@@ -79,9 +117,11 @@ TEST(FsdpCopiesTest, WithOneRankTheCastRunsOnTheComputeLaneAndCopiesOut) {
   ASSERT_NE(copy_in, nullptr);
   EXPECT_EQ(copy_in->lane, Lane::kCompute);
   for (const ScheduleOp& op : b.schedule.ops) EXPECT_NE(op.type, OpType::kAllGather) << op.op_id;
-  const ScheduleOp* fwd = FindOp(b.schedule, "fwd/model.layers.0/compute");
-  ASSERT_NE(fwd, nullptr);
-  EXPECT_TRUE(IsCopy(fwd->items.front()));
+  const int copy_out = Index(b.schedule, "fwd/model.layers.0/copy_out");
+  ASSERT_GE(copy_out, 0);
+  EXPECT_NE(SingleCopy(b.schedule.ops[copy_out]), nullptr);
+  // Without peers there is no reduce-scatter, but chunk_cat still runs (S = 1).
+  EXPECT_GE(Index(b.schedule, "bwd/model.layers.0/reduce_copy_in"), 0);
 }
 
 TEST(FsdpCopiesTest, OptimizerHoldsAdamsDenominatorOnlyWhileItRuns) {

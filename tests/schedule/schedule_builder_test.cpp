@@ -160,9 +160,11 @@ TEST(ScheduleBuilderTest, ForwardPrefetchDepthMovesAllGathersBeforeCompute) {
   EXPECT_GT(Find(d1, "fwd/model.layers.2/all_gather"), Find(d1, "fwd/model.layers.0/compute"));
   // Depth 2: two layers ahead.
   EXPECT_LT(Find(d2, "fwd/model.layers.2/all_gather"), Find(d2, "fwd/model.layers.0/compute"));
-  // A unit's compute waits for its own all-gather.
+  // A unit's copy-out (just before its compute on the compute lane) waits for its own
+  // all-gather.
   const int ag = Find(d1, "fwd/model.layers.1/all_gather");
-  const auto& deps = d1.ops[Find(d1, "fwd/model.layers.1/compute")].deps;
+  EXPECT_EQ(Find(d1, "fwd/model.layers.1/copy_out") + 1, Find(d1, "fwd/model.layers.1/compute"));
+  const auto& deps = d1.ops[Find(d1, "fwd/model.layers.1/copy_out")].deps;
   EXPECT_NE(std::find(deps.begin(), deps.end(), ag), deps.end());
 }
 
@@ -170,9 +172,10 @@ TEST(ScheduleBuilderTest, BackwardPrefetchAndOneReduceScatterInFlight) {
   Built b = BuildAll(Base());
   const Schedule& s = b.schedule;
   EXPECT_LT(Find(s, "bwd/model.layers.2/all_gather"), Find(s, "bwd/model.layers.3/compute"));
-  // Layer 1's backward cannot start before layer 3's reduce-scatter is done.
+  // Layer 1's backward (its copy-out first) cannot start before layer 3's reduce-scatter is
+  // done.
   const int rs3 = Find(s, "bwd/model.layers.3/reduce_scatter");
-  const auto& deps = s.ops[Find(s, "bwd/model.layers.1/compute")].deps;
+  const auto& deps = s.ops[Find(s, "bwd/model.layers.1/copy_out")].deps;
   EXPECT_NE(std::find(deps.begin(), deps.end(), rs3), deps.end());
   // The root: gathered once, in forward, never in backward; reduced last.
   EXPECT_GE(Find(s, "fwd/root/all_gather"), 0);
