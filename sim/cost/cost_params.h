@@ -3,6 +3,8 @@
 //
 // Contents:
 //   CollectiveOverride  measured latency + bus bandwidth for one collective on one group shape
+//   OptimizerKernels    per-element traffic, FLOPs and launches of one optimizer implementation
+//   ForeachAdamW / FusedAdamW   PyTorch's foreach (default) and fused AdamW kernels
 //   CostParams          compute efficiencies, overheads, overlap model, collective scaling
 //   DefaultCostParams   the defaults for a hardware (from the catalog's per-GPU figures)
 //

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <variant>
+
 #include "core/config/scenario.h"
 #include "core/schedule/schedule_options.h"
 #include "tests/schedule/test_model.h"
@@ -62,6 +64,42 @@ TEST(UnitWorkTest, ExpertParallelAllToAllsSurroundTheRoutedExperts) {
   Result<std::vector<UnitWork>> local = BuildUnitWork(t, RootOnly(), o, ctx, g, names);
   ASSERT_TRUE(local.ok());
   EXPECT_TRUE(CommKinds((*local)[0], true).empty());
+}
+
+// Every module item says what to run (its Work) next to the figures the estimator gave.
+TEST(UnitWorkTest, ItemsCarryTheirModulesWorkDescriptions) {
+  ModelTree t;
+  int moe = t.AddModule(0, MakeModule("moe", "MoE"));
+  Leaf(t, moe, "gate", "Router", Op(OpKind::kRouter, {{"dim", 64}, {"experts", 8}, {"top_k", 2}}),
+       {8, 64});
+  Leaf(
+      t, moe, "experts", "Experts",
+      Op(OpKind::kExperts, {{"experts", 8}, {"top_k", 2}, {"dim", 64}, {"ffn", 128}, {"gated", 1}}),
+      {8, 256, 64});
+  ScheduleOptions o;
+  OpContext ctx;
+  ctx.batch = 2;
+  ctx.seq = 32;
+  ctx.ep = 2;
+  std::vector<std::string> names;
+  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, WorkGroups{}, names);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  const std::vector<WorkEntry>& entries = (*w)[0].entries;
+  ASSERT_EQ(entries.size(), 2u);
+  const auto* router = std::get_if<GemmWork>(&entries[0].item.work);
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->m, 64);
+  EXPECT_EQ(router->n, 8);
+  EXPECT_EQ(router->router_top_k, 2);
+  const auto* experts = std::get_if<GroupedGemmWork>(&entries[1].item.work);
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->experts, 4);
+  EXPECT_EQ(experts->routed_tokens, 64 * 2 / 2);
+  for (const WorkEntry& e : entries) {
+    EXPECT_TRUE(e.item.is_module());
+    EXPECT_DOUBLE_EQ(FiguresOf(e.item.work).fwd_flops, e.item.cost.fwd_flops);
+    EXPECT_EQ(FiguresOf(e.item.work).fwd_bytes, e.item.cost.fwd_bytes);
+  }
 }
 
 TEST(UnitWorkTest, ContextParallelGathersKeysAndValuesBeforeAttention) {
