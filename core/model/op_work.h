@@ -37,6 +37,29 @@ struct GemmWork {
   // A router's scores: softmax / sigmoid over n = experts in fp32, then top-k selection (ids
   // and fp32 weights) per token; 0 for a plain linear.
   int64_t router_top_k = 0;
+  // The backward GEMMs as a backend launches them (out[m×n] = a[m×k] · b[k×n]):
+  // dA = dC · Wᵀ (m×k, inner n) and dW = Aᵀ · dC (k×n, inner m, written in the weight's dtype).
+  GemmWork DataGradient() const {
+    GemmWork g = *this;
+    g.n = k;
+    g.k = n;
+    g.a_dtype = out_dtype;
+    g.out_dtype = a_dtype;
+    g.bias = false;
+    g.router_top_k = 0;
+    return g;
+  }
+  GemmWork WeightGradient() const {
+    GemmWork g = *this;
+    g.m = k;
+    g.k = m;
+    g.a_dtype = a_dtype;
+    g.w_dtype = out_dtype;
+    g.out_dtype = w_dtype;
+    g.bias = false;
+    g.router_top_k = 0;
+    return g;
+  }
 };
 
 // MoE routed experts on this rank: `experts` local experts, `routed_tokens` (token, expert)

@@ -235,6 +235,16 @@ TEST(OpWorkTest, FiguresFollowFromTheDescription) {
   EXPECT_EQ(f.gemm_m, 1000);
   EXPECT_EQ(f.gemm_n, 300);
   EXPECT_EQ(f.gemm_k, 70);
+  // Backward's two GEMMs have the forward's FLOPs each, at their own shapes.
+  const GemmWork dgrad = g.DataGradient(), wgrad = g.WeightGradient();
+  EXPECT_EQ(dgrad.m, 1000);
+  EXPECT_EQ(dgrad.n, 70);
+  EXPECT_EQ(dgrad.k, 300);
+  EXPECT_EQ(wgrad.m, 70);
+  EXPECT_EQ(wgrad.n, 300);
+  EXPECT_EQ(wgrad.k, 1000);
+  EXPECT_EQ(wgrad.out_dtype, DType::kFloat32);  // the weight's gradient, in its dtype
+  EXPECT_DOUBLE_EQ(FiguresOf(dgrad).fwd_flops + FiguresOf(wgrad).fwd_flops, f.bwd_flops);
 
   AttentionWork a;
   a.batch = 2;
