@@ -87,7 +87,9 @@ struct AttentionWork {
   int64_t window = 0;  // sliding window (0: full)
   bool causal = true;
   DType dtype = DType::kBFloat16;
-  int64_t query_tokens() const { return batch * ((seq + query_shards - 1) / query_shards); }
+  int64_t q_seq() const { return (seq + query_shards - 1) / query_shards; }  // queries per sequence
+  int64_t kv_seq() const { return seq; }  // keys each query shard attends over (all gathered)
+  int64_t query_tokens() const { return batch * q_seq(); }
 };
 
 // Row gather of `tokens` int64 ids from a [vocab × dim] table; backward is

@@ -194,6 +194,8 @@ TEST(OpWorkTest, DescriptionsCarryTheShapesABackendRuns) {
   EXPECT_EQ(a.kv_heads, 2);
   EXPECT_EQ(a.seq, 4096);
   EXPECT_EQ(a.query_shards, 2);
+  EXPECT_EQ(a.q_seq(), 2048);
+  EXPECT_EQ(a.kv_seq(), 4096);
   EXPECT_EQ(a.query_tokens(), 2 * 2048);
   EXPECT_EQ(a.v_head_dim, 128);
   EXPECT_TRUE(a.causal);
