@@ -6,10 +6,9 @@
 // Run: build-*/bench/sim_benchmark --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config/scenario.h"
 #include "sim/engine/engine.h"
@@ -46,19 +45,23 @@ Synthetic MakeSynthetic(int layers) {
   int prev_compute = -1;
   for (int l = 0; l < layers; ++l) {
     fwd_ag[l] = add(Lane::kAllGather, OpType::kAllGather, 900 + l % 7 * 10, {});
-    s.schedule.ops[fwd_ag[l]].memory.push_back({MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
+    s.schedule.ops[fwd_ag[l]].memory.push_back(
+        {MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
     std::vector<int> deps{fwd_ag[l]};
     if (prev_compute >= 0) deps.push_back(prev_compute);
     fwd_c[l] = add(Lane::kCompute, OpType::kCompute, 1000 + l % 5 * 20, deps);
-    s.schedule.ops[fwd_c[l]].memory.push_back({MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
-    s.schedule.ops[fwd_c[l]].memory.push_back({MemoryEffect::When::kEnd, MemCategory::kActivations, 200 << 20, buffer + 1});
+    s.schedule.ops[fwd_c[l]].memory.push_back(
+        {MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
+    s.schedule.ops[fwd_c[l]].memory.push_back(
+        {MemoryEffect::When::kEnd, MemCategory::kActivations, 200 << 20, buffer + 1});
     buffer += 2;
     prev_compute = fwd_c[l];
   }
   int prev_rs = -1;
   for (int l = layers - 1; l >= 0; --l) {
     const int ag = add(Lane::kAllGather, OpType::kAllGather, 900, {});
-    s.schedule.ops[ag].memory.push_back({MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
+    s.schedule.ops[ag].memory.push_back(
+        {MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
     const int c = add(Lane::kCompute, OpType::kCompute, 2000, {ag, prev_compute});
     auto& mem = s.schedule.ops[c].memory;
     mem.push_back({MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
@@ -67,7 +70,8 @@ Synthetic MakeSynthetic(int layers) {
     std::vector<int> rs_deps{c};
     if (prev_rs >= 0) rs_deps.push_back(prev_rs);
     const int rs = add(Lane::kReduceScatter, OpType::kReduceScatter, 1500, rs_deps);
-    s.schedule.ops[rs].memory.push_back({MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, -(800 << 20), buffer + 1});
+    s.schedule.ops[rs].memory.push_back(
+        {MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, -(800 << 20), buffer + 1});
     buffer += 2;
     prev_compute = c;
     prev_rs = rs;
@@ -89,8 +93,10 @@ void BM_EngineEvents(benchmark::State& state) {
     ops += static_cast<int64_t>(s.schedule.ops.size());
     benchmark::DoNotOptimize(tl->step_ns);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
-  state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EngineEvents)->Arg(1000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
@@ -107,7 +113,8 @@ void BM_EngineWithMemory(benchmark::State& state) {
     ops += static_cast<int64_t>(s.schedule.ops.size());
     benchmark::DoNotOptimize(mem->front().peak_reserved_bytes);
   }
-  state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_EngineWithMemory)->Arg(100000)->Unit(benchmark::kMillisecond);
 
@@ -157,11 +164,17 @@ BENCHMARK(BM_Llama3_405B_Tp8Pp16_16384)->Unit(benchmark::kMillisecond);
 // Growth with layers: Llama 3 8B shapes with 8..128 layers on 8 GPUs.
 void BM_LayersScaling(benchmark::State& state) {
   nlohmann::json j = DefaultScenarioJson();
-  j["model"] = {{"hf", {{"model_type", "llama"}, {"architectures", {"LlamaForCausalLM"}},
-                        {"hidden_size", 4096}, {"intermediate_size", 14336},
-                        {"num_hidden_layers", state.range(0)}, {"num_attention_heads", 32},
-                        {"num_key_value_heads", 8}, {"vocab_size", 128256},
-                        {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}}}};
+  j["model"] = {{"hf",
+                 {{"model_type", "llama"},
+                  {"architectures", {"LlamaForCausalLM"}},
+                  {"hidden_size", 4096},
+                  {"intermediate_size", 14336},
+                  {"num_hidden_layers", state.range(0)},
+                  {"num_attention_heads", 32},
+                  {"num_key_value_heads", 8},
+                  {"vocab_size", 128256},
+                  {"rms_norm_eps", 1e-5},
+                  {"tie_word_embeddings", false}}}};
   RunScenario(state, j);
 }
 BENCHMARK(BM_LayersScaling)->RangeMultiplier(2)->Range(8, 128)->Unit(benchmark::kMillisecond);

@@ -33,18 +33,18 @@ struct MeshSpec {
 };
 
 struct ParamPlan {
-  std::string fqn;                    // canonical (first pre-order) FQN
-  std::vector<std::string> aliases;   // every FQN, fqns[0] == fqn
+  std::string fqn;                   // canonical (first pre-order) FQN
+  std::vector<std::string> aliases;  // every FQN, fqns[0] == fqn
   std::vector<int64_t> global_shape;
-  std::vector<int64_t> local_shape;   // after the source layout (tp / ep)
-  int64_t shard_rows = 0;             // ceil(local_shape[0] / S); whole rows when replicated
-  int64_t padded_rows = 0;            // S * shard_rows - local_shape[0]
-  int64_t sharded_numel = 0;          // elements each rank holds, padding included
-  int64_t unsharded_numel = 0;        // elements of the local (post-layout) tensor
+  std::vector<int64_t> local_shape;  // after the source layout (tp / ep)
+  int64_t shard_rows = 0;            // ceil(local_shape[0] / S); whole rows when replicated
+  int64_t padded_rows = 0;           // S * shard_rows - local_shape[0]
+  int64_t sharded_numel = 0;         // elements each rank holds, padding included
+  int64_t unsharded_numel = 0;       // elements of the local (post-layout) tensor
   DType dtype = DType::kFloat32;
   bool requires_grad = true;
-  bool replicated = false;            // in replicate_params: kept whole, all-reduced
-  bool expert = false;                // on an `ep` source mesh
+  bool replicated = false;  // in replicate_params: kept whole, all-reduced
+  bool expert = false;      // on an `ep` source mesh
 };
 
 struct MixedPrecisionPlan {
@@ -57,15 +57,15 @@ struct MixedPrecisionPlan {
 enum class ReduceOp { kAvg, kSum };
 
 struct UnitPlan {
-  std::string fqn;                    // "" for the root
+  std::string fqn;  // "" for the root
   bool is_root = false;
-  int module = 0;                     // index into ModelTree::modules
-  int depth = 0;                      // dots in fqn + 1; root 0
-  int wrap_index = 0;                 // position in wrapping order (deepest first)
-  std::optional<int> execution_index; // null for the root
-  bool expert = false;                // shards over the expert mesh
+  int module = 0;                      // index into ModelTree::modules
+  int depth = 0;                       // dots in fqn + 1; root 0
+  int wrap_index = 0;                  // position in wrapping order (deepest first)
+  std::optional<int> execution_index;  // null for the root
+  bool expert = false;                 // shards over the expert mesh
   MeshSpec mesh;
-  std::vector<ParamPlan> params;      // managed, sharded
+  std::vector<ParamPlan> params;            // managed, sharded
   std::vector<ParamPlan> replicate_params;  // managed, kept whole
   std::vector<std::string> ignored_params;  // canonical FQNs
   ReduceOp reduce_op = ReduceOp::kAvg;
@@ -81,8 +81,8 @@ struct UnitPlan {
   // Sums over `params` (+ replicate_params for the unsharded figures).
   int64_t sharded_numel() const;
   int64_t unsharded_numel() const;
-  int64_t sharded_bytes() const;     // in each parameter's own dtype
-  int64_t unsharded_bytes() const;   // in each parameter's own dtype
+  int64_t sharded_bytes() const;    // in each parameter's own dtype
+  int64_t unsharded_bytes() const;  // in each parameter's own dtype
 };
 
 struct PlanWarning {
@@ -91,12 +91,12 @@ struct PlanWarning {
 };
 
 struct PlanTotals {
-  int64_t params = 0;                 // distinct parameters (tied counted once), elements
-  int64_t managed_params = 0;         // elements managed by some unit (not ignored)
-  int64_t sharded_bytes_per_rank = 0; // local shards incl. padding, own dtype (sum of
-                                      // UnitPlan::sharded_bytes: replicate params excluded)
+  int64_t params = 0;                  // distinct parameters (tied counted once), elements
+  int64_t managed_params = 0;          // elements managed by some unit (not ignored)
+  int64_t sharded_bytes_per_rank = 0;  // local shards incl. padding, own dtype (sum of
+                                       // UnitPlan::sharded_bytes: replicate params excluded)
   int64_t unsharded_bytes_per_rank = 0;
-  int scaled_units = 0;               // units with a gradient scaling factor
+  int scaled_units = 0;                   // units with a gradient scaling factor
   int64_t replicated_bytes_per_rank = 0;  // replicate_params, whole local tensors
   int64_t ignored_bytes_per_rank = 0;     // ignored params, whole local tensors
   // What a rank holds between steps: sharded + replicated + ignored.
@@ -114,8 +114,8 @@ struct PlanMeshInfo {
   int ep = 1;
   int dp = 1;
   int dp_replicate = 1;
-  int dp_shard = 1;       // FSDP shard size (CP folded in)
-  int edp = 0;            // 0 when there is no expert mesh (ep == 1)
+  int dp_shard = 1;  // FSDP shard size (CP folded in)
+  int edp = 0;       // 0 when there is no expert mesh (ep == 1)
   int edp_replicate = 0;
   int edp_shard = 0;
   bool loss_parallel = false;
@@ -136,14 +136,14 @@ struct ChunkRootPlan {
 };
 
 struct Plan {
-  std::vector<UnitPlan> units;        // wrapping order; the root is last
-  std::vector<int> execution_order;   // indices into `units`, first-forward order, no root
+  std::vector<UnitPlan> units;       // wrapping order; the root is last
+  std::vector<int> execution_order;  // indices into `units`, first-forward order, no root
   std::vector<PlanWarning> warnings;
   PlanTotals totals;
   bool source_metadata_present = false;
   PlanMeshInfo mesh;
-  std::string adapter;                // adapter used ("" when none)
-  int forward_prefetch_depth = 1;     // configured depths (the lists are in the units)
+  std::string adapter;             // adapter used ("" when none)
+  int forward_prefetch_depth = 1;  // configured depths (the lists are in the units)
   int backward_prefetch_depth = 1;
   // pp > 1: one per pipeline chunk, in chunk order; empty without pipelining.
   std::vector<ChunkRootPlan> pipeline_chunks;

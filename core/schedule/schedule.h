@@ -48,18 +48,18 @@ constexpr int kNumLanes = 7;
 std::string_view LaneName(Lane lane);  // "compute", "all_gather", ...
 
 enum class OpType {
-  kCompute,        // forward / backward / recompute of a unit, loss
-  kOptimizer,      // optimizer step (memory bound)
-  kCopyIn,         // all-gather copy-in / cast of the local shard (on the all-gather lane)
+  kCompute,    // forward / backward / recompute of a unit, loss
+  kOptimizer,  // optimizer step (memory bound)
+  kCopyIn,     // all-gather copy-in / cast of the local shard (on the all-gather lane)
   kAllGather,
   kReduceScatter,
   kAllReduce,
-  kAllToAll,       // EP token dispatch / combine, CP exchange
-  kSend,           // PP activation / gradient send (carries the transfer's bytes)
-  kRecv,           // its receiving side: a zero-byte join point that depends on the send
-  kCopyH2D,        // offload
+  kAllToAll,  // EP token dispatch / combine, CP exchange
+  kSend,      // PP activation / gradient send (carries the transfer's bytes)
+  kRecv,      // its receiving side: a zero-byte join point that depends on the send
+  kCopyH2D,   // offload
   kCopyD2H,
-  kWait,           // zero-work join point (e.g. end-of-backward wait for all reductions)
+  kWait,  // zero-work join point (e.g. end-of-backward wait for all reductions)
 };
 std::string_view OpTypeName(OpType type);
 bool IsCollective(OpType type);
@@ -114,8 +114,8 @@ struct MemoryEffect {
   enum class When { kStart, kEnd };
   When when = When::kStart;
   MemCategory category = MemCategory::kTemporaries;
-  int64_t bytes = 0;     // > 0 allocates, < 0 frees
-  int buffer = -1;       // identity of the buffer, so a free matches its allocation
+  int64_t bytes = 0;  // > 0 allocates, < 0 frees
+  int buffer = -1;    // identity of the buffer, so a free matches its allocation
 };
 
 // One buffer of the step. Schedule::buffers[id] describes the buffer every MemoryEffect with
@@ -191,45 +191,45 @@ struct CollectiveSpec {
 };
 
 struct ScheduleOp {
-  int role = 0;                 // index into Schedule::roles
+  int role = 0;  // index into Schedule::roles
   Lane lane = Lane::kCompute;
   OpType type = OpType::kCompute;
-  std::string op_id;            // stable key shared with measured traces, e.g.
-                                // "fwd/model.layers.3/all_gather", "step/optimizer"
-  std::string name;             // display name; collectives begin with "nccl"
-  std::string unit;             // unit FQN ("" for the root or step-level ops)
-  int micro_step = 0;           // gradient-accumulation / pipeline micro-batch index
-  std::vector<int> deps;        // indices into Schedule::ops that must finish first
-  int group = -1;               // index into Schedule::groups (collectives, p2p)
-  int64_t bytes = 0;            // collective: nccl-tests size (gathered size for all-gather /
-                                // reduce-scatter input size); copies: bytes moved
-  CollectiveSpec collective;    // collectives and p2p (IsCollective(type)); unset otherwise
+  std::string op_id;               // stable key shared with measured traces, e.g.
+                                   // "fwd/model.layers.3/all_gather", "step/optimizer"
+  std::string name;                // display name; collectives begin with "nccl"
+  std::string unit;                // unit FQN ("" for the root or step-level ops)
+  int micro_step = 0;              // gradient-accumulation / pipeline micro-batch index
+  std::vector<int> deps;           // indices into Schedule::ops that must finish first
+  int group = -1;                  // index into Schedule::groups (collectives, p2p)
+  int64_t bytes = 0;               // collective: nccl-tests size (gathered size for all-gather /
+                                   // reduce-scatter input size); copies: bytes moved
+  CollectiveSpec collective;       // collectives and p2p (IsCollective(type)); unset otherwise
   std::vector<ComputeItem> items;  // compute / optimizer work
   std::vector<MemoryEffect> memory;
-  bool on_host = false;         // runs on the CPU (offloaded optimizer step), not on a GPU lane
+  bool on_host = false;  // runs on the CPU (offloaded optimizer step), not on a GPU lane
 };
 
 // One simulated rank standing for all ranks that behave alike (runtime.md "role"), or, in a
 // schedule built for one given rank (ScheduleOptions::rank), that rank alone.
 struct Role {
-  std::string name;     // e.g. "dense", "pp stage 3", "rank 5"
-  int rank = 0;         // the global rank simulated
-  int ranks_like = 1;   // how many ranks share this role
+  std::string name;    // e.g. "dense", "pp stage 3", "rank 5"
+  int rank = 0;        // the global rank simulated
+  int ranks_like = 1;  // how many ranks share this role
 };
 
 struct Schedule {
   std::vector<Role> roles;
   std::vector<ProcessGroup> groups;
-  std::vector<ScheduleOp> ops;   // per role and lane, in issue order
-  std::vector<Buffer> buffers;   // the buffer table, by buffer id
+  std::vector<ScheduleOp> ops;  // per role and lane, in issue order
+  std::vector<Buffer> buffers;  // the buffer table, by buffer id
   // Memory live before the step starts (sharded params, optimizer state, ...), per role.
   std::vector<std::array<int64_t, kNumMemCategories>> initial_memory;
   // Same, in pinned host memory (offload: sharded params, grads and optimizer state), per role.
   std::vector<std::array<int64_t, kNumMemCategories>> initial_host_memory;
-  int64_t tokens_per_step = 0;   // global tokens per optimizer step
+  int64_t tokens_per_step = 0;  // global tokens per optimizer step
   int world_size = 1;
   std::vector<std::string> modules;  // names ComputeItem::module points to (interned once)
-  std::vector<std::string> notes;  // what was modelled and how (shown by `simulate`)
+  std::vector<std::string> notes;    // what was modelled and how (shown by `simulate`)
 };
 
 // ----- The execution contract -----

@@ -855,9 +855,9 @@ class RoleEmitter::Impl {
       // state-dtype tensor per parameter for the whole step (confirmed on an H200:
       // bench/device/README.md).
       if (moments && !Unit(u).offload) {
-        const int denom = Alloc(opt, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                                DTypeBytes(work.state_dtype) * z.optimizer_numel,
-                                work.state_dtype, u);
+        const int denom =
+            Alloc(opt, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                  DTypeBytes(work.state_dtype) * z.optimizer_numel, work.state_dtype, u);
         temps.push_back(denom);
       }
     }
@@ -876,12 +876,13 @@ class RoleEmitter::Impl {
   Schedule& s_;
   std::vector<std::vector<struct Segment>> segments_;
   std::vector<int> chunks_;
-  std::vector<std::vector<char>> recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
+  std::vector<std::vector<char>>
+      recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
   std::map<std::string, int> index_of_;  // unit FQN → index
-  std::vector<int> barrier_;     // deps for the next compute-lane op
-  std::vector<int> reductions_;  // ops the end-of-backward wait joins
-  std::vector<int> sharded_grads_;  // reduced gradients, live until the optimizer's end
+  std::vector<int> barrier_;             // deps for the next compute-lane op
+  std::vector<int> reductions_;          // ops the end-of-backward wait joins
+  std::vector<int> sharded_grads_;       // reduced gradients, live until the optimizer's end
   int prev_reduce_scatter_ = -1;
   int last_compute_ = -1;
   int micro_ = 0;

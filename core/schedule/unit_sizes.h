@@ -11,22 +11,22 @@
 namespace shardscope {
 
 struct UnitSizes {
-  int shard_group = 1;              // S: ranks the unit shards over
-  int replicate_group = 1;          // R: HSDP replicas (1 without HSDP)
-  int64_t shard_numel = 0;          // Σ sharded_numel of managed, sharded params (padded)
-  int64_t shard_bytes = 0;          // same in each param's own dtype (persistent)
-  int64_t shard_gather_bytes = 0;   // same in the all-gather dtype (param_dtype or own)
-  int64_t gathered_bytes = 0;       // S · shard_gather_bytes: the all-gather output
-  bool cast_in_copy_in = false;     // param_dtype differs from some param's own dtype
-  int64_t grad_numel = 0;           // padded sharded numel of params that require grad
-  int64_t grad_bytes = 0;           // unsharded grads (S · grad_numel, compute dtype)
-  int64_t reduce_in_bytes = 0;      // reduce-scatter input: S · grad_numel · reduce dtype
-  int64_t reduce_out_bytes = 0;     // its output: grad_numel · reduce dtype
-  int64_t sharded_grad_bytes = 0;   // persistent reduced grads, own dtype
-  int64_t optimizer_numel = 0;      // elements the optimizer updates (grads, incl. replicate)
-  int64_t optimizer_param_bytes = 0;// those params in their own dtype
-  int64_t replicate_bytes = 0;      // replicate params, whole, own dtype
-  int64_t replicate_grad_bytes = 0; // their unsharded grads (compute dtype)
+  int shard_group = 1;                 // S: ranks the unit shards over
+  int replicate_group = 1;             // R: HSDP replicas (1 without HSDP)
+  int64_t shard_numel = 0;             // Σ sharded_numel of managed, sharded params (padded)
+  int64_t shard_bytes = 0;             // same in each param's own dtype (persistent)
+  int64_t shard_gather_bytes = 0;      // same in the all-gather dtype (param_dtype or own)
+  int64_t gathered_bytes = 0;          // S · shard_gather_bytes: the all-gather output
+  bool cast_in_copy_in = false;        // param_dtype differs from some param's own dtype
+  int64_t grad_numel = 0;              // padded sharded numel of params that require grad
+  int64_t grad_bytes = 0;              // unsharded grads (S · grad_numel, compute dtype)
+  int64_t reduce_in_bytes = 0;         // reduce-scatter input: S · grad_numel · reduce dtype
+  int64_t reduce_out_bytes = 0;        // its output: grad_numel · reduce dtype
+  int64_t sharded_grad_bytes = 0;      // persistent reduced grads, own dtype
+  int64_t optimizer_numel = 0;         // elements the optimizer updates (grads, incl. replicate)
+  int64_t optimizer_param_bytes = 0;   // those params in their own dtype
+  int64_t replicate_bytes = 0;         // replicate params, whole, own dtype
+  int64_t replicate_grad_bytes = 0;    // their unsharded grads (compute dtype)
   int64_t replicate_reduce_bytes = 0;  // their all-reduce size (reduce dtype)
   int64_t reduce_dtype_bytes = 4;
   int64_t replicate_numel = 0;       // replicate params, whole (local tensors)

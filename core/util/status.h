@@ -11,8 +11,7 @@
 //
 // Example:
 //   Result<int> ParseDepth(const Json& j) {
-//     if (!j.is_number_integer()) return InvalidInput("fsdp.forward_prefetch_depth: expected an
-//     integer");
+//     if (!j.is_number_integer()) return InvalidInput("forward_prefetch_depth: an integer");
 //     return j.get<int>();
 //   }
 //   SS_ASSIGN_OR_RETURN(int depth, ParseDepth(j));

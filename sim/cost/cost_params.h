@@ -95,10 +95,10 @@ constexpr OptimizerKernels FusedAdamW() { return {2, 4, 4, 12, 3, int64_t{65536}
 
 struct CostParams {
   // Compute.
-  double gemm_efficiency = 0.8;          // cap: best measured matmul / peak
-  double gemm_ramp_us = 0.6;             // fixed time per GEMM that keeps small GEMMs below the cap
-  int gemm_tile = 128;                   // output tile edge for the quantisation factor q(d)
-  double attention_efficiency = 0.4;     // fused attention forward FLOP/s / peak
+  double gemm_efficiency = 0.8;       // cap: best measured matmul / peak
+  double gemm_ramp_us = 0.6;          // fixed time per GEMM that keeps small GEMMs below the cap
+  int gemm_tile = 128;                // output tile edge for the quantisation factor q(d)
+  double attention_efficiency = 0.4;  // fused attention forward FLOP/s / peak
   // Backward over forward efficiency of fused attention. FlashAttention-2 (Dao 2023, Fig. 4-7,
   // A100, causal, head dim 128, seq 8k) runs forward at ~70% of peak and forward+backward at
   // ~61%, i.e. backward at ~0.8x the forward rate (it is split into more, smaller matmuls with
@@ -113,12 +113,12 @@ struct CostParams {
   // 8B-shaped FSDP2 step, bench/device/README.md): ~0.55 of HBM peak in forward and backward
   // together, where a 1 GiB copy reaches 0.86. Catalog entries may set their own.
   double elementwise_efficiency = 0.55;
-  double backward_kernels = 2;           // kernels per backward item (data- and weight-gradient)
+  double backward_kernels = 2;  // kernels per backward item (data- and weight-gradient)
   // GPU idle gap per launched kernel while the host keeps ahead (OpCost::*_kernels counts eager
   // PyTorch's launches): 1.7-1.9 µs mean gap over ~5,000 kernels per step measured on an H200
   // step (bench/device/README.md).
   double kernel_overhead_us = 1.8;
-  double unit_overhead_us = 30.0;        // per compute op (FSDP pre/post hooks, Python)
+  double unit_overhead_us = 30.0;  // per compute op (FSDP pre/post hooks, Python)
   // The optimizer step's kernels (OptimizerWork), per implementation.
   OptimizerKernels foreach_adamw = ForeachAdamW();
   OptimizerKernels fused_adamw = FusedAdamW();

@@ -83,7 +83,8 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   const int64_t rest = blocks_[id].size - size;
   const bool split = large ? rest > kAllocatorSmallSizeBytes : rest >= kAllocatorMinBlockBytes;
   if (split) {
-    Block tail{rest, blocks_[id].offset + size, blocks_[id].segment, id, blocks_[id].next, false, pool};
+    Block tail{rest, blocks_[id].offset + size, blocks_[id].segment, id, blocks_[id].next, false,
+               pool};
     const int tail_id = NewBlock(tail);
     if (blocks_[tail_id].next >= 0) blocks_[blocks_[tail_id].next].prev = tail_id;
     blocks_[id].next = tail_id;

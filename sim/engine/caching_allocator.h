@@ -1,5 +1,5 @@
-// An estimate of what PyTorch's CUDA caching allocator reserves (c10/cuda/CUDACachingAllocator.cpp),
-// replayed over the allocations of a simulated step.
+// An estimate of what PyTorch's CUDA caching allocator reserves
+// (c10/cuda/CUDACachingAllocator.cpp), replayed over the allocations of a simulated step.
 //
 // Contents:
 //   CachingAllocatorModel   Allocate / Free / reserved_bytes / peak_reserved_bytes
@@ -29,11 +29,11 @@
 namespace shardscope::sim {
 
 inline constexpr int64_t kAllocatorMinBlockBytes = 512;
-inline constexpr int64_t kAllocatorSmallSizeBytes = int64_t{1} << 20;      // 1 MiB
-inline constexpr int64_t kAllocatorSmallBufferBytes = int64_t{2} << 20;    // 2 MiB
-inline constexpr int64_t kAllocatorLargeBufferBytes = int64_t{20} << 20;   // 20 MiB
-inline constexpr int64_t kAllocatorMinLargeAllocBytes = int64_t{10} << 20; // 10 MiB
-inline constexpr int64_t kAllocatorRoundLargeBytes = int64_t{2} << 20;     // 2 MiB
+inline constexpr int64_t kAllocatorSmallSizeBytes = int64_t{1} << 20;       // 1 MiB
+inline constexpr int64_t kAllocatorSmallBufferBytes = int64_t{2} << 20;     // 2 MiB
+inline constexpr int64_t kAllocatorLargeBufferBytes = int64_t{20} << 20;    // 20 MiB
+inline constexpr int64_t kAllocatorMinLargeAllocBytes = int64_t{10} << 20;  // 10 MiB
+inline constexpr int64_t kAllocatorRoundLargeBytes = int64_t{2} << 20;      // 2 MiB
 
 // Request size after the allocator's rounding (at least 512 B).
 int64_t RoundAllocationBytes(int64_t bytes);
@@ -66,7 +66,7 @@ class CachingAllocatorModel {
     int prev = -1;  // neighbours inside the segment, by address
     int next = -1;
     bool free = false;
-    int pool = 0;   // key into free_ (stream * 2 + large)
+    int pool = 0;  // key into free_ (stream * 2 + large)
   };
   struct Segment {
     int64_t size = 0;

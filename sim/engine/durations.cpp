@@ -33,12 +33,14 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];
     if (op.bytes < 0) {
-      return InvalidInput(fmt::format("schedule: op '{}': negative byte count {}", op.op_id, op.bytes));
+      return InvalidInput(
+          fmt::format("schedule: op '{}': negative byte count {}", op.op_id, op.bytes));
     }
     if (IsCollective(op.type)) {
       if (op.group < 0 || op.group >= static_cast<int>(shapes.size())) {
-        return InvalidInput(fmt::format("schedule: collective op '{}' has no valid process group (group {})",
-                                        op.op_id, op.group));
+        return InvalidInput(
+            fmt::format("schedule: collective op '{}' has no valid process group (group {})",
+                        op.op_id, op.group));
       }
       const CollectiveEstimate e = cost.CollectiveNs(op.type, op.bytes, shapes[op.group]);
       out.ns[i] = e.ns;

@@ -16,9 +16,9 @@
 namespace shardscope::sim {
 
 struct OpPrices {
-  std::vector<int64_t> ns;           // unslowed duration per op
-  std::vector<double> busbw_gbps;    // collectives: bus bandwidth of the estimate; else 0
-  std::vector<double> flops;         // compute / optimizer: FLOPs of the items; else 0
+  std::vector<int64_t> ns;         // unslowed duration per op
+  std::vector<double> busbw_gbps;  // collectives: bus bandwidth of the estimate; else 0
+  std::vector<double> flops;       // compute / optimizer: FLOPs of the items; else 0
   // What overlap contention acts on (engine.h OverlapContention), per op:
   std::vector<float> sm_share;       // GPU work: share of ns bound by SM throughput
   std::vector<float> hbm_share;      // GPU work: share of ns bound by HBM bandwidth

@@ -1,10 +1,10 @@
 #include "sim/engine/memory_tracker.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <tuple>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "sim/engine/caching_allocator.h"
 
@@ -41,7 +41,8 @@ class RoleState {
   Status Apply(const ScheduleOp& op, int op_index, const MemoryEffect& e, int64_t t) {
     const int c = static_cast<int>(e.category);
     if (c < 0 || c >= kNumMemCategories) {
-      return InvalidInput(fmt::format("schedule: op '{}': memory category {} is not known", op.op_id, c));
+      return InvalidInput(
+          fmt::format("schedule: op '{}': memory category {} is not known", op.op_id, c));
     }
     if (e.bytes > 0) {
       LiveBuffer buf{allocator_.Allocate(e.bytes, static_cast<int>(op.lane)), e.category, e.bytes};
@@ -57,8 +58,8 @@ class RoleState {
       if (e.buffer >= 0) {
         auto [it, inserted] = named_.emplace(e.buffer, buf);
         if (!inserted) {
-          return InvalidInput(fmt::format("schedule: op '{}' allocates buffer {} which is already live",
-                                          op.op_id, e.buffer));
+          return InvalidInput(fmt::format(
+              "schedule: op '{}' allocates buffer {} which is already live", op.op_id, e.buffer));
         }
       } else {
         anonymous_[{c, e.bytes}].push_back(buf);
@@ -76,7 +77,8 @@ class RoleState {
         buf = it->second;
         if (buf.bytes != -e.bytes || buf.category != e.category) {
           return InvalidInput(fmt::format(
-              "schedule: op '{}' frees buffer {} as {} bytes of category {}, but it was allocated as "
+              "schedule: op '{}' frees buffer {} as {} bytes of category {}, but it was allocated "
+              "as "
               "{} bytes of category {}",
               op.op_id, e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
         }
@@ -164,7 +166,8 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
         r < schedule.initial_memory.size() ? schedule.initial_memory[r] : CategoryBytes{};
     for (int c = 0; c < kNumMemCategories; ++c) {
       if (initial[c] < 0) {
-        return InvalidInput(fmt::format("schedule: role {}: initial memory of category {} is negative", r, c));
+        return InvalidInput(
+            fmt::format("schedule: role {}: initial memory of category {} is negative", r, c));
       }
     }
     states.emplace_back(initial, options);

@@ -19,7 +19,8 @@ ModelFlops ModelFlopsPerToken(const ModelTree& tree, int64_t seq_len) {
     if (m.op && m.op->kind == OpKind::kExperts) {
       const int64_t experts = m.op->dim("experts");
       const int64_t top_k = m.op->dim("top_k");
-      if (experts > 0 && top_k > 0) share = static_cast<double>(top_k) / static_cast<double>(experts);
+      if (experts > 0 && top_k > 0)
+        share = static_cast<double>(top_k) / static_cast<double>(experts);
     }
     if (m.op && m.op->kind == OpKind::kAttention) {
       const int64_t heads = m.op->dim("heads");

@@ -21,8 +21,8 @@ struct ModelFlops {
   double params_non_embedding = 0;  // N (active)
   double embedding_params = 0;
   int attention_layers = 0;
-  double attention_width = 0;       // Σ heads·head_dim over attention modules
-  double flops_per_token = 0;       // 6·N + 12·attention_width·seq
+  double attention_width = 0;  // Σ heads·head_dim over attention modules
+  double flops_per_token = 0;  // 6·N + 12·attention_width·seq
 };
 
 ModelFlops ModelFlopsPerToken(const ModelTree& tree, int64_t seq_len);

@@ -39,13 +39,14 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
         "the all-gather of unit '{}' is exposed most: {:.3f} ms of its {:.3f} ms run while no "
         "compute does ({:.1f}% of the step); deeper fsdp.forward_prefetch_depth or "
         "backward_prefetch_depth may hide it",
-        u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3, Seconds(u.all_gather_ns) * 1e3,
+        u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3,
+        Seconds(u.all_gather_ns) * 1e3,
         100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns)));
   }
   if (m.step_ns > 0 && m.exposed_comm_ns * 5 > m.step_ns) {
-    s->warnings.push_back(fmt::format("communication is exposed for {:.1f}% of the step",
-                                      100.0 * static_cast<double>(m.exposed_comm_ns) /
-                                          static_cast<double>(m.step_ns)));
+    s->warnings.push_back(fmt::format(
+        "communication is exposed for {:.1f}% of the step",
+        100.0 * static_cast<double>(m.exposed_comm_ns) / static_cast<double>(m.step_ns)));
   }
 }
 
@@ -122,7 +123,8 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   bool oom = false;
   for (size_t r = 0; r < sim.memory.size(); ++r) {
     const RoleMemory& rm = sim.memory[r];
-    if (rm.peak_allocated_bytes > sim.memory[peak_role].peak_allocated_bytes) peak_role = static_cast<int>(r);
+    if (rm.peak_allocated_bytes > sim.memory[peak_role].peak_allocated_bytes)
+      peak_role = static_cast<int>(r);
     peak_reserved = std::max(peak_reserved, rm.peak_reserved_bytes);
     if (rm.oom && !oom) {
       oom = true;
@@ -133,15 +135,18 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     const RoleMemory& rm = sim.memory[peak_role];
     s.peak_memory_allocated_gib = Gib(rm.peak_allocated_bytes);
     s.peak_memory_time_s = Seconds(rm.peak_allocated_time_ns);
-    s.peak_memory_op = rm.peak_allocated_op >= 0 ? sim.schedule.ops[rm.peak_allocated_op].op_id : "(initial state)";
-    for (int c = 0; c < kNumMemCategories; ++c) s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
+    s.peak_memory_op = rm.peak_allocated_op >= 0 ? sim.schedule.ops[rm.peak_allocated_op].op_id
+                                                 : "(initial state)";
+    for (int c = 0; c < kNumMemCategories; ++c)
+      s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
   }
   s.peak_memory_reserved_gib = Gib(peak_reserved);
   // Host memory is reported apart from HBM: it never counts against the GPU's capacity.
   for (const RoleMemory& rm : sim.memory) {
     if (Gib(rm.host_total_bytes()) <= s.host_memory_gib) continue;
     s.host_memory_gib = Gib(rm.host_total_bytes());
-    for (int c = 0; c < kNumMemCategories; ++c) s.host_memory_by_category_gib[c] = Gib(rm.host_bytes[c]);
+    for (int c = 0; c < kNumMemCategories; ++c)
+      s.host_memory_by_category_gib[c] = Gib(rm.host_bytes[c]);
   }
   s.hbm_gib = Gib(ctx.hbm_bytes);
   s.usable_gib = Gib(ctx.usable_bytes);
@@ -177,7 +182,8 @@ Status ApplyCudnnAttention(const Hardware& hw, const Calibration& cal, CostParam
 
 }  // namespace
 
-Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, const StepContext& ctx) {
+Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
+                                    const StepContext& ctx) {
   if (schedule.roles.empty()) return InvalidInput("schedule: no roles to simulate");
   Simulation sim;
   sim.schedule = std::move(schedule);
@@ -197,13 +203,15 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, co
     engine_options.contention = &contention;
   }
   SS_ASSIGN_OR_RETURN(sim.timeline, RunEngine(sim.schedule, sim.prices.ns, engine_options));
-  SS_ASSIGN_OR_RETURN(sim.memory, TrackMemory(sim.schedule, sim.timeline,
-                                              MemoryOptions{ctx.usable_bytes, ctx.keep_memory_samples}));
+  SS_ASSIGN_OR_RETURN(sim.memory,
+                      TrackMemory(sim.schedule, sim.timeline,
+                                  MemoryOptions{ctx.usable_bytes, ctx.keep_memory_samples}));
   const int roles = static_cast<int>(sim.schedule.roles.size());
   sim.role_metrics.reserve(roles);
   for (int r = 0; r < roles; ++r) {
     sim.role_metrics.push_back(AccountRole(sim.schedule, sim.timeline, r));
-    if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role]) sim.reported_role = r;
+    if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
+      sim.reported_role = r;
   }
   sim.gpu_name = cost.hardware().gpu.name;
   sim.gpu_description = cost.hardware().gpu.description;
@@ -222,7 +230,8 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
   // backend, so a prediction and an execution of one scenario build the same schedule.
   SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));
-  Result<Hardware> hw_or = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
+  Result<Hardware> hw_or =
+      LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
   if (!hw_or.ok()) return hw_or.status().WithContext(sc.source + ": cluster.gpu");
   Hardware hw = std::move(hw_or).value();
   CostParams params = DefaultCostParams(hw);

@@ -41,12 +41,12 @@ namespace shardscope::sim {
 
 struct StepContext {
   int gpus_per_node = 8;
-  int64_t usable_bytes = 0;        // memory the job can reserve; <= 0: unlimited
-  int64_t hbm_bytes = 0;           // the GPU's total, for the summary
-  double peak_flops = 0;           // dense bf16 peak, for MFU
-  ModelFlops model_flops;          // for TFLOP/s and MFU
-  nlohmann::json scenario;         // resolved scenario, copied into the summary
-  bool keep_memory_samples = true; // false: peaks only (sweeps, benchmarks)
+  int64_t usable_bytes = 0;         // memory the job can reserve; <= 0: unlimited
+  int64_t hbm_bytes = 0;            // the GPU's total, for the summary
+  double peak_flops = 0;            // dense bf16 peak, for MFU
+  ModelFlops model_flops;           // for TFLOP/s and MFU
+  nlohmann::json scenario;          // resolved scenario, copied into the summary
+  bool keep_memory_samples = true;  // false: peaks only (sweeps, benchmarks)
 };
 
 struct Simulation {
@@ -54,17 +54,18 @@ struct Simulation {
   OpPrices prices;
   OverlapModel overlap;
   Timeline timeline;
-  std::vector<RoleMemory> memory;        // per role
+  std::vector<RoleMemory> memory;         // per role
   std::vector<StepAccount> role_metrics;  // per role: the step accounting of its timeline
-  int reported_role = 0;                 // the slowest role, which the summary describes
+  int reported_role = 0;                  // the slowest role, which the summary describes
   Summary summary;
-  std::string gpu_name;                  // catalog name, for traces
+  std::string gpu_name;  // catalog name, for traces
   std::string gpu_description;
   int nodes = 1;
 };
 
 // Prices, runs and measures `schedule`. Errors name the op (bad schedule, deadlock).
-Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost, const StepContext& ctx);
+Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
+                                    const StepContext& ctx);
 
 struct SimulateOptions {
   bool keep_memory_samples = true;

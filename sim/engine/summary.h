@@ -9,25 +9,24 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/schedule/schedule.h"
 
 namespace shardscope::sim {
 
 struct Summary {
-  nlohmann::json scenario;              // resolved scenario
-  std::string role;                     // the role whose step is reported (the slowest)
+  nlohmann::json scenario;  // resolved scenario
+  std::string role;         // the role whose step is reported (the slowest)
   int world_size = 1;
   int64_t tokens_per_step = 0;
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
-  double tflops_per_gpu = 0;            // model FLOPs convention (model_flops.h)
-  double mfu = 0;                       // over the catalog's dense bf16 peak
-  double peak_tflops = 0;               // that peak
+  double tflops_per_gpu = 0;  // model FLOPs convention (model_flops.h)
+  double mfu = 0;             // over the catalog's dense bf16 peak
+  double peak_tflops = 0;     // that peak
   double model_flops_per_token = 0;
   // Time figures: the reported role's StepAccount (core/trace/accounting.h), what `stats`
   // reports for that rank of this run's trace.
@@ -37,7 +36,7 @@ struct Summary {
   // h2d / d2h copies (offload) while neither compute nor communication runs: compute_s +
   // exposed_comm_s + exposed_copy_s + idle_s = step_time_s.
   double exposed_copy_s = 0;
-  double host_compute_s = 0;            // CPU work (offloaded optimizer step), GPU idle meanwhile
+  double host_compute_s = 0;  // CPU work (offloaded optimizer step), GPU idle meanwhile
   double overlap_ratio = 0;
   // GPU compute time the reported role lost to communication running beside it (SMs its
   // blocks hold, HBM bandwidth it moves): compute_s minus the same work unslowed.
@@ -50,8 +49,8 @@ struct Summary {
   std::map<std::string, double> exposed_comm_by_kind_s;  // that kind's busy time − compute
   double peak_memory_allocated_gib = 0;
   double peak_memory_reserved_gib = 0;
-  double peak_memory_time_s = 0;        // when allocated memory peaked
-  std::string peak_memory_op;           // the op whose allocation reached the peak
+  double peak_memory_time_s = 0;  // when allocated memory peaked
+  std::string peak_memory_op;     // the op whose allocation reached the peak
   std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
   double hbm_gib = 0;
   // Pinned host memory of the role with the most (offload), by category; not part of the HBM
@@ -60,7 +59,7 @@ struct Summary {
   std::array<double, kNumMemCategories> host_memory_by_category_gib{};
   double usable_gib = 0;
   bool fits = true;
-  std::string overflow_category;        // when it does not fit: the allocation that overflowed
+  std::string overflow_category;  // when it does not fit: the allocation that overflowed
   std::vector<std::string> warnings;
 };
 

@@ -41,24 +41,24 @@ struct GpuSpec {
   std::string name;         // catalog key, e.g. "h100-sxm"
   std::string description;  // human-readable, e.g. "NVIDIA H100 SXM 80 GB"
   GpuArch arch = GpuArch::kHopper;
-  double peak_bf16_flops = 0;          // dense datasheet peak
-  double best_matmul_flops = 0;        // best measured bf16 matmul (MAMF); GEMM efficiency cap
-  int64_t hbm_bytes = 0;               // memory as torch.cuda reports it (total)
-  int64_t reserved_bytes = 0;          // CUDA context + NCCL buffers + allocator slack, not usable
-  double hbm_gbps = 0;                 // HBM bandwidth (datasheet)
-  double nvlink_gbps = 0;              // NVLink (xGMI) per direction, per GPU (datasheet)
-  int nvlink_links = 0;                // links per GPU (NCCL multiplies links by the per-link rate)
-  double nvlink_link_gbps = 0;         // NCCL's effective per-link rate (src/graph/topo.h)
-  bool nvls = false;                   // NVLink SHARP (NVSwitch multicast) available
-  int nccl_channels = 32;              // ring/tree channels NCCL opens on a full node
-  int nvls_channels = 16;              // NVLS channels (NCCL_NVLS_NCHANNELS default)
-  double pcie_gbps = 0;                // host<->device copy rate, pinned memory, per direction
-  int sm_count = 0;                    // SMs (CUs); communication blocks take some (cost_params.h)
-  double attention_efficiency = 0;     // fused attention (FlashAttention-2) forward / peak
+  double peak_bf16_flops = 0;       // dense datasheet peak
+  double best_matmul_flops = 0;     // best measured bf16 matmul (MAMF); GEMM efficiency cap
+  int64_t hbm_bytes = 0;            // memory as torch.cuda reports it (total)
+  int64_t reserved_bytes = 0;       // CUDA context + NCCL buffers + allocator slack, not usable
+  double hbm_gbps = 0;              // HBM bandwidth (datasheet)
+  double nvlink_gbps = 0;           // NVLink (xGMI) per direction, per GPU (datasheet)
+  int nvlink_links = 0;             // links per GPU (NCCL multiplies links by the per-link rate)
+  double nvlink_link_gbps = 0;      // NCCL's effective per-link rate (src/graph/topo.h)
+  bool nvls = false;                // NVLink SHARP (NVSwitch multicast) available
+  int nccl_channels = 32;           // ring/tree channels NCCL opens on a full node
+  int nvls_channels = 16;           // NVLS channels (NCCL_NVLS_NCHANNELS default)
+  double pcie_gbps = 0;             // host<->device copy rate, pinned memory, per direction
+  int sm_count = 0;                 // SMs (CUs); communication blocks take some (cost_params.h)
+  double attention_efficiency = 0;  // fused attention (FlashAttention-2) forward / peak
   double cudnn_attention_efficiency = 0;      // SDPA's cuDNN backend forward / peak; 0: no figure
   double cudnn_attention_backward_ratio = 0;  // its backward rate over forward; 0: cost default
-  double memory_bound_efficiency = 0;  // achieved fraction of hbm_gbps for streaming kernels
-  double elementwise_efficiency = 0;   // same for the model's eager kernels (0: cost default)
+  double memory_bound_efficiency = 0;         // achieved fraction of hbm_gbps for streaming kernels
+  double elementwise_efficiency = 0;  // same for the model's eager kernels (0: cost default)
 
   // HBM the training job can allocate (hbm_bytes - reserved_bytes).
   int64_t usable_bytes() const { return hbm_bytes - reserved_bytes; }

@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 namespace shardscope {
 namespace {
 
@@ -129,7 +128,6 @@ TEST(GpuFields, UnknownKeyAndBadValuesAreNamed) {
   EXPECT_DOUBLE_EQ(g.hbm_gbps, 4000);
   EXPECT_FALSE(g.nvls);
 }
-
 
 }  // namespace
 }  // namespace shardscope

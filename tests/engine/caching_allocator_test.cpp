@@ -30,13 +30,13 @@ TEST(CachingAllocatorTest, FreedBlocksAreReusedOnlyBySameStreamAndIfTheyFit) {
   const int h = a.Allocate(100 * kMiB, 1);
   a.Free(h);
   EXPECT_EQ(a.reserved_bytes(), 100 * kMiB);  // cached, not returned
-  a.Allocate(60 * kMiB, 1);                    // fits: reuses (split)
+  a.Allocate(60 * kMiB, 1);                   // fits: reuses (split)
   EXPECT_EQ(a.reserved_bytes(), 100 * kMiB);
-  a.Allocate(60 * kMiB, 1);                    // 40 MiB left does not fit: new segment
+  a.Allocate(60 * kMiB, 1);  // 40 MiB left does not fit: new segment
   EXPECT_EQ(a.reserved_bytes(), 160 * kMiB);
-  a.Allocate(30 * kMiB, 2);                    // another stream never uses stream 1's cache
+  a.Allocate(30 * kMiB, 2);  // another stream never uses stream 1's cache
   EXPECT_EQ(a.reserved_bytes(), 190 * kMiB);
-  a.Allocate(30 * kMiB, 1);                    // the 40 MiB remainder of the first segment
+  a.Allocate(30 * kMiB, 1);  // the 40 MiB remainder of the first segment
   EXPECT_EQ(a.reserved_bytes(), 190 * kMiB);
   EXPECT_EQ(a.peak_reserved_bytes(), 190 * kMiB);
 }
@@ -71,12 +71,12 @@ TEST(CachingAllocatorTest, ReleasesCachedSegmentsBeforeReportingOom) {
 TEST(CachingAllocatorTest, OnlyWhollyFreeSegmentsAreReleased) {
   CachingAllocatorModel a(100 * kMiB);
   const int x = a.Allocate(30 * kMiB, 1);
-  a.Allocate(30 * kMiB, 1);   // second segment stays in use
+  a.Allocate(30 * kMiB, 1);  // second segment stays in use
   const int y = a.Allocate(20 * kMiB, 1);
   a.Free(x);
   a.Free(y);
   EXPECT_EQ(a.reserved_bytes(), 80 * kMiB);
-  a.Allocate(40 * kMiB, 2);   // 120 MiB > 100: the two idle segments (50 MiB) are released
+  a.Allocate(40 * kMiB, 2);  // 120 MiB > 100: the two idle segments (50 MiB) are released
   EXPECT_EQ(a.reserved_bytes(), 70 * kMiB);
   EXPECT_EQ(a.segment_count(), 2);
   EXPECT_EQ(a.oom_count(), 0);
@@ -84,8 +84,8 @@ TEST(CachingAllocatorTest, OnlyWhollyFreeSegmentsAreReleased) {
   CachingAllocatorModel b(50 * kMiB);
   const int z = b.Allocate(30 * kMiB, 1);
   b.Free(z);
-  b.Allocate(30 * kMiB, 1);   // reuses the cached segment
-  b.Allocate(30 * kMiB, 2);   // nothing idle to release: OOM
+  b.Allocate(30 * kMiB, 1);  // reuses the cached segment
+  b.Allocate(30 * kMiB, 2);  // nothing idle to release: OOM
   EXPECT_EQ(b.oom_count(), 1);
 }
 

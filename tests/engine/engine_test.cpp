@@ -29,7 +29,7 @@ TEST(EngineTest, LanesRunConcurrentlyAndInOrder) {
   EXPECT_EQ(tl.ops[c0].start_ns, 100);
   EXPECT_EQ(tl.ops[ag1].start_ns, 100);  // lane free after ag0, no deps
   EXPECT_EQ(tl.ops[ag1].end_ns, 300);
-  EXPECT_EQ(tl.ops[c1].start_ns, 400);   // lane busy until c0 ends at 400
+  EXPECT_EQ(tl.ops[c1].start_ns, 400);  // lane busy until c0 ends at 400
   EXPECT_EQ(tl.step_ns, 700);
   EXPECT_EQ(tl.log.size(), 8u);
 }
@@ -257,7 +257,8 @@ TEST(EngineTest, DeadlockNamesTheStuckOps) {
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
   EXPECT_NE(r.status().message().find("deadlock"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("fwd/x/compute"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("fwd/y/all_gather"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("fwd/y/all_gather"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(EngineTest, RejectsBadIndicesAndDurations) {
@@ -297,14 +298,15 @@ ScheduleMaker RandomSchedule(uint32_t seed, int roles, int ops) {
   ScheduleMaker m(roles);
   const int g = m.Group("g", {0, 1});
   const Lane lanes[] = {Lane::kCompute, Lane::kAllGather, Lane::kReduceScatter, Lane::kAllReduce};
-  const OpType types[] = {OpType::kCompute, OpType::kAllGather, OpType::kReduceScatter, OpType::kAllReduce};
+  const OpType types[] = {OpType::kCompute, OpType::kAllGather, OpType::kReduceScatter,
+                          OpType::kAllReduce};
   for (int i = 0; i < ops; ++i) {
     const int k = static_cast<int>(rng() % 4);
     std::vector<int> deps;
     const int num_deps = i == 0 ? 0 : static_cast<int>(rng() % 3);
     for (int d = 0; d < num_deps; ++d) deps.push_back(static_cast<int>(rng() % i));
-    m.Op("op" + std::to_string(i), lanes[k], types[k], static_cast<int64_t>(rng() % 1000),
-         deps, static_cast<int>(rng() % roles), k == 0 ? -1 : g);
+    m.Op("op" + std::to_string(i), lanes[k], types[k], static_cast<int64_t>(rng() % 1000), deps,
+         static_cast<int>(rng() % roles), k == 0 ? -1 : g);
   }
   return m;
 }

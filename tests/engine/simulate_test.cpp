@@ -17,12 +17,18 @@ using nlohmann::json;
 // Llama-shaped, 4 blocks, small enough to simulate in milliseconds.
 json SmallJob() {
   json j = DefaultScenarioJson();
-  j["model"] = {{"hf", {{"model_type", "llama"}, {"architectures", {"LlamaForCausalLM"}},
-                        {"hidden_size", 1024}, {"intermediate_size", 3584},
-                        {"num_hidden_layers", 4}, {"num_attention_heads", 8},
-                        {"num_key_value_heads", 4}, {"vocab_size", 32000},
-                        {"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5},
-                        {"tie_word_embeddings", false}}}};
+  j["model"] = {{"hf",
+                 {{"model_type", "llama"},
+                  {"architectures", {"LlamaForCausalLM"}},
+                  {"hidden_size", 1024},
+                  {"intermediate_size", 3584},
+                  {"num_hidden_layers", 4},
+                  {"num_attention_heads", 8},
+                  {"num_key_value_heads", 4},
+                  {"vocab_size", 32000},
+                  {"max_position_embeddings", 4096},
+                  {"rms_norm_eps", 1e-5},
+                  {"tie_word_embeddings", false}}}};
   j["training"]["seq_len"] = 2048;
   return j;
 }
@@ -41,7 +47,8 @@ Simulation MustRun(const json& doc, const std::vector<std::string>& sets = {}) {
 
 int64_t MaxOverSamples(const RoleMemory& m, MemCategory c) {
   int64_t best = 0;
-  for (const MemorySample& s : m.samples) best = std::max(best, s.category_bytes[static_cast<int>(c)]);
+  for (const MemorySample& s : m.samples)
+    best = std::max(best, s.category_bytes[static_cast<int>(c)]);
   return best;
 }
 
@@ -65,7 +72,8 @@ TEST(SimulateTest, DefaultScenarioGivesConsistentFigures) {
 }
 
 TEST(SimulateTest, TimedStepRespectsLanesGroupsAndDeps) {
-  const Simulation sim = MustRun(SmallJob(), {"parallelism.dp_replicate=2", "parallelism.dp_shard=4"});
+  const Simulation sim =
+      MustRun(SmallJob(), {"parallelism.dp_replicate=2", "parallelism.dp_shard=4"});
   const Schedule& s = sim.schedule;
   std::map<std::pair<int, int>, int64_t> lane_end;
   std::map<std::pair<int, int>, int64_t> group_start;
@@ -111,7 +119,8 @@ TEST(SimulateTest, OverlapStretchIsWhatCommunicationAddsToCompute) {
 
 TEST(SimulateTest, EveryTransientAllocationIsFreedByTheStepEnd) {
   for (const char* ac : {"none", "full", "selective_op", "selective_layer:2"}) {
-    const Simulation sim = MustRun(SmallJob(), {std::string("training.activation_checkpoint=") + ac});
+    const Simulation sim =
+        MustRun(SmallJob(), {std::string("training.activation_checkpoint=") + ac});
     for (const RoleMemory& m : sim.memory) {
       EXPECT_EQ(m.final_bytes, m.initial_bytes) << ac;
       EXPECT_EQ(m.live_buffers_at_end, 0) << ac;
@@ -134,8 +143,9 @@ TEST(SimulateTest, MoreBandwidthIsNeverSlower) {
 TEST(SimulateTest, DeeperPrefetchNeverLowersPeakMemory) {
   int64_t previous = 0;
   for (int depth = 0; depth <= 3; ++depth) {
-    const Simulation sim = MustRun(SmallJob(), {"fsdp.forward_prefetch_depth=" + std::to_string(depth),
-                                                "fsdp.backward_prefetch_depth=" + std::to_string(depth)});
+    const Simulation sim =
+        MustRun(SmallJob(), {"fsdp.forward_prefetch_depth=" + std::to_string(depth),
+                             "fsdp.backward_prefetch_depth=" + std::to_string(depth)});
     const int64_t peak = sim.memory[0].peak_allocated_bytes;
     EXPECT_GE(peak, previous) << "depth " << depth;
     previous = peak;
@@ -144,7 +154,8 @@ TEST(SimulateTest, DeeperPrefetchNeverLowersPeakMemory) {
 
 TEST(SimulateTest, FullCheckpointingNeverUsesMoreActivationMemory) {
   const auto activations = [](const char* ac) {
-    const Simulation sim = MustRun(SmallJob(), {std::string("training.activation_checkpoint=") + ac});
+    const Simulation sim =
+        MustRun(SmallJob(), {std::string("training.activation_checkpoint=") + ac});
     return MaxOverSamples(sim.memory[0], MemCategory::kActivations);
   };
   const int64_t none = activations("none");
@@ -174,10 +185,10 @@ TEST(SimulateTest, AJobThatCannotFitSaysSoAndNamesTheCategory) {
 
 TEST(SimulateTest, SummaryJsonHasEveryFormatsField) {
   const json out = SummaryToJson(MustRun(SmallJob()).summary);
-  for (const char* key : {"scenario", "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
-                          "compute_s", "exposed_comm_s", "idle_s", "overlap_ratio", "comm_s",
-                          "peak_memory_allocated_gib", "peak_memory_reserved_gib",
-                          "memory_at_peak_gib", "hbm_gib", "fits", "warnings"}) {
+  for (const char* key :
+       {"scenario", "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "compute_s",
+        "exposed_comm_s", "idle_s", "overlap_ratio", "comm_s", "peak_memory_allocated_gib",
+        "peak_memory_reserved_gib", "memory_at_peak_gib", "hbm_gib", "fits", "warnings"}) {
     EXPECT_TRUE(out.contains(key)) << key;
   }
   for (const char* kind : {"all_gather", "reduce_scatter", "all_reduce"}) {
@@ -216,7 +227,7 @@ TEST(SimulateTest, OffloadedOptimizerRunsOnTheHostAndHostMemoryIsReported) {
   const int64_t host_ns = cost->HostComputeOpNs(s.ops.back().items);
   EXPECT_EQ(sim.prices.ns.back(), host_ns);
   EXPECT_GT(host_ns, 2 * cost->ComputeOpNs(s.ops.back().items));  // HBM would be far faster
-  EXPECT_EQ(sim.timeline.ops.back().duration_ns(), host_ns);       // never stretched
+  EXPECT_EQ(sim.timeline.ops.back().duration_ns(), host_ns);      // never stretched
   const Summary& sum = sim.summary;
   EXPECT_NEAR(sum.host_compute_s, static_cast<double>(host_ns) / 1e9, 1e-9);
   // The offload copies are neither compute nor communication: they have their own term.

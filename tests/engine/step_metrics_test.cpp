@@ -25,10 +25,10 @@ TEST(StepMetricsTest, ExposedCommunicationOnAHandMadeTimeline) {
   ASSERT_EQ(tl->ops[c1].start_ns, 160);
   const StepAccount s = AccountRole(m.schedule(), tl.value(), 0);
   EXPECT_EQ(s.step_ns, 430);
-  EXPECT_EQ(s.compute_ns, 250);                  // [0,100) + [160,310)
+  EXPECT_EQ(s.compute_ns, 250);  // [0,100) + [160,310)
   EXPECT_EQ(s.comm_ns, 160 + 120);
-  EXPECT_EQ(s.exposed_comm_ns, 60 + 120);        // [100,160) + [310,430)
-  EXPECT_EQ(s.overlapped_comm_ns, 100);          // [0,100)
+  EXPECT_EQ(s.exposed_comm_ns, 60 + 120);  // [100,160) + [310,430)
+  EXPECT_EQ(s.overlapped_comm_ns, 100);    // [0,100)
   EXPECT_EQ(s.idle_ns, 0);
   EXPECT_EQ(s.exposed_by_kind_ns[static_cast<int>(WorkKind::kAllGather)], 60);
   EXPECT_EQ(s.exposed_by_kind_ns[static_cast<int>(WorkKind::kReduceScatter)], 120);

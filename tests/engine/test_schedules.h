@@ -39,7 +39,8 @@ class ScheduleMaker {
   int Compute(const std::string& id, int64_t ns, std::vector<int> deps = {}, int role = 0) {
     return Op(id, Lane::kCompute, OpType::kCompute, ns, std::move(deps), role);
   }
-  int AllGather(const std::string& id, int64_t ns, std::vector<int> deps = {}, int role = 0, int group = -1) {
+  int AllGather(const std::string& id, int64_t ns, std::vector<int> deps = {}, int role = 0,
+                int group = -1) {
     return Op(id, Lane::kAllGather, OpType::kAllGather, ns, std::move(deps), role, group);
   }
   int ReduceScatter(const std::string& id, int64_t ns, std::vector<int> deps = {}, int role = 0,
