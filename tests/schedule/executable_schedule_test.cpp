@@ -16,15 +16,6 @@
 namespace shardscope::testing {
 namespace {
 
-Case Base() {
-  Case s;
-  s.options.local_batch = 2;
-  s.options.seq_len = 128;
-  s.fsdp.mix_precision.param_dtype = DType::kBFloat16;
-  s.fsdp.mix_precision.reduce_dtype = DType::kFloat32;
-  return s;
-}
-
 const ScheduleOp& Op(const Schedule& s, const std::string& op_id) {
   for (const ScheduleOp& op : s.ops) {
     if (op.op_id == op_id) return op;
@@ -41,7 +32,7 @@ int64_t ShardNumel(const Plan& plan, const std::string& fqn) {
 }
 
 TEST(BufferTableTest, EveryBufferKnowsItsDtypeElementsOwnerAndSites) {
-  Built b = BuildAll(Base());
+  Built b = BuildAll(MixedPrecisionCase());
   const Schedule& s = b.schedule;
   ASSERT_TRUE(ValidateSchedule(s).ok()) << ValidateSchedule(s).message();
   const int64_t shard = ShardNumel(b.plan, "model.layers.0");
@@ -101,7 +92,7 @@ TEST(BufferTableTest, EveryBufferKnowsItsDtypeElementsOwnerAndSites) {
 
 TEST(CollectiveSpecTest, GradientReductionFollowsFsdp2) {
   {  // HSDP in bf16: ncclAvg on both reductions, the mean over all 8 ranks.
-    Case c = Base();
+    Case c = MixedPrecisionCase();
     c.dp_replicate = 2;
     c.fsdp.mix_precision.reduce_dtype.reset();
     Built b = BuildAll(c);
@@ -117,7 +108,7 @@ TEST(CollectiveSpecTest, GradientReductionFollowsFsdp2) {
     EXPECT_EQ(b.schedule.groups[rs.group].dims, (std::vector<std::string>{"fsdp_shard"}));
   }
   {  // fp16 over 8 ranks: sum, divided by 4 before and by 2 after (FSDP2's divide factors).
-    Case c = Base();
+    Case c = MixedPrecisionCase();
     c.fsdp.mix_precision.param_dtype = DType::kFloat16;
     c.fsdp.mix_precision.reduce_dtype.reset();
     Built b = BuildAll(c);
@@ -128,7 +119,7 @@ TEST(CollectiveSpecTest, GradientReductionFollowsFsdp2) {
     EXPECT_DOUBLE_EQ(rs.collective.post_scale, 0.5);
   }
   {  // A sum-reduced unit with the plan's scaling factor: premultiplied before the sum.
-    Case c = Base();
+    Case c = MixedPrecisionCase();
     c.dp_replicate = 2;
     Built b = BuildAll(c);
     for (UnitPlan& u : b.plan.units) {
@@ -147,7 +138,7 @@ TEST(CollectiveSpecTest, GradientReductionFollowsFsdp2) {
     EXPECT_DOUBLE_EQ(ar.collective.pre_scale, 1.0);
   }
   {  // TP: partial sums reduced, activations gathered, in the compute dtype, per rank.
-    Case c = Base();
+    Case c = MixedPrecisionCase();
     c.tp = 2;
     Built b = BuildAll(c);
     const ScheduleOp& ag = Op(b.schedule, "fwd/model.layers.0/tp_all_gather");
@@ -239,19 +230,19 @@ void CheckEveryRank(Case c, ModelTree tree) {
 }
 
 TEST(RankScheduleTest, Hsdp2x4) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.dp_replicate = 2;
   CheckEveryRank(c, TinyLlama());
 }
 
 TEST(RankScheduleTest, Tp2Fsdp4) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.tp = 2;
   CheckEveryRank(c, TinyLlama());
 }
 
 TEST(RankScheduleTest, Tp2Cp2Fsdp4) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.world = 16;
   c.tp = 2;
   c.cp = 2;
@@ -261,7 +252,7 @@ TEST(RankScheduleTest, Tp2Cp2Fsdp4) {
 TEST(RankScheduleTest, Pipeline2) {
   for (auto [name, v] : {std::pair{"1f1b", 1}, {"interleaved_1f1b", 2}}) {
     SCOPED_TRACE(name);
-    Case c = Base();
+    Case c = MixedPrecisionCase();
     c.pp = 2;
     c.options.pp_schedule = name;
     c.options.pp_virtual_stages = v;
@@ -272,14 +263,14 @@ TEST(RankScheduleTest, Pipeline2) {
 }
 
 TEST(RankScheduleTest, ExpertParallel) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.ep = 4;
   c.fsdp.edp_shard_size = 2;
   CheckEveryRank(c, TinyMoe());
 }
 
 TEST(RankScheduleTest, OneRankModeMatchesTheRoleItStandsFor) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.dp_replicate = 2;
   Built b = BuildAll(c);
   c.Layout();  // the mesh fields of c.options
@@ -301,7 +292,7 @@ TEST(RankScheduleTest, OneRankModeMatchesTheRoleItStandsFor) {
 }
 
 TEST(PipelineChunksTest, TheScheduleRunsThePlansChunkRoots) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.pp = 2;
   c.options.pp_microbatches = 2;
   c.options.local_batch = 2;

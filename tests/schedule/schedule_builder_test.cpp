@@ -13,15 +13,6 @@
 namespace shardscope::testing {
 namespace {
 
-Case Base() {
-  Case s;
-  s.options.local_batch = 2;
-  s.options.seq_len = 128;
-  s.fsdp.mix_precision.param_dtype = DType::kBFloat16;
-  s.fsdp.mix_precision.reduce_dtype = DType::kFloat32;
-  return s;
-}
-
 int Find(const Schedule& s, const std::string& op_id) {
   for (size_t i = 0; i < s.ops.size(); ++i) {
     if (s.ops[i].op_id == op_id) return static_cast<int>(i);
@@ -36,14 +27,14 @@ int Count(const Schedule& s, OpType type) {
 
 TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation) {
   std::vector<std::pair<std::string, Case>> cases;
-  cases.emplace_back("default", Base());
+  cases.emplace_back("default", MixedPrecisionCase());
   for (const char* ac : {"none", "full", "selective_op", "selective_op:2", "selective_layer:2"}) {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.options.activation_checkpoint = *ParseActivationCheckpoint(ac, "test");
     cases.emplace_back(ac, s);
   }
   {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.options.grad_accum = 3;
     cases.emplace_back("grad_accum", s);
     s.fsdp.requires_grad_sync = false;
@@ -52,19 +43,19 @@ TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation)
     cases.emplace_back("grad_accum no sync no reshard", s);
   }
   {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.dp_replicate = 2;
     cases.emplace_back("hsdp", s);
     s.fsdp.reshard_after_forward = false;
     cases.emplace_back("hsdp zero2", s);
   }
   {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.fsdp.enable_offload = true;
     cases.emplace_back("offload", s);
   }
   {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.tp = 2;
     cases.emplace_back("tp sp", s);
     s.options.sequence_parallel = false;
@@ -74,7 +65,7 @@ TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation)
     cases.emplace_back("tp cp", s);
   }
   {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.fsdp.mix_precision = {};
     cases.emplace_back("fp32", s);
   }
@@ -93,7 +84,7 @@ TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation)
 TEST(ScheduleBuilderTest, CommunicationVolumeMatchesClosedForm) {
   for (bool reshard : {true, false}) {
     SCOPED_TRACE(reshard);
-    Case setup = Base();
+    Case setup = MixedPrecisionCase();
     setup.fsdp.reshard_after_forward = reshard;
     Built b = BuildAll(setup);
     double ag = 0, rs = 0;
@@ -113,7 +104,7 @@ TEST(ScheduleBuilderTest, CommunicationVolumeMatchesClosedForm) {
 }
 
 TEST(ScheduleBuilderTest, PersistentMemoryEqualsThePlansShardedBytes) {
-  Case setup = Base();
+  Case setup = MixedPrecisionCase();
   setup.fsdp.mix_precision = {};
   Built b = BuildAll(setup);
   const auto& init = b.schedule.initial_memory.at(0);
@@ -148,7 +139,7 @@ TEST(ScheduleBuilderTest, PersistentMemoryEqualsThePlansShardedBytes) {
 
 TEST(ScheduleBuilderTest, ForwardPrefetchDepthMovesAllGathersBeforeCompute) {
   auto built = [](int depth) {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.fsdp.forward_prefetch_depth = depth;
     return BuildAll(s).schedule;
   };
@@ -169,7 +160,7 @@ TEST(ScheduleBuilderTest, ForwardPrefetchDepthMovesAllGathersBeforeCompute) {
 }
 
 TEST(ScheduleBuilderTest, BackwardPrefetchAndOneReduceScatterInFlight) {
-  Built b = BuildAll(Base());
+  Built b = BuildAll(MixedPrecisionCase());
   const Schedule& s = b.schedule;
   EXPECT_LT(Find(s, "bwd/model.layers.2/all_gather"), Find(s, "bwd/model.layers.3/compute"));
   // Layer 1's backward (its copy-out first) cannot start before layer 3's reduce-scatter is
@@ -190,7 +181,7 @@ TEST(ScheduleBuilderTest, BackwardPrefetchAndOneReduceScatterInFlight) {
 
 TEST(ScheduleBuilderTest, FullCheckpointingSavesLessActivationMemoryThanNone) {
   auto peak = [](const char* mode) {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.options.activation_checkpoint = *ParseActivationCheckpoint(mode, "test");
     Built b = BuildAll(s);
     return std::make_pair(IssueOrderPeak(b.schedule, 0), ComputeStepTotals(b.schedule, 0));
@@ -206,7 +197,7 @@ TEST(ScheduleBuilderTest, FullCheckpointingSavesLessActivationMemoryThanNone) {
   EXPECT_DOUBLE_EQ(full_t.fwd_flops, none_t.fwd_flops);
 
   // selective_layer:2 checkpoints every second block, counted from 1 as torchtitan does.
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.options.activation_checkpoint = *ParseActivationCheckpoint("selective_layer:2", "test");
   const Schedule layer = BuildAll(c).schedule;
   EXPECT_EQ(Find(layer, "bwd/model.layers.0/recompute"), -1);
@@ -219,7 +210,7 @@ TEST(ScheduleBuilderTest, FullCheckpointingSavesLessActivationMemoryThanNone) {
 // saving its output: less activation memory than saving them all, more recompute work.
 TEST(ScheduleBuilderTest, SelectiveOpEverySecondMatmulRecomputesHalfTheProjections) {
   auto build = [](const char* mode) {
-    Case s = Base();
+    Case s = MixedPrecisionCase();
     s.options.activation_checkpoint = *ParseActivationCheckpoint(mode, "test");
     Built b = BuildAll(s);
     return std::make_tuple(IssueOrderPeak(b.schedule, 0), ComputeStepTotals(b.schedule, 0),
@@ -249,8 +240,8 @@ TEST(ScheduleBuilderTest, SelectiveOpEverySecondMatmulRecomputesHalfTheProjectio
 }
 
 TEST(ScheduleBuilderTest, GradientAccumulationMultipliesComputeAndReductions) {
-  Case one = Base();
-  Case three = Base();
+  Case one = MixedPrecisionCase();
+  Case three = MixedPrecisionCase();
   three.options.grad_accum = 3;
   const Schedule s1 = BuildAll(one).schedule, s3 = BuildAll(three).schedule;
   const StepTotals t1 = ComputeStepTotals(s1, 0), t3 = ComputeStepTotals(s3, 0);
@@ -274,7 +265,7 @@ TEST(ScheduleBuilderTest, GradientAccumulationMultipliesComputeAndReductions) {
 }
 
 TEST(ScheduleBuilderTest, HsdpAddsAllReducesOverTheReplicateGroup) {
-  Case setup = Base();
+  Case setup = MixedPrecisionCase();
   setup.dp_replicate = 2;
   Built b = BuildAll(setup);
   const Schedule& s = b.schedule;
@@ -290,7 +281,7 @@ TEST(ScheduleBuilderTest, HsdpAddsAllReducesOverTheReplicateGroup) {
 }
 
 TEST(ScheduleBuilderTest, TensorParallelCollectivesBlockTheComputeLane) {
-  Case setup = Base();
+  Case setup = MixedPrecisionCase();
   setup.tp = 2;
   Built sp = BuildAll(setup);
   int rs = 0, ag = 0;
@@ -310,7 +301,7 @@ TEST(ScheduleBuilderTest, TensorParallelCollectivesBlockTheComputeLane) {
 }
 
 TEST(ScheduleBuilderTest, OffloadCopiesParamsInAndGradsOutAndStepsOnTheHost) {
-  Case setup = Base();
+  Case setup = MixedPrecisionCase();
   setup.fsdp.enable_offload = true;
   Built b = BuildAll(setup);
   const Schedule& s = b.schedule;
@@ -323,7 +314,7 @@ TEST(ScheduleBuilderTest, OffloadCopiesParamsInAndGradsOutAndStepsOnTheHost) {
 }
 
 TEST(ScheduleBuilderTest, RefusesWhatItDoesNotModel) {
-  Built b = BuildAll(Base());
+  Built b = BuildAll(MixedPrecisionCase());
   ScheduleOptions o;
   o.world_size = 8;
   o.dp_shard = 8;
@@ -379,7 +370,7 @@ namespace {
 // Prints the default schedule when SHARDSCOPE_DUMP_SCHEDULE is set (a debugging aid); always
 // checks the listing names every op.
 TEST(ScheduleBuilderTest, FormatListsEveryOp) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   if (const char* ac = std::getenv("SHARDSCOPE_DUMP_AC")) {
     c.options.activation_checkpoint = *ParseActivationCheckpoint(ac, "env");
   }
@@ -397,7 +388,7 @@ namespace shardscope::testing {
 namespace {
 
 Case Pipeline(const std::string& schedule, int virtual_stages) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.pp = 2;
   c.options.pp_schedule = schedule;
   c.options.pp_virtual_stages = virtual_stages;
@@ -468,7 +459,7 @@ namespace shardscope::testing {
 namespace {
 
 TEST(ScheduleBuilderTest, ExpertUnitsShardOverTheExpertMeshWithAllToAlls) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.ep = 4;
   c.fsdp.edp_shard_size = 2;
   Built b = BuildTree(c, TinyMoe());
@@ -498,7 +489,7 @@ namespace shardscope::testing {
 namespace {
 
 TEST(ScheduleBuilderTest, ReplicateParamsAreAllReducedWholeOverTheDataParallelGroup) {
-  Case c = Base();
+  Case c = MixedPrecisionCase();
   c.dp_replicate = 2;
   c.fsdp.replicate_params = {"model.norm.weight"};
   Built b = BuildAll(c);

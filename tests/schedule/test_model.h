@@ -157,6 +157,16 @@ struct Case {
   }
 };
 
+// The builder tests' common job: batch 2 × 128 tokens, bf16 parameters, fp32 reduction.
+inline Case MixedPrecisionCase() {
+  Case s;
+  s.options.local_batch = 2;
+  s.options.seq_len = 128;
+  s.fsdp.mix_precision.param_dtype = DType::kBFloat16;
+  s.fsdp.mix_precision.reduce_dtype = DType::kFloat32;
+  return s;
+}
+
 struct Built {
   ModelTree tree;
   Plan plan;
