@@ -230,10 +230,14 @@ Status FillFsdp(const json& f, Scenario& s) {
   if (const json& raf = f["reshard_after_forward"]; raf.is_boolean()) {
     c.reshard_after_forward = raf.get<bool>();
   } else {
-    // FSDP2's int form; 0 or a negative count is ValidateFsdpConfig's error.
+    // FSDP2's int form: the size of the groups to reshard to after forward.
+    const int d = raf.get<int>();
+    if (d < 1) {
+      return InvalidInput(fmt::format(
+          "fsdp.reshard_after_forward = {}: expected a boolean or a group size >= 1", d));
+    }
     c.reshard_after_forward = true;
-    c.reshard_after_forward_ranks = raf.get<int>();
-    if (c.reshard_after_forward_ranks == 0) c.reshard_after_forward_ranks = -1;
+    c.reshard_after_forward_ranks = d;
   }
   c.reshard_after_backward = f["reshard_after_backward"].get<bool>();
   c.requires_grad_sync = f["requires_grad_sync"].get<bool>();
