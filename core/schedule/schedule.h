@@ -246,10 +246,10 @@ struct Schedule {
 //     issued it (NCCL chains them on its internal stream): SerializesOnCommunicator.
 //     Point-to-point sends and receives keep only their issue order on the group (they go
 //     out as batched groups), they do not hold the communicator.
-//  4. Host run-ahead. The CPU issues FSDP2's hooks far ahead of the GPU (the H200 profiler
-//     traces in bench/device/results: at layer k's pre-forward the GPU still had about k ·
-//     3 ms of queued work, 80 ms by layer 15; 110 to 210 ms throughout backward), so what
-//     orders a hook's op on the GPU is the stream waits FSDP2 records, not the host: an
+//  4. Host run-ahead. The CPU issues FSDP2's hooks far ahead of the GPU (H200 traces in
+//     bench/device/results, one rank: at layer k's pre-forward about k · 5 ms of GPU work
+//     was still queued, 80 ms by layer 15, 110-210 ms in backward; FSDP2's all-gather path
+//     has no host sync), so what orders a hook's op on the GPU is FSDP2's stream waits: an
 //     all-gather (copy-in and collective) waits only for the copy-out its streams were
 //     last ordered after (wait_all_gather_streams_on_event, release_all_gather_state_for_
 //     comm_reuse), the root's pre-forward (wait_stream on the compute stream) and an int
