@@ -189,6 +189,19 @@ std::string FormatPlanTable(const Plan& plan) {
                          c.params.size() + c.replicate_params.size());
     }
   }
+  // What empty lists mean to FSDP2 (FSDPState._pre_backward's default_prefetch,
+  // wait_for_unshard's kept all-gather output): not "no prefetch".
+  if (plan.backward_prefetch_depth == 0) {
+    out +=
+        "\nbackward prefetch depth 0: no explicit lists, so FSDP2's implicit one-ahead prefetch "
+        "runs (the same as depth 1); FSDP2 cannot switch backward prefetch off\n";
+  }
+  if (plan.forward_prefetch_depth == 0) {
+    out +=
+        "\nforward prefetch depth 0: no explicit lists; FSDP2 still keeps each unit's all-gather "
+        "output until the next unit's copy-out, and the host running ahead overlaps the next "
+        "all-gather\n";
+  }
   if (!plan.warnings.empty()) {
     out += fmt::format("\nwarnings ({}):\n", plan.warnings.size());
     for (const PlanWarning& w : plan.warnings) out += fmt::format("  [{}] {}\n", w.code, w.message);

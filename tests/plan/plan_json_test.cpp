@@ -21,6 +21,16 @@ TEST(PlanJsonTest, ReshardAfterForwardIntIsWrittenAsFsdp2TakesIt) {
   EXPECT_NE(FormatPlanTable(plan).find("to 2"), std::string::npos);
 }
 
+TEST(PlanJsonTest, TableSaysWhatDepthZeroMeansToFsdp2) {
+  MeshContext mesh = Mesh(8, 8);
+  FsdpConfig c = Config(mesh);
+  EXPECT_EQ(FormatPlanTable(PlanOf(LlamaLike(2), mesh, c)).find("prefetch depth 0"),
+            std::string::npos);
+  c.backward_prefetch_depth = 0;
+  const std::string table = FormatPlanTable(PlanOf(LlamaLike(2), mesh, c));
+  EXPECT_NE(table.find("FSDP2 cannot switch backward prefetch off"), std::string::npos) << table;
+}
+
 TEST(PlanJsonTest, FollowsFormats1b) {
   MeshContext mesh = Mesh(16, 8);
   FsdpConfig c = Config(mesh);
