@@ -99,6 +99,7 @@ class Runner {
   std::vector<UnitData> units_;
   std::map<std::string, int> unit_by_label_;
   std::vector<int> unit_of_op_;    // per op: index into units_, -1 for step-level ops
+  std::vector<int> gather_target_;  // per copy-in: the buffer its all-gather gathers into
   std::vector<int> arena_buffer_;  // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
@@ -171,9 +172,8 @@ Status Runner::Prepare() {
     const ScheduleOp& op = s_.ops[i];
     int64_t need = 0;
     if (op.type == OpType::kCompute) {
-      const UnitData* u = UnitOf(UnitOpLabel(op.unit));
-      const int64_t params = u != nullptr ? u->layout.sizes.gathered_bytes : 0;
-      for (const ComputeItem& item : op.items) need = std::max(need, ArenaBytes(item, params));
+      // Weights may have to come from the arena (no gathered buffer live, or too small).
+      for (const ComputeItem& item : op.items) need = std::max(need, ArenaBytes(item, 0));
     } else if (IsCollective(op.type) && (op.collective.input_buffer < 0 ||
                                          op.collective.output_buffer < 0)) {
       const int g = op.group >= 0 ? s_.groups[op.group].size() : 1;
@@ -200,6 +200,16 @@ Status Runner::Prepare() {
   }
   run_.workspace_bytes = workspace;
   comm_last_.assign(s_.groups.size(), -1);
+  // The all-gather buffer a copy-in fills is its all-gather's output (the schedule's link;
+  // under host run-ahead another op allocates it, in program order).
+  gather_target_.assign(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    const ScheduleOp& op = s_.ops[i];
+    if (op.type != OpType::kAllGather || op.collective.output_buffer < 0) continue;
+    for (int d : op.deps) {
+      if (s_.ops[d].type == OpType::kCopyIn) gather_target_[d] = op.collective.output_buffer;
+    }
+  }
   return Status::Ok();
 }
 
@@ -255,6 +265,11 @@ Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
             op.op_id, b.bytes, MemCategoryName(b.category), got.status().message(), breakdown));
       }
       live_[e.buffer] = std::move(got).value();
+      // A unit's gathered parameters, whichever op allocates them (host run-ahead).
+      if (b.category == MemCategory::kUnshardedParams) {
+        UnitData* u = UnitOf(b.unit);
+        if (u != nullptr && b.bytes == u->layout.sizes.gathered_bytes) u->gathered = e.buffer;
+      }
     } else if (e.bytes < 0) {
       if (live_[e.buffer].data == nullptr) {
         return InvalidInput(fmt::format("schedule: op '{}' frees buffer {}, which is not live",
@@ -352,8 +367,10 @@ Status Runner::IssueCopyIn(int i) {
   const ScheduleOp& op = s_.ops[i];
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
-  // The gathered buffer is the largest unsharded-params buffer the copy-in allocates.
+  if (gather_target_[i] >= 0) u->gathered = gather_target_[i];
+  // Without an all-gather (no peers): the largest unsharded-params buffer it allocates.
   for (const MemoryEffect& e : op.memory) {
+    if (gather_target_[i] >= 0) break;
     if (e.bytes > 0 && e.category == MemCategory::kUnshardedParams &&
         (u->gathered < 0 || live_[u->gathered].data == nullptr ||
          s_.buffers[e.buffer].bytes > live_[u->gathered].bytes)) {
