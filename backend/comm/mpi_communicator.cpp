@@ -202,9 +202,9 @@ Status MpiCommunicator::Fault(const CollectiveCall& call, const std::string& wha
   } else {
     who = fmt::format("ranks {} do not answer: they died or hang", fmt::join(silent, ", "));
   }
-  return RuntimeError(fmt::format("rank {}: {} {} on group '{}' (ranks [{}]): {}",
-                                  factory_.world_rank(), call.op_id, what, group_.name,
-                                  fmt::join(group_.ranks, ", "), who));
+  return RuntimeError(fmt::format("rank {}: {} on group '{}' (ranks [{}]) {}: {}",
+                                  factory_.world_rank(), call.op_id, group_.name,
+                                  fmt::join(group_.ranks, ", "), what, who));
 }
 
 Status MpiCommunicator::Complete(MPI_Request& req, const CollectiveCall& call) {
@@ -216,10 +216,10 @@ Status MpiCommunicator::Complete(MPI_Request& req, const CollectiveCall& call) {
   while (true) {
     int done = 0;
     const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return Fault(call, "failed in MPI: " + MpiErrorText(rc) + ";");
+    if (rc != MPI_SUCCESS) return Fault(call, "failed in MPI (" + MpiErrorText(rc) + ")");
     if (done) return Status::Ok();
     if (Clock::now() > deadline) {
-      return Fault(call, fmt::format("did not complete within --timeout {};",
+      return Fault(call, fmt::format("did not complete within --timeout {}",
                                      Seconds(factory_.options().timeout)));
     }
     if (nap.count() == 0) {
@@ -299,7 +299,7 @@ Status MpiCommunicator::Run(const CollectiveCall& call) {
       return InvalidInput(fmt::format("{}: op type {} is no collective", call.op_id,
                                       OpTypeName(call.type)));
   }
-  if (rc != MPI_SUCCESS) return Fault(call, "could not be issued: " + MpiErrorText(rc) + ";");
+  if (rc != MPI_SUCCESS) return Fault(call, "could not be issued (" + MpiErrorText(rc) + ")");
   return Complete(req, call);
 }
 
@@ -332,7 +332,7 @@ Status MpiCommunicator::RunReduction(const CollectiveCall& call) {
                                                      MPI_SUM, comm_, &req)
                          : MPI_Iallreduce(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM,
                                           comm_, &req);
-  if (rc != MPI_SUCCESS) return Fault(call, "could not be issued: " + MpiErrorText(rc) + ";");
+  if (rc != MPI_SUCCESS) return Fault(call, "could not be issued (" + MpiErrorText(rc) + ")");
   SS_RETURN_IF_ERROR(Complete(req, call));
   for (int64_t i = 0; i < call.count; ++i) {
     StoreAs(call.dtype, call.output, i, rule.Output(out[i]));
