@@ -59,14 +59,15 @@ void InstallTerminateHandler(int world_rank) {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-// The test-only exit of kTestExitEnv: "RANK:OP_ID".
+// The test-only faults of kTestExitEnv / kTestCorruptEnv: "RANK:OP_ID".
 struct TestExit {
   int rank = -1;
   std::string op_id;
+  bool Matches(int r, const std::string& id) const { return rank == r && op_id == id; }
 };
-TestExit ReadTestExit() {
+TestExit ReadTestFault(const char* env) {
   TestExit t;
-  const char* v = std::getenv(kTestExitEnv);
+  const char* v = std::getenv(env);
   if (v == nullptr) return t;
   const std::string s(v);
   const size_t colon = s.find(':');
@@ -99,6 +100,7 @@ class MpiCommunicator final : public Communicator {
  private:
   Status Enqueue(const CollectiveCall& call);
   Status Run(const CollectiveCall& call);  // on the lane thread
+  Status Issue(const CollectiveCall& call);
   Status RunReduction(const CollectiveCall& call);
   // Polls `req` until done; the watchdog's error after the timeout.
   Status Complete(MPI_Request& req, const CollectiveCall& call);
@@ -118,7 +120,8 @@ class MpiCommunicator final : public Communicator {
 class MpiFactory final : public CommFactory {
  public:
   MpiFactory(std::unique_ptr<MpiWorld> world, const MpiCommOptions& options)
-      : world_(std::move(world)), options_(options), test_exit_(ReadTestExit()) {}
+      : world_(std::move(world)), options_(options), test_exit_(ReadTestFault(kTestExitEnv)),
+        test_corrupt_(ReadTestFault(kTestCorruptEnv)) {}
 
   int world_rank() const override { return world_->rank(); }
   int world_size() const override { return world_->size(); }
@@ -147,11 +150,13 @@ class MpiFactory final : public CommFactory {
   MpiWorld& world() { return *world_; }
   const MpiCommOptions& options() const { return options_; }
   const TestExit& test_exit() const { return test_exit_; }
+  const TestExit& test_corrupt() const { return test_corrupt_; }
 
  private:
   std::unique_ptr<MpiWorld> world_;
   MpiCommOptions options_;
   TestExit test_exit_;
+  TestExit test_corrupt_;
 };
 
 Status MpiCommunicator::Enqueue(const CollectiveCall& call) {
@@ -178,10 +183,13 @@ Status MpiCommunicator::Wait(std::chrono::nanoseconds timeout) {
   std::unique_lock lock(mu_);
   // Each call has its own watchdog (Complete); this bound only covers calls still queued
   // behind other work of their lane.
-  if (!cv_.wait_for(lock, timeout, [this] { return pending_ == 0; })) {
+  // The grace lets a call's own watchdog (which may have started later) report first, with
+  // its roll call.
+  const auto bound = timeout + std::chrono::seconds(5);
+  if (!cv_.wait_for(lock, bound, [this] { return pending_ == 0; })) {
     return RuntimeError(fmt::format(
         "rank {}: {} collective(s) on group '{}' still pending after {}", factory_.world_rank(),
-        pending_, group_.name, Seconds(timeout)));
+        pending_, group_.name, Seconds(bound)));
   }
   return first_error_;
 }
@@ -243,8 +251,20 @@ Result<int> MpiCount(int64_t n, const CollectiveCall& call) {
 }
 
 Status MpiCommunicator::Run(const CollectiveCall& call) {
+  SS_RETURN_IF_ERROR(Issue(call));
+  if (factory_.test_corrupt().Matches(factory_.world_rank(), call.op_id) &&
+      call.output != nullptr && call.count > 0) {
+    // The last byte of the output (another rank's slot of an all-gather): a wrong value that
+    // the collective's semantics would never produce.
+    const int64_t n = call.type == OpType::kAllGather ? group_.size() : 1;
+    static_cast<unsigned char*>(call.output)[n * call.count * DTypeBytes(call.dtype) - 1] ^= 0x40;
+  }
+  return Status::Ok();
+}
+
+Status MpiCommunicator::Issue(const CollectiveCall& call) {
   const TestExit& test_exit = factory_.test_exit();
-  if (test_exit.rank == factory_.world_rank() && test_exit.op_id == call.op_id) {
+  if (test_exit.Matches(factory_.world_rank(), call.op_id)) {
     const std::string text = fmt::format(
         "shardscope: test: rank {} exits before {} ({})\n", test_exit.rank, call.op_id,
         kTestExitEnv);
