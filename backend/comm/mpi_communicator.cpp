@@ -120,15 +120,15 @@ class MpiCommunicator final : public Communicator {
 class MpiFactory final : public CommFactory {
  public:
   MpiFactory(std::unique_ptr<MpiWorld> world, const MpiCommOptions& options)
-      : world_(std::move(world)), options_(options), test_exit_(ReadTestFault(kTestExitEnv)),
+      : world_(std::move(world)),
+        options_(options),
+        test_exit_(ReadTestFault(kTestExitEnv)),
         test_corrupt_(ReadTestFault(kTestCorruptEnv)) {}
 
   int world_rank() const override { return world_->rank(); }
   int world_size() const override { return world_->size(); }
   std::string name() const override { return "mpi"; }
-  std::map<std::string, std::string> versions() const override {
-    return {{"mpi", MpiVersion()}};
-  }
+  std::map<std::string, std::string> versions() const override { return {{"mpi", MpiVersion()}}; }
 
   Result<std::vector<std::unique_ptr<Communicator>>> MakeCommunicators(
       std::span<const ProcessGroup> groups, Device& device) override {
@@ -187,9 +187,9 @@ Status MpiCommunicator::Wait(std::chrono::nanoseconds timeout) {
   // its roll call.
   const auto bound = timeout + std::chrono::seconds(5);
   if (!cv_.wait_for(lock, bound, [this] { return pending_ == 0; })) {
-    return RuntimeError(fmt::format(
-        "rank {}: {} collective(s) on group '{}' still pending after {}", factory_.world_rank(),
-        pending_, group_.name, Seconds(bound)));
+    return RuntimeError(
+        fmt::format("rank {}: {} collective(s) on group '{}' still pending after {}",
+                    factory_.world_rank(), pending_, group_.name, Seconds(bound)));
   }
   return first_error_;
 }
@@ -203,8 +203,9 @@ Status MpiCommunicator::Fault(const CollectiveCall& call, const std::string& wha
   factory_.world().MarkFaulted();
   std::string who;
   if (silent.empty()) {
-    who = "every rank of the group answers, so the collective itself is stuck (a rank issued "
-          "a different collective or waits on something else)";
+    who =
+        "every rank of the group answers, so the collective itself is stuck (a rank issued "
+        "a different collective or waits on something else)";
   } else if (silent.size() == 1) {
     who = fmt::format("rank {} does not answer: it died or hangs", silent[0]);
   } else {
@@ -265,9 +266,8 @@ Status MpiCommunicator::Run(const CollectiveCall& call) {
 Status MpiCommunicator::Issue(const CollectiveCall& call) {
   const TestExit& test_exit = factory_.test_exit();
   if (test_exit.Matches(factory_.world_rank(), call.op_id)) {
-    const std::string text = fmt::format(
-        "shardscope: test: rank {} exits before {} ({})\n", test_exit.rank, call.op_id,
-        kTestExitEnv);
+    const std::string text = fmt::format("shardscope: test: rank {} exits before {} ({})\n",
+                                         test_exit.rank, call.op_id, kTestExitEnv);
     (void)!write(STDERR_FILENO, text.data(), text.size());
     _exit(kTestExitStatus);
   }
@@ -316,8 +316,8 @@ Status MpiCommunicator::Issue(const CollectiveCall& call) {
       break;
     }
     default:
-      return InvalidInput(fmt::format("{}: op type {} is no collective", call.op_id,
-                                      OpTypeName(call.type)));
+      return InvalidInput(
+          fmt::format("{}: op type {} is no collective", call.op_id, OpTypeName(call.type)));
   }
   if (rc != MPI_SUCCESS) return Fault(call, "could not be issued (" + MpiErrorText(rc) + ")");
   return Complete(req, call);
@@ -348,10 +348,10 @@ Status MpiCommunicator::RunReduction(const CollectiveCall& call) {
   for (int64_t i = 0; i < in_count; ++i) in[i] = rule.Input(LoadAs(call.dtype, call.input, i));
   std::vector<double> out(static_cast<size_t>(count));
   MPI_Request req = MPI_REQUEST_NULL;
-  const int rc = scatter ? MPI_Ireduce_scatter_block(in.data(), out.data(), count, MPI_DOUBLE,
-                                                     MPI_SUM, comm_, &req)
-                         : MPI_Iallreduce(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM,
-                                          comm_, &req);
+  const int rc =
+      scatter ? MPI_Ireduce_scatter_block(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM, comm_,
+                                          &req)
+              : MPI_Iallreduce(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM, comm_, &req);
   if (rc != MPI_SUCCESS) return Fault(call, "could not be issued (" + MpiErrorText(rc) + ")");
   SS_RETURN_IF_ERROR(Complete(req, call));
   for (int64_t i = 0; i < call.count; ++i) {

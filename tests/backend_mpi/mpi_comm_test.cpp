@@ -1,8 +1,6 @@
 // The MPI communicators (backend/comm/mpi_communicator.h) under `mpirun -np N` (N = 2 or 4):
 // data movement of every call, the reduction rule's exact sums, sub-groups, and refusal of
 // schedules whose groups disagree. Every rank runs every test; a rank's failure fails the run.
-#include "backend/comm/mpi_communicator.h"
-
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -11,6 +9,7 @@
 #include <cstdio>
 
 #include "backend/check/reduction_rule.h"
+#include "backend/comm/mpi_communicator.h"
 #include "backend/device/deterministic.h"
 #include "tests/backend_mpi/inline_device.h"
 
@@ -52,8 +51,8 @@ class MpiComm : public ::testing::Test {
   static inline std::vector<std::unique_ptr<Communicator>> comms_;
 };
 
-CollectiveCall Call(OpType type, DType dtype, int64_t count, CollectiveReduce reduce =
-                                                                  CollectiveReduce::kNone) {
+CollectiveCall Call(OpType type, DType dtype, int64_t count,
+                    CollectiveReduce reduce = CollectiveReduce::kNone) {
   CollectiveCall c;
   c.type = type;
   c.lane = type == OpType::kAllGather ? Lane::kAllGather : Lane::kReduceScatter;
@@ -119,7 +118,8 @@ TEST_F(MpiComm, AllGatherFromASeparateInputOnASubGroup) {
   ASSERT_TRUE(half().Wait(std::chrono::seconds(30)).ok());
   for (int j = 0; j < n; ++j) {
     const int r = half().group().ranks[j];
-    for (int64_t i = 0; i < count; ++i) EXPECT_EQ(out[j * count + i], Value("agh", r, i, DType::kFloat32));
+    for (int64_t i = 0; i < count; ++i)
+      EXPECT_EQ(out[j * count + i], Value("agh", r, i, DType::kFloat32));
   }
 }
 
