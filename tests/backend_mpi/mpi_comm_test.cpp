@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backend/backends.h"
 #include "backend/check/reduction_rule.h"
 #include "backend/comm/mpi_communicator.h"
 #include "backend/device/deterministic.h"
@@ -240,6 +241,35 @@ TEST_F(MpiComm, SendAndReceiveBetweenNeighbours) {
   ASSERT_TRUE(world().Wait(std::chrono::seconds(30)).ok());
   const int sender = Rank() - Rank() % 2;
   for (int64_t i = 0; i < count; ++i) EXPECT_EQ(data[i], Value("p2p", sender, i, DType::kFloat32));
+}
+
+TEST_F(MpiComm, LanesOfTheHostDeviceRunCollectivesConcurrently) {
+  // Two communicators, each collective on its own lane thread of the host device: both are
+  // issued before either is waited for, as the executor issues them.
+  auto host = MakeHostDevice(DeviceOptions{});
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto made = g_factory->MakeCommunicators(groups_, **host);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  Communicator& w = *made.value()[0];
+  Communicator& h = *made.value()[1];
+  const int64_t count = 1000;
+  std::vector<float> gathered(count * w.size(), 0.0f);
+  for (int64_t i = 0; i < count; ++i) gathered[Rank() * count + i] = Rank() + 1.0f;
+  std::vector<float> summed(count, 1.0f);
+  CollectiveCall ag = Call(OpType::kAllGather, DType::kFloat32, count);
+  ag.output = gathered.data();
+  ag.input = gathered.data() + Rank() * count;
+  CollectiveCall ar = Call(OpType::kAllReduce, DType::kFloat32, count, CollectiveReduce::kSum);
+  ar.lane = Lane::kAllReduce;
+  ar.input = summed.data();
+  ar.output = summed.data();
+  ASSERT_TRUE(w.AllGather(ag).ok());
+  ASSERT_TRUE(h.AllReduce(ar).ok());
+  ASSERT_TRUE(w.Wait(std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(h.Wait(std::chrono::seconds(30)).ok());
+  ASSERT_TRUE((*host)->Synchronize(std::chrono::seconds(30)).ok());
+  for (int r = 0; r < w.size(); ++r) EXPECT_EQ(gathered[r * count + 5], r + 1.0f);
+  EXPECT_EQ(summed[7], static_cast<float>(h.size()));
 }
 
 TEST_F(MpiComm, DisagreeingSchedulesAreRefusedOnEveryRank) {
