@@ -33,6 +33,7 @@ Result<std::unique_ptr<Device>> MakeCudaDevice(const DeviceOptions& options);
 // Initialises MPI (once per process) for the world `launch` describes.
 Result<std::unique_ptr<CommFactory>> MakeMpiCommFactory(const LaunchInfo& launch);
 #if defined(SHARDSCOPE_HAVE_CUDA)
+// backend_cuda defines SHARDSCOPE_HAVE_NCCL_COMM once it provides this (`run` calls it then).
 // A world NCCL communicator bootstrapped over MPI, split per group; `device` is the CUDA
 // device whose streams the collectives run on.
 Result<std::unique_ptr<CommFactory>> MakeNcclCommFactory(const LaunchInfo& launch, Device& device);
