@@ -51,6 +51,7 @@ void CachingAllocatorModel::ReleaseFreeSegments() {
     seg.live = false;
     reserved_bytes_ -= seg.size;
     --live_segments_;
+    if (backing_ != nullptr) backing_->Release(s);
   }
   idle_segments_.clear();
 }
@@ -72,8 +73,15 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
       ReleaseFreeSegments();
       if (reserved_bytes_ + seg_size > capacity_bytes_) ++oom_count_;
     }
+    const int seg = static_cast<int>(segments_.size());
+    if (backing_ != nullptr && !backing_->Reserve(seg, seg_size)) {
+      ReleaseFreeSegments();
+      if (!backing_->Reserve(seg, seg_size)) {
+        ++oom_count_;
+        return -1;
+      }
+    }
     segments_.push_back(Segment{seg_size, pool, -1, true});
-    const int seg = static_cast<int>(segments_.size()) - 1;
     id = NewBlock(Block{seg_size, 0, seg, -1, -1, false, pool});
     segments_[seg].first_block = id;
     reserved_bytes_ += seg_size;

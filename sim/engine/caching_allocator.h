@@ -5,6 +5,8 @@
 //   CachingAllocatorModel   Allocate / Free / reserved_bytes / peak_reserved_bytes
 //   RoundAllocationBytes    the allocator's request rounding (512 B multiples)
 //   SegmentBytes            the size of a new segment for a rounded request
+//   SegmentBacking          real memory behind segments (the backend's devices; the simulator
+//                           has none and only counts)
 //
 // What is modelled (the allocator's defaults, no PYTORCH_CUDA_ALLOC_CONF):
 //   - requests rounded up to 512 B; requests <= 1 MiB come from the small pool (2 MiB
@@ -40,12 +42,28 @@ int64_t RoundAllocationBytes(int64_t bytes);
 // Size of the segment cudaMalloc'd for a rounded request that no cached block fits.
 int64_t SegmentBytes(int64_t rounded_bytes);
 
+// What a real device supplies: the raw allocation behind each segment (malloc, cudaMalloc).
+// With a backing the model is the policy of a real allocator: a segment the backing refuses
+// makes it release every free cached segment and retry once, as PyTorch's allocator does
+// after a failed cudaMalloc, and the allocation fails (-1) if the retry is refused too.
+class SegmentBacking {
+ public:
+  virtual ~SegmentBacking() = default;
+  // Obtains `bytes` for new segment `segment`; false when there is no memory for it.
+  virtual bool Reserve(int segment, int64_t bytes) = 0;
+  virtual void Release(int segment) = 0;
+};
+
 class CachingAllocatorModel {
  public:
   // capacity_bytes <= 0: unlimited (no release-and-retry, never OOM).
   explicit CachingAllocatorModel(int64_t capacity_bytes = 0) : capacity_bytes_(capacity_bytes) {}
 
-  // Allocates `bytes` (> 0) on `stream`; returns a handle for Free.
+  // Not owned; must outlive the model. Set before the first Allocate.
+  void set_backing(SegmentBacking* backing) { backing_ = backing; }
+
+  // Allocates `bytes` (> 0) on `stream`; returns a handle for Free. -1 only with a backing
+  // that refuses the segment (see SegmentBacking).
   int Allocate(int64_t bytes, int stream);
   // Returns the block of `handle` to its stream's cache.
   void Free(int handle);
@@ -57,6 +75,12 @@ class CachingAllocatorModel {
   // Number of allocations whose segment did not fit under the capacity, even after releasing.
   int oom_count() const { return oom_count_; }
   int segment_count() const { return live_segments_; }
+  // Where a live block lies: its segment and its byte offset in it; its rounded size.
+  int segment_of(int handle) const { return blocks_[handle].segment; }
+  int64_t offset_of(int handle) const { return blocks_[handle].offset; }
+  int64_t block_bytes(int handle) const { return blocks_[handle].size; }
+  // Releases every fully free cached segment (torch.cuda.empty_cache()).
+  void ReleaseCached() { ReleaseFreeSegments(); }
 
  private:
   struct Block {
@@ -82,6 +106,7 @@ class CachingAllocatorModel {
   std::set<std::pair<int64_t, int>>& FreeSet(int pool);
 
   int64_t capacity_bytes_;
+  SegmentBacking* backing_ = nullptr;
   int64_t reserved_bytes_ = 0;
   int64_t peak_reserved_bytes_ = 0;
   int64_t allocated_rounded_bytes_ = 0;

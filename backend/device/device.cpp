@@ -1,0 +1,172 @@
+#include "backend/device/device.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+#include <unordered_map>
+
+#include "sim/engine/caching_allocator.h"
+
+namespace shardscope::backend {
+
+std::string_view DeviceKindName(DeviceKind kind) {
+  return kind == DeviceKind::kCuda ? "cuda" : "cpu";
+}
+
+// The simulator's allocator policy over segments this device's RawAllocate supplies.
+struct Device::Pool : sim::SegmentBacking {
+  Pool(Device* device, bool host, int64_t limit) : device(device), host(host), limit(limit) {
+    model.set_backing(this);
+  }
+  bool Reserve(int segment, int64_t bytes) override {
+    if (limit > 0 && reserved + bytes > limit) return false;
+    void* p = device->RawAllocate(bytes, host);
+    if (p == nullptr) return false;
+    if (segment >= static_cast<int>(base.size())) base.resize(segment + 1, nullptr);
+    base[segment] = p;
+    segment_bytes[segment] = bytes;
+    reserved += bytes;
+    return true;
+  }
+  void Release(int segment) override {
+    device->RawFree(base[segment], host);
+    base[segment] = nullptr;
+    reserved -= segment_bytes[segment];
+    released.push_back(segment);
+  }
+
+  Device* device;
+  bool host;
+  int64_t limit;
+  int64_t reserved = 0;
+  sim::CachingAllocatorModel model;
+  std::vector<void*> base;                         // by segment id
+  std::unordered_map<int, int64_t> segment_bytes;  // live segments
+  std::unordered_map<int, MemCategory> segment_category;
+  std::vector<int> released;  // segments Release dropped since the last look
+};
+
+Device::Device(int64_t capacity_bytes)
+    : device_pool_(std::make_unique<Pool>(this, false, capacity_bytes)),
+      host_pool_(std::make_unique<Pool>(this, true, 0)) {}
+
+Device::~Device() = default;
+
+void Device::ReleaseAllMemory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Pool* pool : {device_pool_.get(), host_pool_.get()}) {
+    for (auto& [segment, bytes] : pool->segment_bytes) {
+      if (pool->base[segment] != nullptr) RawFree(pool->base[segment], pool->host);
+      pool->base[segment] = nullptr;
+    }
+    pool->segment_bytes.clear();
+  }
+  pending_.clear();
+}
+
+Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane stream, bool host) {
+  if (bytes <= 0) return InvalidInput(fmt::format("allocation of {} bytes", bytes));
+  std::lock_guard<std::mutex> lock(mu_);
+  ProcessPendingFrees(false);
+  Pool& pool = host ? *host_pool_ : *device_pool_;
+  const int stream_id = static_cast<int>(stream) - 1;
+  int handle = pool.model.Allocate(bytes, stream_id);
+  if (handle < 0 && !pending_.empty()) {
+    // PyTorch synchronizes outstanding record_stream events before giving up.
+    ProcessPendingFrees(true);
+    handle = pool.model.Allocate(bytes, stream_id);
+  }
+  for (int s : pool.released) {
+    if (!host)
+      counters_.reserved[static_cast<int>(pool.segment_category[s])] -= pool.segment_bytes[s];
+    pool.segment_bytes.erase(s);
+    pool.segment_category.erase(s);
+  }
+  pool.released.clear();
+  if (handle < 0) {
+    ++counters_.oom_count;
+    counters_.reserved_bytes = device_pool_->reserved;
+    return RuntimeError(fmt::format(
+        "out of memory: {} bytes of {} on lane {} did not fit ({} reserved{}, {} allocated)", bytes,
+        MemCategoryName(category), LaneName(stream), pool.reserved,
+        pool.limit > 0 ? fmt::format(" of {} usable", pool.limit) : "",
+        host ? counters_.host_allocated_bytes : counters_.allocated_bytes));
+  }
+  const int segment = pool.model.segment_of(handle);
+  if (pool.segment_category.find(segment) == pool.segment_category.end()) {
+    pool.segment_category[segment] = category;
+    if (!host) counters_.reserved[static_cast<int>(category)] += pool.segment_bytes[segment];
+  }
+  DeviceBuffer b;
+  b.data = static_cast<char*>(pool.base[segment]) + pool.model.offset_of(handle);
+  b.bytes = bytes;
+  b.category = category;
+  b.stream = stream;
+  b.host = host;
+  b.handle = handle;
+  if (host) {
+    counters_.host_allocated_bytes += bytes;
+  } else {
+    counters_.allocated[static_cast<int>(category)] += bytes;
+    counters_.allocated_bytes += bytes;
+    counters_.reserved_bytes = pool.reserved;
+    counters_.segments = pool.model.segment_count();
+    counters_.peak_allocated_bytes =
+        std::max(counters_.peak_allocated_bytes, counters_.allocated_bytes);
+    counters_.peak_reserved_bytes = std::max(counters_.peak_reserved_bytes, pool.reserved);
+  }
+  return b;
+}
+
+void Device::FreeNow(const DeviceBuffer& b) {
+  Pool& pool = b.host ? *host_pool_ : *device_pool_;
+  pool.model.Free(b.handle);
+  if (b.host) {
+    counters_.host_allocated_bytes -= b.bytes;
+  } else {
+    counters_.allocated[static_cast<int>(b.category)] -= b.bytes;
+    counters_.allocated_bytes -= b.bytes;
+  }
+}
+
+void Device::Free(const DeviceBuffer& buffer, std::shared_ptr<DeviceEvent> ready) {
+  if (buffer.handle < 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ready != nullptr && !Done(*ready)) {
+    pending_.push_back(PendingFree{buffer, std::move(ready)});
+    // Allocated bytes drop when the schedule frees (what the trace reports); the block itself
+    // comes back to the cache when the event is done.
+    if (!buffer.host) {
+      counters_.allocated[static_cast<int>(buffer.category)] -= buffer.bytes;
+      counters_.allocated_bytes -= buffer.bytes;
+    } else {
+      counters_.host_allocated_bytes -= buffer.bytes;
+    }
+    return;
+  }
+  FreeNow(buffer);
+}
+
+void Device::ProcessPendingFrees(bool wait_all) {
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    PendingFree& p = pending_[i];
+    if (wait_all) {
+      while (!Done(*p.ready)) std::this_thread::yield();
+    }
+    if (Done(*p.ready)) {
+      Pool& pool = p.buffer.host ? *host_pool_ : *device_pool_;
+      pool.model.Free(p.buffer.handle);  // its bytes were counted off at Free
+    } else {
+      pending_[kept++] = std::move(p);
+    }
+  }
+  pending_.resize(kept);
+}
+
+MemoryCounters Device::memory() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,100 @@
+// Runs one rank's schedule (a Schedule built with ScheduleOptions::rank) on a Device with a
+// Communicator per group, exactly as the execution contract of core/schedule/schedule.h
+// orders it, and measures it: when every op ran (a Timeline, the simulator's own type), the
+// memory series from the allocator (RoleMemory) and the allocator's counters.
+//
+// Contents:
+//   ExecOptions     steps, timeout, optimizer hyper-parameters, an observer
+//   ExecContext     what an observer may look at: schedule, device, live buffers, the step
+//   ExecObserver    hooks after each op's work is enqueued (what `run --check` uses)
+//   StepRun         the measured last step (or the part of it that ran before a failure)
+//   RunSchedule     the executor
+//
+// How it issues (one thread; the device's lanes run concurrently):
+//   - ops in a topological order of the contract's edges: each lane's issue order, every
+//     dep, and each communicator's issue order (rules 1-3, 5);
+//   - per op: wait on the end event of every dep on another lane and, for a collective that
+//     holds its communicator, of the communicator's previous collective; record a start
+//     event; apply kStart memory effects; enqueue the op's work (its ComputeItems as device
+//     kernels at their shapes, the collective through its communicator, copies as
+//     memcpys); record an end event; apply kEnd memory effects (a free waits for the end
+//     event of the op that frees: record_stream);
+//   - nothing else: the schedule decides what runs where and after what.
+// Data: sharded parameters are DeterministicValue(SeedOf(FQN), element index of the local
+// tensor) in their dtype, padding rows zero (param_state.h), optimizer moments zero;
+// gradients are DeterministicValue(SeedOf("grad:<rank>:<FQN>"), index) written by the last
+// backward compute op of a unit into its unsharded gradient buffer (before the reduce copy-in).
+// Compute reads the gathered parameters and writes real outputs into the op's buffers (or a
+// per-lane workspace the schedule does not track, reported apart); the math is the shape's,
+// not the model's.
+// Steps: every step runs the whole schedule; the last one is reported. Persistent state
+// (parameters, moments) carries over, so step k's optimizer uses step count k.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/comm/communicator.h"
+#include "backend/device/device.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/timeline/memory_series.h"
+#include "core/timeline/timeline.h"
+#include "core/util/status.h"
+
+namespace shardscope::backend {
+
+class ExecObserver;
+
+struct ExecOptions {
+  int steps = 1;
+  std::chrono::nanoseconds timeout = std::chrono::seconds(300);  // per step: the watchdog
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 1e-2f;
+  ExecObserver* observer = nullptr;  // not owned
+};
+
+struct ExecContext {
+  const Schedule* schedule = nullptr;
+  const Plan* plan = nullptr;
+  Device* device = nullptr;
+  int step = 0;  // 0-based
+  // Live buffers by Schedule::buffers id (data == nullptr when not live now).
+  const std::vector<DeviceBuffer>* buffers = nullptr;
+  const DeviceBuffer& buffer(int id) const { return (*buffers)[id]; }
+};
+
+class ExecObserver {
+ public:
+  virtual ~ExecObserver() = default;
+  // After op `op`'s work was enqueued on its lane, before its kEnd effects (frees) apply:
+  // work the observer enqueues on that lane (a copy of the op's output) runs after the op
+  // and before its buffers can be reused.
+  virtual Status AfterOp(int op, const ExecContext& ctx) = 0;
+  // After the last step drained, before persistent state is released.
+  virtual Status AfterRun(const ExecContext& ctx) = 0;
+};
+
+struct StepRun {
+  Timeline timeline;  // ns from the step's first event; ops that never ran keep -1
+  RoleMemory memory;  // allocated exactly per category, reserved from the allocator
+  MemoryCounters counters;
+  int steps_run = 0;
+  // Ok, or the failure (out of memory: RuntimeError naming the op_id and the per-category
+  // breakdown; a collective that failed or timed out: the op_id and the group). The timeline
+  // and memory then hold what ran before it: the trace up to that point.
+  Status failure;
+  int failed_op = -1;
+  int64_t issue_ns_per_op = 0;  // host time to issue one op (the overhead benchmark's figure)
+};
+
+// `schedule` holds one role (this rank's); `comms` one communicator per Schedule::groups
+// entry; `plan` gives the parameters' layouts. InvalidInput for a schedule it cannot run
+// (several roles, a group without a communicator); anything that fails while running is
+// StepRun::failure.
+Result<StepRun> RunSchedule(const Schedule& schedule, const Plan& plan, Device& device,
+                            std::vector<std::unique_ptr<Communicator>>& comms,
+                            const ExecOptions& options);
+
+}  // namespace shardscope::backend
