@@ -32,18 +32,31 @@ namespace {
 enum Flag : uint32_t {
   kTransA = 1u << 0,
   kTransB = 1u << 1,
-  kOutF32 = 1u << 2,
   kBias = 1u << 3,
   kBeta = 1u << 4,
-  kAlignShift = 8,  // log2 of the common pointer alignment, in bits 8..15
+  kAlignShift = 8,     // log2 of the common pointer alignment, bits 8..15
+  kAbTypeShift = 16,   // DType of A and B, bits 16..23
+  kOutTypeShift = 24,  // DType of C, bits 24..31
 };
+
+Result<cudaDataType_t> CudaTypeOf(DType d) {
+  switch (d) {
+    case DType::kBFloat16:
+      return CUDA_R_16BF;
+    case DType::kFloat16:
+      return CUDA_R_16F;
+    case DType::kFloat32:
+      return CUDA_R_32F;
+    default:
+      return InvalidInput(std::string("GEMM: no cuBLASLt type for ") + std::string(DTypeName(d)));
+  }
+}
 
 // The largest power of two (<= 256) every operand's address is a multiple of: cuBLASLt's
 // heuristic assumes 256-byte alignment unless told otherwise.
-int CommonAlignment(const GemmArgs& g) {
+int CommonAlignment(const LtGemmArgs& g) {
   uintptr_t bits = 256;
-  for (const void* p : {static_cast<const void*>(g.a), static_cast<const void*>(g.b),
-                        static_cast<const void*>(g.c), static_cast<const void*>(g.bias)}) {
+  for (const void* p : {g.a, g.b, static_cast<const void*>(g.c), g.bias}) {
     if (p) bits |= reinterpret_cast<uintptr_t>(p);
   }
   return static_cast<int>(std::min<uintptr_t>(256, bits & (~bits + 1)));
@@ -70,7 +83,7 @@ Status MakeLayout(cublasLtMatrixLayout_t* out, cudaDataType_t type, int64_t rows
   return Status::Ok();
 }
 
-std::string ShapeText(const GemmArgs& g) {
+std::string ShapeText(const LtGemmArgs& g) {
   return "GEMM " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k) +
          (g.trans_a ? " A^T" : "") + (g.trans_b ? " B^T" : "") +
          (g.batch > 1 ? " batch " + std::to_string(g.batch) : "");
@@ -104,7 +117,7 @@ size_t LtGemm::cached_plans() const {
   return plans_.size();
 }
 
-Result<const LtGemm::Plan*> LtGemm::PlanFor(const GemmArgs& g, const Key& key,
+Result<const LtGemm::Plan*> LtGemm::PlanFor(const LtGemmArgs& g, const Key& key,
                                             int alignment_bytes, size_t workspace_bytes) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return static_cast<const Plan*>(it->second.get());
@@ -118,21 +131,22 @@ Result<const LtGemm::Plan*> LtGemm::PlanFor(const GemmArgs& g, const Key& key,
   SS_RETURN_IF_ERROR(Set(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
   if (g.bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bias_type = CUDA_R_16BF;
+    SS_ASSIGN_OR_RETURN(const cudaDataType_t bias_type, CudaTypeOf(g.out_dtype));
     SS_RETURN_IF_ERROR(Set(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     SS_RETURN_IF_ERROR(
         Set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
   }
-  const cudaDataType_t out_type = g.out_type == GemmOutType::kFloat32 ? CUDA_R_32F : CUDA_R_16BF;
+  SS_ASSIGN_OR_RETURN(const cudaDataType_t ab_type, CudaTypeOf(g.ab_dtype));
+  SS_ASSIGN_OR_RETURN(const cudaDataType_t out_type, CudaTypeOf(g.out_dtype));
   if (g.trans_b) {
-    SS_RETURN_IF_ERROR(MakeLayout(&plan->a, CUDA_R_16BF, g.k, g.n, g.k, g.batch, g.stride_b));
+    SS_RETURN_IF_ERROR(MakeLayout(&plan->a, ab_type, g.k, g.n, g.k, g.batch, g.stride_b));
   } else {
-    SS_RETURN_IF_ERROR(MakeLayout(&plan->a, CUDA_R_16BF, g.n, g.k, g.n, g.batch, g.stride_b));
+    SS_RETURN_IF_ERROR(MakeLayout(&plan->a, ab_type, g.n, g.k, g.n, g.batch, g.stride_b));
   }
   if (g.trans_a) {
-    SS_RETURN_IF_ERROR(MakeLayout(&plan->b, CUDA_R_16BF, g.m, g.k, g.m, g.batch, g.stride_a));
+    SS_RETURN_IF_ERROR(MakeLayout(&plan->b, ab_type, g.m, g.k, g.m, g.batch, g.stride_a));
   } else {
-    SS_RETURN_IF_ERROR(MakeLayout(&plan->b, CUDA_R_16BF, g.k, g.m, g.k, g.batch, g.stride_a));
+    SS_RETURN_IF_ERROR(MakeLayout(&plan->b, ab_type, g.k, g.m, g.k, g.batch, g.stride_a));
   }
   SS_RETURN_IF_ERROR(MakeLayout(&plan->c, out_type, g.n, g.m, g.n, g.batch, g.stride_c));
 
@@ -165,7 +179,7 @@ Result<const LtGemm::Plan*> LtGemm::PlanFor(const GemmArgs& g, const Key& key,
   return raw;
 }
 
-Status LtGemm::Run(const GemmArgs& g, void* workspace, size_t workspace_bytes,
+Status LtGemm::Run(const LtGemmArgs& g, void* workspace, size_t workspace_bytes,
                    cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch < 1) {
     return InvalidInput(ShapeText(g) + ": m, n, k and batch must be positive");
@@ -173,11 +187,15 @@ Status LtGemm::Run(const GemmArgs& g, void* workspace, size_t workspace_bytes,
   if (g.bias && g.beta != 0.0f) return InvalidInput(ShapeText(g) + ": bias with beta != 0");
   if (!workspace) workspace_bytes = 0;
   const int alignment = CommonAlignment(g);
-  const uint32_t flags = (g.trans_a ? kTransA : 0u) | (g.trans_b ? kTransB : 0u) |
-                         (g.out_type == GemmOutType::kFloat32 ? kOutF32 : 0u) |
-                         (g.bias ? kBias : 0u) | (g.beta != 0.0f ? kBeta : 0u) |
-                         (static_cast<uint32_t>(std::countr_zero(static_cast<unsigned>(alignment)))
-                          << kAlignShift);
+  if (g.ab_dtype == DType::kFloat32 && g.out_dtype != DType::kFloat32) {
+    return InvalidInput(ShapeText(g) + ": fp32 operands need an fp32 output");
+  }
+  const uint32_t flags =
+      (g.trans_a ? kTransA : 0u) | (g.trans_b ? kTransB : 0u) | (g.bias ? kBias : 0u) |
+      (g.beta != 0.0f ? kBeta : 0u) |
+      (static_cast<uint32_t>(std::countr_zero(static_cast<unsigned>(alignment))) << kAlignShift) |
+      (static_cast<uint32_t>(g.ab_dtype) << kAbTypeShift) |
+      (static_cast<uint32_t>(g.out_dtype) << kOutTypeShift);
   const Key key{g.m, g.n, g.k, g.stride_a, g.stride_b, g.stride_c, g.batch, flags, workspace_bytes};
   // One lock over lookup and launch: the cached descriptor carries the bias pointer.
   std::lock_guard<std::mutex> lock(mu_);
@@ -195,7 +213,7 @@ Status LtGemm::Run(const GemmArgs& g, void* workspace, size_t workspace_bytes,
 Status LinearForward(LtGemm& lt, const __nv_bfloat16* x, const __nv_bfloat16* w,
                      const __nv_bfloat16* bias, __nv_bfloat16* y, int64_t tokens, int64_t out,
                      int64_t in, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  GemmArgs g;
+  LtGemmArgs g;
   g.a = x;
   g.b = w;
   g.c = y;
@@ -210,7 +228,7 @@ Status LinearForward(LtGemm& lt, const __nv_bfloat16* x, const __nv_bfloat16* w,
 Status LinearDataGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* w,
                       __nv_bfloat16* dx, int64_t tokens, int64_t out, int64_t in, void* workspace,
                       size_t workspace_bytes, cudaStream_t stream) {
-  GemmArgs g;
+  LtGemmArgs g;
   g.a = dy;
   g.b = w;
   g.c = dx;
@@ -221,9 +239,9 @@ Status LinearDataGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* 
 }
 
 Status LinearWeightGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* x, void* dw,
-                        GemmOutType dw_type, bool accumulate, int64_t tokens, int64_t out,
+                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out,
                         int64_t in, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  GemmArgs g;
+  LtGemmArgs g;
   g.a = dy;  // stored [tokens][out], used transposed: [out][tokens]
   g.b = x;   // [tokens][in]
   g.c = dw;  // [out][in]
@@ -231,7 +249,7 @@ Status LinearWeightGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16
   g.n = in;
   g.k = tokens;
   g.trans_a = true;
-  g.out_type = dw_type;
+  g.out_dtype = dw_dtype;
   g.beta = accumulate ? 1.0f : 0.0f;
   return lt.Run(g, workspace, workspace_bytes, stream);
 }

@@ -1,6 +1,5 @@
-// Elementwise kernels: SwiGLU, GELU, residual add, casts and deterministic fills. Math in
+// The bf16 model kernels that are elementwise: SwiGLU, GELU, residual add, casts. Math in
 // fp32, one rounding to bf16 per output, as PyTorch's bf16 elementwise kernels do.
-#include "backend/cuda/kernels/deterministic_value.h"
 #include "backend/cuda/kernels/kernel_util.cuh"
 #include "backend/cuda/kernels/kernels.h"
 
@@ -11,10 +10,6 @@ constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluTanhCoeff = 0.044715f;
 constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
-
-#define SS_GRID_STRIDE(i, n)                                                        \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __device__ __forceinline__ float Sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
@@ -84,25 +79,7 @@ __global__ void CastBf16ToFloatKernel(const bf16* __restrict__ x, float* __restr
   SS_GRID_STRIDE(i, n) { y[i] = __bfloat162float(x[i]); }
 }
 
-template <typename T>
-__global__ void FillDeterministicKernel(T* __restrict__ dst, int64_t n, uint64_t seed,
-                                        float scale) {
-  SS_GRID_STRIDE(i, n) { dst[i] = FromFloat<T>(DeterministicUnit(seed, i) * scale); }
-}
-
 }  // namespace
-
-int ElemBytes(ElemType t) {
-  switch (t) {
-    case ElemType::kFloat32:
-      return 4;
-    case ElemType::kBFloat16:
-      return 2;
-    case ElemType::kByte:
-      return 1;
-  }
-  return 1;
-}
 
 Status SiluMulForward(const bf16* gate, const bf16* up, bf16* out, int64_t n, cudaStream_t stream) {
   if (n <= 0) return Status::Ok();
@@ -146,30 +123,6 @@ Status CastBf16ToFloat(const bf16* x, float* y, int64_t n, cudaStream_t stream) 
   if (n <= 0) return Status::Ok();
   CastBf16ToFloatKernel<<<GridFor(n), kThreads, 0, stream>>>(x, y, n);
   return LaunchStatus("CastBf16ToFloatKernel");
-}
-
-Status FillDeterministic(void* dst, ElemType type, int64_t n, uint64_t seed, float scale,
-                         cudaStream_t stream) {
-  if (n <= 0) return Status::Ok();
-  switch (type) {
-    case ElemType::kFloat32:
-      FillDeterministicKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<float*>(dst), n,
-                                                                   seed, scale);
-      break;
-    case ElemType::kBFloat16:
-      FillDeterministicKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<bf16*>(dst), n,
-                                                                   seed, scale);
-      break;
-    case ElemType::kByte:
-      FillDeterministicKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<uint8_t*>(dst), n,
-                                                                   seed, scale);
-      break;
-  }
-  return LaunchStatus("FillDeterministicKernel");
-}
-
-float DeterministicValue(uint64_t seed, int64_t index, float scale) {
-  return DeterministicUnit(seed, index) * scale;
 }
 
 }  // namespace shardscope::backend::cuda

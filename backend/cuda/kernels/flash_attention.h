@@ -9,50 +9,38 @@
 // the C++ frontend that tames them is not in the toolkit (a fresh GPU machine has no network
 // to fetch it).
 //
-// Layouts (dense, row-major): q [batch][q_seq][heads][head_dim], k [batch][kv_seq][kv_heads]
-// [head_dim], v [batch][kv_seq][kv_heads][v_head_dim], o like q with v_head_dim, lse
-// [batch][heads][q_seq] (natural log of Σ exp(scale · q·k), −inf for a row that sees no key).
+// Layouts are kernel_args.h's AttentionArgs (dense, row-major): q [batch][heads][q_seq]
+// [head_dim], k [batch][kv_heads][kv_seq][head_dim], v [batch][kv_heads][kv_seq][v_head_dim],
+// out like q with v_head_dim, lse [batch][heads][q_seq] (natural log of Σ exp(scale · q·k),
+// −inf for a row that sees no key). bf16 tensors only; every tensor 16-byte aligned.
 //
 // Contents:
-//   AttentionShape                      the problem; Validate names what is unsupported
-//   FlashAttentionForward               o, lse
-//   FlashAttentionBackwardWorkspaceBytes  fp32 scratch the backward needs
-//   FlashAttentionBackward              dq, dk, dv from o, lse, do
+//   ValidateAttention                    what the kernels support, as InvalidInput
+//   FlashAttentionForward                out, lse
+//   FlashAttentionBackwardWorkspaceBytes fp32 scratch the backward needs
+//   FlashAttentionBackward               d_q, d_k, d_v from out, lse, d_out
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backend/device/kernel_args.h"
 #include "core/util/status.h"
 
 namespace shardscope::backend::cuda {
 
-struct AttentionShape {
-  int64_t batch = 1;
-  int64_t heads = 1, kv_heads = 1;  // heads a multiple of kv_heads (GQA)
-  int64_t q_seq = 1, kv_seq = 1;    // q_seq <= kv_seq
-  int64_t head_dim = 128, v_head_dim = 128;  // multiples of 16, at most 256
-  int64_t window = 0;                        // keys within `window` positions (0: all)
-  bool causal = true;
-  float scale = 0.0f;  // softmax scale; 0: 1 / sqrt(head_dim)
-  Status Validate() const;
-  float softmax_scale() const;
-};
+// kv_heads dividing heads, 1 <= q_seq <= kv_seq, head dims multiples of 16 in [16, 256],
+// batch and heads at most 65535, dtype bfloat16.
+Status ValidateAttention(const AttentionArgs& args);
+float SoftmaxScale(const AttentionArgs& args);  // args.scale, or 1 / sqrt(head_dim)
 
-Status FlashAttentionForward(const __nv_bfloat16* q, const __nv_bfloat16* k,
-                             const __nv_bfloat16* v, __nv_bfloat16* o, float* lse,
-                             const AttentionShape& shape, cudaStream_t stream);
+Status FlashAttentionForward(const AttentionArgs& args, cudaStream_t stream);
 
-int64_t FlashAttentionBackwardWorkspaceBytes(const AttentionShape& shape);
+int64_t FlashAttentionBackwardWorkspaceBytes(const AttentionArgs& args);
 
-// `workspace` holds FlashAttentionBackwardWorkspaceBytes(shape) bytes (fp32 dq accumulator
-// and the rows' Σ do·o).
-Status FlashAttentionBackward(const __nv_bfloat16* q, const __nv_bfloat16* k,
-                              const __nv_bfloat16* v, const __nv_bfloat16* o, const float* lse,
-                              const __nv_bfloat16* dout, __nv_bfloat16* dq, __nv_bfloat16* dk,
-                              __nv_bfloat16* dv, void* workspace, const AttentionShape& shape,
-                              cudaStream_t stream);
+// `workspace` holds FlashAttentionBackwardWorkspaceBytes(args) bytes (the fp32 d_q
+// accumulator and the rows' Σ d_out · out), used until the stream passes this call.
+Status FlashAttentionBackward(const AttentionArgs& args, void* workspace, cudaStream_t stream);
 
 }  // namespace shardscope::backend::cuda

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/kernels/flash_attention_common.cuh"
 #include "backend/cuda/kernels/kernel_util.cuh"
+#include "backend/cuda/kernels/kernels.h"
 
 namespace shardscope::backend::cuda {
 namespace attn {
@@ -18,7 +19,7 @@ struct BwdParams {
   const bf16 *q, *k, *v, *dout;
   const float* lse;
   const float* dsum;  // D [batch][heads][q_seq]
-  float* dq_acc;      // [batch][q_seq][heads][d]
+  float* dq_acc;      // [batch][heads][q_seq][d]
   bf16 *dk, *dv_out;
   int64_t heads, kv_heads, q_seq, kv_seq;
   int d, dv;
@@ -63,7 +64,7 @@ int64_t BackwardSmemBytes(int kb, int d, int dv) {
   return c.bytes();
 }
 
-// D[b][h][i] = Σ_c dO[b][i][h][c] · O[b][i][h][c], one warp per row.
+// D[b][h][i] = Σ_c dO[b][h][i][c] · O[b][h][i][c], one warp per row.
 __global__ void RowDotKernel(const bf16* __restrict__ o, const bf16* __restrict__ dout,
                              float* __restrict__ dsum, int64_t batch, int64_t heads,
                              int64_t q_seq, int dv) {
@@ -71,7 +72,7 @@ __global__ void RowDotKernel(const bf16* __restrict__ o, const bf16* __restrict_
   const int lane = threadIdx.x % 32;
   if (row >= batch * heads * q_seq) return;  // whole warps leave together
   const int64_t i = row % q_seq, h = (row / q_seq) % heads, b = row / (q_seq * heads);
-  const int64_t base = ((b * q_seq + i) * heads + h) * dv;
+  const int64_t base = ((b * heads + h) * q_seq + i) * dv;
   float acc = 0.0f;
   for (int c = lane; c < dv; c += 32) {
     acc += __bfloat162float(o[base + c]) * __bfloat162float(dout[base + c]);
@@ -89,10 +90,9 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
   const int64_t hk = blockIdx.y, b = blockIdx.z;
   const int64_t group = p.heads / p.kv_heads;
 
-  LoadRows(s.k, s.ldk, p.k + (b * p.kv_seq * p.kv_heads + hk) * p.d, p.kv_heads * p.d, k0,
-           p.kv_seq, kB, p.d);
-  LoadRows(s.v, s.ldv, p.v + (b * p.kv_seq * p.kv_heads + hk) * p.dv, p.kv_heads * p.dv, k0,
-           p.kv_seq, kB, p.dv);
+  LoadRows(s.k, s.ldk, p.k + (b * p.kv_heads + hk) * p.kv_seq * p.d, p.d, k0, p.kv_seq, kB, p.d);
+  LoadRows(s.v, s.ldv, p.v + (b * p.kv_heads + hk) * p.kv_seq * p.dv, p.dv, k0, p.kv_seq, kB,
+           p.dv);
   for (int idx = threadIdx.x; idx < kB * p.d; idx += blockDim.x) {
     s.dk[(idx / p.d) * s.ldk_acc + idx % p.d] = 0.0f;
   }
@@ -103,14 +103,15 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
   int64_t q_lo, q_hi;
   p.mask.QueryRange(k0, kB, &q_lo, &q_hi);
   for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-    const bf16* qg = p.q + (b * p.q_seq * p.heads + h) * p.d;
-    const bf16* dog = p.dout + (b * p.q_seq * p.heads + h) * p.dv;
+    const bf16* qg = p.q + (b * p.heads + h) * p.q_seq * p.d;
+    const bf16* dog = p.dout + (b * p.heads + h) * p.q_seq * p.dv;
+    float* dqg = p.dq_acc + (b * p.heads + h) * p.q_seq * p.d;
     const float* lse = p.lse + (b * p.heads + h) * p.q_seq;
     const float* dsum = p.dsum + (b * p.heads + h) * p.q_seq;
     for (int64_t q0 = q_lo / kB * kB; q0 < q_hi; q0 += kB) {
       __syncthreads();  // the previous tile's readers of Q, dO, P and dS are done
-      LoadRows(s.q, s.ldk, qg, p.heads * p.d, q0, p.q_seq, kB, p.d);
-      LoadRows(s.dout, s.ldv, dog, p.heads * p.dv, q0, p.q_seq, kB, p.dv);
+      LoadRows(s.q, s.ldk, qg, p.d, q0, p.q_seq, kB, p.d);
+      LoadRows(s.dout, s.ldv, dog, p.dv, q0, p.q_seq, kB, p.dv);
       for (int r = threadIdx.x; r < kB; r += blockDim.x) {
         const bool valid = q0 + r < p.q_seq;
         s.lse[r] = valid ? lse[q0 + r] : -INFINITY;
@@ -137,8 +138,7 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
       for (int idx = threadIdx.x; idx < kB * p.d; idx += blockDim.x) {
         const int r = idx / p.d, c = idx % p.d;
         if (q0 + r >= p.q_seq) continue;
-        atomicAdd(&p.dq_acc[((b * p.q_seq + q0 + r) * p.heads + h) * p.d + c],
-                  s.dq[r * s.ldk_acc + c] * p.scale);
+        atomicAdd(&dqg[(q0 + r) * p.d + c], s.dq[r * s.ldk_acc + c] * p.scale);
       }
     }
   }
@@ -146,13 +146,13 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
   for (int idx = threadIdx.x; idx < kB * p.d; idx += blockDim.x) {
     const int r = idx / p.d, c = idx % p.d;
     if (k0 + r >= p.kv_seq) continue;
-    p.dk[((b * p.kv_seq + k0 + r) * p.kv_heads + hk) * p.d + c] =
+    p.dk[((b * p.kv_heads + hk) * p.kv_seq + k0 + r) * p.d + c] =
         __float2bfloat16(s.dk[r * s.ldk_acc + c] * p.scale);
   }
   for (int idx = threadIdx.x; idx < kB * p.dv; idx += blockDim.x) {
     const int r = idx / p.dv, c = idx % p.dv;
     if (k0 + r >= p.kv_seq) continue;
-    p.dv_out[((b * p.kv_seq + k0 + r) * p.kv_heads + hk) * p.dv + c] =
+    p.dv_out[((b * p.kv_heads + hk) * p.kv_seq + k0 + r) * p.dv + c] =
         __float2bfloat16(s.dv[r * s.ldv_acc + c]);
   }
 }
@@ -168,7 +168,7 @@ Status LaunchBackward(const BwdParams& p, int64_t batch, int64_t smem_bytes, cud
   return LaunchStatus("FlashBackwardKernel");
 }
 
-int64_t DqAccBytes(const AttentionShape& s) {
+int64_t DqAccBytes(const AttentionArgs& s) {
   const int64_t bytes = s.batch * s.q_seq * s.heads * s.head_dim * 4;
   return (bytes + 255) / 256 * 256;
 }
@@ -176,67 +176,66 @@ int64_t DqAccBytes(const AttentionShape& s) {
 }  // namespace
 }  // namespace attn
 
-int64_t FlashAttentionBackwardWorkspaceBytes(const AttentionShape& shape) {
-  return attn::DqAccBytes(shape) + shape.batch * shape.heads * shape.q_seq * 4;
+int64_t FlashAttentionBackwardWorkspaceBytes(const AttentionArgs& a) {
+  return attn::DqAccBytes(a) + a.batch * a.heads * a.q_seq * 4;
 }
 
-Status FlashAttentionBackward(const __nv_bfloat16* q, const __nv_bfloat16* k,
-                              const __nv_bfloat16* v, const __nv_bfloat16* o, const float* lse,
-                              const __nv_bfloat16* dout, __nv_bfloat16* dq, __nv_bfloat16* dk,
-                              __nv_bfloat16* dv, void* workspace, const AttentionShape& shape,
-                              cudaStream_t stream) {
-  SS_RETURN_IF_ERROR(shape.Validate());
-  for (const void* ptr : {static_cast<const void*>(q), static_cast<const void*>(k),
-                          static_cast<const void*>(v), static_cast<const void*>(dout)}) {
-    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
-      return InvalidInput("attention kernel: q, k, v and dout must be 16-byte aligned");
+Status FlashAttentionBackward(const AttentionArgs& a, void* workspace, cudaStream_t stream) {
+  SS_RETURN_IF_ERROR(ValidateAttention(a));
+  for (const void* ptr : {a.d_out, static_cast<const void*>(a.d_q),
+                          static_cast<const void*>(a.d_k), static_cast<const void*>(a.d_v),
+                          static_cast<const void*>(workspace)}) {
+    if (ptr == nullptr || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
+      return InvalidInput(
+          "attention backward: d_out, d_q, d_k, d_v and the workspace must be 16-byte aligned");
     }
   }
   float* dq_acc = static_cast<float*>(workspace);
-  float* dsum = reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) +
-                                         attn::DqAccBytes(shape));
-  const int64_t rows = shape.batch * shape.heads * shape.q_seq;
-  const int64_t dq_elems = shape.batch * shape.q_seq * shape.heads * shape.head_dim;
+  float* dsum =
+      reinterpret_cast<float*>(static_cast<unsigned char*>(workspace) + attn::DqAccBytes(a));
+  const int64_t rows = a.batch * a.heads * a.q_seq;
+  const int64_t dq_elems = rows * a.head_dim;
   SS_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dq_acc, 0, dq_elems * sizeof(float), stream));
   const int64_t row_dot_blocks = (rows * 32 + kThreads - 1) / kThreads;
   if (row_dot_blocks > 0x7fffffff) return InvalidInput("attention backward: too many rows");
+  const auto* out = static_cast<const attn::bf16*>(a.out);
+  const auto* dout = static_cast<const attn::bf16*>(a.d_out);
   attn::RowDotKernel<<<static_cast<unsigned>(row_dot_blocks), kThreads, 0, stream>>>(
-      o, dout, dsum, shape.batch, shape.heads, shape.q_seq, static_cast<int>(shape.v_head_dim));
+      out, dout, dsum, a.batch, a.heads, a.q_seq, static_cast<int>(a.v_head_dim));
   SS_RETURN_IF_ERROR(LaunchStatus("RowDotKernel"));
 
-  const float scale = shape.softmax_scale();
-  attn::BwdParams p{q,
-                    k,
-                    v,
+  const float scale = SoftmaxScale(a);
+  attn::BwdParams p{static_cast<const attn::bf16*>(a.q),
+                    static_cast<const attn::bf16*>(a.k),
+                    static_cast<const attn::bf16*>(a.v),
                     dout,
-                    lse,
+                    a.lse,
                     dsum,
                     dq_acc,
-                    dk,
-                    dv,
-                    shape.heads,
-                    shape.kv_heads,
-                    shape.q_seq,
-                    shape.kv_seq,
-                    static_cast<int>(shape.head_dim),
-                    static_cast<int>(shape.v_head_dim),
+                    static_cast<attn::bf16*>(a.d_k),
+                    static_cast<attn::bf16*>(a.d_v),
+                    a.heads,
+                    a.kv_heads,
+                    a.q_seq,
+                    a.kv_seq,
+                    static_cast<int>(a.head_dim),
+                    static_cast<int>(a.v_head_dim),
                     scale,
                     scale * attn::kLog2e,
-                    attn::AttnMask{shape.q_seq, shape.kv_seq, shape.kv_seq - shape.q_seq,
-                                   shape.window, shape.causal}};
+                    attn::AttnMask{a.q_seq, a.kv_seq, a.kv_seq - a.q_seq, a.window, a.causal}};
   SS_ASSIGN_OR_RETURN(int64_t max_smem, attn::MaxSmemPerBlock());
   const int64_t smem64 = attn::BackwardSmemBytes(64, p.d, p.dv);
   const int64_t smem32 = attn::BackwardSmemBytes(32, p.d, p.dv);
   if (smem64 <= max_smem) {
-    SS_RETURN_IF_ERROR(attn::LaunchBackward<64>(p, shape.batch, smem64, stream));
+    SS_RETURN_IF_ERROR(attn::LaunchBackward<64>(p, a.batch, smem64, stream));
   } else if (smem32 <= max_smem) {
-    SS_RETURN_IF_ERROR(attn::LaunchBackward<32>(p, shape.batch, smem32, stream));
+    SS_RETURN_IF_ERROR(attn::LaunchBackward<32>(p, a.batch, smem32, stream));
   } else {
     return RuntimeError("attention backward needs " + std::to_string(smem32) +
                         " bytes of shared memory per block; the device allows " +
                         std::to_string(max_smem));
   }
-  return CastFloatToBf16(dq_acc, dq, dq_elems, stream);
+  return CastFloatToBf16(dq_acc, static_cast<attn::bf16*>(a.d_q), dq_elems, stream);
 }
 
 }  // namespace shardscope::backend::cuda

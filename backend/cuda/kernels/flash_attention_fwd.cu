@@ -62,10 +62,10 @@ __global__ void __launch_bounds__(kAttnThreads) FlashForwardKernel(const FwdPara
   const int64_t hk = h / (p.heads / p.kv_heads);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
 
-  const bf16* qg = p.q + (b * p.q_seq * p.heads + h) * p.d;
-  const bf16* kg = p.k + (b * p.kv_seq * p.kv_heads + hk) * p.d;
-  const bf16* vg = p.v + (b * p.kv_seq * p.kv_heads + hk) * p.dv;
-  LoadRows(s.q, s.ldq, qg, p.heads * p.d, q0, p.q_seq, kB, p.d);
+  const bf16* qg = p.q + (b * p.heads + h) * p.q_seq * p.d;
+  const bf16* kg = p.k + (b * p.kv_heads + hk) * p.kv_seq * p.d;
+  const bf16* vg = p.v + (b * p.kv_heads + hk) * p.kv_seq * p.dv;
+  LoadRows(s.q, s.ldq, qg, p.d, q0, p.q_seq, kB, p.d);
   for (int idx = threadIdx.x; idx < kB * p.dv; idx += blockDim.x) {
     s.o[(idx / p.dv) * s.ldo + idx % p.dv] = 0.0f;
   }
@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(kAttnThreads) FlashForwardKernel(const FwdPara
   p.mask.KeyRange(q0, kB, &key_lo, &key_hi);
   for (int64_t k0 = key_lo / kB * kB; k0 < key_hi; k0 += kB) {
     __syncthreads();  // the previous tile's readers of K, V and P are done
-    LoadRows(s.k, s.ldq, kg, p.kv_heads * p.d, k0, p.kv_seq, kB, p.d);
-    LoadRows(s.v, s.ldv, vg, p.kv_heads * p.dv, k0, p.kv_seq, kB, p.dv);
+    LoadRows(s.k, s.ldq, kg, p.d, k0, p.kv_seq, kB, p.d);
+    LoadRows(s.v, s.ldv, vg, p.dv, k0, p.kv_seq, kB, p.dv);
     __syncthreads();
     BlockMma<false, true>(s.q, s.ldq, s.k, s.ldq, s.s, s.lds, kB, kB, p.d, false);  // S = Q·Kᵀ
     __syncthreads();
@@ -119,12 +119,12 @@ __global__ void __launch_bounds__(kAttnThreads) FlashForwardKernel(const FwdPara
   }
   __syncthreads();
 
-  bf16* og = p.o + (b * p.q_seq * p.heads + h) * p.dv;
+  bf16* og = p.o + (b * p.heads + h) * p.q_seq * p.dv;
   for (int idx = threadIdx.x; idx < kB * p.dv; idx += blockDim.x) {
     const int r = idx / p.dv, c = idx % p.dv;
     if (q0 + r >= p.q_seq) continue;
     const float l = s.l[r];
-    og[(q0 + r) * p.heads * p.dv + c] = __float2bfloat16(l > 0.0f ? s.o[r * s.ldo + c] / l : 0.0f);
+    og[(q0 + r) * p.dv + c] = __float2bfloat16(l > 0.0f ? s.o[r * s.ldo + c] / l : 0.0f);
   }
   float* lse = p.lse + (b * p.heads + h) * p.q_seq;
   for (int r = threadIdx.x; r < kB; r += blockDim.x) {
@@ -163,61 +163,59 @@ Result<int64_t> MaxSmemPerBlock() {
 
 }  // namespace attn
 
-Status AttentionShape::Validate() const {
+Status ValidateAttention(const AttentionArgs& a) {
   auto bad = [](const std::string& what) { return InvalidInput("attention kernel: " + what); };
-  if (batch < 1 || heads < 1 || kv_heads < 1 || q_seq < 1 || kv_seq < 1) {
+  if (a.batch < 1 || a.heads < 1 || a.kv_heads < 1 || a.q_seq < 1 || a.kv_seq < 1) {
     return bad("batch, heads, kv_heads, q_seq and kv_seq must be >= 1");
   }
-  if (heads % kv_heads != 0) {
-    return bad(std::to_string(heads) + " heads not a multiple of " + std::to_string(kv_heads) +
+  if (a.heads % a.kv_heads != 0) {
+    return bad(std::to_string(a.heads) + " heads not a multiple of " + std::to_string(a.kv_heads) +
                " kv_heads");
   }
-  if (q_seq > kv_seq) return bad("q_seq > kv_seq (queries are the last q_seq positions)");
-  for (int64_t dim : {head_dim, v_head_dim}) {
+  if (a.q_seq > a.kv_seq) return bad("q_seq > kv_seq (queries are the last q_seq positions)");
+  for (int64_t dim : {a.head_dim, a.v_head_dim}) {
     if (dim < 16 || dim > 256 || dim % 16 != 0) {
       return bad("head dims must be multiples of 16 in [16, 256], got " + std::to_string(dim));
     }
   }
-  if (batch > 65535 || heads > 65535) {
-    return bad("batch and heads at most 65535");
+  if (a.batch > 65535 || a.heads > 65535) return bad("batch and heads at most 65535");
+  if (a.window < 0) return bad("window must be >= 0");
+  if (a.dtype != DType::kBFloat16) {
+    return bad(std::string("bfloat16 tensors expected, got ") + std::string(DTypeName(a.dtype)));
   }
-  if (window < 0) return bad("window must be >= 0");
+  for (const void* ptr : {a.q, a.k, a.v, static_cast<const void*>(a.out)}) {
+    if (ptr == nullptr || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
+      return bad("q, k, v and out must be 16-byte aligned device buffers");
+    }
+  }
+  if (a.lse == nullptr) return bad("an lse buffer (the backward needs it)");
   return Status::Ok();
 }
 
-float AttentionShape::softmax_scale() const {
-  return scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+float SoftmaxScale(const AttentionArgs& a) {
+  return a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(static_cast<float>(a.head_dim));
 }
 
-Status FlashAttentionForward(const __nv_bfloat16* q, const __nv_bfloat16* k,
-                             const __nv_bfloat16* v, __nv_bfloat16* o, float* lse,
-                             const AttentionShape& shape, cudaStream_t stream) {
-  SS_RETURN_IF_ERROR(shape.Validate());
-  for (const void* ptr : {static_cast<const void*>(q), static_cast<const void*>(k),
-                          static_cast<const void*>(v), static_cast<const void*>(o)}) {
-    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
-      return InvalidInput("attention kernel: q, k, v and o must be 16-byte aligned");
-    }
-  }
-  attn::FwdParams p{q,
-                    k,
-                    v,
-                    o,
-                    lse,
-                    shape.heads,
-                    shape.kv_heads,
-                    shape.q_seq,
-                    shape.kv_seq,
-                    static_cast<int>(shape.head_dim),
-                    static_cast<int>(shape.v_head_dim),
-                    shape.softmax_scale() * attn::kLog2e,
-                    attn::AttnMask{shape.q_seq, shape.kv_seq, shape.kv_seq - shape.q_seq,
-                                   shape.window, shape.causal}};
+Status FlashAttentionForward(const AttentionArgs& a, cudaStream_t stream) {
+  SS_RETURN_IF_ERROR(ValidateAttention(a));
+  attn::FwdParams p{static_cast<const attn::bf16*>(a.q),
+                    static_cast<const attn::bf16*>(a.k),
+                    static_cast<const attn::bf16*>(a.v),
+                    static_cast<attn::bf16*>(a.out),
+                    a.lse,
+                    a.heads,
+                    a.kv_heads,
+                    a.q_seq,
+                    a.kv_seq,
+                    static_cast<int>(a.head_dim),
+                    static_cast<int>(a.v_head_dim),
+                    SoftmaxScale(a) * attn::kLog2e,
+                    attn::AttnMask{a.q_seq, a.kv_seq, a.kv_seq - a.q_seq, a.window, a.causal}};
   SS_ASSIGN_OR_RETURN(int64_t max_smem, attn::MaxSmemPerBlock());
   const int64_t smem64 = attn::ForwardSmemBytes(64, p.d, p.dv);
-  if (smem64 <= max_smem) return attn::LaunchForward<64>(p, shape.batch, smem64, stream);
+  if (smem64 <= max_smem) return attn::LaunchForward<64>(p, a.batch, smem64, stream);
   const int64_t smem32 = attn::ForwardSmemBytes(32, p.d, p.dv);
-  if (smem32 <= max_smem) return attn::LaunchForward<32>(p, shape.batch, smem32, stream);
+  if (smem32 <= max_smem) return attn::LaunchForward<32>(p, a.batch, smem32, stream);
   return RuntimeError("attention forward needs " + std::to_string(smem32) +
                       " bytes of shared memory per block; the device allows " +
                       std::to_string(max_smem));

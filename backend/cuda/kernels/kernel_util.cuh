@@ -5,7 +5,7 @@
 //   GridFor             blocks for a grid-stride loop over n elements
 //   WarpSum / WarpMax   butterfly reductions over a warp
 //   BlockSum            sum over a block (blockDim.x a multiple of 32, ≤ 1024)
-//   FromFloat           a fill value stored as float, bf16 or a raw byte
+//   SS_GRID_STRIDE      a grid-stride loop over [0, n)
 //   LaunchStatus        the Status of the last launch
 #pragma once
 
@@ -14,10 +14,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/kernels.h"
 
 namespace shardscope::backend::cuda {
 
@@ -53,18 +51,9 @@ __device__ __forceinline__ float BlockSum(float v, float* scratch) {
   return WarpSum(v);
 }
 
-// v in [-1, 1) scaled (FillDeterministic's values) stored as T; raw bytes map [-1, 1) onto
-// 0..255 so a byte buffer's fill is deterministic too.
-template <typename T>
-__device__ __forceinline__ T FromFloat(float v) {
-  if constexpr (std::is_same_v<T, bf16>) {
-    return __float2bfloat16_rn(v);
-  } else if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else {
-    return static_cast<T>(static_cast<int>((v + 1.0f) * 127.5f) & 0xff);
-  }
-}
+#define SS_GRID_STRIDE(i, n)                                                             \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 inline Status LaunchStatus(const char* kernel) {
   return CudaStatus(cudaGetLastError(), std::string("launch of ") + kernel);

@@ -1,21 +1,22 @@
 // The CUDA backend's own kernels, launched from host code: every call enqueues on `stream`
-// and returns the launch's Status (kernel faults surface at the next synchronisation).
+// and returns the launch's Status (a kernel's faults surface at the next synchronisation).
 //
 // Contents:
-//   ElemType            element types the copy / fill kernels move (fp32, bf16, raw bytes)
-//   RmsNormForward / RmsNormBackward       transformers' LlamaRMSNorm (fp32 statistics)
-//   LayerNormForward / LayerNormBackward   nn.LayerNorm (fp32 statistics)
-//   SiluMulForward / SiluMulBackward       SwiGLU's silu(gate) · up
-//   GeluForward / GeluBackward             GELU, exact (erf) or tanh approximation
-//   ResidualAdd                            out = a + b
-//   CastFloatToBf16 / CastBf16ToFloat      round-to-nearest-even casts
-//   CopySegment, BatchedCopy               FSDP2 copy-in / copy-out / chunk_cat: many
-//                                          (offset, count) segments in one launch, with cast
-//                                          and zero padding
-//   FillDeterministic                      a buffer's values from (seed, element index)
-//   EmulatedCollective                     writes a collective's output and holds `channels`
-//                                          SMs for a given time, as NCCL's kernel would
-// AdamW is in foreach_adamw.h, attention in flash_attention.h.
+//   The Device's kernels (backend/device/kernel_args.h), the same math as the host device's
+//   (backend/host/host_kernels.cpp) so the two agree bit for bit where that file is exact:
+//     RmsNorm           y = x · rstd · weight (fp32 statistics)
+//     Eltwise           scale-add, mul, SiLU, SiLU·mul
+//     FsdpCopy, Cast    FSDP2's copy-in / copy-out / chunk_cat as one launch per 1024
+//                       segments, with cast, scale and zero padding; a cast is one segment
+//     Fill              DeterministicValue(seed, first_index + i) · scale
+//     Hold              occupy `blocks` SMs for a time (emulated collectives)
+//     AdamW is foreach_adamw.h, attention flash_attention.h.
+//   Model kernels beyond the Device interface (bf16, fp32 math, one rounding per output):
+//     RmsNormForward / RmsNormBackward       transformers' LlamaRMSNorm, with weight gradient
+//     LayerNormForward / LayerNormBackward   nn.LayerNorm
+//     SiluMulForward / SiluMulBackward       SwiGLU
+//     GeluForward / GeluBackward             exact (erf) or tanh approximation
+//     ResidualAdd, CastFloatToBf16, CastBf16ToFloat
 //
 // Tensors are dense row-major; `rows × cols` operands are [rows][cols]. Norm statistics and
 // weight gradients are fp32, as PyTorch computes them for bf16 inputs.
@@ -25,17 +26,29 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <span>
 
+#include "backend/device/kernel_args.h"
 #include "core/util/status.h"
 
 namespace shardscope::backend::cuda {
 
 using bf16 = __nv_bfloat16;
 
-enum class ElemType : uint8_t { kFloat32, kBFloat16, kByte };
-int ElemBytes(ElemType t);
+// ----- The Device's kernels -----
+// dtype float32, bfloat16 or float16; weight may be null.
+Status RmsNorm(const NormArgs& args, cudaStream_t stream);
+// Floating dtypes; y may alias x0.
+Status Eltwise(const EltwiseArgs& args, cudaStream_t stream);
+// Same dtype with scale 1: a bit-exact byte copy (any dtype, uint8 flat buffers included);
+// otherwise both dtypes floating. Segments whose src is null zero-fill their dst.
+Status FsdpCopy(const FsdpCopyArgs& args, cudaStream_t stream);
+Status Cast(const CastArgs& args, cudaStream_t stream);
+Status Fill(const FillArgs& args, cudaStream_t stream);
+// `blocks` blocks of NCCL's thread count stay resident until `ns` passed since the kernel
+// began (%globaltimer), sleeping between looks so they hold SMs without stealing issue slots.
+Status Hold(const HoldArgs& args, cudaStream_t stream);
 
+// ----- Model kernels (bf16) -----
 // y = weight · bf16(x · rstd), rstd = 1 / sqrt(mean(x²) + eps) per row (saved for backward).
 Status RmsNormForward(const bf16* x, const bf16* weight, bf16* y, float* rstd, int64_t rows,
                       int64_t cols, float eps, cudaStream_t stream);
@@ -43,10 +56,11 @@ Status RmsNormForward(const bf16* x, const bf16* weight, bf16* y, float* rstd, i
 Status RmsNormBackward(const bf16* x, const bf16* weight, const float* rstd, const bf16* dy,
                        bf16* dx, float* dweight, int64_t rows, int64_t cols, cudaStream_t stream);
 
-// y = (x − mean) · rstd · weight + bias per row; mean and rstd saved for backward.
+// y = (x − mean) · rstd · weight + bias per row (bias may be null); mean and rstd saved.
 Status LayerNormForward(const bf16* x, const bf16* weight, const bf16* bias, bf16* y, float* mean,
                         float* rstd, int64_t rows, int64_t cols, float eps, cudaStream_t stream);
-// dx from dy; dweight and dbias[cols] (fp32) are overwritten with Σ dy · x̂ and Σ dy.
+// dx from dy; dweight and dbias[cols] (fp32; dbias may be null) are overwritten with Σ dy · x̂
+// and Σ dy.
 Status LayerNormBackward(const bf16* x, const bf16* weight, const float* mean, const float* rstd,
                          const bf16* dy, bf16* dx, float* dweight, float* dbias, int64_t rows,
                          int64_t cols, cudaStream_t stream);
@@ -62,45 +76,7 @@ Status GeluBackward(const bf16* x, const bf16* dy, bf16* dx, int64_t n, GeluKind
                     cudaStream_t stream);
 
 Status ResidualAdd(const bf16* a, const bf16* b, bf16* out, int64_t n, cudaStream_t stream);
-
 Status CastFloatToBf16(const float* x, bf16* y, int64_t n, cudaStream_t stream);
 Status CastBf16ToFloat(const bf16* x, float* y, int64_t n, cudaStream_t stream);
-
-// One run of `count` elements from src[src_offset] to dst[dst_offset] (element offsets in the
-// respective element types). src_offset < 0 writes zeros (FSDP2's padding).
-struct CopySegment {
-  int64_t src_offset = 0;
-  int64_t dst_offset = 0;
-  int64_t count = 0;
-};
-// Copies every segment, converting src_type → dst_type (fp32 ↔ bf16 round to nearest even;
-// kByte only to kByte). Segments must not overlap in dst. Any number of segments: they
-// travel in the kernel's parameters, in launches of up to 1024.
-Status BatchedCopy(const void* src, ElemType src_type, void* dst, ElemType dst_type,
-                   std::span<const CopySegment> segments, cudaStream_t stream);
-
-// dst[i] = a value in [-scale, scale) from (seed, i), identical on every device and in
-// DeterministicValue on the host (the reference).
-Status FillDeterministic(void* dst, ElemType type, int64_t n, uint64_t seed, float scale,
-                         cudaStream_t stream);
-// The host side of FillDeterministic's values (as float, before rounding to bf16).
-float DeterministicValue(uint64_t seed, int64_t index, float scale);
-
-// A collective emulated on one GPU (single-rank emulation): `channels` blocks of NCCL's
-// thread count write the output (FillDeterministic over [0, n) except [keep_begin,
-// keep_end), the part this rank already holds, e.g. its own shard of an in-place
-// all-gather) and then stay resident until `duration_ns` has passed since the kernel began,
-// so compute beside it competes for SMs and memory as beside NCCL.
-struct EmulatedCollectiveArgs {
-  void* out = nullptr;
-  ElemType type = ElemType::kBFloat16;
-  int64_t n = 0;
-  int64_t keep_begin = 0, keep_end = 0;
-  uint64_t seed = 0;
-  float scale = 1.0f;
-  int64_t duration_ns = 0;
-  int channels = 1;
-};
-Status EmulatedCollective(const EmulatedCollectiveArgs& args, cudaStream_t stream);
 
 }  // namespace shardscope::backend::cuda
