@@ -74,6 +74,12 @@ __global__ void HoldKernel(int64_t ns) {
   while (GlobalTimerNs() < deadline) __nanosleep(256);
 }
 
+// The counter lives in host memory written by a host thread: volatile loads go to memory
+// every time (relaxed at system scope on sm_70+).
+__global__ void HostGateKernel(const volatile uint32_t* counter, uint32_t ticket) {
+  while (*counter < ticket) __nanosleep(1000);
+}
+
 Status Need(bool ok, const char* kernel, const char* what) {
   if (ok) return Status::Ok();
   return InvalidInput(std::string(kernel) + " kernel: " + what);
@@ -115,6 +121,11 @@ Status Hold(const HoldArgs& a, cudaStream_t stream) {
   if (a.ns == 0) return Status::Ok();
   HoldKernel<<<static_cast<unsigned>(a.blocks), kHoldThreadsPerBlock, 0, stream>>>(a.ns);
   return LaunchStatus("HoldKernel");
+}
+
+Status HostGate(const uint32_t* counter, uint32_t ticket, cudaStream_t stream) {
+  HostGateKernel<<<1, 1, 0, stream>>>(counter, ticket);
+  return LaunchStatus("HostGateKernel");
 }
 
 }  // namespace shardscope::backend::cuda

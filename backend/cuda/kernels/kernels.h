@@ -10,6 +10,7 @@
 //                       segments, with cast, scale and zero padding; a cast is one segment
 //     Fill              DeterministicValue(seed, first_index + i) · scale
 //     Hold              occupy `blocks` SMs for a time (emulated collectives)
+//     HostGate          the stream waits until a mapped host counter reaches a ticket
 //     AdamW is foreach_adamw.h, attention flash_attention.h.
 //   Model kernels beyond the Device interface (bf16, fp32 math, one rounding per output):
 //     RmsNormForward / RmsNormBackward       transformers' LlamaRMSNorm, with weight gradient
@@ -47,6 +48,9 @@ Status Fill(const FillArgs& args, cudaStream_t stream);
 // `blocks` blocks of NCCL's thread count stay resident until `ns` passed since the kernel
 // began (%globaltimer), sleeping between looks so they hold SMs without stealing issue slots.
 Status Hold(const HoldArgs& args, cudaStream_t stream);
+// One thread spins (sleeping between looks) until *counter >= ticket; `counter` is the
+// device view of mapped pinned host memory that a host thread advances.
+Status HostGate(const uint32_t* counter, uint32_t ticket, cudaStream_t stream);
 
 // ----- Model kernels (bf16) -----
 // y = weight · bf16(x · rstd), rstd = 1 / sqrt(mean(x²) + eps) per row (saved for backward).
