@@ -87,6 +87,9 @@ class Runner {
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
   std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
+  // After the op's end and the data AfterEnd enqueued behind it (landed gradients): what
+  // dependent ops on other lanes wait for (end_ times the op).
+  std::vector<std::shared_ptr<DeviceEvent>> ready_;
   std::vector<int> comm_last_;  // per group: the last collective issued that holds it
   std::vector<MemoryLogEntry> log_;
   StepRun run_;
@@ -490,8 +493,11 @@ Status Runner::AfterEnd(int i) {
   const UnitSizes& z = u->layout.sizes;
   bool grads_new = false;
   for (const MemoryEffect& e : op.memory) {
-    if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
+    if (e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
+    // Unsharded gradients may be allocated at the start of the unit's first backward op
+    // (step_builder's AllocGrads): they hold the gradients once that op ended, too.
+    if (e.when != MemoryEffect::When::kEnd && b.category != MemCategory::kUnshardedGrads) continue;
     if (b.category == MemCategory::kUnshardedGrads) {
       if (b.bytes == z.grad_bytes && u->grads != e.buffer && !grads_new) {
         u->grads = e.buffer;
@@ -517,7 +523,7 @@ Status Runner::IssueOp(int i) {
   const ScheduleOp& op = s_.ops[i];
   for (int d : op.deps) {
     if (s_.ops[d].lane != op.lane && end_[d] != nullptr) {
-      SS_RETURN_IF_ERROR(dev_.Wait(op.lane, *end_[d]));
+      SS_RETURN_IF_ERROR(dev_.Wait(op.lane, ready_[d] != nullptr ? *ready_[d] : *end_[d]));
     }
   }
   if (op.group >= 0 && SerializesOnCommunicator(op.type)) {
@@ -574,6 +580,7 @@ Status Runner::IssueOp(int i) {
   // AfterEnd's data too): PyTorch's record_stream.
   SS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceEvent> released, dev_.Record(op.lane));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, false, released));
+  ready_[i] = released;
   LogEffects(i, MemoryEffect::When::kEnd);
   return Status::Ok();
 }
@@ -583,6 +590,7 @@ Status Runner::Step(int step) {
   const size_t n = s_.ops.size();
   start_.assign(n, nullptr);
   end_.assign(n, nullptr);
+  ready_.assign(n, nullptr);
   log_.clear();
   std::fill(comm_last_.begin(), comm_last_.end(), -1);
   for (UnitData& u : units_) {
