@@ -289,8 +289,12 @@ Status StepChecker::Verify(CheckReport* report) const {
           }
         }
       } else {
-        // Replicate params: whole gradients over the data-parallel group.
+        // Replicate params: whole gradients over the data-parallel group, reduced in the
+        // reduce dtype; the buffer keeps the gradients' dtype (cast in and back out when the
+        // two differ, the cast copy having no buffer of its own).
         const ReductionRule rule(op.collective, g.size());
+        const DType held = s_.buffers[op.collective.output_buffer].dtype;
+        const DType stored = Checkable(held) ? held : d;
         for (const ParamLayout& p : L.replicate) {
           if (!p.requires_grad) continue;
           const int64_t first = p.grad_offset / DTypeBytes(p.gather_dtype);
@@ -299,8 +303,8 @@ Status StepChecker::Verify(CheckReport* report) const {
               double sum = 0;
               for (int m : g.ranks) sum += rule.Input(GradIn(m, p, row, c, d));
               tally.Compare(op.op_id, Where(p, row, c, "all-reduced", -1),
-                            Load(d, snap.output.data(), first + row * p.cols + c),
-                            rule.Output(sum));
+                            Load(stored, snap.output.data(), first + row * p.cols + c),
+                            RoundTo(stored, rule.Output(sum)));
             }
           }
         }

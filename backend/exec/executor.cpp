@@ -160,6 +160,12 @@ Status Runner::Prepare() {
                                          op.collective.output_buffer < 0)) {
       const int g = op.group >= 0 ? s_.groups[op.group].size() : 1;
       need = 2 * op.collective.count * g * DTypeBytes(op.collective.dtype);
+    } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0 &&
+               s_.buffers[op.collective.output_buffer].bytes <
+                   op.collective.count * DTypeBytes(op.collective.dtype)) {
+      // Replicate params' gradients reduced in a wider dtype: IssueCollective casts them into
+      // the workspace, which must hold the whole reduction.
+      need = op.collective.count * DTypeBytes(op.collective.dtype);
     }
     arena_need_[i] = need;
     if (need == 0) continue;
