@@ -643,7 +643,8 @@ Status Runner::Step(int step) {
     }
     SS_ASSIGN_OR_RETURN(int64_t a, dev_.ElapsedNs(*origin, *start_[i]));
     SS_ASSIGN_OR_RETURN(int64_t b, dev_.ElapsedNs(*origin, *end_[i]));
-    t.ops[i] = OpTiming{a, std::max(a, b)};
+    // A wait is a join point: it ends where it starts (IsTracedOp leaves it out of traces).
+    t.ops[i] = OpTiming{a, s_.ops[i].type == OpType::kWait ? a : std::max(a, b)};
     if (first < 0 || a < first) first = a;
   }
   if (first < 0) first = 0;
