@@ -59,6 +59,8 @@ class Runner {
   Status IssueCopyIn(int op);
   Status IssueOptimizer(int op);
   Status AfterEnd(int op);
+  // Whether `op` allocates a unit's unsharded gradients at `when` (noted in its UnitData).
+  bool NoteGradients(int op, MemoryEffect::When when);
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
   Status FillGradients(UnitData& u, Lane lane);
   Status LandGradients(UnitData& u, Lane lane);
@@ -182,8 +184,9 @@ Status Runner::Prepare() {
     }
   }
   if (workspace > 0) {
-    SS_ASSIGN_OR_RETURN(workspace_,
-                        dev_.Allocate(workspace, MemCategory::kTemporaries, Lane::kCompute));
+    Result<DeviceBuffer> ws = dev_.Allocate(workspace, MemCategory::kTemporaries, Lane::kCompute);
+    if (!ws.ok()) return ws.status().WithContext("the kernels' workspace, before the step");
+    workspace_ = std::move(ws).value();
   }
   run_.workspace_bytes = workspace;
   comm_last_.assign(s_.groups.size(), -1);
@@ -492,27 +495,37 @@ Status Runner::IssueCompute(int i) {
 
 // Data that follows an op's end on its lane (outside its measured time): the gradients
 // backward produced, the local reduction of a unit without peers, the landed gradient.
+bool Runner::NoteGradients(int i, MemoryEffect::When when) {
+  const ScheduleOp& op = s_.ops[i];
+  UnitData* u = UnitOfOp(op);
+  if (u == nullptr) return false;
+  const UnitSizes& z = u->layout.sizes;
+  bool found = false;
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when != when || e.bytes <= 0 || e.category != MemCategory::kUnshardedGrads) continue;
+    const int64_t bytes = s_.buffers[e.buffer].bytes;
+    // AllocGrads' order: the unit's gradients, then its replicate params' (the accumulator of
+    // a micro-step without sync is in the reduce dtype and sized apart).
+    if (bytes == z.grad_bytes && !found) {
+      u->grads = e.buffer;
+      found = true;
+    } else if (bytes == z.replicate_grad_bytes) {
+      u->replicate_grads = e.buffer;
+      found = true;
+    }
+  }
+  return found;
+}
+
 Status Runner::AfterEnd(int i) {
   const ScheduleOp& op = s_.ops[i];
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
-  const UnitSizes& z = u->layout.sizes;
-  bool grads_new = false;
+  const bool grads_new = NoteGradients(i, MemoryEffect::When::kEnd);
   for (const MemoryEffect& e : op.memory) {
-    if (e.bytes <= 0) continue;
+    if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
-    // Unsharded gradients may be allocated at the start of the unit's first backward op
-    // (step_builder's AllocGrads): they hold the gradients once that op ended, too.
-    if (e.when != MemoryEffect::When::kEnd && b.category != MemCategory::kUnshardedGrads) continue;
-    if (b.category == MemCategory::kUnshardedGrads) {
-      if (b.bytes == z.grad_bytes && u->grads != e.buffer && !grads_new) {
-        u->grads = e.buffer;
-        grads_new = true;
-      } else if (b.bytes == z.replicate_grad_bytes) {
-        u->replicate_grads = e.buffer;
-        grads_new = true;
-      }
-    } else if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
+    if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
       // S == 1: the reduction is a local cast into its output.
       u->reduced = e.buffer;
       SS_RETURN_IF_ERROR(ChunkCat(*u, live_[e.buffer].data, op.lane, 1.0));
@@ -541,6 +554,7 @@ Status Runner::IssueOp(int i) {
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, false, start_[i]));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, true, nullptr));
   LogEffects(i, MemoryEffect::When::kStart);
+  const bool grads_new = NoteGradients(i, MemoryEffect::When::kStart);
   UnitData* u = UnitOfOp(op);
   switch (op.type) {
     case OpType::kCompute:
@@ -578,6 +592,8 @@ Status Runner::IssueOp(int i) {
       SS_RETURN_IF_ERROR(IssueCollective(i));
       break;
   }
+  // The backward that allocates a unit's gradients writes them (this rank's values).
+  if (grads_new && u != nullptr) SS_RETURN_IF_ERROR(FillGradients(*u, op.lane));
   SS_ASSIGN_OR_RETURN(end_[i], dev_.Record(op.lane));
   if (o_.observer != nullptr) SS_RETURN_IF_ERROR(o_.observer->AfterOp(i, Context(step_)));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, true, nullptr));
@@ -657,7 +673,8 @@ Status Runner::Step(int step) {
     }
     SS_ASSIGN_OR_RETURN(int64_t a, dev_.ElapsedNs(*origin, *start_[i]));
     SS_ASSIGN_OR_RETURN(int64_t b, dev_.ElapsedNs(*origin, *end_[i]));
-    t.ops[i] = OpTiming{a, std::max(a, b)};
+    // A wait is a join point: it ends where it starts (IsTracedOp leaves it out of traces).
+    t.ops[i] = OpTiming{a, s_.ops[i].type == OpType::kWait ? a : std::max(a, b)};
     if (first < 0 || a < first) first = a;
   }
   if (first < 0) first = 0;

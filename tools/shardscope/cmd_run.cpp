@@ -11,15 +11,13 @@
 #include <vector>
 
 #include "backend/backends.h"
-#include "backend/device_probe.h"
 #include "backend/check/step_check.h"
 #include "backend/exec/executor.h"
+#include "backend/exec/measured_output.h"
 #include "core/config/scenario.h"
 #include "core/model/model_source.h"
 #include "core/plan/planner.h"
 #include "core/schedule/schedule_options.h"
-#include "core/timeline/make_trace.h"
-#include "core/timeline/op_accounting.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
 #include "sim/engine/simulator.h"
@@ -51,7 +49,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 Result<std::unique_ptr<backend::Device>> MakeDevice(const std::string& kind,
                                                     const backend::DeviceOptions& options) {
   if (kind == "cpu") return backend::MakeHostDevice(options);
-#if defined(SHARDSCOPE_HAVE_CUDA)
+#if defined(SHARDSCOPE_HAVE_CUDA_DEVICE)
   Result<std::unique_ptr<backend::Device>> d = backend::MakeCudaDevice(options);
   if (!d.ok()) {
     return RuntimeError(fmt::format("--device cuda: {}; run on the CPU with --device cpu",
@@ -59,8 +57,10 @@ Result<std::unique_ptr<backend::Device>> MakeDevice(const std::string& kind,
   }
   return d;
 #else
+  (void)options;
   return RuntimeError(
-      "--device cuda: this shardscope was built without CUDA; run on the CPU with --device cpu");
+      "--device cuda: this shardscope was built without the CUDA device; run on the CPU with "
+      "--device cpu");
 #endif
 }
 
@@ -181,7 +181,11 @@ void PrintRun(const sim::Summary& s, const backend::StepRun& run,
 Status Run(const RunArgs& args) {
   SS_ASSIGN_OR_RETURN(Scenario sc, LoadScenario(args.scenario, args.sets));
   std::string device_kind = args.device;
-  if (device_kind.empty()) device_kind = backend::BuiltWithCuda() ? "cuda" : "cpu";
+#if defined(SHARDSCOPE_HAVE_CUDA_DEVICE)
+  if (device_kind.empty()) device_kind = "cuda";
+#else
+  if (device_kind.empty()) device_kind = "cpu";
+#endif
   SS_ASSIGN_OR_RETURN(World world, ResolveWorld(args, sc));
   if (args.check && world.emulated && world.size > 1) {
     return InvalidInput(fmt::format(
@@ -231,50 +235,26 @@ Status Run(const RunArgs& args) {
     fmt::print("{}\n", report.Text(world.rank));
   }
 
-  // The measured step as a Simulation: the summary and the trace the simulator makes.
-  sim::Simulation measured;
-  measured.schedule = std::move(schedule);
-  SS_ASSIGN_OR_RETURN(measured.prices, sim::PriceSchedule(measured.schedule, *pricing.cost,
-                                                          sc.cluster.gpus_per_node));
-  measured.timeline = run.timeline;
-  measured.memory = {run.memory};
-  measured.role_metrics = {AccountRole(measured.schedule, measured.timeline, 0)};
-  const backend::DeviceDescription desc = device->Describe();
-  measured.gpu_name = desc.name;
-  const sim::Summary summary = sim::SummarizeStep(measured, pricing.ctx);
-  nlohmann::json summary_json = sim::SummaryToJson(summary);
-  summary_json["kind"] = "measured";
-  summary_json["rank"] = world.rank;
-  summary_json["steps"] = run.steps_run;
-  summary_json["issue_us_per_op"] = static_cast<double>(run.issue_ns_per_op) / 1e3;
-  summary_json["kernel_workspace_gib"] = static_cast<double>(run.workspace_bytes) / kGiB;
-  if (!run.failure.ok()) summary_json["failure"] = run.failure.message();
-
-  TraceInfo info;
-  info.kind = "measured";
-  info.tool_version = std::string("shardscope ") + SHARDSCOPE_VERSION;
-  info.scenario = sc.resolved;
-  info.summary = summary_json;
-  info.device = {{"name", desc.name},
-                 {"kind", std::string(backend::DeviceKindName(desc.kind))},
-                 {"index", desc.index},
-                 {"memory_bytes", desc.memory_bytes},
-                 {"sm_count", desc.sm_count},
-                 {"scenario_gpu", sc.cluster.gpu},
-                 {"world_size", world.size},
-                 {"rank", world.rank},
-                 {"communicators", factory->name()}};
-  for (const auto& [k, v] : desc.versions) info.library_versions[k] = v;
-  for (const auto& [k, v] : factory->versions()) info.library_versions[k] = v;
-  info.extra["steps"] = run.steps_run;
-  info.extra["kernel_workspace_bytes"] = run.workspace_bytes;
-  const Trace trace = MakeTrace(measured.schedule, measured.timeline, measured.memory, info);
-
+  backend::MeasuredContext mc;
+  mc.tool_version = std::string("shardscope ") + SHARDSCOPE_VERSION;
+  mc.scenario = sc.resolved;
+  mc.scenario_gpu = sc.cluster.gpu;
+  mc.gpus_per_node = sc.cluster.gpus_per_node;
+  mc.pricing = &pricing;
+  mc.device = device->Describe();
+  mc.world_size = world.size;
+  mc.rank = world.rank;
+  mc.communicators = factory->name();
+  mc.versions = mc.device.versions;
+  for (const auto& [k, v] : factory->versions()) mc.versions[k] = v;
+  SS_ASSIGN_OR_RETURN(backend::MeasuredOutput out, backend::MakeMeasuredOutput(schedule, run, mc));
+  const Trace& trace = out.trace;
+  nlohmann::json& summary_json = out.summary_json;
   // Launched ranks: "{rank}" in a path names each rank's file; without it rank 0 writes.
   const std::string summary_path = RankPath(args.summary, world);
   const std::string trace_path = RankPath(args.trace, world);
   if (run.failure.ok() && (!world.launched || world.rank == 0)) {
-    PrintRun(summary, run, desc, world);
+    PrintRun(out.summary, run, mc.device, world);
   }
   if (!summary_path.empty()) {
     SS_RETURN_IF_ERROR(WriteFileAtomic(summary_path, summary_json.dump(2) + "\n"));
