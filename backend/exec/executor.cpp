@@ -708,10 +708,10 @@ Status Runner::Step(int step) {
   run_.failed_op = failed;
   run_.steps_run = step + 1;
   run_.issue_ns_per_op =
-      issued > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(issue_end - issue_begin)
-                           .count() /
-                       issued
-                 : 0;
+      issued > 0
+          ? std::chrono::duration_cast<std::chrono::nanoseconds>(issue_end - issue_begin).count() /
+                issued
+          : 0;
   if (!failure.ok()) return Status::Ok();
   // Buffers the step leaves live (allocated by an op, never freed) go before the next step.
   for (size_t b = 0; b < live_.size(); ++b) {
