@@ -2,8 +2,8 @@
 # A 2-rank MPI run's measured traces against the prediction for the same scenario:
 #   measured_vs_predicted.sh SHARDSCOPE SCENARIO MPIRUN [MPIRUN FLAGS...]
 # every rank writes its own trace and summary ({rank} paths), each passes check-trace, and
-# `diff` against `simulate`'s trace finds no structural change (the same op_ids in the same
-# lane order; the timing metrics are reported, not limited: a CPU is no H100).
+# `diff` of `simulate`'s trace (it times rank 0) against rank 0's finds no structural change
+# (the same op_ids in the same lane order; timings are reported, not limited: a CPU is no H100).
 set -euo pipefail
 shardscope=$1
 scenario=$2
@@ -20,6 +20,6 @@ for r in 0 1; do
 done
 "$shardscope" simulate "$scenario" --set cluster.gpus_per_node=2 --trace "$out/predicted.json" \
   >/dev/null
-"$shardscope" diff "$out/predicted.json" "$out/rank1.json" \
+"$shardscope" diff "$out/predicted.json" "$out/rank0.json" \
   --tol step_time=off,exposed_comm=off,compute=off,peak_memory=off,op=off
-echo "measured_vs_predicted: both ranks' traces check, rank 1's matches the prediction's ops"
+echo "measured_vs_predicted: both ranks' traces check; rank 0's has the prediction's ops"
