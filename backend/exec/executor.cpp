@@ -1,6 +1,7 @@
 #include "backend/exec/executor.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <map>
@@ -14,7 +15,12 @@
 namespace shardscope::backend {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// CPU time of the calling thread: the issue overhead, whatever else competes for the cores.
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 // One plan unit on this rank: its layout and the buffers of its data path.
 struct UnitData {
@@ -47,7 +53,10 @@ class Runner {
     auto it = unit_by_label_.find(label);
     return it == unit_by_label_.end() ? nullptr : &units_[it->second];
   }
-  UnitData* UnitOfOp(const ScheduleOp& op) { return UnitOf(UnitOpLabel(op.unit)); }
+  UnitData* UnitOfOp(const ScheduleOp& op) {
+    const int u = unit_of_op_[&op - s_.ops.data()];
+    return u < 0 ? nullptr : &units_[u];
+  }
   // Allocations or frees (`allocs`) of the op's effects at `when`.
   Status ApplyEffects(int op, MemoryEffect::When when, bool allocs,
                       std::shared_ptr<DeviceEvent> ready);
@@ -85,6 +94,7 @@ class Runner {
   std::vector<DeviceBuffer> live_;
   std::vector<UnitData> units_;
   std::map<std::string, int> unit_by_label_;
+  std::vector<int> unit_of_op_;    // per op: index into units_, -1 for step-level ops
   std::vector<int> arena_buffer_;  // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
@@ -122,6 +132,11 @@ Status Runner::Prepare() {
     UnitData d;
     d.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
     units_.push_back(std::move(d));
+  }
+  unit_of_op_.assign(s_.ops.size(), -1);
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    auto it = unit_by_label_.find(UnitOpLabel(s_.ops[i].unit));
+    if (it != unit_by_label_.end()) unit_of_op_[i] = it->second;  // "" is the root's
   }
   // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:
   // shard, replicate params, exp_avg, exp_avg_sq; offload: host gradients).
@@ -613,7 +628,7 @@ Status Runner::Step(int step) {
   for (int l = 2; l <= kNumLanes; ++l) SS_RETURN_IF_ERROR(dev_.Wait(static_cast<Lane>(l), *origin));
   Status failure;
   int failed = -1;
-  const auto issue_begin = Clock::now();
+  const int64_t issue_begin = ThreadCpuNs();
   int issued = 0;
   for (int i : order_) {
     Status st = IssueOp(i);
@@ -624,7 +639,7 @@ Status Runner::Step(int step) {
     }
     ++issued;
   }
-  const auto issue_end = Clock::now();
+  const int64_t issue_end = ThreadCpuNs();
   // The watchdog: every communicator, then the device, within the timeout.
   if (failure.ok()) {
     for (auto& c : comms_) {
@@ -696,11 +711,7 @@ Status Runner::Step(int step) {
   run_.failure = failure;
   run_.failed_op = failed;
   run_.steps_run = step + 1;
-  run_.issue_ns_per_op =
-      issued > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(issue_end - issue_begin)
-                           .count() /
-                       issued
-                 : 0;
+  run_.issue_ns_per_op = issued > 0 ? (issue_end - issue_begin) / issued : 0;
   if (!failure.ok()) return Status::Ok();
   // Buffers the step leaves live (allocated by an op, never freed) go before the next step.
   for (size_t b = 0; b < live_.size(); ++b) {

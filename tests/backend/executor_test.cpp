@@ -198,9 +198,9 @@ TEST(ExecutorTest, EmulatedAllGatherHoldsThisRanksShardAndDeterministicPeers) {
           << p.fqn << " element " << i;
     }
   }
-  // Another rank's slot: the emulated peer's deterministic values.
+  // Another rank's slot (rank 0's): the emulated peers' deterministic values.
   const DType d = op.collective.dtype;
-  const uint64_t seed = SeedOf(op.op_id + ":rank0");
+  const uint64_t seed = SeedOf(op.op_id);
   for (int64_t i = 0; i < 16; ++i) {
     char cell[8];
     StoreFromFloat(cell, d, 0, DeterministicValue(seed, i));
