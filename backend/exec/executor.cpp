@@ -1,6 +1,7 @@
 #include "backend/exec/executor.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <map>
@@ -14,7 +15,12 @@
 namespace shardscope::backend {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// CPU time of the calling thread: the issue overhead, whatever else competes for the cores.
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 // One plan unit on this rank: its layout and the buffers of its data path.
 struct UnitData {
@@ -24,6 +30,7 @@ struct UnitData {
   int gathered = -1;     // the live all-gather buffer
   int device_shard = -1;  // offload: the shard copied to the device
   int grads = -1, replicate_grads = -1;  // unsharded gradients of the current micro-step
+  int accum = -1;  // the unsharded accumulator of micro-steps without sync (reduce dtype)
   int reduced = -1;                      // the reduction's output (reduce dtype)
   int sharded_grads = -1;                // landed gradients (own dtype)
 };
@@ -47,7 +54,10 @@ class Runner {
     auto it = unit_by_label_.find(label);
     return it == unit_by_label_.end() ? nullptr : &units_[it->second];
   }
-  UnitData* UnitOfOp(const ScheduleOp& op) { return UnitOf(UnitOpLabel(op.unit)); }
+  UnitData* UnitOfOp(const ScheduleOp& op) {
+    const int u = unit_of_op_[&op - s_.ops.data()];
+    return u < 0 ? nullptr : &units_[u];
+  }
   // Allocations or frees (`allocs`) of the op's effects at `when`.
   Status ApplyEffects(int op, MemoryEffect::When when, bool allocs,
                       std::shared_ptr<DeviceEvent> ready);
@@ -59,6 +69,9 @@ class Runner {
   Status IssueCopyIn(int op);
   Status IssueOptimizer(int op);
   Status AfterEnd(int op);
+  // Micro-steps whose gradients `op`'s reduction carries (1 without accumulation).
+  int AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const;
+  Status Accumulate(UnitData& u, const ScheduleOp& op);
   // Whether `op` allocates a unit's unsharded gradients at `when` (noted in its UnitData).
   bool NoteGradients(int op, MemoryEffect::When when);
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
@@ -85,6 +98,7 @@ class Runner {
   std::vector<DeviceBuffer> live_;
   std::vector<UnitData> units_;
   std::map<std::string, int> unit_by_label_;
+  std::vector<int> unit_of_op_;    // per op: index into units_, -1 for step-level ops
   std::vector<int> arena_buffer_;  // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
@@ -125,6 +139,11 @@ Status Runner::Prepare() {
     UnitData d;
     d.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
     units_.push_back(std::move(d));
+  }
+  unit_of_op_.assign(s_.ops.size(), -1);
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    auto it = unit_by_label_.find(UnitOpLabel(s_.ops[i].unit));
+    if (it != unit_by_label_.end()) unit_of_op_[i] = it->second;  // "" is the root's
   }
   // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:
   // shard, replicate params, exp_avg, exp_avg_sq; offload: host gradients).
@@ -389,7 +408,7 @@ Status Runner::IssueCollective(int i) {
     case OpType::kReduceScatter:
       if (in != nullptr && u != nullptr && u->grads >= 0) {
         // chunk_cat into the input the schedule allocates at the reduce-scatter's start.
-        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, 1.0));
+        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, AccumulatedMicroSteps(*u, op)));
       }
       c.input = in != nullptr ? in : ws;
       c.output = out != nullptr ? out : ws + comm.size() * c.count * elem;
@@ -504,6 +523,13 @@ bool Runner::NoteGradients(int i, MemoryEffect::When when) {
   for (const MemoryEffect& e : op.memory) {
     if (e.when != when || e.bytes <= 0 || e.category != MemCategory::kUnshardedGrads) continue;
     const int64_t bytes = s_.buffers[e.buffer].bytes;
+    // A micro-step without sync allocates the accumulator at the end of the unit's backward,
+    // while that step's gradients are still live.
+    if (when == MemoryEffect::When::kEnd && u->grads >= 0 && live_[u->grads].data != nullptr &&
+        e.buffer != u->grads && e.buffer != u->replicate_grads) {
+      u->accum = e.buffer;
+      continue;
+    }
     // AllocGrads' order: the unit's gradients, then its replicate params' (the accumulator of
     // a micro-step without sync is in the reduce dtype and sized apart).
     if (bytes == z.grad_bytes && !found) {
@@ -517,18 +543,56 @@ bool Runner::NoteGradients(int i, MemoryEffect::When when) {
   return found;
 }
 
+int Runner::AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const {
+  const bool accumulating = u.accum >= 0 && live_[u.accum].data != nullptr;
+  return accumulating ? op.micro_step + 1 : 1;
+}
+
+Status Runner::Accumulate(UnitData& u, const ScheduleOp& op) {
+  // The accumulator after micro-step m holds the sum of m + 1 micro-steps' gradients. This
+  // rank's gradients are the same deterministic values every micro-step, so that sum is
+  // (m + 1) · g, which the cast writes exactly (g has fewer mantissa bits than the reduce
+  // dtype): the accumulator's bytes are read and written as FSDP2's accumulation does.
+  if (u.grads < 0 || live_[u.grads].data == nullptr) return Status::Ok();
+  const char* g = static_cast<const char*>(live_[u.grads].data);
+  char* acc = static_cast<char*>(live_[u.accum].data);
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  for (const ParamLayout& p : u.layout.params) {
+    if (!p.requires_grad) continue;
+    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
+    a.src_dtype = p.gather_dtype;
+    a.dst_dtype = p.reduce_dtype;
+    a.scale = static_cast<float>(op.micro_step + 1);
+    const int64_t elements = p.grad_offset / DTypeBytes(p.gather_dtype);
+    a.segments.push_back({g + p.grad_offset, acc + elements * DTypeBytes(p.reduce_dtype),
+                          std::max<int64_t>(1, u.layout.sizes.shard_group) * p.shard_numel()});
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
+  return Status::Ok();
+}
+
 Status Runner::AfterEnd(int i) {
   const ScheduleOp& op = s_.ops[i];
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
   const bool grads_new = NoteGradients(i, MemoryEffect::When::kEnd);
+  if (u->accum >= 0 && live_[u->accum].data != nullptr && !IsCollective(op.type)) {
+    // A micro-step without sync: the gradients freed here fold into the accumulator.
+    for (const MemoryEffect& e : op.memory) {
+      if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == u->grads) {
+        SS_RETURN_IF_ERROR(Accumulate(*u, op));
+        break;
+      }
+    }
+  }
   for (const MemoryEffect& e : op.memory) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
     if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
       // S == 1: the reduction is a local cast into its output.
       u->reduced = e.buffer;
-      SS_RETURN_IF_ERROR(ChunkCat(*u, live_[e.buffer].data, op.lane, 1.0));
+      SS_RETURN_IF_ERROR(
+          ChunkCat(*u, live_[e.buffer].data, op.lane, AccumulatedMicroSteps(*u, op)));
     } else if (b.category == MemCategory::kShardedGrads && !b.host) {
       u->sharded_grads = e.buffer;
       SS_RETURN_IF_ERROR(LandGradients(*u, op.lane));
@@ -617,6 +681,7 @@ Status Runner::Step(int step) {
   std::fill(comm_last_.begin(), comm_last_.end(), -1);
   for (UnitData& u : units_) {
     u.gathered = u.device_shard = u.grads = u.replicate_grads = u.reduced = u.sharded_grads = -1;
+    u.accum = -1;
   }
   const int64_t reserved0 = dev_.memory().reserved_bytes;
   // Every lane starts from one point, so all times share the compute lane's origin.
@@ -624,7 +689,7 @@ Status Runner::Step(int step) {
   for (int l = 2; l <= kNumLanes; ++l) SS_RETURN_IF_ERROR(dev_.Wait(static_cast<Lane>(l), *origin));
   Status failure;
   int failed = -1;
-  const auto issue_begin = Clock::now();
+  const int64_t issue_begin = ThreadCpuNs();
   int issued = 0;
   for (int i : order_) {
     Status st = IssueOp(i);
@@ -635,7 +700,7 @@ Status Runner::Step(int step) {
     }
     ++issued;
   }
-  const auto issue_end = Clock::now();
+  const int64_t issue_end = ThreadCpuNs();
   // The watchdog: every communicator, then the device, within the timeout.
   if (failure.ok()) {
     for (auto& c : comms_) {
@@ -707,11 +772,7 @@ Status Runner::Step(int step) {
   run_.failure = failure;
   run_.failed_op = failed;
   run_.steps_run = step + 1;
-  run_.issue_ns_per_op =
-      issued > 0
-          ? std::chrono::duration_cast<std::chrono::nanoseconds>(issue_end - issue_begin).count() /
-                issued
-          : 0;
+  run_.issue_ns_per_op = issued > 0 ? (issue_end - issue_begin) / issued : 0;
   if (!failure.ok()) return Status::Ok();
   // Buffers the step leaves live (allocated by an op, never freed) go before the next step.
   for (size_t b = 0; b < live_.size(); ++b) {
