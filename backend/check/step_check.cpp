@@ -41,8 +41,13 @@ bool Checkable(DType dtype) { return dtype == DType::kFloat32 || dtype == DType:
 float ParamIn(const ParamLayout& p, int64_t row, int64_t col, DType to) {
   return RoundTo(to, RoundTo(p.own_dtype, ParamValue(p.fqn, row * p.cols + col)));
 }
-float GradIn(int rank, const ParamLayout& p, int64_t row, int64_t col, DType reduce) {
-  return RoundTo(reduce, RoundTo(p.gather_dtype, GradValue(rank, p.fqn, row * p.cols + col)));
+// `micro_steps` > 1: gradient accumulation without sync, whose unsharded accumulator (reduce
+// dtype) holds the sum of that many micro-steps' gradients, the same deterministic values
+// each time (backend/exec/executor.h).
+float GradIn(int rank, const ParamLayout& p, int64_t row, int64_t col, DType reduce,
+             int micro_steps = 1) {
+  return RoundTo(reduce, micro_steps * double{RoundTo(p.gather_dtype,
+                                                      GradValue(rank, p.fqn, row * p.cols + col))});
 }
 
 // torch.optim.AdamW (foreach, step 1 from zero moments) on one element, in double.
@@ -110,7 +115,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   rank_ = s_.roles.empty() ? 0 : s_.roles[0].rank;
   // The unit's shard index is this rank's position in its all-gather's group (as the executor
   // derives it), its persistent buffers matched by unit and size as the executor does.
-  std::map<std::string, int> shard_index, reduce_scatter;
+  std::map<std::string, int> shard_index, reduce_scatter, reduce_scatters;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const ScheduleOp& op = s_.ops[i];
     if (op.group < 0) continue;
@@ -121,6 +126,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       shard_index.emplace(UnitOpLabel(op.unit), pos);
     } else if (op.type == OpType::kReduceScatter && op.collective.output_buffer >= 0) {
       reduce_scatter.emplace(UnitOpLabel(op.unit), static_cast<int>(i));
+      ++reduce_scatters[UnitOpLabel(op.unit)];
     }
   }
   for (const UnitPlan& u : plan_.units) {
@@ -131,6 +137,9 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
     r.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
     if (const auto rs = reduce_scatter.find(label); rs != reduce_scatter.end()) {
       r.reduce_scatter = rs->second;
+      // One reduce-scatter in a step of several micro-steps: the others accumulated.
+      const int micro = s_.ops[rs->second].micro_step;
+      if (reduce_scatters[label] == 1 && micro > 0) r.micro_steps = micro + 1;
     }
   }
   for (const Buffer& b : s_.buffers) {
@@ -204,7 +213,8 @@ Status StepChecker::Verify(CheckReport* report) const {
     const ReductionRule rule(rs.collective, g.size());
     double sum = 0;
     if (row < p.rows) {
-      for (int m : g.ranks) sum += rule.Input(GradIn(m + offset, p, row, col, rs.collective.dtype));
+      for (int m : g.ranks)
+        sum += rule.Input(GradIn(m + offset, p, row, col, rs.collective.dtype, u.micro_steps));
     }
     return rule.Output(sum);
   };
@@ -251,7 +261,7 @@ Status StepChecker::Verify(CheckReport* report) const {
             for (int64_t r = 0; r < p.shard_rows; ++r) {
               const int64_t row = block * p.shard_rows + r;
               for (int64_t c = 0; c < p.cols; ++c) {
-                const float want = row < p.rows ? GradIn(rank_, p, row, c, d) : 0.0f;
+                const float want = row < p.rows ? GradIn(rank_, p, row, c, d, u.micro_steps) : 0.0f;
                 tally.Compare(op.op_id, Where(p, row, c, "reduce-scatter input", block),
                               Load(d, base, r * p.cols + c), want);
               }

@@ -5,8 +5,9 @@
 //   - every FSDP all-gather output reassembles the reference parameters of the unit: each
 //     shard rank's slot holds its rows in param_dtype (cast from the own dtype), padding zero;
 //   - every reduce-scatter input is this rank's chunk_cat of its gradients (reduce dtype,
-//     padded), and its output the rule's reduction of every shard rank's input (reduce op,
-//     pre-scale / ncclAvg, post-divide): bit-exact;
+//     padded; with accumulation without sync, the sum of the micro-steps' gradients), and its
+//     output the rule's reduction of every shard rank's input (reduce op, pre-scale / ncclAvg,
+//     post-divide): bit-exact;
 //   - every HSDP all-reduce yields the reduction, over the replicate group, of the replicas'
 //     reduce-scatter outputs; replicate parameters' all-reduce the reduction of all ranks'
 //     whole gradients;
@@ -68,6 +69,7 @@ class StepChecker final : public ExecObserver {
     UnitLayout layout;
     int shard = -1, replicate = -1;  // persistent buffer ids (as the executor matches them)
     int reduce_scatter = -1;         // its reduce-scatter op (the shard group, the spec)
+    int micro_steps = 1;             // micro-steps its reduction carries (accumulation)
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
   const UnitRef* UnitOf(const std::string& unit_fqn) const;
