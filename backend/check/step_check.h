@@ -11,13 +11,14 @@
 //   - every HSDP all-reduce yields the reduction, over the replicate group, of the replicas'
 //     reduce-scatter outputs; replicate parameters' all-reduce the reduction of all ranks'
 //     whole gradients;
-//   - the AdamW step left on each shard (and on replicate params) what a reference AdamW
+//   - the AdamW step left on each shard what a reference AdamW
 //     (torch's _multi_tensor_adamw, double precision) computes on the full tensor from the
 //     reference parameters and the reduced gradient: float32 relative difference <= 1e-6
 //     (of the larger of the parameter before and after), padding rows still zero. AdamW is
 //     elementwise, so the full tensor's reference is evaluated at the elements this rank holds.
-// The first step is verified (its references start from the initial values; later steps run
-// but their parameters depend on the earlier updates).
+// Not verified: the optimizer's update of replicate params (their all-reduce is), units with
+// CPU offload (stepped on the host). The first step is verified (its references start from the
+// initial values; later steps run but their parameters depend on the earlier updates).
 //
 // Contents:
 //   StepChecker    the executor's observer: copies each checked op's buffers right after the
