@@ -361,12 +361,26 @@ Status Runner::IssueCopyIn(int i) {
   const ScheduleOp& op = s_.ops[i];
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
-  // The gathered buffer is the largest unsharded-params buffer the copy-in allocates.
-  for (const MemoryEffect& e : op.memory) {
-    if (e.bytes > 0 && e.category == MemCategory::kUnshardedParams &&
-        (u->gathered < 0 || live_[u->gathered].data == nullptr ||
-         s_.buffers[e.buffer].bytes > live_[u->gathered].bytes)) {
-      u->gathered = e.buffer;
+  // The gathered buffer is the output of the all-gather this copy-in feeds (it may be
+  // allocated by an earlier op: FSDP2 keeps a forward all-gather output until the next
+  // copy-out); without one, the largest unsharded-params buffer the copy-in allocates.
+  int fed = -1;
+  for (size_t j = i + 1; j < s_.ops.size() && fed < 0; ++j) {
+    const ScheduleOp& n = s_.ops[j];
+    if (n.type == OpType::kAllGather && n.unit == op.unit &&
+        std::find(n.deps.begin(), n.deps.end(), i) != n.deps.end()) {
+      fed = n.collective.output_buffer;
+    }
+  }
+  if (fed >= 0 && live_[fed].data != nullptr) {
+    u->gathered = fed;
+  } else {
+    for (const MemoryEffect& e : op.memory) {
+      if (e.bytes > 0 && e.category == MemCategory::kUnshardedParams &&
+          (u->gathered < 0 || live_[u->gathered].data == nullptr ||
+           s_.buffers[e.buffer].bytes > live_[u->gathered].bytes)) {
+        u->gathered = e.buffer;
+      }
     }
   }
   const int src_id = u->device_shard >= 0 ? u->device_shard : u->shard;
