@@ -18,6 +18,9 @@
 #include "backend/comm/emulated_comm.h"
 #include "backend/device/device.h"
 #include "backend/launch.h"
+#if defined(SHARDSCOPE_HAVE_MPI)
+#include "backend/comm/mpi_communicator.h"
+#endif
 #include "core/util/status.h"
 
 namespace shardscope::backend {
@@ -31,8 +34,8 @@ Result<std::unique_ptr<Device>> MakeCudaDevice(const DeviceOptions& options);
 #endif
 
 #if defined(SHARDSCOPE_HAVE_MPI)
-// Initialises MPI (once per process) for the world `launch` describes.
-Result<std::unique_ptr<CommFactory>> MakeMpiCommFactory(const LaunchInfo& launch);
+// MakeMpiCommFactory(launch, MpiCommOptions): backend/comm/mpi_communicator.h. MPI itself
+// (the world, a broadcast for ncclUniqueId): backend/comm/mpi_world.h.
 #if defined(SHARDSCOPE_HAVE_CUDA)
 // backend_cuda defines SHARDSCOPE_HAVE_NCCL_COMM once it provides this (`run` calls it then).
 // A world NCCL communicator bootstrapped over MPI, split per group; `device` is the CUDA

@@ -5,7 +5,8 @@
 #                               GLFW, OpenGL, stb (PNG), Xvfb + xauth + Mesa (headless tests)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev libeigen3-dev python3)
+      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev libeigen3-dev python3
+      openmpi-bin libopenmpi-dev)  # MPI: `run` on CPU ranks and its mpi tests
 if [[ "${1:-}" == "--viewer" ]]; then
   pkgs+=(libimgui-dev libglfw3-dev libgl-dev libstb-dev xvfb xauth libgl1-mesa-dri)
 fi
