@@ -107,6 +107,8 @@ Result<std::unique_ptr<LtGemm>> LtGemm::Create() {
   return std::unique_ptr<LtGemm>(new LtGemm(handle));
 }
 
+LtGemm::LtGemm(cublasLtHandle_t handle) : handle_(handle) {}
+
 LtGemm::~LtGemm() {
   plans_.clear();
   cublasLtDestroy(handle_);

@@ -75,7 +75,7 @@ class LtGemm {
     size_t operator()(const Key& k) const;
   };
 
-  explicit LtGemm(cublasLtHandle_t handle) : handle_(handle) {}
+  explicit LtGemm(cublasLtHandle_t handle);  // in the .cpp, where Plan is complete
   Result<const Plan*> PlanFor(const LtGemmArgs& args, const Key& key, int alignment_bytes,
                               size_t workspace_bytes);
 
