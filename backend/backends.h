@@ -28,6 +28,7 @@ namespace shardscope::backend {
 Result<std::unique_ptr<Device>> MakeHostDevice(const DeviceOptions& options);
 
 #if defined(SHARDSCOPE_HAVE_CUDA)
+// backend_cuda defines SHARDSCOPE_HAVE_CUDA_DEVICE once it provides this (`run` calls it then).
 // RuntimeError naming `--device cpu` when no GPU answers.
 Result<std::unique_ptr<Device>> MakeCudaDevice(const DeviceOptions& options);
 #endif
@@ -36,6 +37,7 @@ Result<std::unique_ptr<Device>> MakeCudaDevice(const DeviceOptions& options);
 // MakeMpiCommFactory(launch, MpiCommOptions): backend/comm/mpi_communicator.h. MPI itself
 // (the world, a broadcast for ncclUniqueId): backend/comm/mpi_world.h.
 #if defined(SHARDSCOPE_HAVE_CUDA)
+// backend_cuda defines SHARDSCOPE_HAVE_NCCL_COMM once it provides this (`run` calls it then).
 // A world NCCL communicator bootstrapped over MPI, split per group; `device` is the CUDA
 // device whose streams the collectives run on.
 Result<std::unique_ptr<CommFactory>> MakeNcclCommFactory(const LaunchInfo& launch, Device& device);

@@ -87,6 +87,9 @@ struct StepRun {
   Status failure;
   int failed_op = -1;
   int64_t issue_ns_per_op = 0;  // host time to issue one op (the overhead benchmark's figure)
+  // Operand memory for kernels whose op allocates none large enough: allocated once before
+  // the first step (temporaries in the allocator's counters, outside the schedule's effects).
+  int64_t workspace_bytes = 0;
 };
 
 // `schedule` holds one role (this rank's); `comms` one communicator per Schedule::groups

@@ -18,8 +18,10 @@
 namespace shardscope {
 
 // A wait is a join point, not work: a measured trace has no event for it, and a zero-length
-// event at another event's boundary reads as an overlap to trace checkers.
+// event at another event's boundary reads as an overlap to trace checkers. An op that never
+// ran (a measured step cut short by a failure: start -1) has no event either.
 inline bool IsTracedOp(const ScheduleOp& op, const OpTiming& timing) {
+  if (timing.start_ns < 0) return false;
   return !(op.type == OpType::kWait && timing.duration_ns() == 0);
 }
 

@@ -106,6 +106,7 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
     const ScheduleOp& op = sim.schedule.ops[i];
     if (op.role != sim.reported_role || WorkKindOf(op) != WorkKind::kCompute) continue;
+    if (i >= sim.prices.ns.size() || sim.timeline.ops[i].start_ns < 0) continue;
     stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
   }
   s.overlap_stretch_s = Seconds(stretch_ns);
@@ -221,15 +222,8 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
   return sim;
 }
 
-Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
-  ModelBuildOptions build;
-  build.tp = sc.parallelism.tp;
-  build.ep = sc.parallelism.ep;
-  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
-  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
-  // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
-  // backend, so a prediction and an execution of one scenario build the same schedule.
-  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));
+Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
+                                      const SimulateOptions& options) {
   Result<Hardware> hw_or =
       LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
   if (!hw_or.ok()) return hw_or.status().WithContext(sc.source + ": cluster.gpu");
@@ -243,8 +237,9 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   if (sc.training.attention_backend == AttentionBackend::kCudnn) {
     SS_RETURN_IF_ERROR(ApplyCudnnAttention(hw, cal, &params).WithContext(sc.source));
   }
-  const std::unique_ptr<CostModel> cost = MakeDefaultCostModel(hw, params);
-  StepContext ctx;
+  ScenarioPricing p;
+  p.cost = MakeDefaultCostModel(hw, params);
+  StepContext& ctx = p.ctx;
   ctx.gpus_per_node = sc.cluster.gpus_per_node;
   ctx.usable_bytes = hw.gpu.usable_bytes();
   ctx.hbm_bytes = hw.gpu.hbm_bytes;
@@ -252,7 +247,24 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   ctx.model_flops = ModelFlopsPerToken(tree, sc.training.seq_len);
   ctx.scenario = sc.resolved;
   ctx.keep_memory_samples = options.keep_memory_samples;
-  return SimulateSchedule(std::move(schedule), *cost, ctx);
+  return p;
+}
+
+Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
+  ModelBuildOptions build;
+  build.tp = sc.parallelism.tp;
+  build.ep = sc.parallelism.ep;
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
+  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
+  // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
+  // backend, so a prediction and an execution of one scenario build the same schedule.
+  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));
+  SS_ASSIGN_OR_RETURN(ScenarioPricing pricing, PriceScenario(sc, tree, options));
+  return SimulateSchedule(std::move(schedule), *pricing.cost, pricing.ctx);
+}
+
+Summary SummarizeStep(const Simulation& sim, const StepContext& ctx) {
+  return BuildSummary(sim, ctx);
 }
 
 Trace SimulationTrace(const Simulation& sim, const std::string& tool_version) {

@@ -7,6 +7,10 @@
 //   SimulateSchedule            Schedule + CostModel → timed step, memory, accounting, summary
 //   SimulationTrace             the predicted trace of a Simulation (core/timeline/make_trace.h)
 //   SimulateScenario            scenario → model → plan → schedule → cost model → SimulateSchedule
+//   ScenarioPricing, PriceScenario   the cost model and step context a scenario is priced with
+//                               (shared with the backend's `run`, which times a measured step)
+//   SummarizeStep               the summary of a Simulation's timeline and memory (measured or
+//                               predicted alike)
 //   DefaultScenarioJson         the built-in default job (Llama 3 8B on 8 H100 SXM, FSDP2)
 //
 // Example:
@@ -72,6 +76,19 @@ struct SimulateOptions {
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});
+
+struct ScenarioPricing {
+  std::unique_ptr<CostModel> cost;
+  StepContext ctx;
+};
+// Catalog hardware, calibration and the cuDNN attention figures of `scenario`, and the step
+// context of its model `tree`: what SimulateScenario prices with.
+Result<ScenarioPricing> PriceScenario(const Scenario& scenario, const ModelTree& tree,
+                                      const SimulateOptions& options = {});
+
+// The formats.md §2 summary of `sim` (its timeline, memory and role_metrics filled; prices
+// give the overlap stretch when present) for the slowest role.
+Summary SummarizeStep(const Simulation& sim, const StepContext& ctx);
 
 // MakeTrace of the simulation, kind "predicted", with the summary, scenario, device and the
 // overlap model in its metadata. `tool_version` goes into metadata ("shardscope 0.1.0").

@@ -40,5 +40,6 @@ void RegisterModelCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry);  // stats, diff, check-trace
 void RegisterViewCommand(CLI::App& app, CommandRegistry& registry);    // the viewer (optional)
+void RegisterRunCommand(CLI::App& app, CommandRegistry& registry);     // the real backend
 
 }  // namespace shardscope::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   cli::RegisterSimulateCommand(app, registry);
   cli::RegisterTraceCommands(app, registry);
   cli::RegisterViewCommand(app, registry);
+  cli::RegisterRunCommand(app, registry);
 
   try {
     app.parse(argc, argv);

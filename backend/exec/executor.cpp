@@ -1,0 +1,727 @@
+#include "backend/exec/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "backend/exec/issue_order.h"
+#include "backend/exec/measured_memory.h"
+#include "backend/exec/param_state.h"
+#include "backend/exec/work_kernels.h"
+#include "core/trace/op_id.h"
+
+namespace shardscope::backend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One plan unit on this rank: its layout and the buffers of its data path.
+struct UnitData {
+  UnitLayout layout;
+  int shard = -1, replicate = -1, exp_avg = -1, exp_avg_sq = -1;  // persistent buffer ids
+  int host_grads = -1;                                            // offload: host gradients
+  int gathered = -1;     // the live all-gather buffer
+  int device_shard = -1;  // offload: the shard copied to the device
+  int grads = -1, replicate_grads = -1;  // unsharded gradients of the current micro-step
+  int reduced = -1;                      // the reduction's output (reduce dtype)
+  int sharded_grads = -1;                // landed gradients (own dtype)
+};
+
+class Runner {
+ public:
+  Runner(const Schedule& s, const Plan& plan, Device& dev,
+         std::vector<std::unique_ptr<Communicator>>& comms, const ExecOptions& o)
+      : s_(s), plan_(plan), dev_(dev), comms_(comms), o_(o) {}
+
+  Status Prepare();
+  Status Materialise();
+  // Runs one step; false in `ok` when it failed (run_.failure says why).
+  Status Step(int step);
+  Status Release();
+  StepRun& run() { return run_; }
+
+ private:
+  DeviceBuffer& Live(int id) { return live_[id]; }
+  UnitData* UnitOf(const std::string& label) {
+    auto it = unit_by_label_.find(label);
+    return it == unit_by_label_.end() ? nullptr : &units_[it->second];
+  }
+  UnitData* UnitOfOp(const ScheduleOp& op) { return UnitOf(UnitOpLabel(op.unit)); }
+  // Allocations or frees (`allocs`) of the op's effects at `when`.
+  Status ApplyEffects(int op, MemoryEffect::When when, bool allocs,
+                      std::shared_ptr<DeviceEvent> ready);
+  // The effects at `when` in the schedule's order (how the simulator applies them).
+  void LogEffects(int op, MemoryEffect::When when);
+  Status IssueOp(int op);
+  Status IssueCompute(int op);
+  Status IssueCollective(int op);
+  Status IssueCopyIn(int op);
+  Status IssueOptimizer(int op);
+  Status AfterEnd(int op);
+  Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
+  Status FillGradients(UnitData& u, Lane lane);
+  Status LandGradients(UnitData& u, Lane lane);
+  ExecContext Context(int step) const {
+    ExecContext c;
+    c.schedule = &s_;
+    c.plan = &plan_;
+    c.device = &dev_;
+    c.step = step;
+    c.buffers = &live_;
+    return c;
+  }
+
+  const Schedule& s_;
+  const Plan& plan_;
+  Device& dev_;
+  std::vector<std::unique_ptr<Communicator>>& comms_;
+  const ExecOptions& o_;
+  int rank_ = 0;
+  int step_ = 0;
+  std::vector<int> order_;
+  std::vector<DeviceBuffer> live_;
+  std::vector<UnitData> units_;
+  std::map<std::string, int> unit_by_label_;
+  std::vector<int> arena_buffer_;  // per op: its own buffer that holds its kernels' operands
+  std::vector<int64_t> arena_need_;
+  DeviceBuffer workspace_;
+  std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
+  std::vector<int> comm_last_;  // per group: the last collective issued that holds it
+  std::vector<MemoryLogEntry> log_;
+  StepRun run_;
+};
+
+Status Runner::Prepare() {
+  if (s_.roles.size() != 1) {
+    return InvalidInput(fmt::format(
+        "run: the schedule holds {} roles; the executor runs one rank's schedule "
+        "(ScheduleOptions::rank)",
+        s_.roles.size()));
+  }
+  if (comms_.size() != s_.groups.size()) {
+    return InvalidInput(fmt::format("run: {} communicators for {} process groups", comms_.size(),
+                                    s_.groups.size()));
+  }
+  rank_ = s_.roles[0].rank;
+  SS_ASSIGN_OR_RETURN(order_, IssueOrder(s_, 0));
+  live_.assign(s_.buffers.size(), DeviceBuffer{});
+  // Units and the shard index of this rank in each (its all-gather's communicator).
+  std::map<std::string, int> shard_index;
+  for (const ScheduleOp& op : s_.ops) {
+    if (op.type == OpType::kAllGather && op.group >= 0 && op.collective.output_buffer >= 0) {
+      shard_index.emplace(UnitOpLabel(op.unit), comms_[op.group]->rank());
+    }
+  }
+  for (const UnitPlan& u : plan_.units) {
+    const std::string label = UnitOpLabel(u.fqn);
+    auto it = shard_index.find(label);
+    unit_by_label_[label] = static_cast<int>(units_.size());
+    UnitData d;
+    d.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
+    units_.push_back(std::move(d));
+  }
+  // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:
+  // shard, replicate params, exp_avg, exp_avg_sq; offload: host gradients).
+  for (const Buffer& b : s_.buffers) {
+    if (b.alloc_op >= 0) continue;
+    UnitData* u = UnitOf(b.unit);
+    if (u == nullptr) continue;
+    const UnitSizes& z = u->layout.sizes;
+    if (b.category == MemCategory::kShardedParams) {
+      if (u->shard < 0 && b.bytes == z.shard_bytes) {
+        u->shard = b.id;
+      } else if (u->replicate < 0 && b.bytes == z.replicate_bytes) {
+        u->replicate = b.id;
+      }
+    } else if (b.category == MemCategory::kOptimizer) {
+      (u->exp_avg < 0 ? u->exp_avg : u->exp_avg_sq) = b.id;
+    } else if (b.category == MemCategory::kShardedGrads && b.host) {
+      u->host_grads = b.id;
+    }
+  }
+  // Arenas: the largest buffer an op allocates at its start, when its kernels' operands fit;
+  // the others share one workspace.
+  const size_t n = s_.ops.size();
+  arena_buffer_.assign(n, -1);
+  arena_need_.assign(n, 0);
+  int64_t workspace = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ScheduleOp& op = s_.ops[i];
+    int64_t need = 0;
+    if (op.type == OpType::kCompute) {
+      const UnitData* u = UnitOf(UnitOpLabel(op.unit));
+      const int64_t params = u != nullptr ? u->layout.sizes.gathered_bytes : 0;
+      for (const ComputeItem& item : op.items) need = std::max(need, ArenaBytes(item, params));
+    } else if (IsCollective(op.type) && (op.collective.input_buffer < 0 ||
+                                         op.collective.output_buffer < 0)) {
+      const int g = op.group >= 0 ? s_.groups[op.group].size() : 1;
+      need = 2 * op.collective.count * g * DTypeBytes(op.collective.dtype);
+    }
+    arena_need_[i] = need;
+    if (need == 0) continue;
+    int best = -1;
+    for (const MemoryEffect& e : op.memory) {
+      if (e.when != MemoryEffect::When::kStart || e.bytes <= 0 || e.buffer < 0) continue;
+      if (s_.buffers[e.buffer].host) continue;
+      if (best < 0 || s_.buffers[e.buffer].bytes > s_.buffers[best].bytes) best = e.buffer;
+    }
+    if (best >= 0 && s_.buffers[best].bytes >= need) {
+      arena_buffer_[i] = best;
+    } else {
+      workspace = std::max(workspace, need);
+    }
+  }
+  if (workspace > 0) {
+    SS_ASSIGN_OR_RETURN(workspace_,
+                        dev_.Allocate(workspace, MemCategory::kTemporaries, Lane::kCompute));
+  }
+  run_.workspace_bytes = workspace;
+  comm_last_.assign(s_.groups.size(), -1);
+  return Status::Ok();
+}
+
+Status Runner::Materialise() {
+  for (const Buffer& b : s_.buffers) {
+    if (b.alloc_op >= 0) continue;
+    SS_ASSIGN_OR_RETURN(live_[b.id], dev_.Allocate(b.bytes, b.category, Lane::kCompute, b.host));
+    SS_RETURN_IF_ERROR(dev_.Memset(Lane::kCompute, live_[b.id].data, 0, b.bytes));
+  }
+  // Parameters: each one's rows of the local tensor this rank's shard holds (padding zero).
+  for (UnitData& u : units_) {
+    if (u.shard >= 0) {
+      char* base = static_cast<char*>(live_[u.shard].data);
+      for (const ParamLayout& p : u.layout.params) {
+        if (p.valid_rows == 0) continue;
+        SS_RETURN_IF_ERROR(dev_.Fill(
+            Lane::kCompute, FillArgs{base + p.shard_offset, p.own_dtype, p.valid_rows * p.cols,
+                                     ParamSeed(p.fqn), p.first_row * p.cols, 1.0f}));
+      }
+    }
+    if (u.replicate >= 0) {
+      char* base = static_cast<char*>(live_[u.replicate].data);
+      for (const ParamLayout& p : u.layout.replicate) {
+        SS_RETURN_IF_ERROR(dev_.Fill(Lane::kCompute, FillArgs{base + p.shard_offset, p.own_dtype,
+                                                              p.rows * p.cols, ParamSeed(p.fqn),
+                                                              0, 1.0f}));
+      }
+    }
+  }
+  return dev_.Synchronize(o_.timeout);
+}
+
+Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
+                            std::shared_ptr<DeviceEvent> ready) {
+  const ScheduleOp& op = s_.ops[i];
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when != when || e.buffer < 0 || (e.bytes > 0) != allocs) continue;
+    const Buffer& b = s_.buffers[e.buffer];
+    if (e.bytes > 0) {
+      Result<DeviceBuffer> got = dev_.Allocate(b.bytes, b.category, op.lane, b.host);
+      if (!got.ok()) {
+        log_.push_back({i, when == MemoryEffect::When::kStart, b.category, b.bytes,
+                        dev_.memory().reserved_bytes, true});
+        const MemoryCounters m = dev_.memory();
+        std::string breakdown;
+        for (int c = 0; c < kNumMemCategories; ++c) {
+          breakdown += fmt::format("{}{} {:.3f} GiB", c ? ", " : "",
+                                   MemCategoryName(static_cast<MemCategory>(c)),
+                                   static_cast<double>(m.allocated[c]) / (1 << 30));
+        }
+        return RuntimeError(fmt::format(
+            "out of memory at op '{}' allocating {} bytes of {}: {}; allocated by category: {}",
+            op.op_id, b.bytes, MemCategoryName(b.category), got.status().message(), breakdown));
+      }
+      live_[e.buffer] = std::move(got).value();
+    } else if (e.bytes < 0) {
+      if (live_[e.buffer].data == nullptr) {
+        return InvalidInput(fmt::format("schedule: op '{}' frees buffer {}, which is not live",
+                                        op.op_id, e.buffer));
+      }
+      dev_.Free(live_[e.buffer], ready);
+      live_[e.buffer] = DeviceBuffer{};
+    }
+  }
+  return Status::Ok();
+}
+
+void Runner::LogEffects(int i, MemoryEffect::When when) {
+  const int64_t reserved = dev_.memory().reserved_bytes;
+  for (const MemoryEffect& e : s_.ops[i].memory) {
+    if (e.when != when || e.bytes == 0 || (e.buffer >= 0 && s_.buffers[e.buffer].host)) continue;
+    log_.push_back({i, when == MemoryEffect::When::kStart, e.category, e.bytes, reserved, false});
+  }
+}
+
+Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane, double scale) {
+  // FSDP2's chunk_cat: per rank block i, each parameter's rows [i·shard_rows, (i+1)·shard_rows)
+  // of its gradient, cast to the reduce dtype, zero beyond its n0 rows.
+  if (u.grads < 0 || live_[u.grads].data == nullptr) return Status::Ok();
+  const char* grads = static_cast<const char*>(live_[u.grads].data);
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  const int S = std::max(1, u.layout.sizes.shard_group);
+  for (const ParamLayout& p : u.layout.params) {
+    if (!p.requires_grad) continue;
+    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
+    a.src_dtype = p.gather_dtype;
+    a.dst_dtype = p.reduce_dtype;
+    a.scale = static_cast<float>(scale);
+    for (int i = 0; i < S; ++i) {
+      char* block = static_cast<char*>(dst) + i * u.layout.reduce_block_bytes + p.reduce_offset;
+      const int64_t first = i * p.shard_rows;
+      const int64_t valid = std::clamp<int64_t>(p.rows - first, 0, p.shard_rows);
+      if (valid > 0) {
+        a.segments.push_back({grads + p.grad_offset + first * p.cols * DTypeBytes(p.gather_dtype),
+                              block, valid * p.cols});
+      }
+      if (valid < p.shard_rows) {
+        a.segments.push_back({nullptr, block + valid * p.cols * DTypeBytes(p.reduce_dtype),
+                              (p.shard_rows - valid) * p.cols});
+      }
+    }
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
+  return Status::Ok();
+}
+
+Status Runner::FillGradients(UnitData& u, Lane lane) {
+  if (u.grads >= 0 && live_[u.grads].data != nullptr) {
+    char* base = static_cast<char*>(live_[u.grads].data);
+    SS_RETURN_IF_ERROR(dev_.Memset(lane, base, 0, live_[u.grads].bytes));
+    for (const ParamLayout& p : u.layout.params) {
+      if (!p.requires_grad) continue;
+      SS_RETURN_IF_ERROR(dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype,
+                                                  p.rows * p.cols, GradSeed(rank_, p.fqn), 0,
+                                                  1.0f}));
+    }
+  }
+  if (u.replicate_grads >= 0 && live_[u.replicate_grads].data != nullptr) {
+    char* base = static_cast<char*>(live_[u.replicate_grads].data);
+    for (const ParamLayout& p : u.layout.replicate) {
+      if (!p.requires_grad) continue;
+      SS_RETURN_IF_ERROR(dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype,
+                                                  p.rows * p.cols, GradSeed(rank_, p.fqn), 0,
+                                                  1.0f}));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Runner::LandGradients(UnitData& u, Lane lane) {
+  // The reduced shard (reduce dtype) becomes the parameter's .grad in its own dtype.
+  if (u.sharded_grads < 0 || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
+  const char* src = static_cast<const char*>(live_[u.reduced].data);
+  char* dst = static_cast<char*>(live_[u.sharded_grads].data);
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  int64_t out = 0;
+  for (const ParamLayout& p : u.layout.params) {
+    if (!p.requires_grad) continue;
+    FsdpCopyArgs& a = by_dtype[{p.reduce_dtype, p.own_dtype}];
+    a.src_dtype = p.reduce_dtype;
+    a.dst_dtype = p.own_dtype;
+    a.segments.push_back({src + p.reduce_offset, dst + out, p.shard_numel()});
+    out += p.shard_numel() * DTypeBytes(p.own_dtype);
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
+  return Status::Ok();
+}
+
+Status Runner::IssueCopyIn(int i) {
+  const ScheduleOp& op = s_.ops[i];
+  UnitData* u = UnitOfOp(op);
+  if (u == nullptr) return Status::Ok();
+  // The gathered buffer is the largest unsharded-params buffer the copy-in allocates.
+  for (const MemoryEffect& e : op.memory) {
+    if (e.bytes > 0 && e.category == MemCategory::kUnshardedParams &&
+        (u->gathered < 0 || live_[u->gathered].data == nullptr ||
+         s_.buffers[e.buffer].bytes > live_[u->gathered].bytes)) {
+      u->gathered = e.buffer;
+    }
+  }
+  const int src_id = u->device_shard >= 0 ? u->device_shard : u->shard;
+  if (u->gathered < 0 || src_id < 0 || live_[src_id].data == nullptr) return Status::Ok();
+  const char* src = static_cast<const char*>(live_[src_id].data);
+  const int64_t slot = op.lane == Lane::kAllGather ? u->layout.shard_index : 0;
+  char* dst = static_cast<char*>(live_[u->gathered].data) + slot * u->layout.shard_slot_bytes;
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  for (const ParamLayout& p : u->layout.params) {
+    FsdpCopyArgs& a = by_dtype[{p.own_dtype, p.gather_dtype}];
+    a.src_dtype = p.own_dtype;
+    a.dst_dtype = p.gather_dtype;
+    a.segments.push_back({src + p.shard_offset, dst + p.gather_offset, p.shard_numel()});
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
+  return Status::Ok();
+}
+
+Status Runner::IssueCollective(int i) {
+  const ScheduleOp& op = s_.ops[i];
+  if (op.group < 0) return InvalidInput(fmt::format("schedule: collective '{}' has no group", op.op_id));
+  Communicator& comm = *comms_[op.group];
+  CollectiveCall c = CollectiveCallOf(op);
+  const int64_t elem = DTypeBytes(c.dtype);
+  char* ws = static_cast<char*>(arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]].data
+                                                      : workspace_.data);
+  auto buffer = [&](int id) -> char* {
+    return id >= 0 && live_[id].data != nullptr ? static_cast<char*>(live_[id].data) : nullptr;
+  };
+  char* in = buffer(op.collective.input_buffer);
+  char* out = buffer(op.collective.output_buffer);
+  UnitData* u = UnitOfOp(op);
+  switch (op.type) {
+    case OpType::kAllGather:
+      if (out == nullptr) out = ws;
+      c.output = out;
+      c.input = in != nullptr ? in + comm.rank() * c.count * elem : out + comm.rank() * c.count * elem;
+      break;
+    case OpType::kReduceScatter:
+      if (in != nullptr && u != nullptr && u->grads >= 0) {
+        // chunk_cat into the input the schedule allocates at the reduce-scatter's start.
+        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, 1.0));
+      }
+      c.input = in != nullptr ? in : ws;
+      c.output = out != nullptr ? out : ws + comm.size() * c.count * elem;
+      if (u != nullptr && out != nullptr) u->reduced = op.collective.output_buffer;
+      break;
+    case OpType::kAllReduce: {
+      const int64_t need = c.count * elem;
+      if (out != nullptr && live_[op.collective.output_buffer].bytes >= need) {
+        c.input = c.output = out;
+      } else if (out != nullptr) {
+        // Replicate params' gradients: cast to the reduce dtype first (no buffer of its own in
+        // the schedule: the workspace holds it), reduce, cast back.
+        const DType from = s_.buffers[op.collective.output_buffer].dtype;
+        const int64_t n = std::min(c.count, live_[op.collective.output_buffer].bytes /
+                                                std::max<int64_t>(1, DTypeBytes(from)));
+        SS_RETURN_IF_ERROR(dev_.Cast(op.lane, CastArgs{n, from, c.dtype, out, ws, 1.0f}));
+        c.input = c.output = ws;
+        SS_RETURN_IF_ERROR(backend::IssueCollective(comm, c));
+        return dev_.Cast(op.lane, CastArgs{n, c.dtype, from, ws, out, 1.0f});
+      } else {
+        c.input = c.output = ws;
+      }
+      break;
+    }
+    default:  // all-to-all, send, receive: activations the table does not track one by one
+      c.input = ws;
+      c.output = ws + c.count * comm.size() * elem;
+      if (op.type == OpType::kSend || op.type == OpType::kRecv) {
+        const int me = comm.rank();
+        c.peer = comm.size() > 1 ? 1 - std::min(me, 1) : 0;
+      }
+      break;
+  }
+  return backend::IssueCollective(comm, c);
+}
+
+Status Runner::IssueOptimizer(int i) {
+  const ScheduleOp& op = s_.ops[i];
+  for (const ComputeItem& item : op.items) {
+    const auto* w = std::get_if<OptimizerWork>(&item.work);
+    if (w == nullptr || item.module < 0) continue;
+    const std::string& name = s_.modules[item.module];  // "optimizer:<unit label>"
+    const size_t colon = name.find(':');
+    UnitData* u = colon == std::string::npos ? nullptr : UnitOf(name.substr(colon + 1));
+    if (u == nullptr || u->shard < 0 || u->exp_avg < 0 || u->exp_avg_sq < 0 ||
+        u->sharded_grads < 0 || live_[u->sharded_grads].data == nullptr) {
+      continue;  // SGD, or a unit without reduced gradients this step
+    }
+    char* params = static_cast<char*>(live_[u->shard].data);
+    const char* grads = static_cast<const char*>(live_[u->sharded_grads].data);
+    float* m = static_cast<float*>(live_[u->exp_avg].data);
+    float* v = static_cast<float*>(live_[u->exp_avg_sq].data);
+    std::map<DType, AdamWArgs> by_dtype;
+    int64_t g = 0;
+    for (const ParamLayout& p : u->layout.params) {
+      if (!p.requires_grad) continue;
+      AdamWArgs& a = by_dtype[p.own_dtype];
+      a.param_dtype = a.grad_dtype = p.own_dtype;
+      a.state_dtype = DType::kFloat32;
+      a.lr = o_.lr, a.beta1 = o_.beta1, a.beta2 = o_.beta2, a.eps = o_.eps;
+      a.weight_decay = o_.weight_decay;
+      a.step = step_ + 1;
+      a.tensors.push_back({params + p.shard_offset, grads + g, m + p.optim_offset,
+                           v + p.optim_offset, p.shard_numel()});
+      g += p.shard_numel() * DTypeBytes(p.own_dtype);
+    }
+    for (auto& [d, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.AdamW(op.lane, a));
+  }
+  return Status::Ok();
+}
+
+Status Runner::IssueCompute(int i) {
+  const ScheduleOp& op = s_.ops[i];
+  UnitData* u = UnitOfOp(op);
+  for (const ComputeItem& item : op.items) {
+    if (const auto* copy = std::get_if<FsdpCopyWork>(&item.work)) {
+      // The copy-out moves the all-gather output into the parameters; the reduce copy-in
+      // reads the unsharded gradients (its output buffer is allocated with the
+      // reduce-scatter, which runs chunk_cat itself): both move their bytes in place here.
+      const int id = u == nullptr ? -1
+                     : copy->which == FsdpCopyWork::Which::kCopyOut ? u->gathered
+                                                                    : u->grads;
+      if (id < 0 || live_[id].data == nullptr) continue;
+      FsdpCopyArgs a;
+      a.src_dtype = a.dst_dtype = DType::kUInt8;
+      a.segments.push_back({live_[id].data, live_[id].data, live_[id].bytes});
+      SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
+      continue;
+    }
+    if (!item.is_module()) continue;
+    ItemBuffers b;
+    const DeviceBuffer& arena = arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]] : workspace_;
+    b.arena = static_cast<char*>(arena.data);
+    b.arena_bytes = arena.bytes;
+    if (u != nullptr && u->gathered >= 0 && live_[u->gathered].data != nullptr) {
+      b.params = static_cast<const char*>(live_[u->gathered].data);
+      b.params_bytes = live_[u->gathered].bytes;
+    }
+    SS_RETURN_IF_ERROR(IssueItem(dev_, op.lane, item, b).WithContext(op.op_id));
+  }
+  return Status::Ok();
+}
+
+// Data that follows an op's end on its lane (outside its measured time): the gradients
+// backward produced, the local reduction of a unit without peers, the landed gradient.
+Status Runner::AfterEnd(int i) {
+  const ScheduleOp& op = s_.ops[i];
+  UnitData* u = UnitOfOp(op);
+  if (u == nullptr) return Status::Ok();
+  const UnitSizes& z = u->layout.sizes;
+  bool grads_new = false;
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
+    const Buffer& b = s_.buffers[e.buffer];
+    if (b.category == MemCategory::kUnshardedGrads) {
+      if (b.bytes == z.grad_bytes && u->grads != e.buffer && !grads_new) {
+        u->grads = e.buffer;
+        grads_new = true;
+      } else if (b.bytes == z.replicate_grad_bytes) {
+        u->replicate_grads = e.buffer;
+        grads_new = true;
+      }
+    } else if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
+      // S == 1: the reduction is a local cast into its output.
+      u->reduced = e.buffer;
+      SS_RETURN_IF_ERROR(ChunkCat(*u, live_[e.buffer].data, op.lane, 1.0));
+    } else if (b.category == MemCategory::kShardedGrads && !b.host) {
+      u->sharded_grads = e.buffer;
+      SS_RETURN_IF_ERROR(LandGradients(*u, op.lane));
+    }
+  }
+  if (grads_new) SS_RETURN_IF_ERROR(FillGradients(*u, op.lane));
+  return Status::Ok();
+}
+
+Status Runner::IssueOp(int i) {
+  const ScheduleOp& op = s_.ops[i];
+  for (int d : op.deps) {
+    if (s_.ops[d].lane != op.lane && end_[d] != nullptr) {
+      SS_RETURN_IF_ERROR(dev_.Wait(op.lane, *end_[d]));
+    }
+  }
+  if (op.group >= 0 && SerializesOnCommunicator(op.type)) {
+    const int prev = comm_last_[op.group];
+    if (prev >= 0 && s_.ops[prev].lane != op.lane) SS_RETURN_IF_ERROR(dev_.Wait(op.lane, *end_[prev]));
+    comm_last_[op.group] = i;
+  }
+  SS_ASSIGN_OR_RETURN(start_[i], dev_.Record(op.lane));
+  SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, false, start_[i]));
+  SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, true, nullptr));
+  LogEffects(i, MemoryEffect::When::kStart);
+  UnitData* u = UnitOfOp(op);
+  switch (op.type) {
+    case OpType::kCompute:
+      SS_RETURN_IF_ERROR(IssueCompute(i));
+      break;
+    case OpType::kOptimizer:
+      SS_RETURN_IF_ERROR(IssueOptimizer(i));
+      break;
+    case OpType::kCopyIn:
+      SS_RETURN_IF_ERROR(IssueCopyIn(i));
+      break;
+    case OpType::kCopyH2D:
+      if (u != nullptr && u->shard >= 0) {
+        for (const MemoryEffect& e : op.memory) {
+          if (e.bytes > 0 && e.category == MemCategory::kShardedParams) u->device_shard = e.buffer;
+        }
+        if (u->device_shard >= 0) {
+          SS_RETURN_IF_ERROR(dev_.Memcpy(op.lane, live_[u->device_shard].data, live_[u->shard].data,
+                                         std::min(live_[u->device_shard].bytes,
+                                                  live_[u->shard].bytes)));
+        }
+      }
+      break;
+    case OpType::kCopyD2H:
+      if (u != nullptr && u->host_grads >= 0 && u->reduced >= 0 &&
+          live_[u->reduced].data != nullptr) {
+        SS_RETURN_IF_ERROR(dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
+                                       std::min(live_[u->host_grads].bytes,
+                                                live_[u->reduced].bytes)));
+      }
+      break;
+    case OpType::kWait:
+      break;
+    default:
+      SS_RETURN_IF_ERROR(IssueCollective(i));
+      break;
+  }
+  SS_ASSIGN_OR_RETURN(end_[i], dev_.Record(op.lane));
+  if (o_.observer != nullptr) SS_RETURN_IF_ERROR(o_.observer->AfterOp(i, Context(step_)));
+  SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, true, nullptr));
+  SS_RETURN_IF_ERROR(AfterEnd(i));
+  // Frees at the end wait for everything the lane ran for this op (the observer's copies and
+  // AfterEnd's data too): PyTorch's record_stream.
+  SS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceEvent> released, dev_.Record(op.lane));
+  SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, false, released));
+  LogEffects(i, MemoryEffect::When::kEnd);
+  return Status::Ok();
+}
+
+Status Runner::Step(int step) {
+  step_ = step;
+  const size_t n = s_.ops.size();
+  start_.assign(n, nullptr);
+  end_.assign(n, nullptr);
+  log_.clear();
+  std::fill(comm_last_.begin(), comm_last_.end(), -1);
+  for (UnitData& u : units_) {
+    u.gathered = u.device_shard = u.grads = u.replicate_grads = u.reduced = u.sharded_grads = -1;
+  }
+  const int64_t reserved0 = dev_.memory().reserved_bytes;
+  // Every lane starts from one point, so all times share the compute lane's origin.
+  SS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceEvent> origin, dev_.Record(Lane::kCompute));
+  for (int l = 2; l <= kNumLanes; ++l) SS_RETURN_IF_ERROR(dev_.Wait(static_cast<Lane>(l), *origin));
+  Status failure;
+  int failed = -1;
+  const auto issue_begin = Clock::now();
+  int issued = 0;
+  for (int i : order_) {
+    Status st = IssueOp(i);
+    if (!st.ok()) {
+      failure = st;
+      failed = i;
+      break;
+    }
+    ++issued;
+  }
+  const auto issue_end = Clock::now();
+  // The watchdog: every communicator, then the device, within the timeout.
+  if (failure.ok()) {
+    for (auto& c : comms_) {
+      Status st = c->Wait(o_.timeout);
+      if (!st.ok()) {
+        failure = st;
+        break;
+      }
+    }
+  }
+  Status synced = dev_.Synchronize(o_.timeout);
+  if (!synced.ok() && failure.ok()) {
+    // Name the first op that never finished (in issue order): what is stuck.
+    for (int i : order_) {
+      if (end_[i] != nullptr && !dev_.Done(*end_[i])) {
+        const ScheduleOp& op = s_.ops[i];
+        failed = i;
+        failure = RuntimeError(fmt::format(
+            "op '{}'{} did not finish within --timeout {:.3f} s: {}", op.op_id,
+            op.group >= 0 ? fmt::format(" (group {})", s_.groups[op.group].name) : "",
+            std::chrono::duration<double>(o_.timeout).count(), synced.message()));
+        break;
+      }
+    }
+    if (failure.ok()) failure = synced;
+  }
+  // Timings from the origin, shifted so the step's first op starts at 0.
+  Timeline t;
+  t.ops.assign(n, OpTiming{});
+  int64_t first = -1;
+  for (int i : order_) {
+    if (start_[i] == nullptr || end_[i] == nullptr || !dev_.Done(*start_[i]) ||
+        !dev_.Done(*end_[i])) {
+      continue;
+    }
+    SS_ASSIGN_OR_RETURN(int64_t a, dev_.ElapsedNs(*origin, *start_[i]));
+    SS_ASSIGN_OR_RETURN(int64_t b, dev_.ElapsedNs(*origin, *end_[i]));
+    // A wait is a join point: it ends where it starts (IsTracedOp leaves it out of traces).
+    t.ops[i] = OpTiming{a, s_.ops[i].type == OpType::kWait ? a : std::max(a, b)};
+    if (first < 0 || a < first) first = a;
+  }
+  if (first < 0) first = 0;
+  int64_t last = 0;
+  for (OpTiming& ot : t.ops) {
+    if (ot.start_ns < 0) continue;
+    ot.start_ns -= first;
+    ot.end_ns -= first;
+    last = std::max(last, ot.end_ns);
+    t.log.push_back({ot.start_ns, static_cast<int>(&ot - t.ops.data()), true});
+    t.log.push_back({ot.end_ns, static_cast<int>(&ot - t.ops.data()), false});
+  }
+  std::stable_sort(t.log.begin(), t.log.end(), [](const Transition& a, const Transition& b) {
+    if (a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
+    return !a.is_start && b.is_start;  // ends before starts at one time, as the engine does
+  });
+  t.role_end_ns = {last};
+  t.step_ns = last;
+  int live = 0;
+  for (size_t b = 0; b < live_.size(); ++b) {
+    if (live_[b].data != nullptr && s_.buffers[b].alloc_op >= 0) ++live;
+  }
+  run_.memory = BuildRoleMemory(log_, t, s_.initial_memory.empty() ? CategoryBytes{}
+                                                                   : s_.initial_memory[0],
+                                s_.initial_host_memory.empty() ? CategoryBytes{}
+                                                               : s_.initial_host_memory[0],
+                                reserved0, live);
+  run_.timeline = std::move(t);
+  run_.counters = dev_.memory();
+  run_.failure = failure;
+  run_.failed_op = failed;
+  run_.steps_run = step + 1;
+  run_.issue_ns_per_op =
+      issued > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(issue_end - issue_begin)
+                           .count() /
+                       issued
+                 : 0;
+  if (!failure.ok()) return Status::Ok();
+  // Buffers the step leaves live (allocated by an op, never freed) go before the next step.
+  for (size_t b = 0; b < live_.size(); ++b) {
+    if (live_[b].data != nullptr && s_.buffers[b].alloc_op >= 0) {
+      dev_.Free(live_[b]);
+      live_[b] = DeviceBuffer{};
+    }
+  }
+  return Status::Ok();
+}
+
+Status Runner::Release() {
+  if (o_.observer != nullptr && run_.failure.ok()) {
+    SS_RETURN_IF_ERROR(o_.observer->AfterRun(Context(step_)));
+    SS_RETURN_IF_ERROR(dev_.Synchronize(o_.timeout));
+  }
+  for (DeviceBuffer& b : live_) {
+    if (b.data != nullptr) dev_.Free(b);
+    b = DeviceBuffer{};
+  }
+  if (workspace_.data != nullptr) dev_.Free(workspace_);
+  workspace_ = DeviceBuffer{};
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<StepRun> RunSchedule(const Schedule& schedule, const Plan& plan, Device& device,
+                            std::vector<std::unique_ptr<Communicator>>& comms,
+                            const ExecOptions& options) {
+  if (options.steps < 1) return InvalidInput("run: --steps must be at least 1");
+  Runner r(schedule, plan, device, comms, options);
+  SS_RETURN_IF_ERROR(r.Prepare());
+  SS_RETURN_IF_ERROR(r.Materialise());
+  for (int step = 0; step < options.steps; ++step) {
+    SS_RETURN_IF_ERROR(r.Step(step));
+    if (!r.run().failure.ok()) break;
+  }
+  SS_RETURN_IF_ERROR(r.Release());
+  return std::move(r.run());
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,51 @@
+#include "backend/exec/measured_output.h"
+
+#include "core/timeline/make_trace.h"
+#include "core/timeline/op_accounting.h"
+
+namespace shardscope::backend {
+
+Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRun& run,
+                                          const MeasuredContext& ctx) {
+  if (ctx.pricing == nullptr) return InvalidInput("measured output: no scenario pricing");
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  // The measured step as a Simulation: the summary the simulator makes of its own timeline.
+  sim::Simulation m;
+  m.schedule = schedule;
+  SS_ASSIGN_OR_RETURN(m.prices,
+                      sim::PriceSchedule(m.schedule, *ctx.pricing->cost, ctx.gpus_per_node));
+  m.timeline = run.timeline;
+  m.memory = {run.memory};
+  m.role_metrics = {AccountRole(m.schedule, m.timeline, 0)};
+  m.gpu_name = ctx.device.name;
+  MeasuredOutput out;
+  out.summary = sim::SummarizeStep(m, ctx.pricing->ctx);
+  nlohmann::json& j = out.summary_json;
+  j = sim::SummaryToJson(out.summary);
+  j["kind"] = "measured";
+  j["rank"] = ctx.rank;
+  j["steps"] = run.steps_run;
+  j["issue_us_per_op"] = static_cast<double>(run.issue_ns_per_op) / 1e3;
+  j["kernel_workspace_gib"] = static_cast<double>(run.workspace_bytes) / kGiB;
+  j["device"] = ctx.device.name;
+  if (!run.failure.ok()) j["failure"] = run.failure.message();
+
+  TraceInfo info;
+  info.kind = "measured";
+  info.tool_version = ctx.tool_version;
+  info.scenario = ctx.scenario;
+  info.summary = j;
+  info.device = {
+      {"name", ctx.device.name},           {"kind", std::string(DeviceKindName(ctx.device.kind))},
+      {"index", ctx.device.index},         {"memory_bytes", ctx.device.memory_bytes},
+      {"sm_count", ctx.device.sm_count},   {"scenario_gpu", ctx.scenario_gpu},
+      {"world_size", ctx.world_size},      {"rank", ctx.rank},
+      {"communicators", ctx.communicators}};
+  for (const auto& [k, v] : ctx.versions) info.library_versions[k] = v;
+  info.extra["steps"] = run.steps_run;
+  info.extra["kernel_workspace_bytes"] = run.workspace_bytes;
+  out.trace = MakeTrace(m.schedule, m.timeline, m.memory, info);
+  return out;
+}
+
+}  // namespace shardscope::backend

@@ -1,0 +1,265 @@
+// `shardscope run SCENARIO [--device cpu|cuda] [--steps N] [--emulate-world N [--rank R]]
+// [--trace FILE] [--summary FILE] [--timeout S] [--memory-limit GIB] [--set path=value ...]`:
+// executes this rank's schedule of the plan for real (backend/exec/executor.h) and writes the
+// measured trace and summary in the formats of the predicted ones (kind "measured"): the one
+// MakeTrace and the summary the simulator and `stats` compute, so `diff` compares the two.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backends.h"
+#include "backend/exec/executor.h"
+#include "backend/exec/measured_output.h"
+#include "core/config/scenario.h"
+#include "core/model/model_source.h"
+#include "core/plan/planner.h"
+#include "core/schedule/schedule_options.h"
+#include "core/trace/trace_io.h"
+#include "core/util/file_io.h"
+#include "sim/engine/simulator.h"
+#include "tools/shardscope/command.h"
+
+#ifndef SHARDSCOPE_VERSION
+#define SHARDSCOPE_VERSION "dev"
+#endif
+
+namespace shardscope::cli {
+namespace {
+
+struct RunArgs {
+  std::string scenario;
+  std::string device;
+  int steps = 1;
+  int emulate_world = 0;
+  int rank = -1;
+  std::string trace;
+  std::string summary;
+  double timeout_s = 300;
+  double memory_limit_gib = 0;
+  std::vector<std::string> sets;
+};
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+Result<std::unique_ptr<backend::Device>> MakeDevice(const std::string& kind,
+                                                    const backend::DeviceOptions& options) {
+  if (kind == "cpu") return backend::MakeHostDevice(options);
+#if defined(SHARDSCOPE_HAVE_CUDA_DEVICE)
+  Result<std::unique_ptr<backend::Device>> d = backend::MakeCudaDevice(options);
+  if (!d.ok()) {
+    return RuntimeError(fmt::format("--device cuda: {}; run on the CPU with --device cpu",
+                                    d.status().message()));
+  }
+  return d;
+#else
+  (void)options;
+  return RuntimeError(
+      "--device cuda: this shardscope was built without the CUDA device; run on the CPU with "
+      "--device cpu");
+#endif
+}
+
+// Which world this process is a rank of, and who makes its communicators.
+struct World {
+  int size = 1;
+  int rank = 0;
+  int local_rank = 0;
+  bool emulated = true;
+};
+
+Result<World> ResolveWorld(const RunArgs& args, const Scenario& sc) {
+  const int scenario_world = sc.cluster.world_size();
+  const backend::LaunchInfo launch = backend::DetectLaunch();
+  World w;
+  w.local_rank = launch.local_rank;
+  if (args.emulate_world > 0) {
+    if (args.emulate_world != scenario_world) {
+      return InvalidInput(fmt::format(
+          "--emulate-world {}: the scenario {} runs on {} ranks (cluster.nodes x "
+          "cluster.gpus_per_node); set --emulate-world {} or change the cluster",
+          args.emulate_world, sc.source, scenario_world, scenario_world));
+    }
+    w.size = args.emulate_world;
+    w.rank = args.rank < 0 ? 0 : args.rank;
+    if (w.rank >= w.size) {
+      return InvalidInput(fmt::format("--rank {}: the emulated world has ranks 0..{}", w.rank,
+                                      w.size - 1));
+    }
+    return w;
+  }
+  if (args.rank >= 0) return InvalidInput("--rank needs --emulate-world N");
+  if (launch.launched() && launch.world_size != scenario_world) {
+    return InvalidInput(fmt::format(
+        "{} started {} ranks but the scenario {} runs on {} (cluster.nodes x "
+        "cluster.gpus_per_node); launch {} ranks or use --emulate-world {}",
+        launch.launcher, launch.world_size, sc.source, scenario_world, scenario_world,
+        scenario_world));
+  }
+  if (!launch.launched() && scenario_world > 1) {
+    return InvalidInput(fmt::format(
+        "the scenario {} runs on {} ranks: launch them with `mpirun -np {} shardscope run ...` "
+        "(or srun), or run one of them with --emulate-world {} [--rank R]",
+        sc.source, scenario_world, scenario_world, scenario_world));
+  }
+  w.size = scenario_world;
+  w.rank = launch.world_rank;
+  w.emulated = scenario_world == 1;
+  return w;
+}
+
+Result<std::unique_ptr<backend::CommFactory>> MakeComms(const World& w, const std::string& device,
+                                                        const CostModel& cost, int gpus_per_node,
+                                                        std::chrono::nanoseconds timeout,
+                                                        backend::Device& dev) {
+  (void)device;
+  (void)dev;
+  (void)timeout;
+  if (w.emulated) {
+    backend::EmulationOptions e;
+    e.world_size = w.size;
+    e.rank = w.rank;
+    e.gpus_per_node = gpus_per_node;
+    e.cost = &cost;
+    return backend::MakeEmulatedCommFactory(e);
+  }
+  backend::LaunchInfo launch = backend::DetectLaunch();
+#if defined(SHARDSCOPE_HAVE_MPI)
+  if (device == "cuda") {
+#if defined(SHARDSCOPE_HAVE_NCCL_COMM)
+    return backend::MakeNcclCommFactory(launch, dev);
+#else
+    return RuntimeError(
+        "--device cuda under a launcher needs the NCCL communicators, which this build lacks; "
+        "run the ranks with --device cpu");
+#endif
+  }
+  backend::MpiCommOptions mpi;
+  mpi.timeout = timeout;
+  return backend::MakeMpiCommFactory(launch, mpi);
+#else
+  return RuntimeError(fmt::format(
+      "{} started rank {} of {}, but this shardscope was built without MPI (install "
+      "libopenmpi-dev and rebuild), or run one rank with --emulate-world {}",
+      launch.launcher, launch.world_rank, launch.world_size, w.size));
+#endif
+}
+
+void PrintRun(const sim::Summary& s, const backend::StepRun& run,
+              const backend::DeviceDescription& d, const World& w) {
+  fmt::print("Measured step {} of {}: rank {} of {}{} on {} ({})\n", run.steps_run,
+             run.steps_run, w.rank, w.size, w.emulated && w.size > 1 ? " (emulated world)" : "",
+             d.name, backend::DeviceKindName(d.kind));
+  fmt::print("  step time          {:10.4f} s\n", s.step_time_s);
+  fmt::print("  tokens/s/GPU       {:10.0f}\n", s.tokens_per_s_per_gpu);
+  fmt::print("  compute            {:10.4f} s   exposed comm {:.4f} s   overlap {:.1f}%\n",
+             s.compute_s, s.exposed_comm_s, 100.0 * s.overlap_ratio);
+  fmt::print("  peak allocated     {:10.2f} GiB ({}); peak reserved {:.2f} GiB (allocator)\n",
+             s.peak_memory_allocated_gib, s.peak_memory_op, s.peak_memory_reserved_gib);
+  fmt::print("  host issue         {:10.2f} us per op; kernel workspace {:.3f} GiB\n",
+             static_cast<double>(run.issue_ns_per_op) / 1e3,
+             static_cast<double>(run.workspace_bytes) / kGiB);
+}
+
+Status Run(const RunArgs& args) {
+  SS_ASSIGN_OR_RETURN(Scenario sc, LoadScenario(args.scenario, args.sets));
+  std::string device_kind = args.device;
+#if defined(SHARDSCOPE_HAVE_CUDA_DEVICE)
+  if (device_kind.empty()) device_kind = "cuda";
+#else
+  if (device_kind.empty()) device_kind = "cpu";
+#endif
+  SS_ASSIGN_OR_RETURN(World world, ResolveWorld(args, sc));
+
+  ModelBuildOptions build;
+  build.tp = sc.parallelism.tp;
+  build.ep = sc.parallelism.ep;
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
+  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
+  ScheduleOptions so = ScheduleOptionsFromScenario(sc);
+  so.rank = world.rank;
+  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildSchedule(tree, plan, so));
+  SS_ASSIGN_OR_RETURN(sim::ScenarioPricing pricing, sim::PriceScenario(sc, tree));
+
+  backend::DeviceOptions dopt;
+  dopt.local_rank = world.local_rank;
+  // The host stands for one GPU of the scenario: its usable memory is the capacity.
+  dopt.memory_limit_bytes = args.memory_limit_gib > 0
+                                ? static_cast<int64_t>(args.memory_limit_gib * kGiB)
+                                : (device_kind == "cpu" ? pricing.ctx.usable_bytes : 0);
+  SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Device> device, MakeDevice(device_kind, dopt));
+  const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(args.timeout_s * 1e9));
+  SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::CommFactory> factory,
+                      MakeComms(world, device_kind, *pricing.cost, sc.cluster.gpus_per_node,
+                                timeout, *device));
+  SS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<backend::Communicator>> comms,
+                      factory->MakeCommunicators(schedule.groups, *device));
+
+  backend::ExecOptions eo;
+  eo.steps = args.steps;
+  eo.timeout = timeout;
+  SS_ASSIGN_OR_RETURN(backend::StepRun run, backend::RunSchedule(schedule, plan, *device, comms, eo));
+
+  backend::MeasuredContext mc;
+  mc.tool_version = std::string("shardscope ") + SHARDSCOPE_VERSION;
+  mc.scenario = sc.resolved;
+  mc.scenario_gpu = sc.cluster.gpu;
+  mc.gpus_per_node = sc.cluster.gpus_per_node;
+  mc.pricing = &pricing;
+  mc.device = device->Describe();
+  mc.world_size = world.size;
+  mc.rank = world.rank;
+  mc.communicators = factory->name();
+  mc.versions = mc.device.versions;
+  for (const auto& [k, v] : factory->versions()) mc.versions[k] = v;
+  SS_ASSIGN_OR_RETURN(backend::MeasuredOutput out, backend::MakeMeasuredOutput(schedule, run, mc));
+  const Trace& trace = out.trace;
+  nlohmann::json& summary_json = out.summary_json;
+  if (run.failure.ok()) PrintRun(out.summary, run, mc.device, world);
+  if (!args.summary.empty()) {
+    SS_RETURN_IF_ERROR(WriteFileAtomic(args.summary, summary_json.dump(2) + "\n"));
+    fmt::print("Summary written to {}\n", args.summary);
+  }
+  if (!args.trace.empty()) {
+    SS_RETURN_IF_ERROR(WriteTrace(trace, args.trace));
+    fmt::print("Trace written to {} ({} events{})\n", args.trace, trace.events.size(),
+               run.failure.ok() ? "" : ", up to the failure");
+  }
+  return run.failure;
+}
+
+}  // namespace
+
+void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "execute this rank's step of the plan on a GPU or the CPU and measure it");
+  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("--device", args->device,
+                  "cuda (default when built with CUDA) or cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_option("--steps", args->steps, "steps to run; the last one is reported (default 1)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--emulate-world", args->emulate_world,
+                  "run one rank of an N-rank plan alone; collectives become local operations "
+                  "held for their predicted time")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--rank", args->rank, "the rank --emulate-world runs (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--trace", args->trace, "write the measured trace (Chrome trace JSON) here");
+  sub->add_option("--summary", args->summary, "write the measured summary JSON here");
+  sub->add_option("--timeout", args->timeout_s,
+                  "seconds a step may take before its stuck collective is an error (default 300)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--memory-limit", args->memory_limit_gib,
+                  "GiB the device may reserve (default: the scenario GPU's usable memory on the "
+                  "CPU, the whole GPU on CUDA)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
+      ->allow_extra_args(false);
+  registry.Add(sub, [args] { return Run(*args); });
+}
+
+}  // namespace shardscope::cli
