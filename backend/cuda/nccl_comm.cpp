@@ -105,11 +105,11 @@ class NcclCommunicator final : public Communicator {
     SS_RETURN_IF_ERROR(Need(c, c.output != nullptr, "an output buffer"));
     SS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclTypeOf(c.dtype, false));
     // In place when the input is this rank's slot of the output (FSDP2's copy-in).
-    const void* send = c.input ? c.input
-                               : static_cast<const char*>(c.output) +
-                                     rank_ * c.count * DTypeBytes(c.dtype);
-    SS_RETURN_IF_ERROR(Nccl(c, ncclAllGather(send, c.output, static_cast<size_t>(c.count), type,
-                                             comm_, Stream(c))));
+    const void* send =
+        c.input ? c.input
+                : static_cast<const char*>(c.output) + rank_ * c.count * DTypeBytes(c.dtype);
+    SS_RETURN_IF_ERROR(Nccl(
+        c, ncclAllGather(send, c.output, static_cast<size_t>(c.count), type, comm_, Stream(c))));
     return Finish(c, {});
   }
 
@@ -118,8 +118,8 @@ class NcclCommunicator final : public Communicator {
     SS_RETURN_IF_ERROR(Need(c, c.input != nullptr && c.output != nullptr, "input and output"));
     SS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclTypeOf(c.dtype, true));
     SS_ASSIGN_OR_RETURN(Op op, MakeOp(c));
-    const ncclResult_t r = ncclReduceScatter(c.input, c.output, static_cast<size_t>(c.count),
-                                             type, op.op, comm_, Stream(c));
+    const ncclResult_t r = ncclReduceScatter(c.input, c.output, static_cast<size_t>(c.count), type,
+                                             op.op, comm_, Stream(c));
     op.Release(comm_);
     SS_RETURN_IF_ERROR(Nccl(c, r));
     SS_RETURN_IF_ERROR(PostScale(c));
@@ -226,9 +226,10 @@ class NcclCommunicator final : public Communicator {
 
   Status Usable(const CollectiveCall& c) const {
     if (aborted_) {
-      return RuntimeError(fmt::format("{}: the NCCL communicator of group {} was aborted after "
-                                      "an earlier fault",
-                                      c.op_id, group_.name));
+      return RuntimeError(
+          fmt::format("{}: the NCCL communicator of group {} was aborted after "
+                      "an earlier fault",
+                      c.op_id, group_.name));
     }
     return device_.Bind();
   }
@@ -249,9 +250,10 @@ class NcclCommunicator final : public Communicator {
     Op op;
     if (c.reduce == CollectiveReduce::kAvg) {
       if (c.pre_scale != 1.0) {
-        return InvalidInput(fmt::format("{}: pre-scaling of an average (a sum with a factor is "
-                                        "the schedule's way to scale before averaging)",
-                                        c.op_id));
+        return InvalidInput(
+            fmt::format("{}: pre-scaling of an average (a sum with a factor is "
+                        "the schedule's way to scale before averaging)",
+                        c.op_id));
       }
       op.op = ncclAvg;
       return op;
@@ -259,18 +261,18 @@ class NcclCommunicator final : public Communicator {
     if (c.pre_scale == 1.0) return op;
     SS_ASSIGN_OR_RETURN(ncclDataType_t type, NcclTypeOf(c.dtype, true));
     SS_ASSIGN_OR_RETURN(std::vector<unsigned char> scalar, ScalarBytes(c.pre_scale, c.dtype));
-    SS_RETURN_IF_ERROR(NcclStatus(ncclRedOpCreatePreMulSum(&op.op, scalar.data(), type,
-                                                           ncclScalarHostImmediate, comm_),
-                                  c.op_id + ": ncclRedOpCreatePreMulSum", comm_));
+    SS_RETURN_IF_ERROR(NcclStatus(
+        ncclRedOpCreatePreMulSum(&op.op, scalar.data(), type, ncclScalarHostImmediate, comm_),
+        c.op_id + ": ncclRedOpCreatePreMulSum", comm_));
     op.created = true;
     return op;
   }
 
   Status PostScale(const CollectiveCall& c) {
     if (c.post_scale == 1.0) return Status::Ok();
-    return cuda::Cast(CastArgs{c.count, c.dtype, c.dtype, c.output, c.output,
-                               static_cast<float>(c.post_scale)},
-                      Stream(c));
+    return cuda::Cast(
+        CastArgs{c.count, c.dtype, c.dtype, c.output, c.output, static_cast<float>(c.post_scale)},
+        Stream(c));
   }
 
   // The call's buffer, or scratch of `elements` from the device when the schedule tracks no
@@ -310,9 +312,10 @@ class NcclCommunicator final : public Communicator {
       aborted_ = true;
       if (mark_faulted_) mark_faulted_();
     }
-    return RuntimeError(fmt::format("collective {} on group {} (ranks {}) failed on rank {} of "
-                                    "the group: {}",
-                                    op_id, group_.name, group_.ranks, rank_, why));
+    return RuntimeError(
+        fmt::format("collective {} on group {} (ranks {}) failed on rank {} of "
+                    "the group: {}",
+                    op_id, group_.name, group_.ranks, rank_, why));
   }
 
   ProcessGroup group_;
@@ -342,8 +345,9 @@ Result<std::vector<std::vector<int>>> GatherAllSets(const NcclBootstrap& boot,
     longest = std::max(longest, len);
   }
   mine.resize(static_cast<size_t>(longest), 0);
-  SS_ASSIGN_OR_RETURN(std::vector<char> all,
-                      boot.all_gather(mine.data(), longest * static_cast<int64_t>(sizeof(int32_t))));
+  SS_ASSIGN_OR_RETURN(
+      std::vector<char> all,
+      boot.all_gather(mine.data(), longest * static_cast<int64_t>(sizeof(int32_t))));
   std::vector<std::vector<int>> sets;
   for (int r = 0; r < boot.size; ++r) {
     const int32_t* p = reinterpret_cast<const int32_t*>(all.data()) + r * longest;
@@ -428,10 +432,9 @@ class NcclCommFactory final : public CommFactory {
         SS_RETURN_IF_ERROR(NcclStatus(ncclCommSplit(it->second, 0, boot_.rank, &comm, nullptr),
                                       "ncclCommSplit (duplicate group)", it->second));
       }
-      const int pos = static_cast<int>(
-          std::find(g.ranks.begin(), g.ranks.end(), boot_.rank) - g.ranks.begin());
-      out.push_back(
-          std::make_unique<NcclCommunicator>(g, pos, comm, device_, boot_.mark_faulted));
+      const int pos =
+          static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), boot_.rank) - g.ranks.begin());
+      out.push_back(std::make_unique<NcclCommunicator>(g, pos, comm, device_, boot_.mark_faulted));
     }
     // Sets another rank listed with this one but this rank's schedule does not use.
     for (auto& [set, comm] : made) {
@@ -472,7 +475,8 @@ std::vector<std::vector<std::vector<int>>> PlanSplitRounds(std::vector<std::vect
 
 Result<std::unique_ptr<CommFactory>> MakeNcclCommFactoryWith(NcclBootstrap boot, Device& device) {
   auto* cuda = dynamic_cast<CudaDevice*>(&device);
-  if (cuda == nullptr) return InvalidInput("NCCL communicators need the CUDA device (--device cuda)");
+  if (cuda == nullptr)
+    return InvalidInput("NCCL communicators need the CUDA device (--device cuda)");
   if (!boot.broadcast || !boot.all_gather || boot.size < 1 || boot.rank < 0 ||
       boot.rank >= boot.size) {
     return InvalidInput("NCCL bootstrap: rank in [0, size), a broadcast and an all-gather");

@@ -1,6 +1,8 @@
 // The CUDA device itself: allocator accounting against what the driver reports
 // (cudaMemGetInfo), out of memory as a Status, lanes ordered by events, timing, host tasks,
 // the synchronisation timeout, and the no-GPU / bad-local-rank answers.
+#include "backend/cuda/cuda_device.h"
+
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "backend/cuda/cuda_device.h"
 #include "gpu_test_util.h"
 
 namespace shardscope::backend::testing {
@@ -67,8 +68,8 @@ TEST_F(DeviceTest, EventsOrderLanesAndTimeThem) {
   auto start = device().Record(Lane::kAllGather);
   ASSERT_TRUE(start.ok());
   ASSERT_TRUE(device().Hold(Lane::kAllGather, HoldArgs{20'000'000, 4}).ok());  // 20 ms
-  ASSERT_TRUE(device().Fill(Lane::kAllGather, FillArgs{buf, DType::kFloat32, 1024, 1, 0, 1.0f})
-                  .ok());
+  ASSERT_TRUE(
+      device().Fill(Lane::kAllGather, FillArgs{buf, DType::kFloat32, 1024, 1, 0, 1.0f}).ok());
   auto held = device().Record(Lane::kAllGather);
   ASSERT_TRUE(held.ok());
   // The compute lane waits for the hold, then overwrites the fill: the order is visible.

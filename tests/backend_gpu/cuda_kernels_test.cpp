@@ -30,23 +30,24 @@ TEST_F(KernelsTest, CastsRoundLikeTheHost) {
   std::vector<float> x = FloatVector(n, 3, 100.0f);
   void* dx = Upload(x);
   void* dy = Alloc(n * 2);
-  ASSERT_TRUE(device().Cast(Lane::kCompute, CastArgs{n, DType::kFloat32, DType::kBFloat16, dx, dy,
-                                                      1.0f})
-                  .ok());
+  ASSERT_TRUE(
+      device()
+          .Cast(Lane::kCompute, CastArgs{n, DType::kFloat32, DType::kBFloat16, dx, dy, 1.0f})
+          .ok());
   std::vector<uint16_t> host(n), got = Download<uint16_t>(dy, n);
-  ASSERT_TRUE(host::Cast(CastArgs{n, DType::kFloat32, DType::kBFloat16, x.data(), host.data(),
-                                  1.0f})
-                  .ok());
+  ASSERT_TRUE(
+      host::Cast(CastArgs{n, DType::kFloat32, DType::kBFloat16, x.data(), host.data(), 1.0f}).ok());
   EXPECT_EQ(host, got);
   // bf16 → fp32 with a scale (the emulated reduction's cast).
   void* dz = Alloc(n * 4);
-  ASSERT_TRUE(device().Cast(Lane::kCompute, CastArgs{n, DType::kBFloat16, DType::kFloat32, dy, dz,
-                                                      0.125f})
-                  .ok());
+  ASSERT_TRUE(
+      device()
+          .Cast(Lane::kCompute, CastArgs{n, DType::kBFloat16, DType::kFloat32, dy, dz, 0.125f})
+          .ok());
   std::vector<float> host_z(n), got_z = Download<float>(dz, n);
-  ASSERT_TRUE(host::Cast(CastArgs{n, DType::kBFloat16, DType::kFloat32, host.data(), host_z.data(),
-                                  0.125f})
-                  .ok());
+  ASSERT_TRUE(
+      host::Cast(CastArgs{n, DType::kBFloat16, DType::kFloat32, host.data(), host_z.data(), 0.125f})
+          .ok());
   EXPECT_EQ(host_z, got_z);
 }
 
@@ -64,10 +65,10 @@ TEST_F(KernelsTest, FsdpCopiesMatchTheHost) {
     // param 0: 600 elements of each shard; param 1: the remaining 400 (last rank: 150 + pad).
     const int64_t p1 = r == ranks - 1 ? 150 : 400;
     const int64_t src = r * shard, dst0 = r * 600, dst1 = ranks * 600 + r * 400;
-    dev_args.segments.push_back({static_cast<char*>(dg) + src * 2,
-                                 static_cast<char*>(dout) + dst0 * 2, 600});
-    dev_args.segments.push_back({static_cast<char*>(dg) + (src + 600) * 2,
-                                 static_cast<char*>(dout) + dst1 * 2, p1});
+    dev_args.segments.push_back(
+        {static_cast<char*>(dg) + src * 2, static_cast<char*>(dout) + dst0 * 2, 600});
+    dev_args.segments.push_back(
+        {static_cast<char*>(dg) + (src + 600) * 2, static_cast<char*>(dout) + dst1 * 2, p1});
     host_args.segments.push_back({gathered.data() + src, host_out.data() + dst0, 600});
     host_args.segments.push_back({gathered.data() + src + 600, host_out.data() + dst1, p1});
   }
@@ -99,8 +100,8 @@ TEST_F(KernelsTest, RawByteCopiesManySegments) {
   std::vector<uint8_t> want(segments * len + 1, 0);
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t from = (segments - 1 - s) * len;  // reversed order
-    args.segments.push_back({static_cast<char*>(ds) + from, static_cast<char*>(dd) + 1 + s * len,
-                             len});
+    args.segments.push_back(
+        {static_cast<char*>(ds) + from, static_cast<char*>(dd) + 1 + s * len, len});
     std::memcpy(want.data() + 1 + s * len, src.data() + from, len);
   }
   ASSERT_TRUE(device().FsdpCopy(Lane::kCompute, args).ok());
@@ -113,8 +114,8 @@ TEST_F(KernelsTest, EltwiseMatchesTheHost) {
   void* d0 = Upload(x0);
   void* d1 = Upload(x1);
   void* dy = Alloc(n * 4);
-  for (EltwiseOp op : {EltwiseOp::kScaleAdd, EltwiseOp::kMul, EltwiseOp::kSilu,
-                       EltwiseOp::kSiluMul}) {
+  for (EltwiseOp op :
+       {EltwiseOp::kScaleAdd, EltwiseOp::kMul, EltwiseOp::kSilu, EltwiseOp::kSiluMul}) {
     EltwiseArgs a{op, n, DType::kFloat32, d0, d1, dy, 0.75f, -1.5f};
     ASSERT_TRUE(device().Eltwise(Lane::kCompute, a).ok());
     std::vector<float> host(n);
@@ -136,7 +137,8 @@ TEST_F(KernelsTest, RmsNormMatchesTheHost) {
   void* dw = Upload(w);
   void* dy = Alloc(rows * cols * 2);
   ASSERT_TRUE(
-      device().RmsNorm(Lane::kCompute, NormArgs{rows, cols, DType::kBFloat16, dx, dw, dy, 1e-6f})
+      device()
+          .RmsNorm(Lane::kCompute, NormArgs{rows, cols, DType::kBFloat16, dx, dw, dy, 1e-6f})
           .ok());
   std::vector<uint16_t> host(rows * cols);
   ASSERT_TRUE(
@@ -188,9 +190,9 @@ struct GemmCase {
 TEST_F(KernelsTest, GemmsMatchTheHost) {
   const std::vector<GemmCase> cases = {
       {128, 256, 64, 1, false, false, DType::kBFloat16, 0.0f},
-      {100, 72, 40, 1, false, true, DType::kBFloat16, 0.0f},   // forward: x · Wᵀ
-      {64, 48, 200, 1, true, false, DType::kFloat32, 1.0f},    // weight grad, accumulated
-      {33, 17, 24, 3, true, true, DType::kFloat32, 0.0f},      // batched, both transposed
+      {100, 72, 40, 1, false, true, DType::kBFloat16, 0.0f},  // forward: x · Wᵀ
+      {64, 48, 200, 1, true, false, DType::kFloat32, 1.0f},   // weight grad, accumulated
+      {33, 17, 24, 3, true, true, DType::kFloat32, 0.0f},     // batched, both transposed
   };
   for (const GemmCase& c : cases) {
     const int64_t na = c.batch * c.m * c.k, nb = c.batch * c.k * c.n, nc = c.batch * c.m * c.n;
@@ -200,8 +202,8 @@ TEST_F(KernelsTest, GemmsMatchTheHost) {
     void* da = Upload(a);
     void* db = Upload(b);
     void* dc = Upload(out);
-    GemmArgs g{c.m, c.n, c.k, c.batch, c.ta, c.tb, DType::kBFloat16, DType::kBFloat16,
-               c.out, da, db, dc, 1.0f, c.beta};
+    GemmArgs g{c.m,   c.n, c.k, c.batch, c.ta, c.tb,  DType::kBFloat16, DType::kBFloat16,
+               c.out, da,  db,  dc,      1.0f, c.beta};
     ASSERT_TRUE(device().Gemm(Lane::kCompute, g).ok()) << c.m << "x" << c.n << "x" << c.k;
     GemmArgs h = g;
     h.a = a.data();

@@ -14,9 +14,7 @@ namespace {
 
 class ModelKernelsTest : public CudaDeviceTest {
  protected:
-  cudaStream_t stream() {
-    return static_cast<cuda::CudaDevice&>(device()).stream(Lane::kCompute);
-  }
+  cudaStream_t stream() { return static_cast<cuda::CudaDevice&>(device()).stream(Lane::kCompute); }
   template <typename T>
   T* As(void* p) {
     return static_cast<T*>(p);
@@ -151,10 +149,11 @@ TEST_F(ModelKernelsTest, ElementwiseChains) {
                   .ok());
   EXPECT_LE(MaxAbsDiff(dgate, Widen(Download<uint16_t>(o1, n))), MaxAbs(dgate) / 128);
   EXPECT_LE(MaxAbsDiff(dup, Widen(Download<uint16_t>(o2, n))), MaxAbs(dup) / 128);
-  ASSERT_TRUE(cuda::GeluForward(As<bf16>(dg), As<bf16>(o3), n, cuda::GeluKind::kErf, stream()).ok());
+  ASSERT_TRUE(
+      cuda::GeluForward(As<bf16>(dg), As<bf16>(o3), n, cuda::GeluKind::kErf, stream()).ok());
   EXPECT_LE(MaxAbsDiff(gelu, Widen(Download<uint16_t>(o3, n))), MaxAbs(gelu) / 128);
-  ASSERT_TRUE(cuda::GeluBackward(As<bf16>(dg), As<bf16>(dd), As<bf16>(o3), n,
-                                 cuda::GeluKind::kTanh, stream())
+  ASSERT_TRUE(cuda::GeluBackward(As<bf16>(dg), As<bf16>(dd), As<bf16>(o3), n, cuda::GeluKind::kTanh,
+                                 stream())
                   .ok());
   EXPECT_LE(MaxAbsDiff(gelu_tanh_grad, Widen(Download<uint16_t>(o3, n))),
             MaxAbs(gelu_tanh_grad) / 128);

@@ -1,11 +1,12 @@
 // NCCL communicators in a world of one (one GPU, no MPI): the collectives' semantics of
 // communicator.h (in-place all-gather, premul-sum pre-scaling, ncclAvg, post-scaling) and
 // the split rounds every rank computes alike.
+#include "backend/cuda/nccl_comm.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "backend/cuda/nccl_comm.h"
 #include "gpu_test_util.h"
 
 namespace shardscope::backend::testing {
@@ -13,8 +14,7 @@ namespace {
 
 TEST(NcclSplitRoundsTest, DisjointSetsShareARoundAndInputOrderDoesNotMatter) {
   // HSDP 2×2 on 4 ranks: shard groups {0,1} {2,3}, replicate groups {0,2} {1,3}, the world.
-  const std::vector<std::vector<int>> sets = {{2, 3}, {0, 1}, {0, 2}, {1, 3}, {0, 1, 2, 3},
-                                              {0, 1}};
+  const std::vector<std::vector<int>> sets = {{2, 3}, {0, 1}, {0, 2}, {1, 3}, {0, 1, 2, 3}, {0, 1}};
   const auto rounds = cuda::PlanSplitRounds(sets);
   ASSERT_EQ(rounds.size(), 3u);
   EXPECT_EQ(rounds[0], (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));

@@ -95,7 +95,7 @@ Status LinearDataGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* 
                       __nv_bfloat16* dx, int64_t tokens, int64_t out, int64_t in, void* workspace,
                       size_t workspace_bytes, cudaStream_t stream);
 Status LinearWeightGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* x, void* dw,
-                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out,
-                        int64_t in, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out, int64_t in,
+                        void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace shardscope::backend::cuda
