@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/cuda/kernels/gemm_fallback.h"
 #include "backend/cuda/kernels/kernels.h"
+#include "backend/host/host_kernels.h"
 #include "gpu_test_util.h"
 
 namespace shardscope::backend::testing {
@@ -159,6 +161,42 @@ TEST_F(ModelKernelsTest, ElementwiseChains) {
             MaxAbs(gelu_tanh_grad) / 128);
   ASSERT_TRUE(cuda::ResidualAdd(As<bf16>(dg), As<bf16>(du), As<bf16>(o3), n, stream()).ok());
   EXPECT_LE(MaxAbsDiff(add, Widen(Download<uint16_t>(o3, n))), MaxAbs(add) / 256);
+}
+
+// The GEMM cuBLASLt declines runs on our own kernel: odd pitches, transposes, a batch, beta.
+TEST_F(ModelKernelsTest, FallbackGemmMatchesTheHost) {
+  const int64_t m = 37, n = 75, k = 150, batch = 2;
+  const std::vector<uint16_t> a = Bf16Vector(batch * m * k, 1), b = Bf16Vector(batch * k * n, 2);
+  std::vector<float> c = FloatVector(batch * m * n, 3);
+  void* da = Upload(a);
+  void* db = Upload(b);
+  void* dc = Upload(c);
+  cuda::LtGemmArgs g;
+  g.a = da;
+  g.b = db;
+  g.c = dc;
+  g.m = m, g.n = n, g.k = k, g.batch = batch;
+  g.trans_a = true, g.trans_b = true;
+  g.ab_dtype = DType::kBFloat16, g.out_dtype = DType::kFloat32;
+  g.alpha = 0.5f, g.beta = 1.0f;
+  g.stride_a = m * k, g.stride_b = k * n, g.stride_c = m * n;
+  ASSERT_TRUE(cuda::FallbackGemm(g, stream()).ok());
+  GemmArgs h{m,
+             n,
+             k,
+             batch,
+             true,
+             true,
+             DType::kBFloat16,
+             DType::kBFloat16,
+             DType::kFloat32,
+             a.data(),
+             b.data(),
+             c.data(),
+             0.5f,
+             1.0f};
+  ASSERT_TRUE(host::Gemm(h).ok());
+  EXPECT_LE(MaxAbsDiff(c, Download<float>(dc, batch * m * n)), 1e-4f * MaxAbs(c));
 }
 
 }  // namespace

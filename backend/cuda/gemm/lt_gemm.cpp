@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/gemm_fallback.h"
 
 namespace shardscope::backend::cuda {
 
@@ -19,6 +20,7 @@ struct LtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool fallback = false;  // cuBLASLt had no algorithm: our own kernel (kernels/gemm_fallback.cu)
   ~Plan() {
     if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -52,12 +54,18 @@ Result<cudaDataType_t> CudaTypeOf(DType d) {
   }
 }
 
-// The largest power of two (<= 256) every operand's address is a multiple of: cuBLASLt's
-// heuristic assumes 256-byte alignment unless told otherwise.
+// The largest power of two (<= 256) that every operand's address, row pitch and batch
+// stride (in bytes) is a multiple of: cuBLASLt's heuristic assumes 256-byte alignment unless
+// told otherwise, and a row of 150 bf16 starts 4-byte aligned only.
 int CommonAlignment(const LtGemmArgs& g) {
   uintptr_t bits = 256;
   for (const void* p : {g.a, g.b, static_cast<const void*>(g.c), g.bias}) {
     if (p) bits |= reinterpret_cast<uintptr_t>(p);
+  }
+  const int64_t ab = DTypeBytes(g.ab_dtype), out = DTypeBytes(g.out_dtype);
+  for (int64_t v : {(g.trans_a ? g.m : g.k) * ab, (g.trans_b ? g.k : g.n) * ab, g.n * out,
+                    g.stride_a * ab, g.stride_b * ab, g.stride_c * out}) {
+    if (v != 0) bits |= static_cast<uintptr_t>(v);
   }
   return static_cast<int>(std::min<uintptr_t>(256, bits & (~bits + 1)));
 }
@@ -175,8 +183,11 @@ Result<const LtGemm::Plan*> LtGemm::PlanFor(const LtGemmArgs& g, const Key& key,
   }
   cublasLtMatmulPreferenceDestroy(pref);
   SS_RETURN_IF_ERROR(CublasStatus(st, "cublasLtMatmulAlgoGetHeuristic for " + ShapeText(g)));
-  if (found == 0) return RuntimeError("cuBLASLt has no algorithm for " + ShapeText(g));
-  plan->algo = result.algo;
+  if (found == 0) {
+    plan->fallback = true;
+  } else {
+    plan->algo = result.algo;
+  }
   const Plan* raw = plan.get();
   plans_.emplace(key, std::move(plan));
   return raw;
@@ -203,6 +214,7 @@ Status LtGemm::Run(const LtGemmArgs& g, void* workspace, size_t workspace_bytes,
   // One lock over lookup and launch: the cached descriptor carries the bias pointer.
   std::lock_guard<std::mutex> lock(mu_);
   SS_ASSIGN_OR_RETURN(const Plan* plan, PlanFor(g, key, alignment, workspace_bytes));
+  if (plan->fallback) return FallbackGemm(g, stream);
   if (g.bias) {
     SS_RETURN_IF_ERROR(Set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
   }

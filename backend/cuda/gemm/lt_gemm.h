@@ -1,6 +1,8 @@
 // bf16 GEMMs through cuBLASLt: fp32 accumulation, the algorithm cuBLASLt's heuristic picks
 // for the shape, the workspace the caller gives (from the device's allocator), plans cached
-// per shape so a repeated GEMM costs one hash lookup and the launch.
+// per shape so a repeated GEMM costs one hash lookup and the launch. A shape cuBLASLt has no
+// algorithm for (odd pitches, unusual type pairs) runs on our own tiled kernel instead
+// (kernels/gemm_fallback.h), so no schedule shape fails for want of a cuBLASLt kernel.
 //
 // Contents:
 //   LtGemmArgs      row-major C[m×n] = alpha · op(A)[m×k] · op(B)[k×n] + beta · C (+ bias[n])
