@@ -9,10 +9,10 @@
 //   MakeEmulatedCommFactory the factory (backends.h lists it with the others)
 //
 // Output values (deterministic, the same for any device): an all-gather keeps this rank's
-// contribution and fills the other ranks' slots with DeterministicValue(SeedOf(op_id +
-// ":rank" + j), i); a reduce-scatter and an all-reduce write post_scale · R(pre_scale · x)
-// with every other rank's operand taken equal to this rank's (sum: size · x; avg: x); an
-// all-to-all keeps its own block and fills the rest like an all-gather; a receive fills its
+// contribution and fills the other ranks' slots with DeterministicValue(SeedOf(op_id), i), i
+// the element's index in the output; a reduce-scatter and an all-reduce write post_scale ·
+// R(pre_scale · x) with every other rank's operand taken equal to this rank's (sum: size · x; avg:
+// x); an all-to-all keeps its own block and fills the rest like an all-gather; a receive fills its
 // buffer from SeedOf(op_id).
 #pragma once
 

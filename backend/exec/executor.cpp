@@ -1,6 +1,7 @@
 #include "backend/exec/executor.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <map>
@@ -14,7 +15,12 @@
 namespace shardscope::backend {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// CPU time of the calling thread: the issue overhead, whatever else competes for the cores.
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 // One plan unit on this rank: its layout and the buffers of its data path.
 struct UnitData {
@@ -47,7 +53,10 @@ class Runner {
     auto it = unit_by_label_.find(label);
     return it == unit_by_label_.end() ? nullptr : &units_[it->second];
   }
-  UnitData* UnitOfOp(const ScheduleOp& op) { return UnitOf(UnitOpLabel(op.unit)); }
+  UnitData* UnitOfOp(const ScheduleOp& op) {
+    const int u = unit_of_op_[&op - s_.ops.data()];
+    return u < 0 ? nullptr : &units_[u];
+  }
   // Allocations or frees (`allocs`) of the op's effects at `when`.
   Status ApplyEffects(int op, MemoryEffect::When when, bool allocs,
                       std::shared_ptr<DeviceEvent> ready);
@@ -59,6 +68,8 @@ class Runner {
   Status IssueCopyIn(int op);
   Status IssueOptimizer(int op);
   Status AfterEnd(int op);
+  // Whether `op` allocates a unit's unsharded gradients at `when` (noted in its UnitData).
+  bool NoteGradients(int op, MemoryEffect::When when);
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
   Status FillGradients(UnitData& u, Lane lane);
   Status LandGradients(UnitData& u, Lane lane);
@@ -83,6 +94,7 @@ class Runner {
   std::vector<DeviceBuffer> live_;
   std::vector<UnitData> units_;
   std::map<std::string, int> unit_by_label_;
+  std::vector<int> unit_of_op_;    // per op: index into units_, -1 for step-level ops
   std::vector<int> arena_buffer_;  // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
@@ -120,6 +132,11 @@ Status Runner::Prepare() {
     UnitData d;
     d.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
     units_.push_back(std::move(d));
+  }
+  unit_of_op_.assign(s_.ops.size(), -1);
+  for (size_t i = 0; i < s_.ops.size(); ++i) {
+    auto it = unit_by_label_.find(UnitOpLabel(s_.ops[i].unit));
+    if (it != unit_by_label_.end()) unit_of_op_[i] = it->second;  // "" is the root's
   }
   // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:
   // shard, replicate params, exp_avg, exp_avg_sq; offload: host gradients).
@@ -173,8 +190,9 @@ Status Runner::Prepare() {
     }
   }
   if (workspace > 0) {
-    SS_ASSIGN_OR_RETURN(workspace_,
-                        dev_.Allocate(workspace, MemCategory::kTemporaries, Lane::kCompute));
+    Result<DeviceBuffer> ws = dev_.Allocate(workspace, MemCategory::kTemporaries, Lane::kCompute);
+    if (!ws.ok()) return ws.status().WithContext("the kernels' workspace, before the step");
+    workspace_ = std::move(ws).value();
   }
   run_.workspace_bytes = workspace;
   comm_last_.assign(s_.groups.size(), -1);
@@ -483,24 +501,37 @@ Status Runner::IssueCompute(int i) {
 
 // Data that follows an op's end on its lane (outside its measured time): the gradients
 // backward produced, the local reduction of a unit without peers, the landed gradient.
+bool Runner::NoteGradients(int i, MemoryEffect::When when) {
+  const ScheduleOp& op = s_.ops[i];
+  UnitData* u = UnitOfOp(op);
+  if (u == nullptr) return false;
+  const UnitSizes& z = u->layout.sizes;
+  bool found = false;
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when != when || e.bytes <= 0 || e.category != MemCategory::kUnshardedGrads) continue;
+    const int64_t bytes = s_.buffers[e.buffer].bytes;
+    // AllocGrads' order: the unit's gradients, then its replicate params' (the accumulator of
+    // a micro-step without sync is in the reduce dtype and sized apart).
+    if (bytes == z.grad_bytes && !found) {
+      u->grads = e.buffer;
+      found = true;
+    } else if (bytes == z.replicate_grad_bytes) {
+      u->replicate_grads = e.buffer;
+      found = true;
+    }
+  }
+  return found;
+}
+
 Status Runner::AfterEnd(int i) {
   const ScheduleOp& op = s_.ops[i];
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
-  const UnitSizes& z = u->layout.sizes;
-  bool grads_new = false;
+  const bool grads_new = NoteGradients(i, MemoryEffect::When::kEnd);
   for (const MemoryEffect& e : op.memory) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
-    if (b.category == MemCategory::kUnshardedGrads) {
-      if (b.bytes == z.grad_bytes && u->grads != e.buffer && !grads_new) {
-        u->grads = e.buffer;
-        grads_new = true;
-      } else if (b.bytes == z.replicate_grad_bytes) {
-        u->replicate_grads = e.buffer;
-        grads_new = true;
-      }
-    } else if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
+    if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
       // S == 1: the reduction is a local cast into its output.
       u->reduced = e.buffer;
       SS_RETURN_IF_ERROR(ChunkCat(*u, live_[e.buffer].data, op.lane, 1.0));
@@ -529,6 +560,7 @@ Status Runner::IssueOp(int i) {
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, false, start_[i]));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, true, nullptr));
   LogEffects(i, MemoryEffect::When::kStart);
+  const bool grads_new = NoteGradients(i, MemoryEffect::When::kStart);
   UnitData* u = UnitOfOp(op);
   switch (op.type) {
     case OpType::kCompute:
@@ -566,6 +598,8 @@ Status Runner::IssueOp(int i) {
       SS_RETURN_IF_ERROR(IssueCollective(i));
       break;
   }
+  // The backward that allocates a unit's gradients writes them (this rank's values).
+  if (grads_new && u != nullptr) SS_RETURN_IF_ERROR(FillGradients(*u, op.lane));
   SS_ASSIGN_OR_RETURN(end_[i], dev_.Record(op.lane));
   if (o_.observer != nullptr) SS_RETURN_IF_ERROR(o_.observer->AfterOp(i, Context(step_)));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, true, nullptr));
@@ -594,7 +628,7 @@ Status Runner::Step(int step) {
   for (int l = 2; l <= kNumLanes; ++l) SS_RETURN_IF_ERROR(dev_.Wait(static_cast<Lane>(l), *origin));
   Status failure;
   int failed = -1;
-  const auto issue_begin = Clock::now();
+  const int64_t issue_begin = ThreadCpuNs();
   int issued = 0;
   for (int i : order_) {
     Status st = IssueOp(i);
@@ -605,7 +639,7 @@ Status Runner::Step(int step) {
     }
     ++issued;
   }
-  const auto issue_end = Clock::now();
+  const int64_t issue_end = ThreadCpuNs();
   // The watchdog: every communicator, then the device, within the timeout.
   if (failure.ok()) {
     for (auto& c : comms_) {
@@ -677,11 +711,7 @@ Status Runner::Step(int step) {
   run_.failure = failure;
   run_.failed_op = failed;
   run_.steps_run = step + 1;
-  run_.issue_ns_per_op =
-      issued > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(issue_end - issue_begin)
-                           .count() /
-                       issued
-                 : 0;
+  run_.issue_ns_per_op = issued > 0 ? (issue_end - issue_begin) / issued : 0;
   if (!failure.ok()) return Status::Ok();
   // Buffers the step leaves live (allocated by an op, never freed) go before the next step.
   for (size_t b = 0; b < live_.size(); ++b) {

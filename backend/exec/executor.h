@@ -86,7 +86,8 @@ struct StepRun {
   // and memory then hold what ran before it: the trace up to that point.
   Status failure;
   int failed_op = -1;
-  int64_t issue_ns_per_op = 0;  // host time to issue one op (the overhead benchmark's figure)
+  // CPU time the issuing thread spends per op (the host overhead; bench/backend_benchmark).
+  int64_t issue_ns_per_op = 0;
   // Operand memory for kernels whose op allocates none large enough: allocated once before
   // the first step (temporaries in the allocator's counters, outside the schedule's effects).
   int64_t workspace_bytes = 0;
