@@ -6,14 +6,14 @@ namespace shardscope::backend {
 
 Status CheckReducible(DType dtype, CollectiveReduce reduce) {
   if (dtype != DType::kFloat32 && dtype != DType::kBFloat16) {
-    return InvalidInput(fmt::format(
-        "reduce dtype {}: the MPI communicator reduces float32 and bfloat16 (set "
-        "fsdp.mix_precision.reduce_dtype to one of them)",
-        DTypeName(dtype)));
+    return InvalidInput(
+        fmt::format("reduce dtype {}: the MPI communicator reduces float32 and bfloat16 (set "
+                    "fsdp.mix_precision.reduce_dtype to one of them)",
+                    DTypeName(dtype)));
   }
   if (reduce != CollectiveReduce::kSum && reduce != CollectiveReduce::kAvg) {
-    return InvalidInput(fmt::format("reduce op {}: expected sum or avg",
-                                    CollectiveReduceName(reduce)));
+    return InvalidInput(
+        fmt::format("reduce op {}: expected sum or avg", CollectiveReduceName(reduce)));
   }
   return Status::Ok();
 }

@@ -59,14 +59,15 @@ void InstallTerminateHandler(int world_rank) {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-// The test-only exit of kTestExitEnv: "RANK:OP_ID".
+// The test-only faults of kTestExitEnv / kTestCorruptEnv: "RANK:OP_ID".
 struct TestExit {
   int rank = -1;
   std::string op_id;
+  bool Matches(int r, const std::string& id) const { return rank == r && op_id == id; }
 };
-TestExit ReadTestExit() {
+TestExit ReadTestFault(const char* env) {
   TestExit t;
-  const char* v = std::getenv(kTestExitEnv);
+  const char* v = std::getenv(env);
   if (v == nullptr) return t;
   const std::string s(v);
   const size_t colon = s.find(':');
@@ -76,38 +77,44 @@ TestExit ReadTestExit() {
   return t;
 }
 
-class MpiFactory;
+// What the factory and every queued call share. Calls hold it (and their communicator's
+// state) by shared_ptr: after a fault, `run` returns and destroys its communicators while
+// calls of other lanes are still queued or polling, and those must find their state alive.
+struct Shared {
+  std::unique_ptr<MpiWorld> world_ptr;
+  MpiCommOptions options_value;
+  TestExit exit_at = ReadTestFault(kTestExitEnv);
+  TestExit corrupt_at = ReadTestFault(kTestCorruptEnv);
+  int world_rank() const { return world_ptr->rank(); }
+  MpiWorld& world() { return *world_ptr; }
+  const MpiCommOptions& options() const { return options_value; }
+  const TestExit& test_exit() const { return exit_at; }
+  const TestExit& test_corrupt() const { return corrupt_at; }
+};
 
-class MpiCommunicator final : public Communicator {
+// One group's communicator state: the calls run here, on the lane threads.
+class Channel : public std::enable_shared_from_this<Channel> {
  public:
-  MpiCommunicator(MpiFactory& factory, const ProcessGroup& group, MPI_Comm comm, Device& device)
-      : factory_(factory), group_(group), comm_(comm), device_(device) {
+  Channel(std::shared_ptr<Shared> shared, const ProcessGroup& group, MPI_Comm comm)
+      : factory_(std::move(shared)), group_(group), comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
   }
-
-  const ProcessGroup& group() const override { return group_; }
-  int rank() const override { return rank_; }
-
-  Status AllGather(const CollectiveCall& call) override { return Enqueue(call); }
-  Status ReduceScatter(const CollectiveCall& call) override { return Enqueue(call); }
-  Status AllReduce(const CollectiveCall& call) override { return Enqueue(call); }
-  Status AllToAll(const CollectiveCall& call) override { return Enqueue(call); }
-  Status Send(const CollectiveCall& call) override { return Enqueue(call); }
-  Status Recv(const CollectiveCall& call) override { return Enqueue(call); }
-  Status Wait(std::chrono::nanoseconds timeout) override;
+  Status Enqueue(Device& device, const CollectiveCall& call);
+  Status Wait(std::chrono::nanoseconds timeout);
+  const ProcessGroup& group() const { return group_; }
+  int rank() const { return rank_; }
 
  private:
-  Status Enqueue(const CollectiveCall& call);
   Status Run(const CollectiveCall& call);  // on the lane thread
+  Status Issue(const CollectiveCall& call);
   Status RunReduction(const CollectiveCall& call);
   // Polls `req` until done; the watchdog's error after the timeout.
   Status Complete(MPI_Request& req, const CollectiveCall& call);
   Status Fault(const CollectiveCall& call, const std::string& what);
 
-  MpiFactory& factory_;
+  std::shared_ptr<Shared> factory_;
   ProcessGroup group_;
   MPI_Comm comm_;
-  Device& device_;
   int rank_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -115,17 +122,40 @@ class MpiCommunicator final : public Communicator {
   Status first_error_;
 };
 
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(std::shared_ptr<Channel> channel, Device& device)
+      : channel_(std::move(channel)), device_(device) {}
+
+  const ProcessGroup& group() const override { return channel_->group(); }
+  int rank() const override { return channel_->rank(); }
+
+  Status AllGather(const CollectiveCall& call) override { return Enqueue(call); }
+  Status ReduceScatter(const CollectiveCall& call) override { return Enqueue(call); }
+  Status AllReduce(const CollectiveCall& call) override { return Enqueue(call); }
+  Status AllToAll(const CollectiveCall& call) override { return Enqueue(call); }
+  Status Send(const CollectiveCall& call) override { return Enqueue(call); }
+  Status Recv(const CollectiveCall& call) override { return Enqueue(call); }
+  Status Wait(std::chrono::nanoseconds timeout) override { return channel_->Wait(timeout); }
+
+ private:
+  Status Enqueue(const CollectiveCall& call) { return channel_->Enqueue(device_, call); }
+  std::shared_ptr<Channel> channel_;
+  Device& device_;
+};
+
 class MpiFactory final : public CommFactory {
  public:
   MpiFactory(std::unique_ptr<MpiWorld> world, const MpiCommOptions& options)
-      : world_(std::move(world)), options_(options), test_exit_(ReadTestExit()) {}
-
-  int world_rank() const override { return world_->rank(); }
-  int world_size() const override { return world_->size(); }
-  std::string name() const override { return "mpi"; }
-  std::map<std::string, std::string> versions() const override {
-    return {{"mpi", MpiVersion()}};
+      : shared_(std::make_shared<Shared>()) {
+    shared_->world_ptr = std::move(world);
+    shared_->options_value = options;
   }
+
+  int world_rank() const override { return shared_->world_ptr->rank(); }
+  int world_size() const override { return shared_->world_ptr->size(); }
+  std::string name() const override { return "mpi"; }
+  std::map<std::string, std::string> versions() const override { return {{"mpi", MpiVersion()}}; }
 
   Result<std::vector<std::unique_ptr<Communicator>>> MakeCommunicators(
       std::span<const ProcessGroup> groups, Device& device) override {
@@ -139,28 +169,29 @@ class MpiFactory final : public CommFactory {
                         SplitGroups(groups, world_rank(), world_size()));
     std::vector<std::unique_ptr<Communicator>> out;
     for (size_t i = 0; i < groups.size(); ++i) {
-      out.push_back(std::make_unique<MpiCommunicator>(*this, groups[i], comms[i], device));
+      out.push_back(std::make_unique<MpiCommunicator>(
+          std::make_shared<Channel>(shared_, groups[i], comms[i]), device));
     }
     return out;
   }
 
-  MpiWorld& world() { return *world_; }
-  const MpiCommOptions& options() const { return options_; }
-  const TestExit& test_exit() const { return test_exit_; }
-
  private:
-  std::unique_ptr<MpiWorld> world_;
-  MpiCommOptions options_;
-  TestExit test_exit_;
+  std::shared_ptr<Shared> shared_;
 };
 
-Status MpiCommunicator::Enqueue(const CollectiveCall& call) {
+Status Channel::Enqueue(Device& device, const CollectiveCall& call) {
   {
     std::lock_guard lock(mu_);
     ++pending_;
   }
-  const Status issued = device_.HostTask(call.lane, [this, call] {
-    Status s = Run(call);
+  const Status issued = device.HostTask(call.lane, [self = shared_from_this(), this, call] {
+    // After a fault of this rank the world is abandoned: later calls fail at once rather than
+    // wait out another timeout each.
+    Status s = factory_->world().faulted()
+                   ? RuntimeError(fmt::format("rank {}: {} on group '{}' not run: an earlier "
+                                              "collective of this rank failed",
+                                              factory_->world_rank(), call.op_id, group_.name))
+                   : Run(call);
     std::lock_guard lock(mu_);
     if (!s.ok() && first_error_.ok()) first_error_ = s;
     --pending_;
@@ -174,42 +205,46 @@ Status MpiCommunicator::Enqueue(const CollectiveCall& call) {
   return issued;
 }
 
-Status MpiCommunicator::Wait(std::chrono::nanoseconds timeout) {
+Status Channel::Wait(std::chrono::nanoseconds timeout) {
   std::unique_lock lock(mu_);
   // Each call has its own watchdog (Complete); this bound only covers calls still queued
   // behind other work of their lane.
-  if (!cv_.wait_for(lock, timeout, [this] { return pending_ == 0; })) {
-    return RuntimeError(fmt::format(
-        "rank {}: {} collective(s) on group '{}' still pending after {}", factory_.world_rank(),
-        pending_, group_.name, Seconds(timeout)));
+  // The grace lets a call's own watchdog (which may have started later) report first, with
+  // its roll call.
+  const auto bound = timeout + std::chrono::seconds(5);
+  if (!cv_.wait_for(lock, bound, [this] { return pending_ == 0; })) {
+    return RuntimeError(
+        fmt::format("rank {}: {} collective(s) on group '{}' still pending after {}",
+                    factory_->world_rank(), pending_, group_.name, Seconds(bound)));
   }
   return first_error_;
 }
 
-Status MpiCommunicator::Fault(const CollectiveCall& call, const std::string& what) {
+Status Channel::Fault(const CollectiveCall& call, const std::string& what) {
   // Who still answers tells a dead (or wedged) peer from a collective the ranks disagree on.
   // A live rank answers within milliseconds (its responder thread polls every 2 ms); the
   // grace covers ranks that share oversubscribed cores.
   const std::vector<int> silent =
-      factory_.world().roll_call().Unresponsive(group_.ranks, std::chrono::milliseconds(2000));
-  factory_.world().MarkFaulted();
+      factory_->world().roll_call().Unresponsive(group_.ranks, std::chrono::milliseconds(2000));
+  factory_->world().MarkFaulted();
   std::string who;
   if (silent.empty()) {
-    who = "every rank of the group answers, so the collective itself is stuck (a rank issued "
-          "a different collective or waits on something else)";
+    who =
+        "every rank of the group answers, so the collective itself is stuck (a rank issued "
+        "a different collective or waits on something else)";
   } else if (silent.size() == 1) {
     who = fmt::format("rank {} does not answer: it died or hangs", silent[0]);
   } else {
     who = fmt::format("ranks {} do not answer: they died or hang", fmt::join(silent, ", "));
   }
   return RuntimeError(fmt::format("rank {}: {} on group '{}' (ranks [{}]) {}: {}",
-                                  factory_.world_rank(), call.op_id, group_.name,
+                                  factory_->world_rank(), call.op_id, group_.name,
                                   fmt::join(group_.ranks, ", "), what, who));
 }
 
-Status MpiCommunicator::Complete(MPI_Request& req, const CollectiveCall& call) {
+Status Channel::Complete(MPI_Request& req, const CollectiveCall& call) {
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + factory_.options().timeout;
+  const Clock::time_point deadline = start + factory_->options().timeout;
   // Spin briefly (most collectives of a small step finish in microseconds), then back off
   // to sleeps: ranks share cores when oversubscribed, and a spinning lane starves its peer.
   auto nap = std::chrono::microseconds(0);
@@ -218,9 +253,16 @@ Status MpiCommunicator::Complete(MPI_Request& req, const CollectiveCall& call) {
     const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return Fault(call, "failed in MPI (" + MpiErrorText(rc) + ")");
     if (done) return Status::Ok();
+    if (factory_->world().faulted()) {
+      // Another lane's collective failed and reported it: stop waiting on this one.
+      return RuntimeError(
+          fmt::format("rank {}: {} on group '{}' abandoned: another collective "
+                      "of this rank failed",
+                      factory_->world_rank(), call.op_id, group_.name));
+    }
     if (Clock::now() > deadline) {
       return Fault(call, fmt::format("did not complete within --timeout {}",
-                                     Seconds(factory_.options().timeout)));
+                                     Seconds(factory_->options().timeout)));
     }
     if (nap.count() == 0) {
       std::this_thread::yield();
@@ -242,12 +284,23 @@ Result<int> MpiCount(int64_t n, const CollectiveCall& call) {
   return static_cast<int>(n);
 }
 
-Status MpiCommunicator::Run(const CollectiveCall& call) {
-  const TestExit& test_exit = factory_.test_exit();
-  if (test_exit.rank == factory_.world_rank() && test_exit.op_id == call.op_id) {
-    const std::string text = fmt::format(
-        "shardscope: test: rank {} exits before {} ({})\n", test_exit.rank, call.op_id,
-        kTestExitEnv);
+Status Channel::Run(const CollectiveCall& call) {
+  SS_RETURN_IF_ERROR(Issue(call));
+  if (factory_->test_corrupt().Matches(factory_->world_rank(), call.op_id) &&
+      call.output != nullptr && call.count > 0) {
+    // The last byte of the output (another rank's slot of an all-gather): a wrong value that
+    // the collective's semantics would never produce.
+    const int64_t n = call.type == OpType::kAllGather ? group_.size() : 1;
+    static_cast<unsigned char*>(call.output)[n * call.count * DTypeBytes(call.dtype) - 1] ^= 0x40;
+  }
+  return Status::Ok();
+}
+
+Status Channel::Issue(const CollectiveCall& call) {
+  const TestExit& test_exit = factory_->test_exit();
+  if (test_exit.Matches(factory_->world_rank(), call.op_id)) {
+    const std::string text = fmt::format("shardscope: test: rank {} exits before {} ({})\n",
+                                         test_exit.rank, call.op_id, kTestExitEnv);
     (void)!write(STDERR_FILENO, text.data(), text.size());
     _exit(kTestExitStatus);
   }
@@ -296,8 +349,8 @@ Status MpiCommunicator::Run(const CollectiveCall& call) {
       break;
     }
     default:
-      return InvalidInput(fmt::format("{}: op type {} is no collective", call.op_id,
-                                      OpTypeName(call.type)));
+      return InvalidInput(
+          fmt::format("{}: op type {} is no collective", call.op_id, OpTypeName(call.type)));
   }
   if (rc != MPI_SUCCESS) return Fault(call, "could not be issued (" + MpiErrorText(rc) + ")");
   return Complete(req, call);
@@ -316,7 +369,7 @@ void StoreAs(DType dtype, void* data, int64_t i, float v) {
   }
 }
 
-Status MpiCommunicator::RunReduction(const CollectiveCall& call) {
+Status Channel::RunReduction(const CollectiveCall& call) {
   SS_RETURN_IF_ERROR(CheckReducible(call.dtype, call.reduce).WithContext(call.op_id));
   const int n = group_.size();
   const ReductionRule rule(call.dtype, call.reduce, call.pre_scale, call.post_scale, n);
@@ -328,10 +381,10 @@ Status MpiCommunicator::RunReduction(const CollectiveCall& call) {
   for (int64_t i = 0; i < in_count; ++i) in[i] = rule.Input(LoadAs(call.dtype, call.input, i));
   std::vector<double> out(static_cast<size_t>(count));
   MPI_Request req = MPI_REQUEST_NULL;
-  const int rc = scatter ? MPI_Ireduce_scatter_block(in.data(), out.data(), count, MPI_DOUBLE,
-                                                     MPI_SUM, comm_, &req)
-                         : MPI_Iallreduce(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM,
-                                          comm_, &req);
+  const int rc =
+      scatter ? MPI_Ireduce_scatter_block(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM, comm_,
+                                          &req)
+              : MPI_Iallreduce(in.data(), out.data(), count, MPI_DOUBLE, MPI_SUM, comm_, &req);
   if (rc != MPI_SUCCESS) return Fault(call, "could not be issued (" + MpiErrorText(rc) + ")");
   SS_RETURN_IF_ERROR(Complete(req, call));
   for (int64_t i = 0; i < call.count; ++i) {

@@ -8,6 +8,7 @@
 //   MpiCommOptions       the watchdog's timeout
 //   MakeMpiCommFactory   MPI_Init_thread(MULTIPLE) for a launched process, the factory
 //   kTestExitEnv         SHARDSCOPE_TEST_EXIT_AT: test-only, makes one rank exit mid-step
+//   kTestCorruptEnv      SHARDSCOPE_TEST_CORRUPT_AT: test-only, corrupts one collective
 //
 // Data and arithmetic (communicator.h's semantics): all-gathers and all-to-alls move bytes
 // (MPI_Iallgather in place / MPI_Ialltoallv); reductions follow backend/check/
@@ -45,5 +46,8 @@ Result<std::unique_ptr<CommFactory>> MakeMpiCommFactory(const LaunchInfo& launch
 // would issue collective OP_ID, as a crashed rank would. For the fault tests only.
 inline constexpr const char* kTestExitEnv = "SHARDSCOPE_TEST_EXIT_AT";
 inline constexpr int kTestExitStatus = 86;
+// "RANK:OP_ID": world rank RANK flips a bit of collective OP_ID's output after it completed,
+// so `run --check` must catch it. For the check's tests only.
+inline constexpr const char* kTestCorruptEnv = "SHARDSCOPE_TEST_CORRUPT_AT";
 
 }  // namespace shardscope::backend

@@ -99,6 +99,9 @@ class Runner {
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
   std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
+  // After the op's end and the data AfterEnd enqueued behind it (landed gradients): what
+  // dependent ops on other lanes wait for (end_ times the op).
+  std::vector<std::shared_ptr<DeviceEvent>> ready_;
   std::vector<int> comm_last_;  // per group: the last collective issued that holds it
   std::vector<MemoryLogEntry> log_;
   StepRun run_;
@@ -174,6 +177,12 @@ Status Runner::Prepare() {
                                          op.collective.output_buffer < 0)) {
       const int g = op.group >= 0 ? s_.groups[op.group].size() : 1;
       need = 2 * op.collective.count * g * DTypeBytes(op.collective.dtype);
+    } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0 &&
+               s_.buffers[op.collective.output_buffer].bytes <
+                   op.collective.count * DTypeBytes(op.collective.dtype)) {
+      // Replicate params' gradients reduced in a wider dtype: IssueCollective casts them into
+      // the workspace, which must hold the whole reduction.
+      need = op.collective.count * DTypeBytes(op.collective.dtype);
     }
     arena_need_[i] = need;
     if (need == 0) continue;
@@ -548,7 +557,7 @@ Status Runner::IssueOp(int i) {
   const ScheduleOp& op = s_.ops[i];
   for (int d : op.deps) {
     if (s_.ops[d].lane != op.lane && end_[d] != nullptr) {
-      SS_RETURN_IF_ERROR(dev_.Wait(op.lane, *end_[d]));
+      SS_RETURN_IF_ERROR(dev_.Wait(op.lane, ready_[d] != nullptr ? *ready_[d] : *end_[d]));
     }
   }
   if (op.group >= 0 && SerializesOnCommunicator(op.type)) {
@@ -608,6 +617,7 @@ Status Runner::IssueOp(int i) {
   // AfterEnd's data too): PyTorch's record_stream.
   SS_ASSIGN_OR_RETURN(std::shared_ptr<DeviceEvent> released, dev_.Record(op.lane));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, false, released));
+  ready_[i] = released;
   LogEffects(i, MemoryEffect::When::kEnd);
   return Status::Ok();
 }
@@ -617,6 +627,7 @@ Status Runner::Step(int step) {
   const size_t n = s_.ops.size();
   start_.assign(n, nullptr);
   end_.assign(n, nullptr);
+  ready_.assign(n, nullptr);
   log_.clear();
   std::fill(comm_last_.begin(), comm_last_.end(), -1);
   for (UnitData& u : units_) {

@@ -1,8 +1,6 @@
 // The MPI communicators (backend/comm/mpi_communicator.h) under `mpirun -np N` (N = 2 or 4):
 // data movement of every call, the reduction rule's exact sums, sub-groups, and refusal of
 // schedules whose groups disagree. Every rank runs every test; a rank's failure fails the run.
-#include "backend/comm/mpi_communicator.h"
-
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -10,7 +8,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backend/backends.h"
 #include "backend/check/reduction_rule.h"
+#include "backend/comm/mpi_communicator.h"
 #include "backend/device/deterministic.h"
 #include "tests/backend_mpi/inline_device.h"
 
@@ -52,8 +52,8 @@ class MpiComm : public ::testing::Test {
   static inline std::vector<std::unique_ptr<Communicator>> comms_;
 };
 
-CollectiveCall Call(OpType type, DType dtype, int64_t count, CollectiveReduce reduce =
-                                                                  CollectiveReduce::kNone) {
+CollectiveCall Call(OpType type, DType dtype, int64_t count,
+                    CollectiveReduce reduce = CollectiveReduce::kNone) {
   CollectiveCall c;
   c.type = type;
   c.lane = type == OpType::kAllGather ? Lane::kAllGather : Lane::kReduceScatter;
@@ -119,7 +119,8 @@ TEST_F(MpiComm, AllGatherFromASeparateInputOnASubGroup) {
   ASSERT_TRUE(half().Wait(std::chrono::seconds(30)).ok());
   for (int j = 0; j < n; ++j) {
     const int r = half().group().ranks[j];
-    for (int64_t i = 0; i < count; ++i) EXPECT_EQ(out[j * count + i], Value("agh", r, i, DType::kFloat32));
+    for (int64_t i = 0; i < count; ++i)
+      EXPECT_EQ(out[j * count + i], Value("agh", r, i, DType::kFloat32));
   }
 }
 
@@ -240,6 +241,35 @@ TEST_F(MpiComm, SendAndReceiveBetweenNeighbours) {
   ASSERT_TRUE(world().Wait(std::chrono::seconds(30)).ok());
   const int sender = Rank() - Rank() % 2;
   for (int64_t i = 0; i < count; ++i) EXPECT_EQ(data[i], Value("p2p", sender, i, DType::kFloat32));
+}
+
+TEST_F(MpiComm, LanesOfTheHostDeviceRunCollectivesConcurrently) {
+  // Two communicators, each collective on its own lane thread of the host device: both are
+  // issued before either is waited for, as the executor issues them.
+  auto host = MakeHostDevice(DeviceOptions{});
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto made = g_factory->MakeCommunicators(groups_, **host);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  Communicator& w = *made.value()[0];
+  Communicator& h = *made.value()[1];
+  const int64_t count = 1000;
+  std::vector<float> gathered(count * w.size(), 0.0f);
+  for (int64_t i = 0; i < count; ++i) gathered[Rank() * count + i] = Rank() + 1.0f;
+  std::vector<float> summed(count, 1.0f);
+  CollectiveCall ag = Call(OpType::kAllGather, DType::kFloat32, count);
+  ag.output = gathered.data();
+  ag.input = gathered.data() + Rank() * count;
+  CollectiveCall ar = Call(OpType::kAllReduce, DType::kFloat32, count, CollectiveReduce::kSum);
+  ar.lane = Lane::kAllReduce;
+  ar.input = summed.data();
+  ar.output = summed.data();
+  ASSERT_TRUE(w.AllGather(ag).ok());
+  ASSERT_TRUE(h.AllReduce(ar).ok());
+  ASSERT_TRUE(w.Wait(std::chrono::seconds(30)).ok());
+  ASSERT_TRUE(h.Wait(std::chrono::seconds(30)).ok());
+  ASSERT_TRUE((*host)->Synchronize(std::chrono::seconds(30)).ok());
+  for (int r = 0; r < w.size(); ++r) EXPECT_EQ(gathered[r * count + 5], r + 1.0f);
+  EXPECT_EQ(summed[7], static_cast<float>(h.size()));
 }
 
 TEST_F(MpiComm, DisagreeingSchedulesAreRefusedOnEveryRank) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backends.h"
+#include "backend/check/step_check.h"
 #include "backend/exec/executor.h"
 #include "backend/exec/measured_output.h"
 #include "core/config/scenario.h"
@@ -40,6 +41,7 @@ struct RunArgs {
   double timeout_s = 300;
   double memory_limit_gib = 0;
   std::vector<std::string> sets;
+  bool check = false;  // verify the step's data (backend/check/step_check.h)
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -68,6 +70,7 @@ struct World {
   int rank = 0;
   int local_rank = 0;
   bool emulated = true;
+  bool launched = false;  // one of several processes started by a launcher (MPI)
 };
 
 Result<World> ResolveWorld(const RunArgs& args, const Scenario& sc) {
@@ -107,6 +110,7 @@ Result<World> ResolveWorld(const RunArgs& args, const Scenario& sc) {
   w.size = scenario_world;
   w.rank = launch.world_rank;
   w.emulated = scenario_world == 1;
+  w.launched = !w.emulated;
   return w;
 }
 
@@ -147,6 +151,17 @@ Result<std::unique_ptr<backend::CommFactory>> MakeComms(const World& w, const st
 #endif
 }
 
+// The file this rank writes for `path`: "{rank}" replaced by the rank; a launched world's
+// ranks other than 0 write none without it ("" then), so they never overwrite each other.
+std::string RankPath(const std::string& path, const World& w) {
+  if (path.empty()) return path;
+  const size_t at = path.find("{rank}");
+  if (at != std::string::npos) {
+    return path.substr(0, at) + std::to_string(w.rank) + path.substr(at + 6);
+  }
+  return w.launched && w.rank != 0 ? std::string() : path;
+}
+
 void PrintRun(const sim::Summary& s, const backend::StepRun& run,
               const backend::DeviceDescription& d, const World& w) {
   fmt::print("Measured step {} of {}: rank {} of {}{} on {} ({})\n", run.steps_run,
@@ -172,6 +187,12 @@ Status Run(const RunArgs& args) {
   if (device_kind.empty()) device_kind = "cpu";
 #endif
   SS_ASSIGN_OR_RETURN(World world, ResolveWorld(args, sc));
+  if (args.check && world.emulated && world.size > 1) {
+    return InvalidInput(fmt::format(
+        "--check verifies what the ranks exchange, so it needs all {} of them: launch them with "
+        "`mpirun -np {} shardscope run ... --check` (or srun), not --emulate-world",
+        world.size, world.size));
+  }
 
   ModelBuildOptions build;
   build.tp = sc.parallelism.tp;
@@ -200,7 +221,19 @@ Status Run(const RunArgs& args) {
   backend::ExecOptions eo;
   eo.steps = args.steps;
   eo.timeout = timeout;
+  std::unique_ptr<backend::StepChecker> checker;
+  if (args.check) {
+    checker = std::make_unique<backend::StepChecker>(schedule, plan, eo);
+    eo.observer = checker.get();
+  }
   SS_ASSIGN_OR_RETURN(backend::StepRun run, backend::RunSchedule(schedule, plan, *device, comms, eo));
+  // Verified before the schedule moves on (the checker refers to it); every rank its own.
+  Status checked;
+  if (checker != nullptr && run.failure.ok()) {
+    backend::CheckReport report;
+    checked = checker->Verify(&report);
+    fmt::print("{}\n", report.Text(world.rank));
+  }
 
   backend::MeasuredContext mc;
   mc.tool_version = std::string("shardscope ") + SHARDSCOPE_VERSION;
@@ -217,17 +250,23 @@ Status Run(const RunArgs& args) {
   SS_ASSIGN_OR_RETURN(backend::MeasuredOutput out, backend::MakeMeasuredOutput(schedule, run, mc));
   const Trace& trace = out.trace;
   nlohmann::json& summary_json = out.summary_json;
-  if (run.failure.ok()) PrintRun(out.summary, run, mc.device, world);
-  if (!args.summary.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.summary, summary_json.dump(2) + "\n"));
-    fmt::print("Summary written to {}\n", args.summary);
+  // Launched ranks: "{rank}" in a path names each rank's file; without it rank 0 writes.
+  const std::string summary_path = RankPath(args.summary, world);
+  const std::string trace_path = RankPath(args.trace, world);
+  if (run.failure.ok() && (!world.launched || world.rank == 0)) {
+    PrintRun(out.summary, run, mc.device, world);
   }
-  if (!args.trace.empty()) {
-    SS_RETURN_IF_ERROR(WriteTrace(trace, args.trace));
-    fmt::print("Trace written to {} ({} events{})\n", args.trace, trace.events.size(),
+  if (!summary_path.empty()) {
+    SS_RETURN_IF_ERROR(WriteFileAtomic(summary_path, summary_json.dump(2) + "\n"));
+    fmt::print("Summary written to {}\n", summary_path);
+  }
+  if (!trace_path.empty()) {
+    SS_RETURN_IF_ERROR(WriteTrace(trace, trace_path));
+    fmt::print("Trace written to {} ({} events{})\n", trace_path, trace.events.size(),
                run.failure.ok() ? "" : ", up to the failure");
   }
-  return run.failure;
+  if (!run.failure.ok()) return run.failure;
+  return checked;
 }
 
 }  // namespace
@@ -257,6 +296,9 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
                   "GiB the device may reserve (default: the scenario GPU's usable memory on the "
                   "CPU, the whole GPU on CUDA)")
       ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--check", args->check,
+               "after the step, verify every all-gather, reduction and optimizer update of this "
+               "rank against the plan's references (exit 1 naming op, rank and element)");
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
   registry.Add(sub, [args] { return Run(*args); });

@@ -1,0 +1,84 @@
+// `run --check`: after the step, this rank verifies exactly what the plan promises of the data
+// it exchanged, against references it builds on its own from the deterministic parameter and
+// gradient values (backend/exec/param_state.h), with FSDP2's layouts and the reduction rule
+// (backend/check/reduction_rule.h):
+//   - every FSDP all-gather output reassembles the reference parameters of the unit: each
+//     shard rank's slot holds its rows in param_dtype (cast from the own dtype), padding zero;
+//   - every reduce-scatter input is this rank's chunk_cat of its gradients (reduce dtype,
+//     padded), and its output the rule's reduction of every shard rank's input (reduce op,
+//     pre-scale / ncclAvg, post-divide): bit-exact;
+//   - every HSDP all-reduce yields the reduction, over the replicate group, of the replicas'
+//     reduce-scatter outputs; replicate parameters' all-reduce the reduction of all ranks'
+//     whole gradients;
+//   - the AdamW step left on each shard (and on replicate params) what a reference AdamW
+//     (torch's _multi_tensor_adamw, double precision) computes on the full tensor from the
+//     reference parameters and the reduced gradient: float32 relative difference <= 1e-6
+//     (of the larger of the parameter before and after), padding rows still zero. AdamW is
+//     elementwise, so the full tensor's reference is evaluated at the elements this rank holds.
+// The first step is verified (its references start from the initial values; later steps run
+// but their parameters depend on the earlier updates).
+//
+// Contents:
+//   StepChecker    the executor's observer: copies each checked op's buffers right after the
+//                  op (before any free), then Verify() compares them with the references
+//   CheckReport    what was verified; the first mismatches
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/exec/executor.h"
+#include "backend/exec/param_state.h"
+#include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
+#include "core/util/status.h"
+
+namespace shardscope::backend {
+
+struct CheckReport {
+  int all_gathers = 0, reduce_scatters = 0, all_reduces = 0, optimizer_tensors = 0;
+  int64_t elements = 0;                       // elements compared
+  int64_t mismatches = 0;                     // elements that differed
+  std::vector<std::string> first_mismatches;  // at most kMaxListed, in op order
+  static constexpr int kMaxListed = 8;
+  std::string Text(int rank) const;  // one line: what was verified
+};
+
+class StepChecker final : public ExecObserver {
+ public:
+  // `exec` gives AdamW's hyper-parameters. The schedule holds one role (this rank's).
+  StepChecker(const Schedule& schedule, const Plan& plan, const ExecOptions& exec);
+
+  Status AfterOp(int op, const ExecContext& ctx) override;
+  Status AfterRun(const ExecContext& ctx) override;
+
+  // After RunSchedule succeeded: CheckFailed naming op_id, rank, tensor and element of the
+  // first mismatches; the report either way.
+  Status Verify(CheckReport* report) const;
+
+ private:
+  struct Snapshot {
+    int op = -1;
+    std::vector<char> input, output;  // bytes copied after the op
+  };
+  struct UnitRef {
+    const UnitPlan* plan = nullptr;
+    UnitLayout layout;
+    int shard = -1, replicate = -1;  // persistent buffer ids (as the executor matches them)
+    int reduce_scatter = -1;         // its reduce-scatter op (the shard group, the spec)
+  };
+  Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
+  const UnitRef* UnitOf(const std::string& unit_fqn) const;
+
+  const Schedule& s_;
+  const Plan& plan_;
+  ExecOptions exec_;
+  int rank_ = 0;
+  std::map<std::string, UnitRef> units_;  // by UnitOpLabel
+  std::vector<Snapshot> collectives_;
+  std::map<int, std::vector<char>> final_params_;  // buffer id → bytes after the optimizer
+};
+
+}  // namespace shardscope::backend
