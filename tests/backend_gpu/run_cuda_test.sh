@@ -1,6 +1,7 @@
 #!/usr/bin/env sh
-# `shardscope run --device cuda` end to end on one GPU (label gpu): a one-rank plan and one
-# emulated rank of an 8-rank plan, each trace passing check-trace and holding exactly the
+# `shardscope run --device cuda` end to end on one GPU (label gpu): a one-rank plan under
+# --check (its all-gathers, reductions and AdamW step verified against the references), and
+# one emulated rank of an 8-rank plan; each trace passes check-trace and holds exactly the
 # simulator's operations (diff with every figure off fails only on structural changes).
 # Without a GPU: the run must exit 3 naming `--device cpu`, then the test skips (77).
 #   run_cuda_test.sh SHARDSCOPE
@@ -11,7 +12,7 @@ trap 'rm -rf "$dir"' EXIT
 scen=tests/backend/scenarios
 off=step_time=off,exposed_comm=off,peak_memory=off,op=off,compute=off
 
-"$ss" run "$scen/one_rank.json" --device cuda --trace "$dir/one.json" \
+"$ss" run "$scen/one_rank.json" --device cuda --check --trace "$dir/one.json" \
   --summary "$dir/one.summary.json" >"$dir/log" 2>&1
 rc=$?
 if [ "$rc" -eq 3 ] && grep -q "no CUDA device answers" "$dir/log"; then
@@ -21,7 +22,7 @@ if [ "$rc" -eq 3 ] && grep -q "no CUDA device answers" "$dir/log"; then
   echo "no GPU: skipped"; cat "$dir/log"; exit 77
 fi
 cat "$dir/log"
-[ "$rc" -eq 0 ] || { echo "FAIL: run --device cuda exited $rc"; exit 1; }
+[ "$rc" -eq 0 ] || { echo "FAIL: run --device cuda --check exited $rc"; exit 1; }
 "$ss" check-trace "$dir/one.json" || { echo "FAIL: check-trace"; exit 1; }
 "$ss" simulate "$scen/one_rank.json" --trace "$dir/one.pred.json" >/dev/null || exit 1
 "$ss" diff "$dir/one.pred.json" "$dir/one.json" --tol "$off" || {
