@@ -82,12 +82,13 @@ Result<std::vector<unsigned char>> ScalarBytes(double v, DType d) {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ProcessGroup group, int rank, ncclComm_t comm, CudaDevice& device,
-                   std::function<void()> mark_faulted)
+                   const NcclBootstrap& boot)
       : group_(std::move(group)),
         rank_(rank),
         comm_(comm),
         device_(device),
-        mark_faulted_(std::move(mark_faulted)) {}
+        mark_faulted_(boot.mark_faulted),
+        unresponsive_(boot.unresponsive) {}
 
   ~NcclCommunicator() override {
     (void)device_.Bind();
@@ -323,6 +324,7 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_;
   CudaDevice& device_;
   std::function<void()> mark_faulted_;
+  std::function<std::vector<int>(const std::vector<int>&)> unresponsive_;
   bool aborted_ = false;
   std::vector<Pending> pending_;
 };
@@ -434,7 +436,7 @@ class NcclCommFactory final : public CommFactory {
       }
       const int pos =
           static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), boot_.rank) - g.ranks.begin());
-      out.push_back(std::make_unique<NcclCommunicator>(g, pos, comm, device_, boot_.mark_faulted));
+      out.push_back(std::make_unique<NcclCommunicator>(g, pos, comm, device_, boot_));
     }
     // Sets another rank listed with this one but this rank's schedule does not use.
     for (auto& [set, comm] : made) {

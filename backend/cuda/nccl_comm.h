@@ -16,7 +16,8 @@
 // Faults: Wait polls each call's completion event and ncclCommGetAsyncError; an NCCL error,
 // or a call still running after the timeout, aborts the communicator (ncclCommAbort, which
 // also ends its kernels, so the device drains) and returns RuntimeError naming the op_id, the
-// group and its ranks.
+// group and its ranks, and which of them do not answer the bootstrap's liveness check (those
+// died or hang).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,9 @@ struct NcclBootstrap {
   std::map<std::string, std::string> versions;  // the bootstrap's own ({"mpi": ...})
   // Called after a fault so the bootstrap does not wait for dead peers at exit.
   std::function<void()> mark_faulted;
+  // Which of these world ranks no longer answer (a liveness check beside NCCL: MPI's roll
+  // call); may be empty, then faults name the group's ranks only.
+  std::function<std::vector<int>(const std::vector<int>& world_ranks)> unresponsive;
 };
 
 // Splits of a world communicator that make every rank set in `sets` (each a group's global

@@ -1,6 +1,8 @@
 // MakeNcclCommFactory (backends.h): the NCCL world bootstrapped over MPI (b3's MpiWorld:
 // the ncclUniqueId broadcast, the group lists all-gathered). Built only with MPI.
+#include <chrono>
 #include <memory>
+#include <vector>
 
 #include "backend/backends.h"
 #include "backend/comm/mpi_roll_call.h"  // MpiWorld holds one by unique_ptr
@@ -24,6 +26,9 @@ Result<std::unique_ptr<CommFactory>> MakeNcclCommFactory(const LaunchInfo& launc
   };
   boot.versions["mpi"] = MpiVersion();
   boot.mark_faulted = [world] { world->MarkFaulted(); };
+  boot.unresponsive = [world](const std::vector<int>& ranks) {
+    return world->roll_call().Unresponsive(ranks, std::chrono::milliseconds(2000));
+  };
   return cuda::MakeNcclCommFactoryWith(std::move(boot), device);
 }
 
