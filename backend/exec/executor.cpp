@@ -30,6 +30,7 @@ struct UnitData {
   int gathered = -1;     // the live all-gather buffer
   int device_shard = -1;  // offload: the shard copied to the device
   int grads = -1, replicate_grads = -1;  // unsharded gradients of the current micro-step
+  int accum = -1;  // the unsharded accumulator of micro-steps without sync (reduce dtype)
   int reduced = -1;                      // the reduction's output (reduce dtype)
   int sharded_grads = -1;                // landed gradients (own dtype)
 };
@@ -68,6 +69,9 @@ class Runner {
   Status IssueCopyIn(int op);
   Status IssueOptimizer(int op);
   Status AfterEnd(int op);
+  // Micro-steps whose gradients `op`'s reduction carries (1 without accumulation).
+  int AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const;
+  Status Accumulate(UnitData& u, const ScheduleOp& op);
   // Whether `op` allocates a unit's unsharded gradients at `when` (noted in its UnitData).
   bool NoteGradients(int op, MemoryEffect::When when);
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
@@ -404,7 +408,7 @@ Status Runner::IssueCollective(int i) {
     case OpType::kReduceScatter:
       if (in != nullptr && u != nullptr && u->grads >= 0) {
         // chunk_cat into the input the schedule allocates at the reduce-scatter's start.
-        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, 1.0));
+        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, AccumulatedMicroSteps(*u, op)));
       }
       c.input = in != nullptr ? in : ws;
       c.output = out != nullptr ? out : ws + comm.size() * c.count * elem;
@@ -519,6 +523,13 @@ bool Runner::NoteGradients(int i, MemoryEffect::When when) {
   for (const MemoryEffect& e : op.memory) {
     if (e.when != when || e.bytes <= 0 || e.category != MemCategory::kUnshardedGrads) continue;
     const int64_t bytes = s_.buffers[e.buffer].bytes;
+    // A micro-step without sync allocates the accumulator at the end of the unit's backward,
+    // while that step's gradients are still live.
+    if (when == MemoryEffect::When::kEnd && u->grads >= 0 && live_[u->grads].data != nullptr &&
+        e.buffer != u->grads && e.buffer != u->replicate_grads) {
+      u->accum = e.buffer;
+      continue;
+    }
     // AllocGrads' order: the unit's gradients, then its replicate params' (the accumulator of
     // a micro-step without sync is in the reduce dtype and sized apart).
     if (bytes == z.grad_bytes && !found) {
@@ -532,18 +543,56 @@ bool Runner::NoteGradients(int i, MemoryEffect::When when) {
   return found;
 }
 
+int Runner::AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const {
+  const bool accumulating = u.accum >= 0 && live_[u.accum].data != nullptr;
+  return accumulating ? op.micro_step + 1 : 1;
+}
+
+Status Runner::Accumulate(UnitData& u, const ScheduleOp& op) {
+  // The accumulator after micro-step m holds the sum of m + 1 micro-steps' gradients. This
+  // rank's gradients are the same deterministic values every micro-step, so that sum is
+  // (m + 1) · g, which the cast writes exactly (g has fewer mantissa bits than the reduce
+  // dtype): the accumulator's bytes are read and written as FSDP2's accumulation does.
+  if (u.grads < 0 || live_[u.grads].data == nullptr) return Status::Ok();
+  const char* g = static_cast<const char*>(live_[u.grads].data);
+  char* acc = static_cast<char*>(live_[u.accum].data);
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  for (const ParamLayout& p : u.layout.params) {
+    if (!p.requires_grad) continue;
+    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
+    a.src_dtype = p.gather_dtype;
+    a.dst_dtype = p.reduce_dtype;
+    a.scale = static_cast<float>(op.micro_step + 1);
+    const int64_t elements = p.grad_offset / DTypeBytes(p.gather_dtype);
+    a.segments.push_back({g + p.grad_offset, acc + elements * DTypeBytes(p.reduce_dtype),
+                          std::max<int64_t>(1, u.layout.sizes.shard_group) * p.shard_numel()});
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
+  return Status::Ok();
+}
+
 Status Runner::AfterEnd(int i) {
   const ScheduleOp& op = s_.ops[i];
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
   const bool grads_new = NoteGradients(i, MemoryEffect::When::kEnd);
+  if (u->accum >= 0 && live_[u->accum].data != nullptr && !IsCollective(op.type)) {
+    // A micro-step without sync: the gradients freed here fold into the accumulator.
+    for (const MemoryEffect& e : op.memory) {
+      if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == u->grads) {
+        SS_RETURN_IF_ERROR(Accumulate(*u, op));
+        break;
+      }
+    }
+  }
   for (const MemoryEffect& e : op.memory) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
     if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
       // S == 1: the reduction is a local cast into its output.
       u->reduced = e.buffer;
-      SS_RETURN_IF_ERROR(ChunkCat(*u, live_[e.buffer].data, op.lane, 1.0));
+      SS_RETURN_IF_ERROR(
+          ChunkCat(*u, live_[e.buffer].data, op.lane, AccumulatedMicroSteps(*u, op)));
     } else if (b.category == MemCategory::kShardedGrads && !b.host) {
       u->sharded_grads = e.buffer;
       SS_RETURN_IF_ERROR(LandGradients(*u, op.lane));
@@ -632,6 +681,7 @@ Status Runner::Step(int step) {
   std::fill(comm_last_.begin(), comm_last_.end(), -1);
   for (UnitData& u : units_) {
     u.gathered = u.device_shard = u.grads = u.replicate_grads = u.reduced = u.sharded_grads = -1;
+    u.accum = -1;
   }
   const int64_t reserved0 = dev_.memory().reserved_bytes;
   // Every lane starts from one point, so all times share the compute lane's origin.

@@ -107,8 +107,8 @@ double ReferenceAdamW(double p, double g, int steps, const ExecOptions& o) {
 
 // One rank: its gradient is the reduction. Every parameter element after `steps` AdamW steps
 // matches the reference on the element's deterministic value and gradient (bf16 casts exact).
-void ExpectAdamW(int steps) {
-  auto job = LoadJob("one_rank.json", 0);
+void ExpectAdamW(int steps, const char* scenario = "one_rank.json", int micro_steps = 1) {
+  auto job = LoadJob(scenario, 0);
   const UnitPlan& unit = job->plan.units.front();
   const UnitLayout layout = MakeUnitLayout(unit, 0);
   const int buffer = ShardBuffer(job->schedule, layout.label, layout.sizes.shard_bytes);
@@ -117,6 +117,7 @@ void ExpectAdamW(int steps) {
   ExecOptions o;
   o.steps = steps;
   o.observer = &reader;
+  o.eps = 0.5f;  // AdamW with a tiny eps moves by lr · sign(g): this makes it see |g| too
   const StepRun run = RunJob(*job, o);
   ASSERT_TRUE(run.failure.ok()) << run.failure.message();
   ASSERT_EQ(run.steps_run, steps);
@@ -126,11 +127,13 @@ void ExpectAdamW(int steps) {
     for (int64_t i = 0; i < p.valid_rows * p.cols; ++i) {
       const int64_t index = p.first_row * p.cols + i;
       // The gradient as it travels: compute dtype, reduce dtype, the parameter's dtype.
+      // Summed over the micro-steps in the reduce dtype.
       float g = GradValue(0, p.fqn, index);
       for (DType d : {p.gather_dtype, p.reduce_dtype, p.own_dtype}) {
         char cell[8];
         StoreFromFloat(cell, d, 0, g);
         g = LoadAsFloat(cell, d, 0);
+        if (d == p.gather_dtype) g *= static_cast<float>(micro_steps);
       }
       const double want =
           ReferenceAdamW(ParamValue(p.fqn, index), g, p.requires_grad ? steps : 0, o);
@@ -145,6 +148,9 @@ void ExpectAdamW(int steps) {
 
 TEST(ExecutorTest, OptimizerStepOnTheShardMatchesReferenceAdamW) { ExpectAdamW(1); }
 TEST(ExecutorTest, StepsCarryStateAndReportTheLast) { ExpectAdamW(3); }
+TEST(ExecutorTest, AccumulationWithoutSyncReducesTheSumOfTheMicroSteps) {
+  ExpectAdamW(1, "one_rank_accum.json", 2);
+}
 
 // Copies one op's output slot when the op has run (a host task on its lane).
 class SlotCopier : public ExecObserver {
