@@ -297,8 +297,8 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
                   "CPU, the whole GPU on CUDA)")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--check", args->check,
-               "after the step, verify every all-gather, reduction and optimizer update of this "
-               "rank against the plan's references (exit 1 naming op, rank and element)");
+                "after the step, verify every all-gather, reduction and optimizer update of this "
+                "rank against the plan's references (exit 1 naming op, rank and element)");
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
   registry.Add(sub, [args] { return Run(*args); });
