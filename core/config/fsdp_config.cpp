@@ -33,6 +33,15 @@ Status ValidateFsdpConfig(const FsdpConfig& c) {
     return InvalidInput(fmt::format("fsdp_config.backward_prefetch_depth = {} (expected >= 0)",
                                     c.backward_prefetch_depth));
   }
+  if (c.reshard_after_forward_ranks != 0) {
+    const int d = c.reshard_after_forward_ranks;
+    if (d < 1 || !c.reshard_after_forward || c.dp_shard_size % d != 0) {
+      return InvalidInput(fmt::format(
+          "fsdp_config.reshard_after_forward = {} (expected a boolean or an integer that divides "
+          "the shard group size {}: FSDP2 reshards to groups of that many ranks)",
+          d, c.dp_shard_size));
+    }
+  }
   struct Field {
     const char* name;
     const std::optional<DType>& value;

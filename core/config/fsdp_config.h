@@ -3,7 +3,8 @@
 // Contents:
 //   MixPrecisionConfig   param / reduce / output dtypes (null = unset), cast_forward_inputs
 //   FsdpConfig           every field of §1.3 with its default
-//   ValidateFsdpConfig   sizes >= 1, depths >= 0, mixed-precision dtypes in the allowed set
+//   ValidateFsdpConfig   sizes >= 1, depths >= 0, mixed-precision dtypes in the allowed set,
+//                        an int reshard_after_forward dividing dp_shard_size
 //   ParseMixPrecisionDType  "bfloat16" | "float16" | "float32" (+ torch./short forms) or error
 //
 // Example:
@@ -34,7 +35,12 @@ struct FsdpConfig {
   std::vector<std::string> replicate_params;  // FQNs kept whole, managed by their unit
   MixPrecisionConfig mix_precision;
   bool enable_offload = false;
+  // FSDP2's `reshard_after_forward: bool | int`. An int d (reshard_after_forward_ranks > 0,
+  // with reshard_after_forward true) keeps a 1/d slice of each unit's parameters after forward
+  // and all-gathers them over d ranks in backward; d must divide the shard group size. FSDP2
+  // treats d == 1 as false and d == shard size as true (the planner does the same, per unit).
   bool reshard_after_forward = true;
+  int reshard_after_forward_ranks = 0;  // 0: the boolean form
   bool reshard_after_backward = true;
   bool requires_grad_sync = true;
   int forward_prefetch_depth = 1;
@@ -49,8 +55,9 @@ struct FsdpConfig {
 };
 
 // Errors name the field: "fsdp_config.forward_prefetch_depth = -1 (expected >= 0)". Checks
-// sizes >= 1, depths >= 0, mixed-precision dtypes in {float32, bfloat16, float16}, and
-// non-empty FQNs in replicate_params / ignored_params.
+// sizes >= 1, depths >= 0, mixed-precision dtypes in {float32, bfloat16, float16}, an int
+// reshard_after_forward >= 1 that divides dp_shard_size (expert units' edp_shard_size is the
+// planner's check), and non-empty FQNs in replicate_params / ignored_params.
 Status ValidateFsdpConfig(const FsdpConfig& config);
 
 // A mixed-precision dtype name: bfloat16, float16, float32 (torch. prefix and bf16/fp16/fp32

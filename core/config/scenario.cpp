@@ -227,7 +227,18 @@ Status FillFsdp(const json& f, Scenario& s) {
                       OptionalDType(mp["output_dtype"], "fsdp.mix_precision.output_dtype"));
   c.mix_precision.cast_forward_inputs = mp["cast_forward_inputs"].get<bool>();
   c.enable_offload = f["enable_offload"].get<bool>();
-  c.reshard_after_forward = f["reshard_after_forward"].get<bool>();
+  if (const json& raf = f["reshard_after_forward"]; raf.is_boolean()) {
+    c.reshard_after_forward = raf.get<bool>();
+  } else {
+    // FSDP2's int form: the size of the groups to reshard to after forward.
+    const int d = raf.get<int>();
+    if (d < 1) {
+      return InvalidInput(fmt::format(
+          "fsdp.reshard_after_forward = {}: expected a boolean or a group size >= 1", d));
+    }
+    c.reshard_after_forward = true;
+    c.reshard_after_forward_ranks = d;
+  }
   c.reshard_after_backward = f["reshard_after_backward"].get<bool>();
   c.requires_grad_sync = f["requires_grad_sync"].get<bool>();
   SS_RETURN_IF_ERROR(InRange(f, "fsdp", "forward_prefetch_depth", 0, kMaxPrefetchDepth));

@@ -43,7 +43,7 @@ std::vector<SchemaKey> BuildSchema() {
       {"fsdp.mix_precision.output_dtype", KeyType::kNullableString, nullptr},
       {"fsdp.mix_precision.cast_forward_inputs", KeyType::kBool, true},
       {"fsdp.enable_offload", KeyType::kBool, false},
-      {"fsdp.reshard_after_forward", KeyType::kBool, true},
+      {"fsdp.reshard_after_forward", KeyType::kBoolOrInt, true},
       {"fsdp.reshard_after_backward", KeyType::kBool, true},
       {"fsdp.requires_grad_sync", KeyType::kBool, true},
       {"fsdp.forward_prefetch_depth", KeyType::kInt, 1},
@@ -103,6 +103,8 @@ bool Matches(KeyType type, const json& v) {
       return v.is_boolean() || v.is_null();
     case KeyType::kNullableInt:
       return is_int || v.is_null();
+    case KeyType::kBoolOrInt:
+      return is_int || v.is_boolean();
     case KeyType::kStringList:
       if (!v.is_array()) return false;
       return std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); });
@@ -224,6 +226,8 @@ std::string_view KeyTypeText(KeyType type) {
       return "a boolean or null";
     case KeyType::kNullableInt:
       return "an integer or null";
+    case KeyType::kBoolOrInt:
+      return "a boolean or an integer";
     case KeyType::kStringList:
       return "an array of strings";
     case KeyType::kModel:

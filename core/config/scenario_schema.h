@@ -29,6 +29,7 @@ enum class KeyType {
   kNullableString,  // string or null
   kNullableBool,    // bool or null
   kNullableInt,     // integer or null
+  kBoolOrInt,       // boolean or integer (FSDP2's reshard_after_forward)
   kStringList,      // array of strings
   kModel,           // string or {"hf_config"|"module_tree": string} or {"hf": object}
 };

@@ -71,6 +71,10 @@ struct UnitPlan {
   ReduceOp reduce_op = ReduceOp::kAvg;
   std::optional<double> gradient_scaling_factor;  // 1/D when source metadata is present
   bool reshard_after_forward = true;
+  // FSDP2's int form, as resolved for this unit: > 1 keeps a 1/d slice of the parameters after
+  // forward and all-gathers it over d ranks (a divisor of the shard size) in backward; 0 when
+  // the unit reshards to its full shard group or not at all.
+  int reshard_after_forward_ranks = 0;
   MixedPrecisionPlan mixed_precision;
   bool offload = false;
   bool comm_fusion = false;

@@ -52,7 +52,9 @@ json UnitJson(const UnitPlan& u) {
               {"reduce_op", u.reduce_op == ReduceOp::kSum ? "sum" : "avg"},
               {"gradient_scaling_factor",
                u.gradient_scaling_factor ? json(*u.gradient_scaling_factor) : json(nullptr)},
-              {"reshard_after_forward", u.reshard_after_forward},
+              {"reshard_after_forward", u.reshard_after_forward_ranks > 0
+                                            ? json(u.reshard_after_forward_ranks)
+                                            : json(u.reshard_after_forward)},
               {"mixed_precision",
                {{"param_dtype", OptionalDType(u.mixed_precision.param_dtype)},
                 {"reduce_dtype", OptionalDType(u.mixed_precision.reduce_dtype)},
@@ -161,12 +163,14 @@ std::string FormatPlanTable(const Plan& plan) {
       reduce += fmt::format(" ×1/{:.0f}", 1.0 / *u.gradient_scaling_factor);
     std::string name = u.is_root ? "<root>" : u.fqn;
     if (name.size() > name_width) name = "…" + name.substr(name.size() - name_width + 1);
-    out += fmt::format("{:>4} {:>4}  {:<{}} {:>7} {:>11} {:>11}  {:<28} {:<12} {:<7} {:<24} {}\n",
-                       u.execution_index ? fmt::format("{}", *u.execution_index) : "-",
-                       u.wrap_index, name, name_width, u.params.size() + u.replicate_params.size(),
-                       FormatBytes(u.sharded_bytes()), FormatBytes(u.unsharded_bytes()),
-                       MeshText(u.mesh), reduce, u.reshard_after_forward ? "yes" : "no",
-                       PrefetchText(u.forward_prefetch), PrefetchText(u.backward_prefetch));
+    out += fmt::format(
+        "{:>4} {:>4}  {:<{}} {:>7} {:>11} {:>11}  {:<28} {:<12} {:<7} {:<24} {}\n",
+        u.execution_index ? fmt::format("{}", *u.execution_index) : "-", u.wrap_index, name,
+        name_width, u.params.size() + u.replicate_params.size(), FormatBytes(u.sharded_bytes()),
+        FormatBytes(u.unsharded_bytes()), MeshText(u.mesh), reduce,
+        u.reshard_after_forward_ranks > 0 ? fmt::format("to {}", u.reshard_after_forward_ranks)
+                                          : (u.reshard_after_forward ? "yes" : "no"),
+        PrefetchText(u.forward_prefetch), PrefetchText(u.backward_prefetch));
   }
   if (!plan.pipeline_chunks.empty()) {
     out += fmt::format("\npipeline chunks ({}, each its own FSDP root):\n",
@@ -184,6 +188,19 @@ std::string FormatPlanTable(const Plan& plan) {
                          modules.empty() ? "-" : fmt::format("{}", fmt::join(modules, ",")),
                          c.params.size() + c.replicate_params.size());
     }
+  }
+  // What empty lists mean to FSDP2 (FSDPState._pre_backward's default_prefetch,
+  // wait_for_unshard's kept all-gather output): not "no prefetch".
+  if (plan.backward_prefetch_depth == 0) {
+    out +=
+        "\nbackward prefetch depth 0: no explicit lists, so FSDP2's implicit one-ahead prefetch "
+        "runs (the same as depth 1); FSDP2 cannot switch backward prefetch off\n";
+  }
+  if (plan.forward_prefetch_depth == 0) {
+    out +=
+        "\nforward prefetch depth 0: no explicit lists; FSDP2 still keeps each unit's all-gather "
+        "output until the next unit's copy-out, and the host running ahead overlaps the next "
+        "all-gather\n";
   }
   if (!plan.warnings.empty()) {
     out += fmt::format("\nwarnings ({}):\n", plan.warnings.size());

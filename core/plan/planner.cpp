@@ -313,6 +313,18 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
     for (ParamPlan& p : u.params) SS_RETURN_IF_ERROR(ShardParam(shard_size, p));
     for (ParamPlan& p : u.replicate_params) SS_RETURN_IF_ERROR(ShardParam(shard_size, p));
     u.reshard_after_forward = u.is_root ? false : config.reshard_after_forward;
+    if (!u.is_root && config.reshard_after_forward_ranks > 0) {
+      // fully_shard's _get_post_forward_mesh_info: 1 means false, the shard size true.
+      const int d = config.reshard_after_forward_ranks;
+      if (shard_size % d != 0) {
+        return InvalidInput(fmt::format(
+            "fsdp_config.reshard_after_forward = {}: unit '{}' shards over {} ranks (expected a "
+            "divisor of every unit's shard group size)",
+            d, u.fqn, shard_size));
+      }
+      u.reshard_after_forward = d > 1;
+      u.reshard_after_forward_ranks = d > 1 && d < shard_size ? d : 0;
+    }
     u.mixed_precision = MixedPrecisionFor(config, u);
     u.offload = config.enable_offload;
     u.comm_fusion = config.comm_fusion;

@@ -246,9 +246,17 @@ struct Schedule {
 //     issued it (NCCL chains them on its internal stream): SerializesOnCommunicator.
 //     Point-to-point sends and receives keep only their issue order on the group (they go
 //     out as batched groups), they do not hold the communicator.
-//  4. GPU-synchronous issue. There is no CPU thread: an op that FSDP2 issues from a hook (an
-//     unshard, a prefetch, a reduce-scatter after backward) depends on the compute-lane op
-//     that precedes the hook, so it cannot run ahead of the compute it follows.
+//  4. Host run-ahead. The CPU issues FSDP2's hooks far ahead of the GPU (H200 traces in
+//     bench/device/results, one rank: at layer k's pre-forward about k · 5 ms of GPU work
+//     was still queued, 80 ms by layer 15, 110-210 ms in backward; FSDP2's all-gather path
+//     has no host sync), so what orders a hook's op on the GPU is FSDP2's stream waits: an
+//     all-gather (copy-in and collective) waits only for the copy-out its streams were
+//     last ordered after (wait_all_gather_streams_on_event, release_all_gather_state_for_
+//     comm_reuse), the root's pre-forward (wait_stream on the compute stream) and an int
+//     reshard's event; a reduce-scatter waits for the compute-lane op before its hook
+//     (reduce_scatter_stream.wait_stream). Memory is counted in program order, as the
+//     caching allocator counts it: a hook's allocation is an effect of the compute-lane op
+//     before the hook, even when the op using the buffer runs earlier on the GPU.
 //  5. Collectives are IsCollective(type): all-gather, reduce-scatter, all-reduce, all-to-all,
 //     send, receive. Each carries a CollectiveSpec; every rank of a group issues the group's
 //     collectives in the same order with the same dtype and count.

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -150,6 +151,20 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
         "ranks, replicate group of {}); plan and schedule options disagree",
         what, z.shard_group, z.replicate_group, table.Size(prefix + "_shard"),
         table.Size(prefix + "_replicate")));
+  }
+  if (const int d = unit.reshard_after_forward_ranks; d > 1) {
+    if (z.shard_group % d != 0) {
+      return InvalidInput(
+          fmt::format("{}: reshard_after_forward = {} does not divide the shard group of {} ranks",
+                      what, d, z.shard_group));
+    }
+    // FSDP2's post-forward mesh: the shard group cut into blocks of d consecutive ranks.
+    std::vector<int> shard = group({WorldDim::kDpShard, WorldDim::kCp}, {ExpertDim::kEdpShard})();
+    const size_t at = std::find(shard.begin(), shard.end(), rank) - shard.begin();
+    const size_t first = at / d * d;
+    g.post_forward = table.Get(
+        fmt::format("{}_shard_post_forward{}:{}", prefix, d, first / d), {base + "_shard"},
+        [&] { return std::vector<int>(shard.begin() + first, shard.begin() + first + d); });
   }
   if (z.replicate_grad_bytes > 0) {
     g.flat = table.Get(prefix, {base + "_replicate", base + "_shard"},
@@ -314,10 +329,11 @@ void AddNotes(const ScheduleOptions& o, Schedule& s) {
         o.pp, o.dp_replicate, o.dp_shard, o.cp, o.tp, o.world_size / o.pp));
   }
   s.notes.push_back(
-      "all-gather output buffer stands for the unsharded parameters (FSDP2's copy-out into "
-      "per-parameter tensors and the reduce-scatter copy-in are timed on the compute stream, "
-      "their transient memory is not modelled); ops issued from hooks wait for the preceding "
-      "compute op (GPU-synchronous issue)");
+      "FSDP2's prefetch rules: a forward unit keeps its all-gather output until the next "
+      "unit's copy-out (2 + forward depth buffers), an empty backward list keeps the implicit "
+      "one-ahead prefetch (depth 0 = FSDP2's default), the root prefetches the last unit as "
+      "backward begins; the host runs ahead of the GPU, so all-gathers wait only for FSDP2's "
+      "stream events while memory is counted in program order");
   s.notes.push_back(fmt::format(
       "activation checkpointing '{}' applied to non-root units; the root is never checkpointed",
       ActivationCheckpointName(o.activation_checkpoint)));

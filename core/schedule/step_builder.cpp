@@ -8,18 +8,24 @@
 #include <string>
 
 // FSDP2 behaviour modelled here (torch/distributed/fsdp/_fully_shard/, read for this file):
-// - Issue timing. The simulator has no CPU thread, so an op issued from a hook (an unshard,
-//   a prefetch) depends on the compute-lane op that precedes that hook: the GPU-synchronous
-//   issue point. FSDP2 ties its all-gather streams to compute progress the same way
-//   (FSDPParamGroup.wait_for_unshard makes the all-gather streams wait on the previous
-//   unit's copy-out event), so all-gathers run about one unit ahead per prefetch depth, not
-//   unboundedly ahead.
+// - Issue timing (schedule.h rule 4). The host runs ahead of the GPU, so an all-gather waits
+//   only for the stream events FSDP2 orders the all-gather streams after (ag_wait_): in
+//   forward the copy-out of the output being released (two units back without explicit
+//   prefetch: that is how FSDP2 overlaps forward all-gathers with no forward list), in
+//   backward the latest copy-out. Reduce-scatters wait for the compute before their hook.
+//   Allocations stay at their program-order point (the caching allocator's view).
+// - Prefetch and retention (FSDPParamGroup.wait_for_unshard, FSDPState._pre_backward): a
+//   forward unit keeps its all-gather output until the next unit's copy-out, so it holds two
+//   unit-sized buffers, and an explicit forward list of depth F adds F (2 + F). In backward
+//   an empty list keeps FSDP2's implicit one-ahead prefetch (the unit before in post-forward
+//   order) and a non-empty one replaces it (1 + B); the root's pre-backward prefetches the
+//   last unit as backward begins.
 // - All-gather (foreach_all_gather): copy-in casts the local shard to param_dtype on the
 //   all-gather lane, then one flat all-gather per unit into a padded S·shard buffer. That
 //   buffer stands for the unsharded parameters until reshard (runtime.md). FSDP2's separate
 //   copy-out into per-parameter tensors is its own compute-stream op (<phase>/<unit>/copy_out)
-//   after the all-gather, just before the unit's next compute op; its memory (the output
-//   and the parameters live together for a moment) is not modelled. The reduce-scatter's
+//   in the unit's pre-forward / pre-backward, after the all-gather; outside forward the
+//   output and the parameters both exist during it (CopyOut). The reduce-scatter's
 //   copy-in (chunk_cat of the unsharded gradients into the reduce-dtype input) is the op
 //   bwd/<unit>/reduce_copy_in after the unit's last backward op. The cast copy exists only
 //   when param_dtype differs from the stored dtype and lives until the all-gather ends.
@@ -85,7 +91,13 @@ struct UnitState {
   std::map<int, std::vector<int>> chunk_activation_buffers;
   std::map<int, std::vector<int>> chunk_loss_buffers;
   bool grads_allocated = false;
-  bool copy_out_pending = false;      // an all-gather ran; the next compute op copies out first
+  bool copy_out_pending = false;  // an all-gather ran; its copy-out is not emitted yet
+  // reshard_after_forward = d: the 1/d slice kept after forward (FSDP2's
+  // _sharded_post_forward_param_data) and the op whose end resharded to it, which the backward
+  // all-gather waits for (_reshard_after_forward_event).
+  int post_forward_buffer = -1;
+  int post_forward_op = -1;
+  bool output_over_group = false;     // the last all-gather had peers (FSDP2's world_size > 1)
   bool sharded_grads_landed = false;  // the unit's reduced gradients exist on the device
   int copy_out_module = -1;           // interned names of this unit's FSDP copies
   int copy_in_module = -1;
@@ -317,20 +329,6 @@ class RoleEmitter::Impl {
   // A compute-lane op of unit u: waits for u's parameters when it is u's first use.
   int PushCompute(ScheduleOp op, int u) {
     UnitState& st = state_[u];
-    if (op.type == OpType::kCompute && st.copy_out_pending) {
-      // foreach_all_gather_copy_out (wait_for_unshard): split_with_sizes_copy from the
-      // all-gather output into the parameters, its own op on the compute stream after the
-      // all-gather and before the parameters' first use.
-      const std::string_view phase = phase_ == Phase::kForward ? "fwd" : "bwd";
-      ScheduleOp copy = NewOp(Lane::kCompute, OpType::kCompute, Id(phase, u, op_what::kCopyOut),
-                              "FSDP::all_gather_copy_out", u);
-      copy.items.push_back(
-          CopyItem(st.copy_out_module, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut));
-      if (st.ready_op >= 0) copy.deps.push_back(st.ready_op);
-      st.ready_op = -1;
-      Push(std::move(copy));
-      st.copy_out_pending = false;
-    }
     if (st.ready_op >= 0) {
       op.deps.push_back(st.ready_op);
       st.ready_op = -1;
@@ -382,11 +380,16 @@ class RoleEmitter::Impl {
     }
     const UnitPlan& unit = Unit(u);
     const std::string phase = phase_ == Phase::kForward ? "fwd" : "bwd";
+    // The host runs ahead of the GPU (schedule.h rule 4): the all-gather streams wait only for
+    // the events FSDP2 orders them after, the copy-out in ag_wait_ and, after an int reshard,
+    // the reshard (_reshard_after_forward_event).
     std::vector<int> issue;
-    if (last_compute_ >= 0) issue.push_back(last_compute_);
+    if (ag_wait_ >= 0) issue.push_back(ag_wait_);
+    const bool post_forward = st.post_forward_buffer >= 0;
+    if (post_forward) issue.push_back(st.post_forward_op);
     int device_shard = -1;
     int h2d = -1;
-    if (unit.offload) {
+    if (unit.offload && !post_forward) {
       ScheduleOp copy =
           NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, op_what::kH2D), "Memcpy HtoD", u);
       copy.bytes = z.shard_bytes;
@@ -397,18 +400,30 @@ class RoleEmitter::Impl {
     }
     ScheduleOp copy_in = NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, op_what::kCopyIn),
                                "all_gather_copy_in", u);
-    copy_in.bytes = z.shard_gather_bytes;
+    // Resharded to d ranks, each rank's input is the 1/d slice kept after forward, already in
+    // param_dtype.
+    const int d = post_forward ? Unit(u).reshard_after_forward_ranks : 0;
+    const int64_t input_bytes = post_forward ? z.gathered_bytes / d : z.shard_gather_bytes;
+    copy_in.bytes = input_bytes;
     copy_in.deps = issue;
     if (h2d >= 0) copy_in.deps.push_back(h2d);
-    st.params_buffer = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
-                             z.gathered_bytes, z.gather_dtype, u);
+    // The caching allocator counts in program order, where the host allocates: right after
+    // the compute op before the hook, even when the all-gather then runs earlier on the GPU.
+    if (last_compute_ >= 0) {
+      st.params_buffer = Alloc(s_.ops[last_compute_], MemoryEffect::When::kEnd,
+                               MemCategory::kUnshardedParams, z.gathered_bytes, z.gather_dtype, u);
+    } else {
+      st.params_buffer = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
+                               z.gathered_bytes, z.gather_dtype, u);
+    }
     int cast = -1;
-    if (z.cast_in_copy_in) {
+    if (z.cast_in_copy_in && !post_forward) {
       cast = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
                    z.shard_gather_bytes, z.gather_dtype, u);
     }
     if (device_shard >= 0) Free(copy_in, MemoryEffect::When::kEnd, device_shard);
-    const int group = groups_[u].shard;
+    const int group = post_forward ? groups_[u].post_forward : groups_[u].shard;
+    st.output_over_group = group >= 0;
     if (group < 0) {
       // Without peers FSDP2 skips the all-gather: it casts the parameters on the compute
       // stream, then copies them into the unsharded parameters like a copy-out (measured on
@@ -422,7 +437,7 @@ class RoleEmitter::Impl {
                             "ncclAllGather", u);
       ag.group = group;
       ag.bytes = z.gathered_bytes;
-      ag.collective = CollectiveOf(z.gather_dtype, z.shard_gather_bytes);
+      ag.collective = CollectiveOf(z.gather_dtype, input_bytes);
       ag.collective.input_buffer = ag.collective.output_buffer = st.params_buffer;  // in place
       ag.deps = {copy_in_index};
       Free(ag, MemoryEffect::When::kEnd, cast);
@@ -439,6 +454,52 @@ class RoleEmitter::Impl {
     if (t != index_of_.end() && in_.chunk_of[t->second] == in_.chunk_of[u]) Unshard(t->second);
   }
 
+  // The implicit backward prefetch (FSDPParamGroup._backward_prefetch, used when u's explicit
+  // list is empty: default_prefetch): the unit whose post-forward came just before u's.
+  void ImplicitBackwardPrefetch(int u) {
+    const std::vector<int>& order = post_forward_order_[in_.chunk_of[u]];
+    auto at = std::find(order.rbegin(), order.rend(), u);
+    if (at == order.rend() || std::next(at) == order.rend()) return;
+    Unshard(*std::next(at));
+  }
+
+  // wait_for_unshard: the copy-out (foreach_all_gather_copy_out, split_with_sizes_copy from
+  // the all-gather output into the parameters) on the compute stream, and the all-gather
+  // output's fate. In forward FSDP2 keeps it until the next unit's copy-out
+  // (comm_ctx.all_gather_state), which first releases the previous one and orders the
+  // all-gather streams after that one's copy-out: so a forward unit holds two unit-sized
+  // buffers (params_buffer and retained_buffer_ here; the counts match FSDP2's output and
+  // parameters at every point). Otherwise the output is freed after the copy-out (both exist
+  // during it) and the all-gather streams wait for this copy-out.
+  void CopyOut(int u) {
+    UnitState& st = state_[u];
+    if (!st.copy_out_pending) return;
+    st.copy_out_pending = false;
+    const UnitSizes& z = in_.sizes[u];
+    const bool forward = phase_ == Phase::kForward;
+    const bool retain = forward && st.output_over_group;
+    ScheduleOp copy =
+        NewOp(Lane::kCompute, OpType::kCompute, Id(forward ? "fwd" : "bwd", u, op_what::kCopyOut),
+              "FSDP::all_gather_copy_out", u);
+    copy.items.push_back(
+        CopyItem(st.copy_out_module, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut));
+    if (st.ready_op >= 0) copy.deps.push_back(st.ready_op);
+    st.ready_op = -1;
+    if (retain) {
+      Free(copy, MemoryEffect::When::kStart, retained_buffer_);
+      if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
+      retained_buffer_ = Alloc(copy, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
+                               z.gathered_bytes, z.gather_dtype, u);
+    } else if (st.output_over_group) {
+      int output = Alloc(copy, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
+                         z.gathered_bytes, z.gather_dtype, u);
+      Free(copy, MemoryEffect::When::kEnd, output);
+    }
+    Free(copy, MemoryEffect::When::kEnd, st.post_forward_buffer);  // to_unsharded
+    const int index = Push(std::move(copy));
+    (retain ? retained_copy_out_ : ag_wait_) = index;
+  }
+
   void Reshard(int u, ScheduleOp& at) {
     UnitState& st = state_[u];
     if (!st.gathered) return;
@@ -451,7 +512,14 @@ class RoleEmitter::Impl {
   void Forward(int u) {
     const Phase saved = phase_;
     phase_ = Phase::kForward;
+    if (IsRoot(u)) {
+      // Root pre-forward: the all-gather streams wait for the current stream once.
+      ag_wait_ = last_compute_;
+      post_forward_order_[in_.chunk_of[u]].clear();
+    }
+    // Pre-forward: unshard, copy out, then the explicit forward list on top of that.
     Unshard(u);
+    CopyOut(u);
     for (const std::string& target : Unit(u).forward_prefetch) Prefetch(u, target);
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
@@ -502,9 +570,27 @@ class RoleEmitter::Impl {
       Free(op, MemoryEffect::When::kEnd, ws);
       PushCompute(std::move(op), u);
     }
-    // Post-forward: reshard (the root keeps its parameters into backward).
+    // Post-forward: reshard (the root keeps its parameters into backward), to the full shard
+    // group or, for reshard_after_forward = d, to a 1/d slice cloned out of the parameters.
     const bool keep = IsRoot(u) || !Unit(u).reshard_after_forward;
-    if (!keep && last_compute_ >= 0) Reshard(u, s_.ops[last_compute_]);
+    if (!keep && last_compute_ >= 0) {
+      ScheduleOp& end = s_.ops[last_compute_];
+      const int d = Unit(u).reshard_after_forward_ranks;
+      if (d > 1 && st.gathered && st.params_buffer >= 0) {
+        const UnitSizes& z = in_.sizes[u];
+        st.post_forward_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedParams,
+                                       z.gathered_bytes / d, z.gather_dtype, u);
+        st.post_forward_op = last_compute_;
+      }
+      Reshard(u, end);
+    }
+    post_forward_order_[in_.chunk_of[u]].push_back(u);
+    if (IsRoot(u) && last_compute_ >= 0) {
+      // The forward root's post-forward releases the last retained all-gather output.
+      Free(s_.ops[last_compute_], MemoryEffect::When::kEnd, retained_buffer_);
+      if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
+      retained_copy_out_ = -1;
+    }
     phase_ = saved;
   }
 
@@ -551,8 +637,17 @@ class RoleEmitter::Impl {
   void Backward(int u) {
     phase_ = Phase::kBackward;
     UnitState& st = state_[u];
+    // Pre-backward: unshard, copy out, then prefetch: the explicit list replaces the implicit
+    // one-ahead prefetch, an empty one keeps it (FSDPState._pre_backward's default_prefetch),
+    // so depth 0 is FSDP2's default and backward prefetch never stops. The root's list is
+    // empty: its hook prefetches the last unit as backward begins, before the loss backward.
     Unshard(u);
-    for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
+    CopyOut(u);
+    if (Unit(u).backward_prefetch.empty()) {
+      ImplicitBackwardPrefetch(u);
+    } else {
+      for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
+    }
     const CheckpointMode mode = ModeOf(u);
     if (mode == CheckpointMode::kFull) Recompute(u);
     std::map<std::string, int> counters;
@@ -885,6 +980,11 @@ class RoleEmitter::Impl {
   std::vector<int> sharded_grads_;       // reduced gradients, live until the optimizer's end
   int prev_reduce_scatter_ = -1;
   int last_compute_ = -1;
+  int ag_wait_ = -1;  // the op the all-gather streams were last ordered after (a copy-out)
+  // Forward: the all-gather output FSDP2 keeps until the next copy-out, and that copy-out.
+  int retained_buffer_ = -1;
+  int retained_copy_out_ = -1;
+  std::map<int, std::vector<int>> post_forward_order_;  // per model chunk, its last forward
   int micro_ = 0;
   int micro_steps_ = 1;
   Phase phase_ = Phase::kForward;

@@ -26,6 +26,10 @@ struct UnitGroups {
   int shard = -1;      // all-gather / reduce-scatter group (-1 when S == 1)
   int replicate = -1;  // HSDP all-reduce group (-1 when R == 1)
   int flat = -1;       // replicate × shard, for replicate params (-1 when size 1)
+  // reshard_after_forward = d (UnitPlan::reshard_after_forward_ranks): the d consecutive
+  // ranks of the shard group the backward all-gather runs over (FSDP2's post-forward mesh,
+  // mesh.view(-1, d)); -1 otherwise.
+  int post_forward = -1;
 };
 
 struct StepInputs {

@@ -5,7 +5,8 @@
 // Contents:
 //   CategoryBytes   bytes per MemCategory
 //   MemorySample    all categories + allocated + reserved at one time
-//   RoleMemory      one role's curve, peaks (time, op, breakdown), OOM, end-of-step state
+//   RoleMemory      one role's curve, peaks (time, op, breakdown; per step phase too), OOM,
+//                   end-of-step state
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/schedule/schedule.h"
+#include "core/timeline/step_phase.h"
 
 namespace shardscope {
 
@@ -43,6 +45,8 @@ struct RoleMemory {
   int64_t peak_allocated_time_ns = 0;
   int peak_allocated_op = -1;  // the op whose effect reached the peak; -1: initial state
   CategoryBytes at_peak_allocated{};
+  // The allocated peak of each phase (StepPhaseOf the op applying an effect), by StepPhase.
+  std::array<PhasePeak, kNumStepPhases> phase_peaks{};
 
   int64_t peak_reserved_bytes = 0;
   int64_t peak_reserved_time_ns = 0;

@@ -38,7 +38,9 @@ class RoleState {
     Sample(0);
   }
 
-  Status Apply(const ScheduleOp& op, int op_index, const MemoryEffect& e, int64_t t) {
+  // `phase`: StepPhaseOf(op), for the per-phase peaks.
+  Status Apply(const ScheduleOp& op, int op_index, StepPhase phase, const MemoryEffect& e,
+               int64_t t) {
     const int c = static_cast<int>(e.category);
     if (c < 0 || c >= kNumMemCategories) {
       return InvalidInput(
@@ -100,6 +102,8 @@ class RoleState {
     }
     changed_ = true;
     RecordPeaks(t, op_index);
+    PhasePeak& p = mem_.phase_peaks[static_cast<int>(phase)];
+    if (p.op < 0 || allocated_ > p.allocated_bytes) p = {allocated_, t, op_index};
     return Status::Ok();
   }
 
@@ -172,13 +176,16 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     }
     states.emplace_back(initial, options);
   }
+  std::vector<StepPhase> phases;
+  phases.reserve(schedule.ops.size());
+  for (const ScheduleOp& op : schedule.ops) phases.push_back(StepPhaseOf(op));
   for (const Transition& tr : timeline.log) {
     const ScheduleOp& op = schedule.ops[tr.op];
     RoleState& st = states[op.role];
     const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
     for (const MemoryEffect& e : op.memory) {
       if (e.when != when) continue;
-      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, e, tr.time_ns));
+      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, phases[tr.op], e, tr.time_ns));
     }
     st.EndTransition(tr.time_ns);
   }

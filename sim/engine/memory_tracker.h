@@ -5,7 +5,8 @@
 // Contents:
 //   MemoryOptions   capacity (usable HBM) and whether to keep the full curve
 //   TrackMemory     the replay → one RoleMemory per role (core/timeline/memory_series.h:
-//                   samples of all categories + allocated + reserved, peaks, OOM, end state)
+//                   samples of all categories + allocated + reserved, peaks overall and per
+//                   step phase (core/timeline/step_phase.h), OOM, end state)
 //
 // Effects apply in the engine's processing order (Timeline::log), start effects when the op
 // starts, end effects when it ends. `initial_memory` is live from time 0 (allocated as one

@@ -140,6 +140,11 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
                                                  : "(initial state)";
     for (int c = 0; c < kNumMemCategories; ++c)
       s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
+    for (int p = 0; p < kNumStepPhases; ++p) {
+      const PhasePeak& peak = rm.phase_peaks[p];
+      s.phase_peaks[p] = {Gib(peak.allocated_bytes), Seconds(peak.time_ns),
+                          peak.op >= 0 ? sim.schedule.ops[peak.op].op_id : std::string()};
+    }
   }
   s.peak_memory_reserved_gib = Gib(peak_reserved);
   // Host memory is reported apart from HBM: it never counts against the GPU's capacity.

@@ -26,6 +26,13 @@ nlohmann::json SummaryToJson(const Summary& s) {
     at_peak[std::string(MemCategoryName(static_cast<MemCategory>(c)))] = s.memory_at_peak_gib[c];
   }
   j["memory_at_peak_gib"] = at_peak;
+  json by_phase = json::object();
+  for (int p = 0; p < kNumStepPhases; ++p) {
+    const Summary::PhasePeakFigures& f = s.phase_peaks[p];
+    by_phase[std::string(StepPhaseName(static_cast<StepPhase>(p)))] = {
+        {"allocated_gib", f.allocated_gib}, {"time_s", f.time_s}, {"op", f.op}};
+  }
+  j["peak_memory_by_phase"] = by_phase;
   j["hbm_gib"] = s.hbm_gib;
   j["fits"] = s.fits;
   j["warnings"] = s.warnings;
@@ -75,6 +82,9 @@ nlohmann::json SummaryToJson(const Summary& s) {
       {"peak_memory_reserved_gib",
        "estimate of PyTorch caching-allocator reserved bytes (rounded blocks, cached per stream)"},
       {"memory_at_peak_gib", "allocated bytes per category at the allocated peak"},
+      {"peak_memory_by_phase",
+       "the same role's allocated peak within forward, loss (ops holding the loss), backward "
+       "and optimizer (the end-of-backward wait and the step), with when and at which op"},
       {"host_memory_gib", "pinned host memory (CPU offload), not included in the HBM figures"},
       {"host_compute_s", "CPU work (offloaded optimizer step); the GPU counts it as idle"},
       {"fits", "peak reserved estimate <= usable HBM (HBM minus CUDA context and NCCL reserve)"},

@@ -2,7 +2,8 @@
 //
 // Contents:
 //   Summary        every figure of the summary JSON (+ additions: per-kind exposure, the
-//                  op at the peak, the overflowing category, which memory figure is which)
+//                  op at the peak, the peak of each step phase, the overflowing category,
+//                  which memory figure is which)
 //   SummaryToJson  formats.md §2 (field names fixed; extra fields added, never renamed)
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/schedule/schedule.h"
+#include "core/timeline/step_phase.h"
 
 namespace shardscope::sim {
 
@@ -52,6 +54,15 @@ struct Summary {
   double peak_memory_time_s = 0;  // when allocated memory peaked
   std::string peak_memory_op;     // the op whose allocation reached the peak
   std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
+  // The same role's allocated peak within each step phase (StepPhase order), where a knob's
+  // effect shows even when the global peak sits elsewhere; op "" for a phase without memory
+  // effects.
+  struct PhasePeakFigures {
+    double allocated_gib = 0;
+    double time_s = 0;
+    std::string op;
+  };
+  std::array<PhasePeakFigures, kNumStepPhases> phase_peaks{};
   double hbm_gib = 0;
   // Pinned host memory of the role with the most (offload), by category; not part of the HBM
   // figures above.

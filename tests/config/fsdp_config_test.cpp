@@ -1,5 +1,6 @@
 #include "core/config/fsdp_config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace shardscope {
@@ -47,6 +48,22 @@ TEST(FsdpConfigTest, ErrorsNameTheField) {
   c = FsdpConfig();
   c.ignored_params = {""};
   EXPECT_NE(ErrorOf(c).find("ignored_params"), std::string::npos);
+}
+
+TEST(FsdpConfigTest, ReshardAfterForwardIntMustDivideTheShardGroup) {
+  FsdpConfig c;
+  c.dp_shard_size = 8;
+  for (int d : {1, 2, 4, 8}) {
+    c.reshard_after_forward_ranks = d;
+    EXPECT_TRUE(ValidateFsdpConfig(c).ok()) << d;
+  }
+  for (int d : {3, 16, -1}) {
+    c.reshard_after_forward_ranks = d;
+    EXPECT_EQ(ErrorOf(c), fmt::format("fsdp_config.reshard_after_forward = {} (expected a boolean "
+                                      "or an integer that divides the shard group size 8: FSDP2 "
+                                      "reshards to groups of that many ranks)",
+                                      d));
+  }
 }
 
 TEST(FsdpConfigTest, MixPrecisionDTypeNames) {

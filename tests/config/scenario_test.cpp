@@ -233,6 +233,28 @@ TEST(ScenarioTest, SimulatorKeysAreParsed) {
   EXPECT_EQ(AttentionBackendName(s->training.attention_backend), "cudnn");
 }
 
+TEST(ScenarioTest, ReshardAfterForwardTakesABooleanOrFsdp2sInt) {
+  Result<Scenario> two = Parse(json{{"model", "llama3-8b"}}, {"fsdp.reshard_after_forward=2"});
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_TRUE(two->fsdp.reshard_after_forward);
+  EXPECT_EQ(two->fsdp.reshard_after_forward_ranks, 2);
+  Result<Scenario> plain = Parse(json{{"model", "llama3-8b"}}, {"fsdp.reshard_after_forward=true"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->fsdp.reshard_after_forward_ranks, 0);
+  // 3 does not divide the 16 ranks of the default job's shard group; 0 is no group size.
+  for (const char* bad : {"fsdp.reshard_after_forward=3", "fsdp.reshard_after_forward=0"}) {
+    Result<Scenario> s = Parse(json{{"model", "llama3-8b"}}, {bad, "cluster.nodes=2"});
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(s.status().message().find("reshard_after_forward = "), std::string::npos)
+        << s.status().message();
+  }
+  Result<Scenario> text = Parse(json{{"model", "llama3-8b"}}, {"fsdp.reshard_after_forward=\"2\""});
+  ASSERT_FALSE(text.ok());
+  EXPECT_NE(text.status().message().find("a boolean or an integer"), std::string::npos)
+      << text.status().message();
+}
+
 TEST(ScenarioTest, SetOverrides) {
   Result<Scenario> s = Parse(
       json{{"model", "llama3-8b"}},

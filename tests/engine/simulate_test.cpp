@@ -152,6 +152,43 @@ TEST(SimulateTest, DeeperPrefetchNeverLowersPeakMemory) {
   }
 }
 
+TEST(SimulateTest, PhasePeaksShowWhatTheGlobalPeakHides) {
+  const auto peaks = [](std::vector<std::string> sets) {
+    sets.push_back("training.activation_checkpoint=full");
+    json job = SmallJob();
+    job["model"]["hf"]["vocab_size"] = 4096;  // the blocks, not the root, dominate forward
+    return MustRun(job, sets).summary;
+  };
+  const Summary base = peaks({});
+  // The global peak is the highest phase peak, and every phase allocates something.
+  double highest = 0;
+  for (const Summary::PhasePeakFigures& p : base.phase_peaks) {
+    EXPECT_FALSE(p.op.empty());
+    EXPECT_LE(p.allocated_gib, base.peak_memory_allocated_gib + 1e-9);
+    highest = std::max(highest, p.allocated_gib);
+  }
+  EXPECT_DOUBLE_EQ(highest, base.peak_memory_allocated_gib);
+  EXPECT_EQ(base.phase_peaks[static_cast<int>(StepPhase::kOptimizer)].op, "step/optimizer");
+  // Keeping the blocks gathered after forward: by the last block's forward the three before
+  // it are still gathered (each one block's bf16 parameters: q, k, v, o; gate, up, down; two
+  // norms), so the forward peak rises by more than two blocks and at most three (the peaks
+  // fall at slightly different moments); the optimizer's peak does not move.
+  const Summary deeper = peaks({"fsdp.reshard_after_forward=false"});
+  const double unit_gib =
+      (1024.0 * (1024 + 512 + 512 + 1024) + 3.0 * 1024 * 3584 + 2 * 1024) * 2 / (1 << 30);
+  const int fwd = static_cast<int>(StepPhase::kForward);
+  const int opt = static_cast<int>(StepPhase::kOptimizer);
+  const double rise = deeper.phase_peaks[fwd].allocated_gib - base.phase_peaks[fwd].allocated_gib;
+  EXPECT_GT(rise, 2 * unit_gib);
+  EXPECT_LE(rise, 3 * unit_gib + 1e-9);
+  EXPECT_DOUBLE_EQ(deeper.phase_peaks[opt].allocated_gib, base.phase_peaks[opt].allocated_gib);
+  const json out = SummaryToJson(base);
+  for (const char* phase : {"forward", "loss", "backward", "optimizer"}) {
+    ASSERT_TRUE(out["peak_memory_by_phase"].contains(phase)) << phase;
+    EXPECT_TRUE(out["peak_memory_by_phase"][phase]["allocated_gib"].is_number()) << phase;
+  }
+}
+
 TEST(SimulateTest, FullCheckpointingNeverUsesMoreActivationMemory) {
   const auto activations = [](const char* ac) {
     const Simulation sim =

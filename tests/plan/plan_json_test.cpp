@@ -10,6 +10,27 @@ namespace {
 using namespace testing_util;
 using nlohmann::json;
 
+TEST(PlanJsonTest, ReshardAfterForwardIntIsWrittenAsFsdp2TakesIt) {
+  MeshContext mesh = Mesh(8, 8);
+  FsdpConfig c = Config(mesh);
+  c.reshard_after_forward_ranks = 2;
+  Plan plan = PlanOf(LlamaLike(2), mesh, c);
+  json j = PlanToJson(plan);
+  EXPECT_EQ(j["units"][0]["reshard_after_forward"], 2);
+  EXPECT_EQ(j["units"][2]["reshard_after_forward"], false);  // the root
+  EXPECT_NE(FormatPlanTable(plan).find("to 2"), std::string::npos);
+}
+
+TEST(PlanJsonTest, TableSaysWhatDepthZeroMeansToFsdp2) {
+  MeshContext mesh = Mesh(8, 8);
+  FsdpConfig c = Config(mesh);
+  EXPECT_EQ(FormatPlanTable(PlanOf(LlamaLike(2), mesh, c)).find("prefetch depth 0"),
+            std::string::npos);
+  c.backward_prefetch_depth = 0;
+  const std::string table = FormatPlanTable(PlanOf(LlamaLike(2), mesh, c));
+  EXPECT_NE(table.find("FSDP2 cannot switch backward prefetch off"), std::string::npos) << table;
+}
+
 TEST(PlanJsonTest, FollowsFormats1b) {
   MeshContext mesh = Mesh(16, 8);
   FsdpConfig c = Config(mesh);

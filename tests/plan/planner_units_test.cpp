@@ -255,6 +255,21 @@ TEST(PlannerUnitsTest, ExpertUnitsOnTheExpertMeshWithEpAndTp) {
   EXPECT_EQ(plan.mesh.edp_replicate, 2);
 }
 
+TEST(PlannerUnitsTest, ReshardAfterForwardIntMustDivideTheExpertShardGroupToo) {
+  // Dense units shard over 8 ranks, expert units over edp_shard = 2.
+  MeshContext mesh = Mesh(16, 8, 2, 1, 4, 2);
+  FsdpConfig c = Config(mesh);
+  c.reshard_after_forward_ranks = 2;  // divides both: the experts' 2 is their full group
+  Plan plan = PlanOf(MoeTree(2, 8), mesh, c);
+  EXPECT_EQ(Unit(plan, "model.layers.0").reshard_after_forward_ranks, 2);
+  EXPECT_TRUE(Unit(plan, "model.layers.0.mlp.experts").reshard_after_forward);
+  EXPECT_EQ(Unit(plan, "model.layers.0.mlp.experts").reshard_after_forward_ranks, 0);
+  c.reshard_after_forward_ranks = 4;
+  EXPECT_EQ(ErrorOf(MoeTree(2, 8), mesh, c),
+            "fsdp_config.reshard_after_forward = 4: unit 'model.layers.0.mlp.experts' shards over "
+            "2 ranks (expected a divisor of every unit's shard group size)");
+}
+
 TEST(PlannerUnitsTest, ExpertMeshWithoutReplicateDim) {
   MeshContext mesh = Mesh(8, 8, 1, 1, 8, 1);  // edp = 1
   Plan plan = PlanOf(MoeTree(1, 8), mesh, Config(mesh));

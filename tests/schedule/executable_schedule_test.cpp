@@ -49,8 +49,10 @@ TEST(BufferTableTest, EveryBufferKnowsItsDtypeElementsOwnerAndSites) {
   EXPECT_EQ(gathered.dtype, DType::kBFloat16);
   EXPECT_EQ(gathered.numel, 8 * shard);
   EXPECT_EQ(gathered.unit, "model.layers.0");
-  EXPECT_EQ(s.ops[gathered.alloc_op].op_id, "fwd/model.layers.0/copy_in");
-  EXPECT_EQ(gathered.alloc_when, MemoryEffect::When::kStart);
+  // Allocated where the host allocates it, in program order: at the end of the compute-lane op
+  // before layer 0's pre-forward hook (the root's embedding), not when the copy-in runs.
+  EXPECT_EQ(s.ops[gathered.alloc_op].op_id, "fwd/root/compute");
+  EXPECT_EQ(gathered.alloc_when, MemoryEffect::When::kEnd);
   ASSERT_GE(gathered.free_op, 0);  // resharded after forward
 
   const ScheduleOp& rs = Op(s, "bwd/model.layers.0/reduce_scatter");

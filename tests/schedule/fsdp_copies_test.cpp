@@ -57,7 +57,7 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   ASSERT_GE(out_at, 0);
   const ScheduleOp& out_op = s.ops[out_at];
   EXPECT_EQ(out_op.lane, Lane::kCompute);
-  EXPECT_EQ(s.ops[out_at + 1].op_id, "fwd/model.layers.1/compute");
+  EXPECT_EQ(s.ops[NextOnLane(s, out_at)].op_id, "fwd/model.layers.1/compute");
   const int ag = Index(s, "fwd/model.layers.1/all_gather");
   EXPECT_NE(std::find(out_op.deps.begin(), out_op.deps.end(), ag), out_op.deps.end());
   const FsdpCopyWork* out = SingleCopy(out_op);

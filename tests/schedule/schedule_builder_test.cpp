@@ -154,7 +154,8 @@ TEST(ScheduleBuilderTest, ForwardPrefetchDepthMovesAllGathersBeforeCompute) {
   // A unit's copy-out (just before its compute on the compute lane) waits for its own
   // all-gather.
   const int ag = Find(d1, "fwd/model.layers.1/all_gather");
-  EXPECT_EQ(Find(d1, "fwd/model.layers.1/copy_out") + 1, Find(d1, "fwd/model.layers.1/compute"));
+  EXPECT_EQ(NextOnLane(d1, Find(d1, "fwd/model.layers.1/copy_out")),
+            Find(d1, "fwd/model.layers.1/compute"));
   const auto& deps = d1.ops[Find(d1, "fwd/model.layers.1/copy_out")].deps;
   EXPECT_NE(std::find(deps.begin(), deps.end(), ag), deps.end());
 }

@@ -194,4 +194,14 @@ inline Built BuildAll(Case setup, const TinyShape& shape = {}) {
   return BuildTree(std::move(setup), TinyLlama(shape));
 }
 
+// Index of the op after ops[i] on the same role and lane (issue order), or -1.
+inline int NextOnLane(const Schedule& s, int i) {
+  for (size_t j = static_cast<size_t>(i) + 1; j < s.ops.size(); ++j) {
+    if (s.ops[j].role == s.ops[i].role && s.ops[j].lane == s.ops[i].lane) {
+      return static_cast<int>(j);
+    }
+  }
+  return -1;
+}
+
 }  // namespace shardscope::testing

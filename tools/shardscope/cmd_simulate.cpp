@@ -86,6 +86,12 @@ void PrintSummary(const sim::Simulation& sim) {
       "  peak reserved      {:10.2f} GiB (estimate); usable {:.2f} of {:.2f} GiB HBM -> {}\n",
       s.peak_memory_reserved_gib, s.usable_gib, s.hbm_gib,
       s.fits ? "fits" : "DOES NOT FIT (overflow: " + s.overflow_category + ")");
+  fmt::print("  allocated peak by phase:\n");
+  for (int p = 0; p < kNumStepPhases; ++p) {
+    const sim::Summary::PhasePeakFigures& f = s.phase_peaks[p];
+    fmt::print("    {:<17} {:8.2f} GiB  {}\n", StepPhaseName(static_cast<StepPhase>(p)),
+               f.allocated_gib, f.op.empty() ? "(no allocation)" : f.op);
+  }
   fmt::print("  at the allocated peak, by category:\n");
   const double total = std::max(s.peak_memory_allocated_gib, 1e-9);
   for (int c = 0; c < kNumMemCategories; ++c) {

@@ -1,0 +1,34 @@
+// The phases of a training step that memory peaks are reported for (simulate's summary and
+// text output), so that a knob acting on one phase shows even when the global peak sits in
+// another (the loss backward, typically).
+//
+// Contents:
+//   StepPhase       forward, loss, backward, optimizer
+//   StepPhaseName   "forward", "loss", "backward", "optimizer"
+//   StepPhaseOf     the phase of one schedule op
+//   PhasePeak       the highest allocated bytes while ops of one phase applied memory effects
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/schedule/schedule.h"
+
+namespace shardscope {
+
+enum class StepPhase : int { kForward, kLoss, kBackward, kOptimizer };
+constexpr int kNumStepPhases = 4;
+std::string_view StepPhaseName(StepPhase phase);
+
+// Ops holding the loss's work (forward or backward) are the loss phase; otherwise the op_id's
+// phase: fwd → forward, bwd → backward, step (the end-of-backward wait and the optimizer) →
+// optimizer. Pipeline sends and receives belong to the pass they carry.
+StepPhase StepPhaseOf(const ScheduleOp& op);
+
+struct PhasePeak {
+  int64_t allocated_bytes = 0;
+  int64_t time_ns = 0;
+  int op = -1;  // the op whose effect reached it; -1: the phase applied no effect
+};
+
+}  // namespace shardscope
