@@ -29,10 +29,11 @@ inline Status CudaStatus(cudaError_t err, const std::string& what,
 inline Status CublasStatus(cublasStatus_t err, const std::string& what,
                            std::source_location at = std::source_location::current()) {
   if (err == CUBLAS_STATUS_SUCCESS) return Status::Ok();
-  return RuntimeError(what + ": " + cublasLtGetStatusName(err) + " (" + cublasLtGetStatusString(err) + ")",
-                      at);
+  return RuntimeError(
+      what + ": " + cublasLtGetStatusName(err) + " (" + cublasLtGetStatusString(err) + ")", at);
 }
 
 }  // namespace shardscope::backend::cuda
 
-#define SS_CUDA_RETURN_IF_ERROR(call) SS_RETURN_IF_ERROR(::shardscope::backend::cuda::CudaStatus((call), #call))
+#define SS_CUDA_RETURN_IF_ERROR(call) \
+  SS_RETURN_IF_ERROR(::shardscope::backend::cuda::CudaStatus((call), #call))

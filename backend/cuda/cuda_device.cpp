@@ -63,8 +63,7 @@ Status CudaDevice::Init() {
   }
   SS_ASSIGN_OR_RETURN(lt_, LtGemm::Create());
   void* gates = nullptr;
-  SS_CUDA_RETURN_IF_ERROR(
-      cudaHostAlloc(&gates, kNumLanes * sizeof(uint32_t), cudaHostAllocMapped));
+  SS_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&gates, kNumLanes * sizeof(uint32_t), cudaHostAllocMapped));
   gates_ = static_cast<uint32_t*>(gates);
   for (int i = 0; i < kNumLanes; ++i) gates_[i] = 0;
   void* gates_device = nullptr;
@@ -214,8 +213,7 @@ void CudaDevice::WorkerLoop(int lane) {
     // The lane's work before the task; a fault there still runs the gate open below.
     const cudaError_t err = cudaEventSynchronize(item.before);
     cudaEventDestroy(item.before);
-    Status s = err == cudaSuccess ? item.task()
-                                  : CudaStatus(err, "work before a host task");
+    Status s = err == cudaSuccess ? item.task() : CudaStatus(err, "work before a host task");
     if (!s.ok()) RecordTaskError(s);
     {
       std::lock_guard<std::mutex> lock(w.mu);
@@ -251,8 +249,8 @@ Result<void*> CudaDevice::GemmWorkspace(Lane lane) {
   std::lock_guard<std::mutex> lock(workspace_mu_);
   DeviceBuffer& ws = gemm_workspace_[Index(lane)];
   if (ws.handle < 0) {
-    SS_ASSIGN_OR_RETURN(ws, Allocate(static_cast<int64_t>(kLtWorkspaceBytes),
-                                     MemCategory::kTemporaries, lane));
+    SS_ASSIGN_OR_RETURN(
+        ws, Allocate(static_cast<int64_t>(kLtWorkspaceBytes), MemCategory::kTemporaries, lane));
   }
   return ws.data;
 }
@@ -345,9 +343,9 @@ Status CudaDevice::Fill(Lane lane, const FillArgs& args) {
 Status CudaDevice::Memcpy(Lane lane, void* dst, const void* src, int64_t bytes) {
   SS_RETURN_IF_ERROR(CheckLane(lane));
   if (bytes <= 0 || dst == src) return Status::Ok();
-  return CudaStatus(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault,
-                                    stream(lane)),
-                    fmt::format("cudaMemcpyAsync of {} bytes on lane {}", bytes, LaneName(lane)));
+  return CudaStatus(
+      cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault, stream(lane)),
+      fmt::format("cudaMemcpyAsync of {} bytes on lane {}", bytes, LaneName(lane)));
 }
 
 Status CudaDevice::Memset(Lane lane, void* dst, int value, int64_t bytes) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/gemm_fallback.h"
 
 namespace shardscope::backend::cuda {
 
@@ -19,6 +20,7 @@ struct LtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool fallback = false;  // cuBLASLt had no algorithm: our own kernel (kernels/gemm_fallback.cu)
   ~Plan() {
     if (c) cublasLtMatrixLayoutDestroy(c);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -52,18 +54,25 @@ Result<cudaDataType_t> CudaTypeOf(DType d) {
   }
 }
 
-// The largest power of two (<= 256) every operand's address is a multiple of: cuBLASLt's
-// heuristic assumes 256-byte alignment unless told otherwise.
+// The largest power of two (<= 256) that every operand's address, row pitch and batch
+// stride (in bytes) is a multiple of: cuBLASLt's heuristic assumes 256-byte alignment unless
+// told otherwise, and a row of 150 bf16 starts 4-byte aligned only.
 int CommonAlignment(const LtGemmArgs& g) {
   uintptr_t bits = 256;
   for (const void* p : {g.a, g.b, static_cast<const void*>(g.c), g.bias}) {
     if (p) bits |= reinterpret_cast<uintptr_t>(p);
   }
+  const int64_t ab = DTypeBytes(g.ab_dtype), out = DTypeBytes(g.out_dtype);
+  for (int64_t v : {(g.trans_a ? g.m : g.k) * ab, (g.trans_b ? g.k : g.n) * ab, g.n * out,
+                    g.stride_a * ab, g.stride_b * ab, g.stride_c * out}) {
+    if (v != 0) bits |= static_cast<uintptr_t>(v);
+  }
   return static_cast<int>(std::min<uintptr_t>(256, bits & (~bits + 1)));
 }
 
 Status Set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const void* v, size_t n) {
-  return CublasStatus(cublasLtMatmulDescSetAttribute(d, attr, v, n), "cublasLtMatmulDescSetAttribute");
+  return CublasStatus(cublasLtMatmulDescSetAttribute(d, attr, v, n),
+                      "cublasLtMatmulDescSetAttribute");
 }
 
 Status MakeLayout(cublasLtMatrixLayout_t* out, cudaDataType_t type, int64_t rows, int64_t cols,
@@ -71,13 +80,13 @@ Status MakeLayout(cublasLtMatrixLayout_t* out, cudaDataType_t type, int64_t rows
   SS_RETURN_IF_ERROR(CublasStatus(cublasLtMatrixLayoutCreate(out, type, rows, cols, ld),
                                   "cublasLtMatrixLayoutCreate"));
   if (batch > 1) {
+    SS_RETURN_IF_ERROR(
+        CublasStatus(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                      &batch, sizeof(batch)),
+                     "cublasLtMatrixLayoutSetAttribute(batch)"));
     SS_RETURN_IF_ERROR(CublasStatus(
-        cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
-                                         sizeof(batch)),
-        "cublasLtMatrixLayoutSetAttribute(batch)"));
-    SS_RETURN_IF_ERROR(CublasStatus(
-        cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                         &stride, sizeof(stride)),
+        cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                         sizeof(stride)),
         "cublasLtMatrixLayoutSetAttribute(stride)"));
   }
   return Status::Ok();
@@ -93,9 +102,9 @@ std::string ShapeText(const LtGemmArgs& g) {
 
 size_t LtGemm::KeyHash::operator()(const Key& k) const {
   size_t h = 0;
-  for (int64_t v : {k.m, k.n, k.k, k.stride_a, k.stride_b, k.stride_c,
-                    static_cast<int64_t>(k.batch), static_cast<int64_t>(k.flags),
-                    static_cast<int64_t>(k.workspace_bytes)}) {
+  for (int64_t v :
+       {k.m, k.n, k.k, k.stride_a, k.stride_b, k.stride_c, static_cast<int64_t>(k.batch),
+        static_cast<int64_t>(k.flags), static_cast<int64_t>(k.workspace_bytes)}) {
     h ^= std::hash<int64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   }
   return h;
@@ -106,6 +115,8 @@ Result<std::unique_ptr<LtGemm>> LtGemm::Create() {
   SS_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&handle), "cublasLtCreate"));
   return std::unique_ptr<LtGemm>(new LtGemm(handle));
 }
+
+LtGemm::LtGemm(cublasLtHandle_t handle) : handle_(handle) {}
 
 LtGemm::~LtGemm() {
   plans_.clear();
@@ -123,8 +134,9 @@ Result<const LtGemm::Plan*> LtGemm::PlanFor(const LtGemmArgs& g, const Key& key,
   if (it != plans_.end()) return static_cast<const Plan*>(it->second.get());
 
   auto plan = std::make_unique<Plan>();
-  SS_RETURN_IF_ERROR(CublasStatus(
-      cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"));
+  SS_RETURN_IF_ERROR(
+      CublasStatus(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                   "cublasLtMatmulDescCreate"));
   const cublasOperation_t op_first = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;   // from B
   const cublasOperation_t op_second = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // from A
   SS_RETURN_IF_ERROR(Set(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
@@ -156,10 +168,9 @@ Result<const LtGemm::Plan*> LtGemm::PlanFor(const LtGemmArgs& g, const Key& key,
   const uint32_t align = static_cast<uint32_t>(alignment_bytes);
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof(workspace_bytes));
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     if (st == CUBLAS_STATUS_SUCCESS) {
       st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
     }
@@ -167,13 +178,16 @@ Result<const LtGemm::Plan*> LtGemm::PlanFor(const LtGemmArgs& g, const Key& key,
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c,
-                                        pref, 1, &result, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->op, plan->a, plan->b, plan->c, plan->c, pref,
+                                        1, &result, &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
   SS_RETURN_IF_ERROR(CublasStatus(st, "cublasLtMatmulAlgoGetHeuristic for " + ShapeText(g)));
-  if (found == 0) return RuntimeError("cuBLASLt has no algorithm for " + ShapeText(g));
-  plan->algo = result.algo;
+  if (found == 0) {
+    plan->fallback = true;
+  } else {
+    plan->algo = result.algo;
+  }
   const Plan* raw = plan.get();
   plans_.emplace(key, std::move(plan));
   return raw;
@@ -200,14 +214,14 @@ Status LtGemm::Run(const LtGemmArgs& g, void* workspace, size_t workspace_bytes,
   // One lock over lookup and launch: the cached descriptor carries the bias pointer.
   std::lock_guard<std::mutex> lock(mu_);
   SS_ASSIGN_OR_RETURN(const Plan* plan, PlanFor(g, key, alignment, workspace_bytes));
+  if (plan->fallback) return FallbackGemm(g, stream);
   if (g.bias) {
-    SS_RETURN_IF_ERROR(
-        Set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    SS_RETURN_IF_ERROR(Set(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
   }
-  return CublasStatus(cublasLtMatmul(handle_, plan->op, &g.alpha, g.b, plan->a, g.a, plan->b,
-                                     &g.beta, g.c, plan->c, g.c, plan->c, &plan->algo, workspace,
-                                     workspace_bytes, stream),
-                      "cublasLtMatmul for " + ShapeText(g));
+  return CublasStatus(
+      cublasLtMatmul(handle_, plan->op, &g.alpha, g.b, plan->a, g.a, plan->b, &g.beta, g.c, plan->c,
+                     g.c, plan->c, &plan->algo, workspace, workspace_bytes, stream),
+      "cublasLtMatmul for " + ShapeText(g));
 }
 
 Status LinearForward(LtGemm& lt, const __nv_bfloat16* x, const __nv_bfloat16* w,
@@ -239,8 +253,8 @@ Status LinearDataGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* 
 }
 
 Status LinearWeightGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* x, void* dw,
-                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out,
-                        int64_t in, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out, int64_t in,
+                        void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   LtGemmArgs g;
   g.a = dy;  // stored [tokens][out], used transposed: [out][tokens]
   g.b = x;   // [tokens][in]

@@ -1,6 +1,8 @@
 // bf16 GEMMs through cuBLASLt: fp32 accumulation, the algorithm cuBLASLt's heuristic picks
 // for the shape, the workspace the caller gives (from the device's allocator), plans cached
-// per shape so a repeated GEMM costs one hash lookup and the launch.
+// per shape so a repeated GEMM costs one hash lookup and the launch. A shape cuBLASLt has no
+// algorithm for (odd pitches, unusual type pairs) runs on our own tiled kernel instead
+// (kernels/gemm_fallback.h), so no schedule shape fails for want of a cuBLASLt kernel.
 //
 // Contents:
 //   LtGemmArgs      row-major C[m×n] = alpha · op(A)[m×k] · op(B)[k×n] + beta · C (+ bias[n])
@@ -75,7 +77,7 @@ class LtGemm {
     size_t operator()(const Key& k) const;
   };
 
-  explicit LtGemm(cublasLtHandle_t handle) : handle_(handle) {}
+  explicit LtGemm(cublasLtHandle_t handle);  // in the .cpp, where Plan is complete
   Result<const Plan*> PlanFor(const LtGemmArgs& args, const Key& key, int alignment_bytes,
                               size_t workspace_bytes);
 
@@ -95,7 +97,7 @@ Status LinearDataGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* 
                       __nv_bfloat16* dx, int64_t tokens, int64_t out, int64_t in, void* workspace,
                       size_t workspace_bytes, cudaStream_t stream);
 Status LinearWeightGrad(LtGemm& lt, const __nv_bfloat16* dy, const __nv_bfloat16* x, void* dw,
-                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out,
-                        int64_t in, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+                        DType dw_dtype, bool accumulate, int64_t tokens, int64_t out, int64_t in,
+                        void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace shardscope::backend::cuda

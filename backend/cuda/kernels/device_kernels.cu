@@ -33,8 +33,8 @@ __global__ void RmsNormKernel(const void* __restrict__ x, const void* __restrict
   }
 }
 
-__global__ void EltwiseKernel(EltwiseOp op, int64_t n, DType dtype, const void* x0,
-                              const void* x1, void* y, float alpha, float beta) {
+__global__ void EltwiseKernel(EltwiseOp op, int64_t n, DType dtype, const void* x0, const void* x1,
+                              void* y, float alpha, float beta) {
   SS_GRID_STRIDE(i, n) {
     const float x = LoadAs(x0, dtype, i);
     float v = 0.0f;
@@ -92,8 +92,8 @@ Status RmsNorm(const NormArgs& a, cudaStream_t stream) {
                           "rms_norm", "x, y, cols > 0 and rows below 2^31"));
   SS_RETURN_IF_ERROR(Need(IsFloatingDType(a.dtype), "rms_norm", "a floating dtype"));
   if (a.rows == 0) return Status::Ok();
-  RmsNormKernel<<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a.x, a.weight, a.y,
-                                                                         a.dtype, a.cols, a.eps);
+  RmsNormKernel<<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a.x, a.weight, a.y, a.dtype,
+                                                                        a.cols, a.eps);
   return LaunchStatus("RmsNormKernel");
 }
 
@@ -103,8 +103,8 @@ Status Eltwise(const EltwiseArgs& a, cudaStream_t stream) {
   SS_RETURN_IF_ERROR(Need(!binary || a.x1, "eltwise", "x1 for a binary op"));
   SS_RETURN_IF_ERROR(Need(IsFloatingDType(a.dtype), "eltwise", "a floating dtype"));
   if (a.elements <= 0) return Status::Ok();
-  EltwiseKernel<<<GridFor(a.elements), kThreads, 0, stream>>>(a.op, a.elements, a.dtype, a.x0,
-                                                              a.x1, a.y, a.alpha, a.beta);
+  EltwiseKernel<<<GridFor(a.elements), kThreads, 0, stream>>>(a.op, a.elements, a.dtype, a.x0, a.x1,
+                                                              a.y, a.alpha, a.beta);
   return LaunchStatus("EltwiseKernel");
 }
 

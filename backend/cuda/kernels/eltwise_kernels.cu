@@ -66,7 +66,9 @@ __global__ void GeluBackwardKernel(const bf16* __restrict__ x, const bf16* __res
 
 __global__ void ResidualAddKernel(const bf16* __restrict__ a, const bf16* __restrict__ b,
                                   bf16* __restrict__ out, int64_t n) {
-  SS_GRID_STRIDE(i, n) { out[i] = __float2bfloat16(__bfloat162float(a[i]) + __bfloat162float(b[i])); }
+  SS_GRID_STRIDE(i, n) {
+    out[i] = __float2bfloat16(__bfloat162float(a[i]) + __bfloat162float(b[i]));
+  }
 }
 
 __global__ void CastFloatToBf16Kernel(const float* __restrict__ x, bf16* __restrict__ y,

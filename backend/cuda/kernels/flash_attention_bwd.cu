@@ -66,8 +66,8 @@ int64_t BackwardSmemBytes(int kb, int d, int dv) {
 
 // D[b][h][i] = Σ_c dO[b][h][i][c] · O[b][h][i][c], one warp per row.
 __global__ void RowDotKernel(const bf16* __restrict__ o, const bf16* __restrict__ dout,
-                             float* __restrict__ dsum, int64_t batch, int64_t heads,
-                             int64_t q_seq, int dv) {
+                             float* __restrict__ dsum, int64_t batch, int64_t heads, int64_t q_seq,
+                             int dv) {
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= batch * heads * q_seq) return;  // whole warps leave together
@@ -91,8 +91,7 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
   const int64_t group = p.heads / p.kv_heads;
 
   LoadRows(s.k, s.ldk, p.k + (b * p.kv_heads + hk) * p.kv_seq * p.d, p.d, k0, p.kv_seq, kB, p.d);
-  LoadRows(s.v, s.ldv, p.v + (b * p.kv_heads + hk) * p.kv_seq * p.dv, p.dv, k0, p.kv_seq, kB,
-           p.dv);
+  LoadRows(s.v, s.ldv, p.v + (b * p.kv_heads + hk) * p.kv_seq * p.dv, p.dv, k0, p.kv_seq, kB, p.dv);
   for (int idx = threadIdx.x; idx < kB * p.d; idx += blockDim.x) {
     s.dk[(idx / p.d) * s.ldk_acc + idx % p.d] = 0.0f;
   }
@@ -159,9 +158,9 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
 
 template <int kB>
 Status LaunchBackward(const BwdParams& p, int64_t batch, int64_t smem_bytes, cudaStream_t stream) {
-  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      FlashBackwardKernel<kB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(smem_bytes)));
+  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashBackwardKernel<kB>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem_bytes)));
   dim3 grid(static_cast<unsigned>((p.kv_seq + kB - 1) / kB), static_cast<unsigned>(p.kv_heads),
             static_cast<unsigned>(batch));
   FlashBackwardKernel<kB><<<grid, kAttnThreads, smem_bytes, stream>>>(p);
@@ -182,9 +181,8 @@ int64_t FlashAttentionBackwardWorkspaceBytes(const AttentionArgs& a) {
 
 Status FlashAttentionBackward(const AttentionArgs& a, void* workspace, cudaStream_t stream) {
   SS_RETURN_IF_ERROR(ValidateAttention(a));
-  for (const void* ptr : {a.d_out, static_cast<const void*>(a.d_q),
-                          static_cast<const void*>(a.d_k), static_cast<const void*>(a.d_v),
-                          static_cast<const void*>(workspace)}) {
+  for (const void* ptr : {a.d_out, static_cast<const void*>(a.d_q), static_cast<const void*>(a.d_k),
+                          static_cast<const void*>(a.d_v), static_cast<const void*>(workspace)}) {
     if (ptr == nullptr || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
       return InvalidInput(
           "attention backward: d_out, d_q, d_k, d_v and the workspace must be 16-byte aligned");

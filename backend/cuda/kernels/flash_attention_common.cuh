@@ -69,7 +69,8 @@ __device__ __forceinline__ void LoadRows(bf16* s, int lds, const bf16* g, int64_
   for (int idx = threadIdx.x; idx < rows * vecs; idx += blockDim.x) {
     const int r = idx / vecs, c = (idx % vecs) * 8;
     int4 val = make_int4(0, 0, 0, 0);
-    if (row0 + r < valid_rows) val = *reinterpret_cast<const int4*>(g + (row0 + r) * row_stride + c);
+    if (row0 + r < valid_rows)
+      val = *reinterpret_cast<const int4*>(g + (row0 + r) * row_stride + c);
     *reinterpret_cast<int4*>(s + r * lds + c) = val;
   }
 }

@@ -135,9 +135,9 @@ __global__ void __launch_bounds__(kAttnThreads) FlashForwardKernel(const FwdPara
 
 template <int kB>
 Status LaunchForward(const FwdParams& p, int64_t batch, int64_t smem_bytes, cudaStream_t stream) {
-  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      FlashForwardKernel<kB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(smem_bytes)));
+  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashForwardKernel<kB>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem_bytes)));
   dim3 grid(static_cast<unsigned>((p.q_seq + kB - 1) / kB), static_cast<unsigned>(p.heads),
             static_cast<unsigned>(batch));
   FlashForwardKernel<kB><<<grid, kAttnThreads, smem_bytes, stream>>>(p);

@@ -79,8 +79,8 @@ Status FsdpCopy(const FsdpCopyArgs& a, cudaStream_t stream) {
     int64_t longest = 0;
     for (size_t i = 0; i < n; ++i) {
       table.seg[i] = a.segments[first + i];
-      longest = std::max(longest, raw ? table.seg[i].elements * elem_bytes / 16 + 1
-                                      : table.seg[i].elements);
+      longest = std::max(longest,
+                         raw ? table.seg[i].elements * elem_bytes / 16 + 1 : table.seg[i].elements);
     }
     const int64_t per_segment =
         std::clamp<int64_t>((longest + kThreads - 1) / kThreads, 1,

@@ -164,8 +164,8 @@ Status RmsNormBackward(const bf16* x, const bf16* weight, const float* rstd, con
                        bf16* dx, float* dweight, int64_t rows, int64_t cols, cudaStream_t stream) {
   SS_RETURN_IF_ERROR(CheckRows(rows, cols));
   if (rows > 0) {
-    RmsNormBackwardKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, weight, rstd,
-                                                                                dy, dx, cols);
+    RmsNormBackwardKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, weight, rstd, dy,
+                                                                                dx, cols);
     SS_RETURN_IF_ERROR(LaunchStatus("RmsNormBackwardKernel"));
   }
   return LaunchWeightGrad(x, nullptr, rstd, dy, dweight, nullptr, rows, cols, stream);
