@@ -315,11 +315,6 @@ Result<Work> DescribeOp(const OpDescriptor& op, const OpContext& ctx) {
 
 Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx) {
   Work work;
-  return EstimateOp(op, ctx, &work);
-}
-
-Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx, Work* out) {
-  Work& work = *out;
   SS_ASSIGN_OR_RETURN(OpCost c, Describe(op, ctx, work));
   const WorkFigures f = FiguresOf(work);
   c.fwd_flops = f.fwd_flops;

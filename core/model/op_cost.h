@@ -90,7 +90,5 @@ Result<Work> DescribeOp(const OpDescriptor& op, const OpContext& ctx);
 // attention fwd 2·batch·heads·pairs·(head_dim + v_head_dim) (pairs = seq²/2 when causal), bwd
 // 2.5×. InvalidInput when a context size is below 1.
 Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx);
-// The same, also setting *work to DescribeOp(op, ctx): one description for both.
-Result<OpCost> EstimateOp(const OpDescriptor& op, const OpContext& ctx, Work* work);
 
 }  // namespace shardscope

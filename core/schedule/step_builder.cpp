@@ -667,7 +667,8 @@ class RoleEmitter::Impl {
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("bwd", u, op_what::kCompute, bwd_chunk++), "backward", u);
       int64_t workspace = 0;
-      op.items.reserve(2 * it->entries.size());  // with selective_op's recomputed items
+      // selective_op may add a recomputed item before each backward one.
+      op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * it->entries.size());
       for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
         const ComputeItem& fwd = in_.work[u].entries[*e].item;
         if (mode == CheckpointMode::kSelectiveOp &&

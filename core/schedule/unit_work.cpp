@@ -171,23 +171,13 @@ void Arrange(const Plan& plan, UnitWork& work) {
   }
 }
 
-// The module's work and figures. The default estimator describes the op itself, so one
-// description serves both.
-Result<OpCost> DescribeAndEstimate(const OpDescriptor& op, const OpContext& ctx,
-                                   OpEstimator estimator, Work* work) {
-  if (estimator == nullptr) return EstimateOp(op, ctx, work);
-  Result<Work> what = DescribeOp(op, ctx);
-  if (!what.ok()) return what.status();
-  *work = std::move(what).value();
-  return estimator(op, ctx);
-}
-
 }  // namespace
 
 Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& plan,
                                             const ScheduleOptions& options, const OpContext& ctx,
                                             const WorkGroups& groups,
                                             std::vector<std::string>& modules) {
+  const OpEstimator estimate = options.estimator ? options.estimator : &EstimateOp;
   std::unordered_map<int, int> unit_of_module;
   for (size_t u = 0; u < plan.units.size(); ++u) {
     const int module = plan.units[u].module;
@@ -222,14 +212,15 @@ Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& p
     }
     const Module& m = tree.modules[e.module];
     if (!m.op) continue;
-    Work what;
-    Result<OpCost> cost = DescribeAndEstimate(*m.op, ctx, options.estimator, &what);
+    Result<Work> what = DescribeOp(*m.op, ctx);
+    if (!what.ok()) return what.status().WithContext(fmt::format("module '{}'", e.fqn));
+    Result<OpCost> cost = estimate(*m.op, ctx);
     if (!cost.ok()) return cost.status().WithContext(fmt::format("module '{}'", e.fqn));
     if (m.op->kind == OpKind::kLoss) {
-      losses.push_back({m.op, std::move(what), *cost, e.fqn, stack.back().second});
+      losses.push_back({m.op, *what, *cost, e.fqn, stack.back().second});
       continue;
     }
-    builder.AddModule(*m.op, what, *cost, e.fqn, work[stack.back().second].entries);
+    builder.AddModule(*m.op, *what, *cost, e.fqn, work[stack.back().second].entries);
   }
   // The loss consumes the head's logits: it runs after every module of its unit, with the
   // tensor-parallel state the head left.
