@@ -69,11 +69,19 @@ std::vector<ModuleEntry> EnumerateModules(const ModelTree& tree) {
     const int entry = static_cast<int>(out.size());
     const bool first = !seen[static_cast<size_t>(f.module)];
     seen[static_cast<size_t>(f.module)] = 1;
-    out.push_back({f.fqn, f.module, f.depth, f.parent, first});
+    out.push_back({std::move(f.fqn), f.module, f.depth, f.parent, first});
+    const std::string& prefix = out.back().fqn;
     const auto& children = tree.modules[static_cast<size_t>(f.module)].children;
     for (auto it = children.rbegin(); it != children.rend(); ++it) {
       const Module& c = tree.modules[static_cast<size_t>(*it)];
-      std::string fqn = f.fqn.empty() ? c.name : out[static_cast<size_t>(entry)].fqn + "." + c.name;
+      // One exact allocation per FQN: this walk runs several times per prediction.
+      std::string fqn;
+      fqn.reserve(prefix.size() + 1 + c.name.size());
+      if (!prefix.empty()) {
+        fqn += prefix;
+        fqn += '.';
+      }
+      fqn += c.name;
       stack.push_back({*it, f.depth + 1, entry, std::move(fqn)});
     }
   }

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <map>
+#include <utility>
 
 namespace shardscope {
 namespace {
@@ -25,10 +26,10 @@ int64_t FirstInputBytes(const std::vector<UnitWork>& work, int u) {
 
 }  // namespace
 
-Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork>& work,
+Result<ModelChunks> SplitIntoChunks(const Plan& plan, std::vector<UnitWork> work,
                                     const std::vector<std::string>& modules, int chunks) {
   const int root = static_cast<int>(plan.units.size()) - 1;
-  const UnitWork& root_work = work[root];
+  UnitWork& root_work = work[root];
   if (chunks > 1 && static_cast<int>(plan.pipeline_chunks.size()) != chunks) {
     return InvalidInput(fmt::format(
         "plan: {} pipeline chunk roots, but pp · pp_virtual_stages = {} model chunks; plan with "
@@ -47,15 +48,17 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
     }
   }
   ModelChunks out;
+  out.units.reserve(plan.units.size() - 1 + chunks);
+  out.work.reserve(plan.units.size() - 1 + chunks);
   for (int u = 0; u < root; ++u) {
     out.units.push_back(plan.units[u]);
-    out.work.push_back(work[u]);
+    out.work.push_back(std::move(work[u]));
     out.labels.push_back(plan.units[u].fqn);
   }
   // Collective points of the root go with the entry before them (chunk 0 before any).
   std::vector<UnitWork> chunk_work(chunks);
   int current = 0;
-  for (const WorkEntry& e : root_work.entries) {
+  for (WorkEntry& e : root_work.entries) {
     if (chunks > 1 && e.kind == WorkEntry::Kind::kUnit) {
       auto it = chunk_of_unit.find(plan.units[e.unit].fqn);
       if (it == chunk_of_unit.end()) {
@@ -69,7 +72,7 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork
       auto it = chunk_of_module.find(modules[e.item.module]);
       if (it != chunk_of_module.end()) chunk = it->second;
     }
-    chunk_work[chunk].entries.push_back(e);
+    chunk_work[chunk].entries.push_back(std::move(e));
   }
   const UnitPlan& plan_root = plan.units[root];
   for (int c = 0; c < chunks; ++c) {

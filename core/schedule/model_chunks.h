@@ -27,7 +27,7 @@ struct ModelChunks {
 
 // `work` is parallel to plan.units; `modules` names the items' modules. Errors when the plan
 // holds another number of chunk roots than `chunks`, or misses a top-level unit.
-Result<ModelChunks> SplitIntoChunks(const Plan& plan, const std::vector<UnitWork>& work,
+Result<ModelChunks> SplitIntoChunks(const Plan& plan, std::vector<UnitWork> work,
                                     const std::vector<std::string>& modules, int chunks);
 
 }  // namespace shardscope

@@ -416,7 +416,8 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   ctx.compute_dtype = ComputeDType(plan);
   SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work,
                       BuildUnitWork(tree, plan, options, ctx, wg0, s.modules));
-  SS_ASSIGN_OR_RETURN(ModelChunks chunks, SplitIntoChunks(plan, work, s.modules, options.pp * v));
+  SS_ASSIGN_OR_RETURN(ModelChunks chunks,
+                      SplitIntoChunks(plan, std::move(work), s.modules, options.pp * v));
 
   StepInputs in;
   in.options = &options;

@@ -308,7 +308,7 @@ class RoleEmitter::Impl {
     return op;
   }
 
-  int Push(ScheduleOp op) {
+  int Push(ScheduleOp&& op) {
     if (op.lane == Lane::kCompute) {
       for (int d : barrier_) op.deps.push_back(d);
       barrier_.clear();
@@ -327,7 +327,7 @@ class RoleEmitter::Impl {
   }
 
   // A compute-lane op of unit u: waits for u's parameters when it is u's first use.
-  int PushCompute(ScheduleOp op, int u) {
+  int PushCompute(ScheduleOp&& op, int u) {
     UnitState& st = state_[u];
     if (st.ready_op >= 0) {
       op.deps.push_back(st.ready_op);
@@ -540,6 +540,7 @@ class RoleEmitter::Impl {
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
       int64_t saved_bytes = 0, workspace = 0, loss_workspace = 0;
+      op.items.reserve(seg.entries.size());
       for (int e : seg.entries) {
         const ComputeItem& item = in_.work[u].entries[e].item;
         op.items.push_back(item);
@@ -666,6 +667,8 @@ class RoleEmitter::Impl {
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("bwd", u, op_what::kCompute, bwd_chunk++), "backward", u);
       int64_t workspace = 0;
+      // selective_op may add a recomputed item before each backward one.
+      op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * it->entries.size());
       for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
         const ComputeItem& fwd = in_.work[u].entries[*e].item;
         if (mode == CheckpointMode::kSelectiveOp &&
@@ -721,6 +724,7 @@ class RoleEmitter::Impl {
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("bwd", u, op_what::kRecompute, seg.chunk), "recompute", u);
       int64_t workspace = 0;
+      op.items.reserve(seg.entries.size());
       for (int e : seg.entries) {
         ComputeItem item = in_.work[u].entries[e].item;
         item.recompute = true;

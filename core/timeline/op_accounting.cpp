@@ -17,13 +17,34 @@ std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timelin
   return work;
 }
 
-StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role) {
-  const std::vector<WorkSpan> work = RoleWork(schedule, timeline, role);
+namespace {
+
+StepAccount Account(const std::vector<WorkSpan>& work) {
   // The window `stats` reads from the trace: from the step_begin marker at 0 to the rank's
   // last event.
   int64_t end = 0;
   for (const WorkSpan& w : work) end = std::max(end, w.end_ns);
   return RankAccounting(work).Window(0, end);
+}
+
+}  // namespace
+
+StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role) {
+  return Account(RoleWork(schedule, timeline, role));
+}
+
+std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline) {
+  std::vector<std::vector<WorkSpan>> work(schedule.roles.size());
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    const ScheduleOp& op = schedule.ops[i];
+    const OpTiming& t = timeline.ops[i];
+    if (!IsTracedOp(op, t)) continue;
+    work[static_cast<size_t>(op.role)].push_back({t.start_ns, t.end_ns, WorkKindOf(op)});
+  }
+  std::vector<StepAccount> out;
+  out.reserve(work.size());
+  for (const std::vector<WorkSpan>& w : work) out.push_back(Account(w));
+  return out;
 }
 
 }  // namespace shardscope

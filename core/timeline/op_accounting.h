@@ -7,6 +7,7 @@
 //   IsTracedOp    whether an op becomes a trace event (MakeTrace skips zero-length waits)
 //   RoleWork      one role's traced ops as WorkSpans
 //   AccountRole   StepAccount of one role's step: [0, the end of its last traced op)
+//   AccountRoles  AccountRole of every role, in one pass over the ops
 #pragma once
 
 #include <vector>
@@ -27,5 +28,6 @@ inline bool IsTracedOp(const ScheduleOp& op, const OpTiming& timing) {
 
 std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role);
 StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role);
+std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline);
 
 }  // namespace shardscope

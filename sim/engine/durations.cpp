@@ -8,6 +8,23 @@
 #include "sim/engine/engine.h"
 
 namespace shardscope::sim {
+namespace {
+
+struct CollectiveCall {
+  OpType type;
+  int64_t bytes;
+  int group;
+  bool operator==(const CollectiveCall&) const = default;
+};
+struct CollectiveCallHash {
+  size_t operator()(const CollectiveCall& c) const {
+    const size_t h = std::hash<int64_t>()(c.bytes);
+    const size_t g = (static_cast<size_t>(c.group) << 4) ^ static_cast<size_t>(c.type);
+    return h ^ (g + 0x9e3779b9 + (h << 6) + (h >> 2));
+  }
+};
+
+}  // namespace
 
 Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, int gpus_per_node) {
   const size_t n = schedule.ops.size();
@@ -30,6 +47,7 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
   std::vector<GroupShape> shapes;
   shapes.reserve(schedule.groups.size());
   for (const ProcessGroup& g : schedule.groups) shapes.push_back(GroupShapeOf(g, gpus_per_node));
+  std::unordered_map<CollectiveCall, CollectiveEstimate, CollectiveCallHash> collectives;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];
     if (op.bytes < 0) {
@@ -42,7 +60,11 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
             fmt::format("schedule: collective op '{}' has no valid process group (group {})",
                         op.op_id, op.group));
       }
-      const CollectiveEstimate e = cost.CollectiveNs(op.type, op.bytes, shapes[op.group]);
+      // Every layer's all-gather (and every micro-batch's, every stage's) repeats the same
+      // call: a cost model is a function of its arguments, so price each one once.
+      auto [it, inserted] = collectives.try_emplace(CollectiveCall{op.type, op.bytes, op.group});
+      if (inserted) it->second = cost.CollectiveNs(op.type, op.bytes, shapes[op.group]);
+      const CollectiveEstimate& e = it->second;
       out.ns[i] = e.ns;
       out.busbw_gbps[i] = e.busbw_gbps;
       out.comm_blocks[i] = e.channels;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <queue>
 #include <string>
-#include <unordered_map>
 
 namespace shardscope::sim {
 namespace {
@@ -56,8 +55,7 @@ class Engine {
         stretches_(options.contention != nullptr || options.overlap_slowdown != 1.0) {}
 
   Result<Timeline> Run() {
-    SS_RETURN_IF_ERROR(Validate());
-    Setup();
+    SS_RETURN_IF_ERROR(Setup());
     for (int key = 0; key < num_lane_keys_; ++key) {
       if (lanes_.begin[key] < lanes_.begin[key + 1])
         worklist_.push_back(lanes_.items[lanes_.begin[key]]);
@@ -83,74 +81,60 @@ class Engine {
                        static_cast<int>(o.lane));
   }
 
-  Status Validate() const {
-    const int n = static_cast<int>(s_.ops.size());
-    if (static_cast<int>(base_ns_.size()) != n) {
-      return InvalidInput(fmt::format("engine: {} durations given for {} ops", base_ns_.size(), n));
+  // One pass over the (large) ScheduleOps validates them and gathers all the loop needs into
+  // dense per-op arrays, so the event loop never touches a ScheduleOp again: on 10^5+ ops
+  // memory traffic, not arithmetic, is what the engine's speed depends on.
+  Status Setup() {
+    n_ = static_cast<int>(s_.ops.size());
+    if (static_cast<int>(base_ns_.size()) != n_) {
+      return InvalidInput(
+          fmt::format("engine: {} durations given for {} ops", base_ns_.size(), n_));
     }
     const int roles = static_cast<int>(s_.roles.size());
     const int groups = static_cast<int>(s_.groups.size());
-    for (int i = 0; i < n; ++i) {
-      const ScheduleOp& o = s_.ops[i];
-      if (o.role < 0 || o.role >= roles) {
-        return InvalidInput(fmt::format("schedule: op {}: role {} out of range [0, {})",
-                                        Describe(i), o.role, roles));
-      }
-      const int lane = static_cast<int>(o.lane);
-      if (lane < 1 || lane > kNumLanes) {
-        return InvalidInput(fmt::format("schedule: op {}: lane {} is not a known lane (1..{})",
-                                        Describe(i), lane, kNumLanes));
-      }
-      if (o.group < -1 || o.group >= groups) {
-        return InvalidInput(fmt::format("schedule: op {}: group {} out of range [0, {})",
-                                        Describe(i), o.group, groups));
-      }
-      if (base_ns_[i] < 0) {
-        return InvalidInput(
-            fmt::format("schedule: op {}: negative duration {} ns", Describe(i), base_ns_[i]));
-      }
-      for (int d : o.deps) {
-        if (d < 0 || d >= n) {
-          return InvalidInput(fmt::format("schedule: op {}: dependency {} out of range [0, {})",
-                                          Describe(i), d, n));
-        }
-        if (d == i)
-          return InvalidInput(fmt::format("schedule: op {} depends on itself", Describe(i)));
-      }
-    }
-    return Status::Ok();
-  }
-
-  void Setup() {
-    n_ = static_cast<int>(s_.ops.size());
-    const int roles = static_cast<int>(s_.roles.size());
     num_lane_keys_ = roles * kNumLanes;
     std::vector<int> lane_of(n_), group_of(n_, -1), dep_count(n_);
-    std::unordered_map<int64_t, int> group_ids;  // (role, group) → dense id
-    std::vector<int> dependent_bucket;           // flattened (dep → dependent) edges
-    std::vector<int> dependent_item;
+    // (role, group) communicator → dense id, by CommunicatorKey (< roles · groups).
+    std::vector<int> group_ids(static_cast<size_t>(roles) * s_.groups.size(), -1);
+    int num_group_ids = 0;
+    role_.resize(n_);
+    flags_.resize(n_);
+    deps_.begin.assign(n_ + 1, 0);
+    deps_.items.reserve(2 * static_cast<size_t>(n_));
     for (int i = 0; i < n_; ++i) {
       const ScheduleOp& o = s_.ops[i];
+      SS_RETURN_IF_ERROR(Check(i, o, roles, groups));
       // The lane and communicator rules come from the contract in core/schedule/schedule.h.
       lane_of[i] = LaneKey(o);
       if (const int64_t key = CommunicatorKey(o, s_.groups.size()); key >= 0) {
-        auto [it, inserted] = group_ids.emplace(key, static_cast<int>(group_ids.size()));
-        group_of[i] = it->second;
+        int& id = group_ids[static_cast<size_t>(key)];
+        if (id < 0) id = num_group_ids++;
+        group_of[i] = id;
       }
       dep_count[i] = static_cast<int>(o.deps.size());
+      deps_.begin[i + 1] = deps_.begin[i] + dep_count[i];
+      deps_.items.insert(deps_.items.end(), o.deps.begin(), o.deps.end());
+      role_[i] = o.role;
+      const bool collective = IsCollective(o.type);
+      uint8_t f = 0;
+      if (stretches_ && o.lane == Lane::kCompute && !collective && !o.on_host) f |= kStretchable;
+      if (stretches_ && o.lane != Lane::kCompute && collective) f |= kSlowsCompute;
+      // Rule 3 of the execution contract (schedule.h): one collective at a time per
+      // communicator.
+      if (SerializesOnCommunicator(o.type)) f |= kHoldsCommunicator;
+      flags_[i] = f;
     }
     lanes_ = MakeBuckets(num_lane_keys_, lane_of);
-    groups_ = MakeBuckets(static_cast<int>(group_ids.size()), group_of);
-    // Dependents in CSR form, built from the deps lists.
+    groups_ = MakeBuckets(num_group_ids, group_of);
+    // Dependents in CSR form, built from the flattened deps lists.
     dependents_.begin.assign(n_ + 1, 0);
-    for (const ScheduleOp& o : s_.ops) {
-      for (int d : o.deps) ++dependents_.begin[d + 1];
-    }
+    for (int d : deps_.items) ++dependents_.begin[d + 1];
     for (int k = 0; k < n_; ++k) dependents_.begin[k + 1] += dependents_.begin[k];
     dependents_.items.resize(dependents_.begin[n_]);
     std::vector<int> fill(dependents_.begin.begin(), dependents_.begin.end() - 1);
     for (int i = 0; i < n_; ++i) {
-      for (int d : s_.ops[i].deps) dependents_.items[fill[d]++] = i;
+      for (int k = deps_.begin[i]; k < deps_.begin[i + 1]; ++k)
+        dependents_.items[fill[deps_.items[k]]++] = i;
     }
     lane_key_ = std::move(lane_of);
     group_key_ = std::move(group_of);
@@ -171,17 +155,46 @@ class Engine {
     tl_.log.reserve(2 * static_cast<size_t>(n_));
     tl_.role_end_ns.assign(roles, 0);
     worklist_.reserve(64);
+    return Status::Ok();
   }
 
-  bool Stretchable(const ScheduleOp& o) const {
-    return stretches_ && o.lane == Lane::kCompute && !IsCollective(o.type) && !o.on_host;
-  }
-  bool SlowsCompute(const ScheduleOp& o) const {
-    return stretches_ && o.lane != Lane::kCompute && IsCollective(o.type);
+  // Indices and duration of op i in range.
+  Status Check(int i, const ScheduleOp& o, int roles, int groups) const {
+    if (o.role < 0 || o.role >= roles) {
+      return InvalidInput(
+          fmt::format("schedule: op {}: role {} out of range [0, {})", Describe(i), o.role, roles));
+    }
+    const int lane = static_cast<int>(o.lane);
+    if (lane < 1 || lane > kNumLanes) {
+      return InvalidInput(fmt::format("schedule: op {}: lane {} is not a known lane (1..{})",
+                                      Describe(i), lane, kNumLanes));
+    }
+    if (o.group < -1 || o.group >= groups) {
+      return InvalidInput(fmt::format("schedule: op {}: group {} out of range [0, {})", Describe(i),
+                                      o.group, groups));
+    }
+    if (base_ns_[i] < 0) {
+      return InvalidInput(
+          fmt::format("schedule: op {}: negative duration {} ns", Describe(i), base_ns_[i]));
+    }
+    for (int d : o.deps) {
+      if (d < 0 || d >= n_) {
+        return InvalidInput(
+            fmt::format("schedule: op {}: dependency {} out of range [0, {})", Describe(i), d, n_));
+      }
+      if (d == i)
+        return InvalidInput(fmt::format("schedule: op {} depends on itself", Describe(i)));
+    }
+    return Status::Ok();
   }
 
-  // Rule 3 of the execution contract (schedule.h): one collective at a time per communicator.
-  static bool HoldsCommunicator(const ScheduleOp& o) { return SerializesOnCommunicator(o.type); }
+  // Per-op flags (Setup).
+  static constexpr uint8_t kStretchable = 1;        // compute that overlap slows
+  static constexpr uint8_t kSlowsCompute = 2;       // communication that slows compute
+  static constexpr uint8_t kHoldsCommunicator = 4;  // rule 3: serializes on its communicator
+  bool Stretchable(int op) const { return flags_[op] & kStretchable; }
+  bool SlowsCompute(int op) const { return flags_[op] & kSlowsCompute; }
+  bool HoldsCommunicator(int op) const { return flags_[op] & kHoldsCommunicator; }
 
   // Stretch of compute op `op` under the role's current communication load (engine.h).
   double Factor(int op, int role) const {
@@ -202,7 +215,7 @@ class Engine {
   }
 
   void AddCommLoad(int op, int sign) {
-    const int role = s_.ops[op].role;
+    const int role = role_[op];
     comm_running_[role] += sign;
     if (contention_ == nullptr) return;
     if (!contention_->comm_blocks.empty())
@@ -235,52 +248,52 @@ class Engine {
   }
 
   void Start(int op, int64_t t) {
-    const ScheduleOp& o = s_.ops[op];
+    const int role = role_[op];
     tl_.ops[op].start_ns = t;
     lane_busy_[lane_key_[op]] = 1;
     tl_.log.push_back({t, op, true});
     if (const int gk = group_key_[op]; gk >= 0) {
-      if (HoldsCommunicator(o)) group_busy_[gk] = 1;
+      if (HoldsCommunicator(op)) group_busy_[gk] = 1;
       ++group_pos_[gk];
       if (group_pos_[gk] < groups_.begin[gk + 1])
         worklist_.push_back(groups_.items[group_pos_[gk]]);
     }
-    if (Stretchable(o)) {
-      running_compute_[o.role] = op;
+    if (Stretchable(op)) {
+      running_compute_[role] = op;
       remaining_[op] = static_cast<double>(base_ns_[op]);
       last_update_ns_[op] = t;
-      factor_[op] = Factor(op, o.role);
+      factor_[op] = Factor(op, role);
       Push(op, t + ScaledNs(remaining_[op], factor_[op]));
     } else {
       Push(op, t + base_ns_[op]);
     }
-    if (SlowsCompute(o)) {
+    if (SlowsCompute(op)) {
       AddCommLoad(op, +1);
-      Rerate(o.role, t);
+      Rerate(role, t);
     }
   }
 
   void End(int op, int64_t t) {
-    const ScheduleOp& o = s_.ops[op];
+    const int role = role_[op];
     tl_.ops[op].end_ns = t;
     const int lk = lane_key_[op];
     lane_busy_[lk] = 0;
     ++lane_pos_[lk];
     tl_.log.push_back({t, op, false});
     ++done_;
-    if (const int gk = group_key_[op]; gk >= 0 && HoldsCommunicator(o)) {
+    if (const int gk = group_key_[op]; gk >= 0 && HoldsCommunicator(op)) {
       group_busy_[gk] = 0;
       if (group_pos_[gk] < groups_.begin[gk + 1])
         worklist_.push_back(groups_.items[group_pos_[gk]]);
     }
-    tl_.role_end_ns[o.role] = std::max(tl_.role_end_ns[o.role], t);
-    if (running_compute_[o.role] == op) {
-      running_compute_[o.role] = -1;
+    tl_.role_end_ns[role] = std::max(tl_.role_end_ns[role], t);
+    if (running_compute_[role] == op) {
+      running_compute_[role] = -1;
       tl_.stretched_ns += (t - tl_.ops[op].start_ns) - base_ns_[op];
     }
-    if (SlowsCompute(o)) {
+    if (SlowsCompute(op)) {
       AddCommLoad(op, -1);
-      Rerate(o.role, t);
+      Rerate(role, t);
     }
     if (lane_pos_[lk] < lanes_.begin[lk + 1]) worklist_.push_back(lanes_.items[lane_pos_[lk]]);
     for (int k = dependents_.begin[op]; k < dependents_.begin[op + 1]; ++k) {
@@ -350,7 +363,9 @@ class Engine {
   int num_lane_keys_ = 0;
   int done_ = 0;
   uint64_t seq_ = 0;
-  Buckets lanes_, groups_, dependents_;
+  Buckets lanes_, groups_, deps_, dependents_;
+  std::vector<int> role_;       // per op
+  std::vector<uint8_t> flags_;  // per op: kStretchable | kSlowsCompute | kHoldsCommunicator
   std::vector<int> lane_key_, group_key_, deps_left_, lane_pos_, group_pos_;
   std::vector<char> lane_busy_, group_busy_;
   std::vector<double> factor_;  // stretch of each running compute op's remaining work

@@ -1,19 +1,25 @@
 #include "sim/engine/model_flops.h"
 
-#include <set>
-#include <string>
-#include <utility>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
 
 namespace shardscope::sim {
 
 ModelFlops ModelFlopsPerToken(const ModelTree& tree, int64_t seq_len) {
   ModelFlops f;
-  std::set<std::string> seen_ids;
-  std::set<int> seen_modules;
-  for (const ModuleEntry& entry : EnumerateModules(tree)) {
-    // A module registered twice holds the same tensors: count it once.
-    if (!seen_modules.insert(entry.module).second) continue;
-    const Module& m = tree.modules[entry.module];
+  std::unordered_set<std::string_view> seen_ids;
+  // Each module once, in EnumerateModules' pre-order (the sums below keep their order), without
+  // the FQNs an enumeration builds: a module registered twice holds the same tensors.
+  std::vector<char> seen(tree.modules.size(), 0);
+  std::vector<int> stack = {0};
+  while (!stack.empty()) {
+    const int module = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(module)]) continue;
+    seen[static_cast<size_t>(module)] = 1;
+    const Module& m = tree.modules[static_cast<size_t>(module)];
+    stack.insert(stack.end(), m.children.rbegin(), m.children.rend());
     const bool embedding = m.op && m.op->kind == OpKind::kEmbedding;
     double share = 1.0;
     if (m.op && m.op->kind == OpKind::kExperts) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 
 #include "core/model/model_source.h"
@@ -50,33 +51,48 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
   }
 }
 
-std::string_view ComputeKindName(const ComputeItem& item) {
-  if (std::holds_alternative<FsdpCopyWork>(item.work)) return "fsdp_copy";
-  if (std::holds_alternative<OptimizerWork>(item.work)) return "optimizer";
+// The summary's compute kinds, in the order ComputeByKind accumulates them.
+enum class ComputeKind { kOverhead, kFsdpCopy, kOptimizer, kGemm, kAttention, kLoss, kElementwise };
+constexpr int kNumComputeKinds = 7;
+constexpr std::array<std::string_view, kNumComputeKinds> kComputeKindNames = {
+    "overhead", "fsdp_copy", "optimizer", "gemm", "attention", "loss", "elementwise"};
+
+ComputeKind ComputeKindOf(const ComputeItem& item) {
+  if (std::holds_alternative<FsdpCopyWork>(item.work)) return ComputeKind::kFsdpCopy;
+  if (std::holds_alternative<OptimizerWork>(item.work)) return ComputeKind::kOptimizer;
   switch (item.kind) {
     case OpKind::kLinear:
     case OpKind::kRouter:
     case OpKind::kExperts:
-      return "gemm";
+      return ComputeKind::kGemm;
     case OpKind::kAttention:
-      return "attention";
+      return ComputeKind::kAttention;
     case OpKind::kLoss:
-      return "loss";
+      return ComputeKind::kLoss;
     default:
-      return "elementwise";
+      return ComputeKind::kElementwise;
   }
 }
 
-// Where the reported role's GPU compute time goes, as the cost model prices it.
+// Where the reported role's GPU compute time goes, as the cost model prices it. Sums per kind
+// in op order, as a map keyed by name would, without a string per item.
 std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& cost, int role) {
-  std::map<std::string, double> out;
+  std::array<double, kNumComputeKinds> sum{};
+  std::array<bool, kNumComputeKinds> seen{};
   for (const ScheduleOp& op : s.ops) {
     if (op.role != role || op.on_host || op.items.empty()) continue;
     if (op.type != OpType::kCompute && op.type != OpType::kOptimizer) continue;
-    out["overhead"] += Seconds(cost.OpOverheadNs(op.items));
+    sum[static_cast<int>(ComputeKind::kOverhead)] += Seconds(cost.OpOverheadNs(op.items));
+    seen[static_cast<int>(ComputeKind::kOverhead)] = true;
     for (const ComputeItem& item : op.items) {
-      out[std::string(ComputeKindName(item))] += Seconds(cost.ComputeNs(item));
+      const int k = static_cast<int>(ComputeKindOf(item));
+      sum[k] += Seconds(cost.ComputeNs(item));
+      seen[k] = true;
     }
+  }
+  std::map<std::string, double> out;
+  for (int k = 0; k < kNumComputeKinds; ++k) {
+    if (seen[k]) out.emplace(kComputeKindNames[k], sum[k]);
   }
   return out;
 }
@@ -213,9 +229,8 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
                       TrackMemory(sim.schedule, sim.timeline,
                                   MemoryOptions{ctx.usable_bytes, ctx.keep_memory_samples}));
   const int roles = static_cast<int>(sim.schedule.roles.size());
-  sim.role_metrics.reserve(roles);
+  sim.role_metrics = AccountRoles(sim.schedule, sim.timeline);
   for (int r = 0; r < roles; ++r) {
-    sim.role_metrics.push_back(AccountRole(sim.schedule, sim.timeline, r));
     if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
       sim.reported_role = r;
   }
