@@ -155,11 +155,13 @@ def main():
             if base not in summaries or c["name"] not in summaries:
                 continue
             base_case = next(b for b in ref["cases"] if b["name"] == base)
-            ours_phase = summaries[c["name"]].get("phase_peak_memory_gib")
-            ours_base = summaries[base].get("phase_peak_memory_gib")
+            ours_phase = summaries[c["name"]].get("peak_memory_by_phase")
+            ours_base = summaries[base].get("peak_memory_by_phase")
             if ours_phase is None or ours_base is None:
-                failures.append(f"{c['name']}: the summary has no phase_peak_memory_gib")
+                failures.append(f"{c['name']}: the summary has no peak_memory_by_phase")
                 continue
+            ours_phase = {k: v["allocated_gib"] for k, v in ours_phase.items()}
+            ours_base = {k: v["allocated_gib"] for k, v in ours_base.items()}
             for p in PHASES:
                 want = (c["tracker"]["phase_peak_bytes"].get(p, 0) -
                         base_case["tracker"]["phase_peak_bytes"].get(p, 0)) / GIB
