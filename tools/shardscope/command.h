@@ -40,5 +40,7 @@ void RegisterModelCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry);  // stats, diff, check-trace
 void RegisterViewCommand(CLI::App& app, CommandRegistry& registry);    // the viewer (optional)
+void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry);
 
 }  // namespace shardscope::cli

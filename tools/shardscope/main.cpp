@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   cli::RegisterSimulateCommand(app, registry);
   cli::RegisterTraceCommands(app, registry);
   cli::RegisterViewCommand(app, registry);
+  cli::RegisterSweepCommand(app, registry);
+  cli::RegisterRecommendCommand(app, registry);
 
   try {
     app.parse(argc, argv);
