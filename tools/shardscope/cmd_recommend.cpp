@@ -37,12 +37,18 @@ struct RecommendArgs {
   bool progress = false;
 };
 
-// The flags that differ from the defaults, for the plan's one-line label.
+// The plan's one-line label: its flags, less those at 1 (no such parallelism, no
+// accumulation) and the ones every plan carries.
 std::string Label(const std::vector<std::string>& sets) {
   std::string out;
   for (const std::string& s : sets) {
-    if (s.rfind("cluster.gpus_per_node=", 0) == 0 || s == "parallelism.edp_shard=-1") continue;
-    out += (out.empty() ? "" : " ") + sim::ShortSet(s);
+    const std::string short_set = sim::ShortSet(s);
+    const bool at_one = short_set.size() > 2 && short_set.substr(short_set.size() - 2) == "=1" &&
+                        short_set != "tp=1" && short_set != "local_batch=1" &&
+                        short_set.rfind("nodes=", 0) != 0;
+    const bool every_plan =
+        s.rfind("cluster.gpus_per_node=", 0) == 0 || s == "parallelism.edp_shard=-1";
+    if (!at_one && !every_plan) out += (out.empty() ? "" : " ") + short_set;
   }
   return out;
 }
@@ -96,6 +102,12 @@ Status RunRecommend(const RecommendArgs& args) {
                    : std::string());
     const std::string text = p.scenario.dump(2) + "\n";
     if (!args.scenarios.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(args.scenarios, ec);
+      if (ec) {
+        return InvalidInput(fmt::format("--scenarios {}: cannot create the folder ({})",
+                                        args.scenarios, ec.message()));
+      }
       const std::string path =
           (std::filesystem::path(args.scenarios) / fmt::format("plan_{}.json", k + 1)).string();
       SS_RETURN_IF_ERROR(WriteFileAtomic(path, text));
