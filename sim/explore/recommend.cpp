@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -121,7 +122,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
 
   Recommendation rec;
   std::vector<Candidate> candidates;
-  for (const std::string& gpu : o.gpus) {
+  for (std::string gpu : o.gpus) {
+    // The catalog's spelling (LookupHardware accepts any case, the catalog and prices do not).
+    std::transform(gpu.begin(), gpu.end(), gpu.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     SS_ASSIGN_OR_RETURN(const int gpn, CatalogGpusPerNode(gpu));
     SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware(gpu, gpn, 1));
     const std::optional<double> price = prices.PerGpuHour(gpu);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -212,6 +213,8 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   const int threads = options.threads > 0
                           ? options.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // More threads than cores is allowed (tests compare 1 and 4 on a 2-core machine).
+  tbb::global_control allow(tbb::global_control::max_allowed_parallelism, threads);
   tbb::task_arena arena(threads);
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 1),

@@ -94,8 +94,8 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--objective", args->objective,
-                  "rank by throughput (tokens/s/GPU), cost ($ per million tokens) or memory "
-                  "(peak reserved); default throughput");
+                  "rank by throughput (tokens/s/GPU, default), cost ($ per million tokens), "
+                  "memory (peak reserved) or time (s per million tokens)");
   sub->add_option("--top", args->top, "rows of the ranked table (default 20; 0: all)");
   sub->add_option("--csv", args->csv, "write every fitting variant, ranked, as CSV here");
   sub->add_option("--json", args->json, "write the sweep (shardscope-sweep/1 JSON) here");
