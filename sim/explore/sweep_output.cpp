@@ -22,6 +22,16 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
+// "tp=2 nodes=4": the variant's values, paths shortened.
+std::string Label(const VariantResult& v) {
+  std::string label;
+  for (const std::string& s : v.sets) {
+    if (!label.empty()) label += ' ';
+    label += ShortSet(s);
+  }
+  return label;
+}
+
 nlohmann::json VariantJson(int rank, const VariantResult& v, const SweepReport& report) {
   const VariantFigures& f = v.figures;
   nlohmann::json j;
@@ -85,18 +95,14 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   out += RankedTableHeader();
   for (int k = 0; k < rows; ++k) {
     const VariantResult& v = r.variants[r.ranking[k]];
-    std::string label;
-    for (const std::string& s : v.sets) label += (label.empty() ? "" : " ") + ShortSet(s);
-    out += RankedTableRow(k + 1, v, label);
+    out += RankedTableRow(k + 1, v, Label(v));
   }
   if (!r.pareto.empty()) {
     out += fmt::format("Pareto front ({} variants, fastest first):\n", r.pareto.size());
     for (int i : r.pareto) {
       const VariantResult& v = r.variants[i];
-      std::string label;
-      for (const std::string& s : v.sets) label += (label.empty() ? "" : " ") + ShortSet(s);
       out += fmt::format("  {:>10.1f} s/Mtok  {:>8} $/Mtok  {}\n", v.figures.s_per_mtok,
-                         CostText(v.figures), label);
+                         CostText(v.figures), Label(v));
     }
   }
   return out;
@@ -104,7 +110,7 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
 
 std::string SweepToCsv(const SweepResult& r, const SweepReport& report) {
   std::string out = "rank";
-  for (const std::string& p : report.paths) out += "," + CsvField(p);
+  for (const std::string& p : report.paths) out.append(",").append(CsvField(p));
   out +=
       ",gpu,gpus,tokens_per_s_per_gpu,step_time_s,peak_memory_reserved_gib,headroom_gib,"
       "exposed_comm_s,mfu,usd_per_gpu_hour,cost_per_million_tokens_usd,s_per_million_tokens,"
@@ -113,7 +119,7 @@ std::string SweepToCsv(const SweepResult& r, const SweepReport& report) {
     const VariantResult& v = r.variants[r.ranking[k]];
     const VariantFigures& f = v.figures;
     out += std::to_string(k + 1);
-    for (const std::string& s : v.sets) out += "," + CsvField(ValueOf(s));
+    for (const std::string& s : v.sets) out.append(",").append(CsvField(ValueOf(s)));
     out += fmt::format(",{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{}\n", f.gpu,
                        f.world_size, f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib,
                        f.headroom_gib, f.exposed_comm_s, f.mfu,

@@ -48,7 +48,9 @@ std::string Label(const std::vector<std::string>& sets) {
                         short_set.rfind("nodes=", 0) != 0;
     const bool every_plan =
         s.rfind("cluster.gpus_per_node=", 0) == 0 || s == "parallelism.edp_shard=-1";
-    if (!at_one && !every_plan) out += (out.empty() ? "" : " ") + short_set;
+    if (at_one || every_plan) continue;
+    if (!out.empty()) out += ' ';
+    out += short_set;
   }
   return out;
 }
