@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages shardscope builds with. Idempotent; needs root (or sudo).
-#   scripts/setup.sh            build + test dependencies
+#   scripts/setup.sh            build + test dependencies (oneTBB: libtbb-dev, for sweeps)
 #   scripts/setup.sh --viewer   also the viewer's: Dear ImGui 1.86 (with its GLFW/OpenGL3 backends),
 #                               GLFW, OpenGL, stb (PNG), Xvfb + xauth + Mesa (headless tests)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev libeigen3-dev python3
+      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev libeigen3-dev libtbb-dev python3
       openmpi-bin libopenmpi-dev)  # MPI: `run` on CPU ranks and its mpi tests
 if [[ "${1:-}" == "--viewer" ]]; then
   pkgs+=(libimgui-dev libglfw3-dev libgl-dev libstb-dev xvfb xauth libgl1-mesa-dri)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <variant>
 
 #include "sim/cost/compute_model.h"
@@ -106,16 +107,27 @@ class DefaultCostModel final : public CostModel {
 
 }  // namespace
 
-GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node) {
+namespace {
+
+// (distinct blocks, most ranks in one block) of `ranks` cut into blocks of `block` ranks.
+std::pair<int, int> Spread(const std::vector<int>& ranks, int block) {
+  std::map<int, int> ranks_in;
+  for (int rank : ranks) ++ranks_in[rank / block];
+  int most = 1;
+  for (const auto& [b, count] : ranks_in) most = std::max(most, count);
+  return {std::max<int>(1, static_cast<int>(ranks_in.size())), most};
+}
+
+}  // namespace
+
+GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node, int nvlink_domain) {
   GroupShape shape;
   shape.size = std::max(1, group.size());
   const int per_node = std::max(1, gpus_per_node);
-  std::map<int, int> ranks_on_node;
-  for (int rank : group.ranks) ++ranks_on_node[rank / per_node];
-  shape.nodes = std::max<int>(1, static_cast<int>(ranks_on_node.size()));
-  shape.ranks_per_node = 1;
-  for (const auto& [node, count] : ranks_on_node)
-    shape.ranks_per_node = std::max(shape.ranks_per_node, count);
+  std::tie(shape.nodes, shape.ranks_per_node) = Spread(group.ranks, per_node);
+  if (nvlink_domain > per_node) {
+    std::tie(shape.domains, shape.ranks_per_domain) = Spread(group.ranks, nvlink_domain);
+  }
   return shape;
 }
 

@@ -4,7 +4,7 @@
 //
 // Contents:
 //   GroupShape          size / ranks per node / nodes of a process group (decides the links)
-//   GroupShapeOf        ProcessGroup + gpus_per_node → GroupShape (node = rank / gpus_per_node)
+//   GroupShapeOf        ProcessGroup + gpus_per_node (+ NVLink domain) → GroupShape
 //   NcclAlgo, NcclProto which algorithm / protocol won (NCCL's names)
 //   CollectiveEstimate  duration + the winning algorithm/protocol + bus and algorithm bandwidth
 //                       + what the collective holds while it runs (SMs, HBM traffic)
@@ -38,11 +38,16 @@ struct GroupShape {
   int size = 1;            // ranks in the group
   int ranks_per_node = 1;  // most group ranks sharing one node
   int nodes = 1;           // distinct nodes the group spans
+  // The same over NVLink domains when a domain spans several nodes (GB200 NVL72); 0: the
+  // node is the domain (HGX / OAM nodes), so shapes written as {size, per node, nodes} hold.
+  int ranks_per_domain = 0;
+  int domains = 0;
   bool operator==(const GroupShape&) const = default;
 };
 
-// Ranks are placed row-major: global rank r lives on node r / gpus_per_node.
-GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node);
+// Ranks are placed row-major: global rank r lives on node r / gpus_per_node and in NVLink
+// domain r / nvlink_domain (<= 0 or below gpus_per_node: the node is the domain).
+GroupShape GroupShapeOf(const ProcessGroup& group, int gpus_per_node, int nvlink_domain = 0);
 
 enum class NcclAlgo {
   kRing,

@@ -282,8 +282,15 @@ NcclSystem NcclSystemFor(const Hardware& hw, const CostParams& params) {
   return s;
 }
 
-CollectiveEstimate NcclCollective(OpType type, int64_t bytes_in, const GroupShape& group,
+CollectiveEstimate NcclCollective(OpType type, int64_t bytes_in, const GroupShape& shape,
                                   const NcclSystem& sys) {
+  // NCCL (MNNVL) treats an NVLink domain spanning several nodes as one node: its GPUs reach
+  // each other over NVLink and only traffic between domains takes the NICs.
+  GroupShape group = shape;
+  if (shape.domains > 0) {
+    group.nodes = shape.domains;
+    group.ranks_per_node = std::max(1, shape.ranks_per_domain);
+  }
   const double bytes = static_cast<double>(std::max<int64_t>(0, bytes_in));
   const int n = std::max(1, group.size);
   const int k = std::max(1, group.nodes);

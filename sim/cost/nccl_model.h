@@ -46,8 +46,9 @@ struct NcclSystem {
 
 NcclSystem NcclSystemFor(const Hardware& hw, const CostParams& params);
 
-// `type` must be a communication op (all-gather, reduce-scatter, all-reduce, all-to-all,
-// send, recv); anything else is priced as a device-local copy.
+// `group.domains` > 0 (an NVLink domain spanning nodes) replaces its nodes: inside a domain
+// every step runs over NVLink. `type` must be a communication op (all-gather, reduce-scatter,
+// all-reduce, all-to-all, send, recv); anything else is priced as a device-local copy.
 CollectiveEstimate NcclCollective(OpType type, int64_t bytes, const GroupShape& group,
                                   const NcclSystem& sys);
 

@@ -163,6 +163,12 @@ Result<std::vector<CatalogEntry>> ParseCatalog() {
     Status s = ApplyGpuFields(entry, where, &e.gpu);
     if (s.ok() && e.gpu.sm_count <= 0) s = InvalidInput(where + ".sm_count: required");
     if (s.ok()) s = ApplyNodeFields(node, where + ".node", &e.node);
+    if (s.ok() && e.node.nvlink_domain > e.node.gpus_per_node &&
+        e.node.nvlink_domain % e.node.gpus_per_node != 0) {
+      s = InvalidInput(where +
+                       ".node.nvlink_domain: a domain larger than a node must be a whole "
+                       "number of nodes");
+    }
     if (!s.ok()) return RuntimeError(s.message());
     out.push_back(std::move(e));
   }
@@ -255,7 +261,12 @@ Result<Hardware> LookupHardware(std::string_view gpu_name, int gpus_per_node, in
   // A partly used node keeps each used GPU's own NIC share (NICs are per GPU on these nodes).
   const double nics_per_gpu = static_cast<double>(hw.node.nics_per_node) / hw.node.gpus_per_node;
   hw.node.gpus_per_node = gpus_per_node;
-  hw.node.nvlink_domain = std::min(hw.node.nvlink_domain, gpus_per_node);
+  // A domain within the node shrinks with it; one spanning several nodes (GB200 NVL72: 18
+  // trays of 4) keeps its node count, each node contributing the GPUs it uses.
+  const int catalog_gpus = found->node.gpus_per_node;
+  hw.node.nvlink_domain = found->node.nvlink_domain > catalog_gpus
+                              ? found->node.nvlink_domain / catalog_gpus * gpus_per_node
+                              : std::min(found->node.nvlink_domain, gpus_per_node);
   hw.node.nics_per_node = static_cast<int>(std::lround(nics_per_gpu * gpus_per_node));
   hw.nodes = nodes;
   return hw;

@@ -66,7 +66,9 @@ struct GpuSpec {
 
 struct NodeSpec {
   int gpus_per_node = 8;
-  int nvlink_domain = 8;  // GPUs reachable over NVLink (== gpus_per_node for HGX nodes)
+  // GPUs one NVLink fabric joins: the node's own for HGX / OAM nodes; a whole number of nodes
+  // when larger (GB200 NVL72: 72 over 18 trays), which collectives then cross over NVLink.
+  int nvlink_domain = 8;
   int nics_per_node = 8;
   double nic_gbit_per_s = 400;   // line rate of one NIC
   double nic_efficiency = 0.94;  // achievable fraction of line rate (46–48 GB/s of 50 for NDR)

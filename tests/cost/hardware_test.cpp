@@ -13,15 +13,26 @@ TEST(Catalog, ParsesAndListsEveryGpu) {
   const nlohmann::json j = nlohmann::json::parse(CatalogJson(), nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   const std::vector<std::string> names = CatalogGpuNames();
-  const std::vector<std::string> expected = {"h100-sxm", "h100-96g", "h200",  "b200",
-                                             "a100-80g", "a100-40g", "mi300x"};
+  const std::vector<std::string> expected = {"h100-sxm", "h100-96g", "h200",   "b200",
+                                             "a100-80g", "a100-40g", "mi300x", "b300",
+                                             "gb200-nvl72", "mi325x", "mi355x"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(j["gpus"].size(), expected.size());
 }
 
+// The catalog node's GPU count (8 for HGX / OAM nodes, 4 for a GB200 compute tray).
+int CatalogNodeGpus(const std::string& name) {
+  const nlohmann::json catalog = nlohmann::json::parse(CatalogJson());
+  for (const nlohmann::json& g : catalog["gpus"]) {
+    if (g["name"] == name) return g["node"]["gpus_per_node"].get<int>();
+  }
+  return 0;
+}
+
 TEST(Catalog, EveryEntryIsConsistent) {
   for (const std::string& name : CatalogGpuNames()) {
-    Result<Hardware> hw = LookupHardware(name, 8, 1);
+    const int per_node = CatalogNodeGpus(name);
+    Result<Hardware> hw = LookupHardware(name, per_node, 1);
     ASSERT_TRUE(hw.ok()) << name << ": " << hw.status().message();
     const GpuSpec& g = hw->gpu;
     EXPECT_GT(g.best_matmul_flops, 0) << name;
@@ -40,8 +51,35 @@ TEST(Catalog, EveryEntryIsConsistent) {
       EXPECT_GT(g.cudnn_attention_efficiency, g.attention_efficiency) << name;
       EXPECT_GT(g.cudnn_attention_backward_ratio, 0) << name;
     }
-    EXPECT_EQ(hw->world_size(), 8);
+    EXPECT_EQ(hw->world_size(), per_node);
+    // Every figure cites a source: the entry's notes name one, or the _sources block has it.
+    EXPECT_GE(hw->node.nvlink_domain, per_node) << name;
   }
+}
+
+TEST(Catalog, NewGpusCiteTheirSources) {
+  const nlohmann::json j = nlohmann::json::parse(CatalogJson());
+  for (const char* key : {"b300", "gb200", "mi325x", "mi355x", "nvlink_domain"}) {
+    ASSERT_TRUE(j["_sources"].contains(key)) << key;
+    EXPECT_NE(j["_sources"][key].get<std::string>().find("http"), std::string::npos) << key;
+  }
+}
+
+TEST(Catalog, Gb200Nvl72IsOneNvlinkDomainOfEighteenTrays) {
+  Result<Hardware> rack = LookupHardware("gb200-nvl72", 4, 18);
+  ASSERT_TRUE(rack.ok()) << rack.status().message();
+  EXPECT_EQ(rack->node.gpus_per_node, 4);
+  EXPECT_EQ(rack->node.nvlink_domain, 72);
+  EXPECT_DOUBLE_EQ(rack->gpu.peak_bf16_flops, 2500e12);
+  EXPECT_DOUBLE_EQ(rack->gpu.best_matmul_flops, 1822e12);  // measured_runs.json MAMF
+  // Two GPUs used per tray: the domain is still 18 trays, now of 2 used GPUs each.
+  Result<Hardware> half = LookupHardware("gb200-nvl72", 2, 18);
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(half->node.nvlink_domain, 36);
+  // HGX nodes keep the node as the domain.
+  EXPECT_EQ(LookupHardware("h100-sxm", 8, 8)->node.nvlink_domain, 8);
+  EXPECT_EQ(LookupHardware("b300", 4, 2)->node.nvlink_domain, 4);
+  EXPECT_FALSE(LookupHardware("gb200-nvl72", 8, 1).ok());  // a tray has 4 GPUs
 }
 
 TEST(Catalog, H100FiguresFromTheSpec) {

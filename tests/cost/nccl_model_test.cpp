@@ -194,5 +194,48 @@ TEST(GroupShapeOf, PlacesRanksRowMajor) {
   EXPECT_EQ(GroupShapeOf(straddling, 2), (GroupShape{6, 2, 3}));
 }
 
+TEST(GroupShapeOf, CountsNvlinkDomainsLargerThanANode) {
+  ProcessGroup dp64;
+  for (int r = 0; r < 64; ++r) dp64.ranks.push_back(r);
+  // GB200 NVL72: trays of 4, one domain of 72 → 16 nodes, 1 domain.
+  EXPECT_EQ(GroupShapeOf(dp64, 4, 72), (GroupShape{64, 4, 16, 64, 1}));
+  // A domain no larger than the node adds nothing.
+  EXPECT_EQ(GroupShapeOf(dp64, 8, 8), (GroupShape{64, 8, 8}));
+  EXPECT_EQ(GroupShapeOf(dp64, 8), (GroupShape{64, 8, 8}));
+  ProcessGroup two_racks;
+  for (int r = 0; r < 144; r += 2) two_racks.ranks.push_back(r);
+  EXPECT_EQ(GroupShapeOf(two_racks, 4, 72), (GroupShape{72, 2, 36, 36, 2}));
+}
+
+// issue 14: a 64-GPU job on GB200 NVL72 runs its collectives at NVLink speed, while on H100
+// (8 nodes of 8) and on the same GPUs with the tray as the domain they cross the NICs.
+TEST(NcclModel, Gb200Nvl72CollectivesStayOnNvlink) {
+  const Hardware gb200 = *LookupHardware("gb200-nvl72", 4, 16);
+  const NcclSystem rack = NcclSystemFor(gb200, DefaultCostParams(gb200));
+  Hardware trays_only = gb200;
+  trays_only.node.nvlink_domain = 4;
+  const NcclSystem trays = NcclSystemFor(trays_only, DefaultCostParams(trays_only));
+  const NcclSystem h100 = System("h100-sxm", true, 8);
+  ProcessGroup dp64;
+  for (int r = 0; r < 64; ++r) dp64.ranks.push_back(r);
+  const GroupShape rack_shape = GroupShapeOf(dp64, 4, gb200.node.nvlink_domain);
+  const GroupShape tray_shape = GroupShapeOf(dp64, 4, 4);
+  const GroupShape h100_shape = GroupShapeOf(dp64, 8, 8);
+  const NcclSystem one_node_of_64 = rack;  // the same links as one node holding all 64
+  for (OpType type : {OpType::kAllGather, OpType::kReduceScatter, OpType::kAllReduce}) {
+    const int64_t bytes = 1 * kGiB;
+    const CollectiveEstimate on_rack = Estimate(rack, type, bytes, rack_shape);
+    const CollectiveEstimate over_nics = Estimate(trays, type, bytes, tray_shape);
+    const CollectiveEstimate on_h100 = Estimate(h100, type, bytes, h100_shape);
+    // Priced exactly as if the 64 GPUs sat in one node: NVLink figures, no network step.
+    EXPECT_EQ(on_rack.ns, Estimate(one_node_of_64, type, bytes, GroupShape{64, 64, 1}).ns)
+        << OpTypeName(type);
+    // 18 x 40.1 GB/s NVLink links against one 400 Gb/s NIC per GPU: several times faster.
+    EXPECT_GT(on_rack.busbw_gbps, 500) << OpTypeName(type);
+    EXPECT_LT(over_nics.busbw_gbps, 0.5 * on_rack.busbw_gbps) << OpTypeName(type);
+    EXPECT_LT(on_h100.busbw_gbps, 0.7 * on_rack.busbw_gbps) << OpTypeName(type);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope

@@ -41,5 +41,7 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry);  // stats, diff, check-trace
 void RegisterViewCommand(CLI::App& app, CommandRegistry& registry);    // the viewer (optional)
 void RegisterRunCommand(CLI::App& app, CommandRegistry& registry);     // the real backend
+void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry);
 
 }  // namespace shardscope::cli

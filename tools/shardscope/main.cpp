@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   cli::RegisterTraceCommands(app, registry);
   cli::RegisterViewCommand(app, registry);
   cli::RegisterRunCommand(app, registry);
+  cli::RegisterSweepCommand(app, registry);
+  cli::RegisterRecommendCommand(app, registry);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,104 @@
+#include "sim/explore/price_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "core/util/did_you_mean.h"
+#include "core/util/file_io.h"
+#include "core/util/json_guard.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope::sim {
+
+extern const char* const kEmbeddedPricesJson;
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> PriceTable::PerGpuHour(std::string_view gpu) const {
+  auto it = per_gpu_hour.find(Lower(gpu));
+  if (it == per_gpu_hour.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<PriceTable> ParsePriceTable(std::string_view text, const std::string& source) {
+  SS_RETURN_IF_ERROR(CheckJsonText(text, source));
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return InvalidInput(fmt::format("{}: expected a JSON object (shardscope-prices/1)", source));
+  }
+  if (!doc.contains("format") || doc["format"] != "shardscope-prices/1") {
+    return InvalidInput(
+        fmt::format("{}: format: expected \"shardscope-prices/1\", got {}", source,
+                    doc.contains("format") ? doc["format"].dump() : std::string("nothing")));
+  }
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "format" || key == "currency" || key == "per_gpu_hour" || key.rfind('_', 0) == 0)
+      continue;
+    return InvalidInput(fmt::format(
+        "{}: {}: unknown key (expected format, currency, per_gpu_hour, or _-prefixed notes)",
+        source, key));
+  }
+  PriceTable table;
+  table.source = source;
+  if (doc.contains("currency")) {
+    if (!doc["currency"].is_string() || doc["currency"].get<std::string>().empty()) {
+      return InvalidInput(fmt::format("{}: currency: expected a non-empty string", source));
+    }
+    table.currency = doc["currency"].get<std::string>();
+  }
+  if (!doc.contains("per_gpu_hour") || !doc["per_gpu_hour"].is_object()) {
+    return InvalidInput(fmt::format(
+        "{}: per_gpu_hour: expected an object of GPU name → price per GPU-hour", source));
+  }
+  const std::vector<std::string> names = CatalogGpuNames();
+  for (const auto& [gpu, price] : doc["per_gpu_hour"].items()) {
+    const std::string where = fmt::format("{}: per_gpu_hour.{}", source, gpu);
+    const std::string name = Lower(gpu);
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return InvalidInput(fmt::format("{}: not a catalog GPU{}; the catalog has: {}", where,
+                                      DidYouMean(gpu, names), fmt::join(names, ", ")));
+    }
+    if (!price.is_number() || !std::isfinite(price.get<double>()) || price.get<double>() <= 0) {
+      return InvalidInput(
+          fmt::format("{}: expected a price per GPU-hour > 0, got {}", where, price.dump()));
+    }
+    table.per_gpu_hour[name] = price.get<double>();
+  }
+  return table;
+}
+
+const PriceTable& DefaultPriceTable() {
+  static const PriceTable table = [] {
+    Result<PriceTable> t =
+        ParsePriceTable(kEmbeddedPricesJson, "built-in prices (sim/explore/prices.json)");
+    // Tests parse the embedded table, so an error here is caught before it ships.
+    return t.ok() ? *t : PriceTable{};
+  }();
+  return table;
+}
+
+Result<PriceTable> LoadPriceTable(const std::string& path) {
+  SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParsePriceTable(text, path);
+}
+
+std::optional<double> CostPerMillionTokens(double usd_per_gpu_hour, double tokens_per_s_per_gpu) {
+  if (tokens_per_s_per_gpu <= 0) return std::nullopt;
+  return usd_per_gpu_hour * 1e6 / (3600.0 * tokens_per_s_per_gpu);
+}
+
+}  // namespace shardscope::sim

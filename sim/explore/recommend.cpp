@@ -1,0 +1,295 @@
+#include "sim/explore/recommend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numeric>
+
+#include "core/config/scenario.h"
+#include "core/model/model_source.h"
+#include "core/model/model_summary.h"
+#include "sim/engine/model_flops.h"
+#include "sim/hardware/hardware.h"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr int kMaxMicrobatchesPerStep = 64;
+constexpr int kChunk = 64;  // plans simulated between two updates of the pruning threshold
+
+struct Candidate {
+  std::vector<std::string> sets;
+  double bound = 0;  // the best objective key the plan could reach (lower is better)
+};
+
+// The catalog's own node size for `gpu` (LookupHardware takes it as an argument).
+Result<int> CatalogGpusPerNode(const std::string& gpu) {
+  const nlohmann::json catalog = nlohmann::json::parse(CatalogJson());
+  for (const nlohmann::json& g : catalog["gpus"]) {
+    if (g["name"] == gpu) return g["node"]["gpus_per_node"].get<int>();
+  }
+  // LookupHardware words the error (did-you-mean over the catalog).
+  Result<Hardware> hw = LookupHardware(gpu, 1, 1);
+  return InvalidInput(
+      fmt::format("--gpu {}: {}", gpu, hw.ok() ? "not in the catalog" : hw.status().message()));
+}
+
+// The objective's key of a plan that ran (lower is better), as RankVariants sorts.
+double KeyOf(const VariantFigures& f, Objective objective) {
+  switch (objective) {
+    case Objective::kThroughput:
+      return -f.tokens_per_s_per_gpu;
+    case Objective::kCost:
+      return f.cost_per_mtok_usd ? *f.cost_per_mtok_usd : HUGE_VAL;
+    case Objective::kMemory:
+      return f.peak_reserved_gib;
+    case Objective::kTime:
+      return f.s_per_mtok;
+  }
+  return 0;
+}
+
+// The same key at the plan's throughput upper bound (tokens/s/GPU), on `gpus` GPUs.
+double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective objective) {
+  switch (objective) {
+    case Objective::kThroughput:
+      return -ub_tps;
+    case Objective::kCost:
+      return price ? *CostPerMillionTokens(*price, ub_tps) : HUGE_VAL;
+    case Objective::kMemory:
+      return -HUGE_VAL;  // no bound on memory from FLOPs: nothing is skipped
+    case Objective::kTime:
+      return 1e6 / (ub_tps * gpus);
+  }
+  return 0;
+}
+
+std::string Group(const std::vector<std::string>& sets) {
+  std::string key;
+  for (const std::string& s : sets) {
+    if (s.rfind("fsdp.", 0) != 0) key += s + ";";
+  }
+  return key;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> PlanBound(const VariantFigures& f) {
+  if (f.usable_gib > 0 && f.headroom_gib < 0.1 * f.usable_gib) {
+    return {"memory",
+            fmt::format("{:.1f} GiB headroom of {:.1f} usable", f.headroom_gib, f.usable_gib)};
+  }
+  const double step = std::max(f.step_time_s, 1e-12);
+  const double comm = f.exposed_comm_s / step, idle = f.idle_s / step;
+  if (std::max(comm, idle) >= 0.1) {
+    if (comm >= idle) {
+      return {"exposed communication", fmt::format("{:.0f}% of the step", 100 * comm)};
+    }
+    return {"pipeline bubble", fmt::format("{:.0f}% of the step idle", 100 * idle)};
+  }
+  return {"compute", fmt::format("MFU {:.1f}%, compute {:.0f}% of the step", 100 * f.mfu,
+                                 100 * f.compute_s / step)};
+}
+
+Result<Recommendation> Recommend(const RecommendOptions& o) {
+  if (o.global_batch_tokens <= 0 || o.seq_len <= 0 || o.global_batch_tokens % o.seq_len != 0) {
+    return InvalidInput(fmt::format(
+        "--global-batch-tokens {}: expected a positive multiple of the sequence length {}",
+        o.global_batch_tokens, o.seq_len));
+  }
+  if (o.max_gpus < 1) return InvalidInput(fmt::format("--max-gpus {}: expected >= 1", o.max_gpus));
+  if (o.top < 1) return InvalidInput(fmt::format("--top {}: expected >= 1", o.top));
+  if (o.budget_per_hour && !(*o.budget_per_hour > 0)) {
+    return InvalidInput(fmt::format("--budget-per-hour {}: expected > 0", *o.budget_per_hour));
+  }
+  if (o.gpus.empty()) return InvalidInput("--gpu: expected at least one catalog GPU name");
+  const PriceTable& prices = o.prices != nullptr ? *o.prices : DefaultPriceTable();
+  const int64_t sequences = o.global_batch_tokens / o.seq_len;
+
+  const nlohmann::json base_doc = {{"model", o.model}, {"training", {{"seq_len", o.seq_len}}}};
+  SweepBase base{base_doc, "--model " + o.model, std::filesystem::current_path().string(), {}};
+  SS_ASSIGN_OR_RETURN(Scenario parsed, ParseScenario(base.doc, base.source, base.base_dir));
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(parsed.model, {}));
+  const ModelSummary summary = SummarizeModel(tree);
+  const ModelFlops flops = ModelFlopsPerToken(tree, o.seq_len);
+  const int layers = std::max<int>(1, static_cast<int>(summary.blocks.size()));
+  const bool moe = summary.routed_expert_params > 0;
+  const double state_bytes = 4.0 * static_cast<double>(summary.param_bytes);
+
+  Recommendation rec;
+  std::vector<Candidate> candidates;
+  for (std::string gpu : o.gpus) {
+    // The catalog's spelling (LookupHardware accepts any case, the catalog and prices do not).
+    std::transform(gpu.begin(), gpu.end(), gpu.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    SS_ASSIGN_OR_RETURN(const int gpn, CatalogGpusPerNode(gpu));
+    SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware(gpu, gpn, 1));
+    const std::optional<double> price = prices.PerGpuHour(gpu);
+    if (o.budget_per_hour && !price) {
+      rec.notes.push_back(fmt::format("{}: no price in {}, so no plan can be held to the budget",
+                                      gpu, prices.source));
+      continue;
+    }
+    const double usable = static_cast<double>(hw.gpu.usable_bytes());
+    const int tp_max = std::min(8, std::max(gpn, hw.node.nvlink_domain));
+    for (int nodes = 1; int64_t{nodes} * gpn <= o.max_gpus; nodes *= 2) {
+      const int world = nodes * gpn;
+      for (int tp = 1; tp <= tp_max; tp *= 2) {
+        for (int cp = 1; cp <= 2; ++cp) {
+          if (o.seq_len % (2 * cp) != 0) continue;
+          for (int pp = 1; pp <= 8 && pp <= layers; pp *= 2) {
+            if (world % (tp * cp * pp) != 0) continue;
+            const int dp = world / (tp * cp * pp);
+            if (sequences % dp != 0) continue;
+            const int64_t per_rank = sequences / dp;
+            for (int ep = 1; ep <= (moe ? 8 : 1); ep *= 2) {
+              for (int rep = 1; rep <= 8 && rep <= dp; rep *= 2) {
+                if (dp % rep != 0) continue;
+                const int shard = dp / rep;
+                for (int mb = 1; mb <= 4; mb *= 2) {
+                  if (per_rank % mb != 0) continue;
+                  const int64_t micro = per_rank / mb;
+                  if (micro > kMaxMicrobatchesPerStep || (pp > 1 && micro < pp)) continue;
+                  for (const char* ac : {"none", "selective_op", "selective_op:2", "full"}) {
+                    ++rec.generated;
+                    if (state_bytes / (double{1} * shard * cp * tp * pp) > usable) {
+                      ++rec.pruned_memory;
+                      continue;
+                    }
+                    if (o.budget_per_hour && world * *price > *o.budget_per_hour) {
+                      ++rec.pruned_budget;
+                      continue;
+                    }
+                    // Full checkpointing recomputes the forward (2N FLOPs per token),
+                    // selective_op:2 half of its matrix multiplies.
+                    const std::string mode = ac;
+                    const double extra = mode == "full"             ? 2.0
+                                         : mode == "selective_op:2" ? 1.0
+                                                                    : 0.0;
+                    const double per_token =
+                        flops.flops_per_token + extra * flops.params_non_embedding;
+                    double ub = hw.gpu.best_matmul_flops / per_token;
+                    if (pp > 1) ub *= static_cast<double>(micro) / (micro + pp - 1);
+                    Candidate c;
+                    c.bound = BoundKey(ub, world, price, o.objective);
+                    c.sets = {fmt::format("cluster.gpu={}", gpu),
+                              fmt::format("cluster.nodes={}", nodes),
+                              fmt::format("cluster.gpus_per_node={}", gpn),
+                              fmt::format("parallelism.tp={}", tp),
+                              fmt::format("parallelism.cp={}", cp),
+                              fmt::format("parallelism.pp={}", pp),
+                              fmt::format("parallelism.dp_replicate={}", rep),
+                              fmt::format("parallelism.dp_shard={}", shard),
+                              fmt::format("parallelism.pp_microbatches={}", pp > 1 ? micro : 1),
+                              fmt::format("training.local_batch={}", pp > 1 ? per_rank : mb),
+                              fmt::format("training.grad_accum={}", pp > 1 ? 1 : micro),
+                              fmt::format("training.activation_checkpoint={}", ac)};
+                    if (moe) {
+                      c.sets.push_back(fmt::format("parallelism.ep={}", ep));
+                      c.sets.push_back("parallelism.edp_shard=-1");
+                    }
+                    candidates.push_back(std::move(c));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+
+  SweepOptions sweep;
+  sweep.threads = o.threads;
+  sweep.prices = &prices;
+  const int64_t total = static_cast<int64_t>(candidates.size());
+  int64_t done_before = 0;
+  if (o.progress) {
+    sweep.progress = [&](int64_t done, int64_t) { o.progress(done_before + done, total); };
+  }
+  std::vector<VariantResult> fitting;
+  std::vector<double> best_keys;  // the objective keys of the fitting plans, sorted
+  for (size_t start = 0; start < candidates.size(); start += kChunk) {
+    const double threshold =
+        static_cast<int>(best_keys.size()) >= o.top ? best_keys[o.top - 1] : HUGE_VAL;
+    std::vector<std::vector<std::string>> chunk;
+    const size_t end = std::min(candidates.size(), start + kChunk);
+    for (size_t i = start; i < end; ++i) {
+      if (candidates[i].bound > threshold) {
+        ++rec.pruned_bound;
+      } else {
+        chunk.push_back(candidates[i].sets);
+      }
+    }
+    if (!chunk.empty()) {
+      rec.simulated += static_cast<int64_t>(chunk.size());
+      SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(chunk), sweep));
+      rec.invalid += r.invalid;
+      for (VariantResult& v : r.variants) {
+        if (v.outcome != VariantOutcome::kFits) continue;
+        best_keys.insert(
+            std::upper_bound(best_keys.begin(), best_keys.end(), KeyOf(v.figures, o.objective)),
+            KeyOf(v.figures, o.objective));
+        fitting.push_back(std::move(v));
+      }
+    }
+    done_before = static_cast<int64_t>(end);
+    if (o.progress) o.progress(done_before, total);
+  }
+  rec.fitting = static_cast<int64_t>(fitting.size());
+
+  // Refine the best plans' FSDP settings: deeper prefetch, no reshard after forward.
+  std::vector<int> ranked = RankVariants(fitting, o.objective);
+  std::vector<std::vector<std::string>> refine;
+  for (int k = 0; k < std::min<int>(o.top, ranked.size()); ++k) {
+    const std::vector<std::string>& sets = fitting[ranked[k]].sets;
+    for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+             {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"},
+             {"fsdp.reshard_after_forward=false"},
+             {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2",
+              "fsdp.reshard_after_forward=false"}}) {
+      std::vector<std::string> s = sets;
+      s.insert(s.end(), extra.begin(), extra.end());
+      refine.push_back(std::move(s));
+    }
+  }
+  if (!refine.empty()) {
+    sweep.progress = nullptr;
+    rec.simulated += static_cast<int64_t>(refine.size());
+    SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(refine), sweep));
+    for (VariantResult& v : r.variants) {
+      if (v.outcome == VariantOutcome::kFits) fitting.push_back(std::move(v));
+    }
+  }
+  // Best first, one plan per mesh / batch / checkpoint choice (its best FSDP settings).
+  ranked = RankVariants(fitting, o.objective);
+  std::map<std::string, bool> shown;
+  for (int i : ranked) {
+    if (static_cast<int>(rec.plans.size()) == o.top) break;
+    if (shown[Group(fitting[i].sets)]) continue;
+    shown[Group(fitting[i].sets)] = true;
+    RecommendedPlan plan;
+    plan.result = fitting[i];
+    std::tie(plan.bound, plan.bound_detail) = PlanBound(plan.result.figures);
+    plan.scenario = base_doc;
+    for (const std::string& s : plan.result.sets) {
+      SS_RETURN_IF_ERROR(ApplyOverride(plan.scenario, s));
+    }
+    rec.plans.push_back(std::move(plan));
+  }
+  const std::vector<int> front = ParetoFront(fitting);
+  for (RecommendedPlan& p : rec.plans) {
+    for (int i : front) {
+      if (fitting[i].sets == p.result.sets) p.result.pareto = true;
+    }
+  }
+  return rec;
+}
+
+}  // namespace shardscope::sim

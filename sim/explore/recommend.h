@@ -1,0 +1,85 @@
+// `recommend`: the best few ways to train a model on a global batch, searched over GPU types,
+// GPU counts, meshes, micro-batching, checkpointing, prefetch and resharding, each simulated.
+//
+// Contents:
+//   RecommendOptions   model, global batch, GPU types, bounds (GPUs, budget), objective
+//   RecommendedPlan    one plan: its figures, what bounds it, the scenario that reproduces it
+//   Recommendation     the plans, best first, and how much of the space each stage covered
+//   Recommend          the search
+//   PlanBound          "memory" | "exposed communication" | "pipeline bubble" | "compute", why
+//
+// The search (docs/sweep.md has the full description):
+//  1. Generate: for each GPU type, node counts 1, 2, 4, … up to --max-gpus; tp 1..8 (within the
+//     NVLink domain), cp 1-2, pp 1-8 (1F1B), ep (MoE only), dp_replicate a power of two, the rest
+//     dp_shard; micro-batch 1, 2 or 4 sequences with gradient accumulation (or pipeline
+//     micro-batches) making up the global batch, at most 64 micro-batches per step; checkpoint
+//     none, selective_op, selective_op:2 or full. Combinations the batch does not divide into
+//     are not generated.
+//  2. Prune, soundly: a plan whose sharded parameters, gradients and optimizer state alone
+//     (4 × the stored parameter bytes over dp_shard·cp·tp·pp) exceed the usable HBM, or whose
+//     GPUs cost more per hour than the budget, is never simulated. Then, best bound first and in
+//     fixed chunks (so the result does not depend on thread count), a plan whose upper bound —
+//     model FLOPs (plus full checkpointing's recomputed forward) at the GPU's best measured
+//     matmul rate, through the 1F1B bubble — cannot beat the current K-th best is skipped.
+//  3. Refine: the best plans are re-simulated with prefetch depth 2 and without resharding after
+//     forward (and both), and the better variant kept.
+//
+// Example:
+//   RecommendOptions o;  o.model = "llama3-70b";  o.global_batch_tokens = 4 << 20;
+//   SS_ASSIGN_OR_RETURN(Recommendation r, Recommend(o));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "sim/explore/price_table.h"
+#include "sim/explore/sweep.h"
+
+namespace shardscope::sim {
+
+struct RecommendOptions {
+  std::string model;  // as a scenario's "model": a built-in name or a config / tree path
+  int64_t global_batch_tokens = 0;
+  int64_t seq_len = 8192;
+  std::vector<std::string> gpus = {"h100-sxm"};
+  int max_gpus = 1024;
+  std::optional<double> budget_per_hour;  // USD for the whole cluster
+  Objective objective = Objective::kTime;
+  int top = 5;
+  int threads = 0;
+  const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
+  std::function<void(int64_t done, int64_t total)> progress;
+};
+
+struct RecommendedPlan {
+  VariantResult result;
+  std::string bound;         // what limits it (PlanBound)
+  std::string bound_detail;  // the figure behind it
+  nlohmann::json scenario;   // the scenario file that reproduces it
+};
+
+struct Recommendation {
+  std::vector<RecommendedPlan> plans;  // best first
+  int64_t generated = 0;
+  int64_t pruned_memory = 0;
+  int64_t pruned_budget = 0;
+  int64_t pruned_bound = 0;
+  int64_t simulated = 0;
+  int64_t fitting = 0;
+  int64_t invalid = 0;
+  std::vector<std::string> notes;  // GPUs skipped and why
+};
+
+Result<Recommendation> Recommend(const RecommendOptions& options);
+
+// What bounds a plan that ran: memory when its headroom is under 10% of usable, else the
+// largest of exposed communication and idle time when it is at least 10% of the step, else
+// compute.
+std::pair<std::string, std::string> PlanBound(const VariantFigures& f);
+
+}  // namespace shardscope::sim

@@ -1,0 +1,124 @@
+// A sweep: every combination of `--vary` axes over one scenario, simulated on all cores, the
+// invalid ones counted by reason, those that fit ranked, and the Pareto front of cost against
+// time marked.
+//
+// Contents:
+//   Objective          throughput | cost | memory | time (what the ranking sorts by)
+//   SweepOptions       threads, objective, prices, progress callback
+//   VariantFigures     the predicted figures of one variant that ran
+//   SweepResult        per-combination outcome, counts by reason, ranking, Pareto front
+//   SweepBase / LoadSweepBase  the scenario document variants start from
+//   RunVariants        the engine: a base scenario + a list of override sets → SweepResult
+//   RunSweep           the axes' combinations through RunVariants
+//   RankVariants / ParetoFront   the ordering and the front, on their own (tests, recommend)
+//
+// Each variant is the base scenario document with its `path=value` overrides applied by the
+// scenario's own ParseScenario (what `--set` does), so a variant's flags reproduce it.
+// Variants run in parallel (oneTBB), each one single-threaded and deterministic, and results are
+// stored by index: the output is the same whatever the thread count. Ranking ties break on the
+// combination index.
+//
+// Time on the Pareto front is wall time per million tokens (1e6 / (tokens/s/GPU · GPUs)), not
+// step time: variants with different batches or GPU counts have steps of different sizes.
+//
+// Example:
+//   SS_ASSIGN_OR_RETURN(SweepBase base, LoadSweepBase("job.json", {}));
+//   SS_ASSIGN_OR_RETURN(VaryAxis tp, ParseVary("parallelism.tp=1,2,4,8"));
+//   SS_ASSIGN_OR_RETURN(SweepResult r, RunSweep(base, {tp}, {}));
+//   for (int i : r.ranking) Use(r.variants[i].figures.tokens_per_s_per_gpu);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config/scenario.h"
+#include "core/util/status.h"
+#include "sim/explore/price_table.h"
+#include "sim/explore/vary.h"
+
+namespace shardscope::sim {
+
+// throughput: tokens/s/GPU, highest first; cost: USD per million tokens, lowest first; memory:
+// peak reserved, lowest first; time: wall seconds per million tokens (the whole cluster).
+enum class Objective { kThroughput, kCost, kMemory, kTime };
+Result<Objective> ParseObjective(std::string_view name);  // error names --objective
+std::string_view ObjectiveName(Objective o);  // "throughput" | "cost" | "memory" | "time"
+
+struct SweepOptions {
+  int threads = 0;  // 0: every core
+  Objective objective = Objective::kThroughput;
+  const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
+  // Called now and then (at most every 100 ms, and once at the end) with variants done / total,
+  // from whichever thread finished one; calls never overlap.
+  std::function<void(int64_t done, int64_t total)> progress;
+};
+
+// The document every variant starts from: the scenario as written (so `dp_shard: -1` and
+// omitted sizes are derived again for each variant) and the --set flags applied before the
+// variant's own.
+struct SweepBase {
+  nlohmann::json doc;
+  std::string source;    // names it in errors
+  std::string base_dir;  // resolves relative model / cost-model paths
+  std::vector<std::string> sets;
+};
+// Reads the scenario file and checks that it (with `sets`) is valid on its own.
+Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::string>& sets);
+
+struct VariantFigures {
+  std::string gpu;  // catalog name
+  int world_size = 0;
+  double tokens_per_s_per_gpu = 0;
+  double step_time_s = 0;
+  double peak_reserved_gib = 0;
+  double usable_gib = 0;
+  double headroom_gib = 0;  // usable − peak reserved
+  double exposed_comm_s = 0;
+  double compute_s = 0;
+  double idle_s = 0;  // waiting: pipeline bubbles, stragglers
+  double mfu = 0;
+  std::optional<double> usd_per_gpu_hour;   // from the price table
+  std::optional<double> cost_per_mtok_usd;  // USD per million tokens
+  double s_per_mtok = 0;                    // wall seconds per million tokens, whole cluster
+};
+
+enum class VariantOutcome { kFits, kDoesNotFit, kInvalid };
+
+struct VariantResult {
+  std::vector<std::string> sets;  // path=value, in axis order
+  VariantOutcome outcome = VariantOutcome::kInvalid;
+  std::string reason;      // kInvalid: the field the error named (or "simulate"); kDoesNotFit: ""
+  std::string message;     // kInvalid: the whole error
+  VariantFigures figures;  // kFits and kDoesNotFit
+  bool pareto = false;
+};
+
+struct SweepResult {
+  std::vector<VariantResult> variants;  // in combination order
+  int64_t fitting = 0;
+  int64_t not_fitting = 0;
+  int64_t invalid = 0;
+  std::map<std::string, int64_t> invalid_by_reason;
+  std::vector<int> ranking;  // indices of the fitting variants, best first
+  std::vector<int> pareto;   // indices on the front, fastest first
+  std::string prices_source;
+};
+
+Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<std::string>> sets,
+                                const SweepOptions& options);
+Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,
+                             const SweepOptions& options);
+
+// Fitting variants best first under `objective`; ties by index.
+std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Objective objective);
+// Fitting variants with a cost that no other beats on both cost and time per million tokens,
+// fastest first.
+std::vector<int> ParetoFront(const std::vector<VariantResult>& variants);
+
+}  // namespace shardscope::sim

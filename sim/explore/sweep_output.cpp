@@ -1,0 +1,158 @@
+#include "sim/explore/sweep_output.h"
+
+#include <fmt/format.h>
+
+namespace shardscope::sim {
+namespace {
+
+std::string CostText(const VariantFigures& f) {
+  return f.cost_per_mtok_usd ? fmt::format("{:.3f}", *f.cost_per_mtok_usd) : "-";
+}
+
+// The value part of "path=value".
+std::string ValueOf(const std::string& set) { return set.substr(set.find('=') + 1); }
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// "tp=2 nodes=4": the variant's values, paths shortened.
+std::string Label(const VariantResult& v) {
+  std::string label;
+  for (const std::string& s : v.sets) {
+    if (!label.empty()) label += ' ';
+    label += ShortSet(s);
+  }
+  return label;
+}
+
+nlohmann::json VariantJson(int rank, const VariantResult& v, const SweepReport& report) {
+  const VariantFigures& f = v.figures;
+  nlohmann::json j;
+  j["rank"] = rank;
+  nlohmann::json sets = nlohmann::json::object();
+  for (size_t k = 0; k < v.sets.size() && k < report.paths.size(); ++k)
+    sets[report.paths[k]] = ValueOf(v.sets[k]);
+  j["set"] = sets;
+  j["gpu"] = f.gpu;
+  j["gpus"] = f.world_size;
+  j["tokens_per_s_per_gpu"] = f.tokens_per_s_per_gpu;
+  j["step_time_s"] = f.step_time_s;
+  j["peak_memory_reserved_gib"] = f.peak_reserved_gib;
+  j["headroom_gib"] = f.headroom_gib;
+  j["exposed_comm_s"] = f.exposed_comm_s;
+  j["mfu"] = f.mfu;
+  j["usd_per_gpu_hour"] = f.usd_per_gpu_hour ? nlohmann::json(*f.usd_per_gpu_hour) : nullptr;
+  j["cost_per_million_tokens_usd"] =
+      f.cost_per_mtok_usd ? nlohmann::json(*f.cost_per_mtok_usd) : nullptr;
+  j["s_per_million_tokens"] = f.s_per_mtok;
+  j["pareto"] = v.pareto;
+  return j;
+}
+
+}  // namespace
+
+std::string ShortSet(const std::string& set) {
+  const size_t eq = set.find('=');
+  const size_t dot = set.rfind('.', eq);
+  return dot == std::string::npos ? set : set.substr(dot + 1);
+}
+
+std::string RankedTableHeader() {
+  return fmt::format("{:>4} {:1} {:>11} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8}  {}\n", "rank", "P",
+                     "tok/s/GPU", "step s", "peak GiB", "headroom", "exp comm", "MFU", "$/Mtok",
+                     "variant");
+}
+
+std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label) {
+  const VariantFigures& f = v.figures;
+  return fmt::format(
+      "{:>4} {:1} {:>11.0f} {:>9.4f} {:>9.2f} {:>9.2f} {:>9.4f} {:>5.1f}% {:>8}  {}\n", rank,
+      v.pareto ? "*" : "", f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib,
+      f.headroom_gib, f.exposed_comm_s, 100.0 * f.mfu, CostText(f), label);
+}
+
+std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
+  const int64_t total = static_cast<int64_t>(r.variants.size());
+  std::string out =
+      fmt::format("Sweep of {}: {} combinations; {} fit, {} do not fit in memory, {} invalid\n",
+                  report.scenario, total, r.fitting, r.not_fitting, r.invalid);
+  for (const auto& [reason, count] : r.invalid_by_reason) {
+    out += fmt::format("  invalid ({}): {}\n", reason, count);
+  }
+  if (r.ranking.empty()) return out + "No combination fits.\n";
+  const int rows = report.top > 0 ? std::min<int>(report.top, r.ranking.size()) : r.ranking.size();
+  out += fmt::format(
+      "Top {} of {} by {} (P = on the Pareto front of cost against time per million tokens; "
+      "prices: {})\n",
+      rows, r.ranking.size(), ObjectiveName(report.objective), r.prices_source);
+  out += RankedTableHeader();
+  for (int k = 0; k < rows; ++k) {
+    const VariantResult& v = r.variants[r.ranking[k]];
+    out += RankedTableRow(k + 1, v, Label(v));
+  }
+  if (!r.pareto.empty()) {
+    out += fmt::format("Pareto front ({} variants, fastest first):\n", r.pareto.size());
+    for (int i : r.pareto) {
+      const VariantResult& v = r.variants[i];
+      out += fmt::format("  {:>10.1f} s/Mtok  {:>8} $/Mtok  {}\n", v.figures.s_per_mtok,
+                         CostText(v.figures), Label(v));
+    }
+  }
+  return out;
+}
+
+std::string SweepToCsv(const SweepResult& r, const SweepReport& report) {
+  std::string out = "rank";
+  for (const std::string& p : report.paths) out.append(",").append(CsvField(p));
+  out +=
+      ",gpu,gpus,tokens_per_s_per_gpu,step_time_s,peak_memory_reserved_gib,headroom_gib,"
+      "exposed_comm_s,mfu,usd_per_gpu_hour,cost_per_million_tokens_usd,s_per_million_tokens,"
+      "pareto\n";
+  for (size_t k = 0; k < r.ranking.size(); ++k) {
+    const VariantResult& v = r.variants[r.ranking[k]];
+    const VariantFigures& f = v.figures;
+    out += std::to_string(k + 1);
+    for (const std::string& s : v.sets) out.append(",").append(CsvField(ValueOf(s)));
+    out += fmt::format(",{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{}\n", f.gpu,
+                       f.world_size, f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib,
+                       f.headroom_gib, f.exposed_comm_s, f.mfu,
+                       f.usd_per_gpu_hour ? fmt::format("{:.6g}", *f.usd_per_gpu_hour) : "",
+                       f.cost_per_mtok_usd ? fmt::format("{:.6g}", *f.cost_per_mtok_usd) : "",
+                       f.s_per_mtok, v.pareto ? "true" : "false");
+  }
+  return out;
+}
+
+nlohmann::json SweepToJson(const SweepResult& r, const SweepReport& report) {
+  nlohmann::json j;
+  j["format"] = "shardscope-sweep/1";
+  j["scenario"] = report.scenario;
+  j["axes"] = report.paths;
+  j["objective"] = ObjectiveName(report.objective);
+  j["prices"] = r.prices_source;
+  j["combinations"] = r.variants.size();
+  j["fitting"] = r.fitting;
+  j["not_fitting"] = r.not_fitting;
+  j["invalid"] = r.invalid;
+  j["invalid_by_reason"] = r.invalid_by_reason;
+  nlohmann::json ranked = nlohmann::json::array();
+  for (size_t k = 0; k < r.ranking.size(); ++k)
+    ranked.push_back(VariantJson(static_cast<int>(k) + 1, r.variants[r.ranking[k]], report));
+  j["variants"] = ranked;
+  // The front as ranks into "variants", fastest first.
+  std::vector<int> rank_of(r.variants.size(), 0);
+  for (size_t k = 0; k < r.ranking.size(); ++k) rank_of[r.ranking[k]] = static_cast<int>(k) + 1;
+  nlohmann::json front = nlohmann::json::array();
+  for (int i : r.pareto) front.push_back(rank_of[i]);
+  j["pareto_front"] = front;
+  return j;
+}
+
+}  // namespace shardscope::sim

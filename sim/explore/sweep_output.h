@@ -1,0 +1,37 @@
+// What a sweep prints and writes: the ranked table, CSV and JSON (formats in docs/sweep.md).
+//
+// Contents:
+//   SweepReport        what the writers need beside the result (scenario, axes, objective)
+//   FormatSweepTable   counts by outcome and reason, then the top K fitting variants
+//   SweepToCsv         one row per fitting variant, ranked, every axis a column
+//   SweepToJson        shardscope-sweep/1: counts, reasons, ranked variants, the Pareto front
+//   ShortSet           "parallelism.tp=4" → "tp=4" (the table's variant column)
+//
+// Nothing here depends on the thread count or the clock, so equal results print equal bytes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/explore/sweep.h"
+
+namespace shardscope::sim {
+
+struct SweepReport {
+  std::string scenario;            // the scenario's source
+  std::vector<std::string> paths;  // the axes' paths, in order
+  Objective objective = Objective::kThroughput;
+  int top = 20;  // table rows (0: all)
+};
+
+std::string FormatSweepTable(const SweepResult& result, const SweepReport& report);
+std::string SweepToCsv(const SweepResult& result, const SweepReport& report);
+nlohmann::json SweepToJson(const SweepResult& result, const SweepReport& report);
+std::string ShortSet(const std::string& set);
+
+// One row of the ranked table (shared with `recommend`): the header, and a variant's cells.
+std::string RankedTableHeader();
+std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label);
+
+}  // namespace shardscope::sim

@@ -1,0 +1,63 @@
+#include "sim/explore/price_table.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/hardware/hardware.h"
+
+namespace shardscope::sim {
+namespace {
+
+TEST(PriceTable, DefaultPricesEveryCatalogGpu) {
+  const PriceTable& t = DefaultPriceTable();
+  EXPECT_EQ(t.currency, "USD");
+  for (const std::string& gpu : CatalogGpuNames()) {
+    ASSERT_TRUE(t.PerGpuHour(gpu).has_value()) << gpu;
+    EXPECT_GT(*t.PerGpuHour(gpu), 0) << gpu;
+  }
+  // The figures of ../shared/data/measured_runs.json pricing.median_on_demand_per_gpu_hour_usd.
+  EXPECT_DOUBLE_EQ(*t.PerGpuHour("h100-sxm"), 3.47);
+  EXPECT_DOUBLE_EQ(*t.PerGpuHour("H200"), 5.40);
+  EXPECT_DOUBLE_EQ(*t.PerGpuHour("b300"), 8.82);
+}
+
+TEST(PriceTable, UserFileReplacesTheTable) {
+  Result<PriceTable> t = ParsePriceTable(
+      R"({"format": "shardscope-prices/1", "currency": "EUR", "per_gpu_hour": {"h100-sxm": 2}})",
+      "mine.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->currency, "EUR");
+  EXPECT_DOUBLE_EQ(*t->PerGpuHour("h100-sxm"), 2.0);
+  EXPECT_FALSE(t->PerGpuHour("b200").has_value());
+}
+
+TEST(PriceTable, BadFilesNameTheKey) {
+  auto error = [](const char* text) {
+    Result<PriceTable> t = ParsePriceTable(text, "p.json");
+    EXPECT_FALSE(t.ok()) << text;
+    return t.ok() ? std::string() : t.status().message();
+  };
+  std::string m = error(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h100sxm": 2}})");
+  EXPECT_NE(m.find("p.json: per_gpu_hour.h100sxm: not a catalog GPU"), std::string::npos) << m;
+  EXPECT_NE(m.find("did you mean h100-sxm"), std::string::npos) << m;
+  m = error(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h200": -1}})");
+  EXPECT_NE(m.find("per_gpu_hour.h200: expected a price per GPU-hour > 0, got -1"),
+            std::string::npos)
+      << m;
+  m = error(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h200": "3"}})");
+  EXPECT_NE(m.find("got \"3\""), std::string::npos) << m;
+  m = error(R"({"per_gpu_hour": {}})");
+  EXPECT_NE(m.find("p.json: format: expected \"shardscope-prices/1\""), std::string::npos) << m;
+  m = error(R"({"format": "shardscope-prices/1", "per_gpu_hours": {}})");
+  EXPECT_NE(m.find("per_gpu_hours: unknown key"), std::string::npos) << m;
+  m = error("[1, 2");
+  EXPECT_NE(m.find("p.json"), std::string::npos) << m;
+}
+
+TEST(PriceTable, CostPerMillionTokens) {
+  // 3.6 $/h at 1000 tokens/s: 3.6e6 tokens an hour cost 3.6 $, a million 1 $.
+  EXPECT_DOUBLE_EQ(*CostPerMillionTokens(3.6, 1000), 1.0);
+  EXPECT_FALSE(CostPerMillionTokens(3.6, 0).has_value());
+}
+
+}  // namespace
+}  // namespace shardscope::sim

@@ -1,0 +1,135 @@
+#include "sim/explore/recommend.h"
+
+#include <gtest/gtest.h>
+
+#include "core/config/scenario.h"
+#include "sim/engine/simulator.h"
+
+namespace shardscope::sim {
+namespace {
+
+// Llama 3.2 1B, 16 sequences of 2048 tokens, on one node of H100s (a few hundred plans).
+RecommendOptions SmallCase() {
+  RecommendOptions o;
+  o.model = "llama3.2-1b";
+  o.seq_len = 2048;
+  o.global_batch_tokens = 16 * 2048;
+  o.max_gpus = 8;
+  o.top = 3;
+  return o;
+}
+
+TEST(Recommend, BeatsAKnownGoodPlanAndReproducesIt) {
+  Result<Recommendation> rec = Recommend(SmallCase());
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_EQ(rec->plans.size(), 3u);
+  EXPECT_GT(rec->simulated, 0);
+  // Every generated plan is pruned or simulated; refinements add to the simulated ones.
+  EXPECT_GE(rec->simulated,
+            rec->generated - rec->pruned_memory - rec->pruned_budget - rec->pruned_bound);
+  // A known-good plan: plain FSDP over the node, 2 sequences per GPU, no checkpointing.
+  const nlohmann::json known = {
+      {"model", "llama3.2-1b"},
+      {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}},
+      {"training",
+       {{"seq_len", 2048},
+        {"local_batch", 2},
+        {"grad_accum", 1},
+        {"activation_checkpoint", "none"}}}};
+  Result<Scenario> known_sc = ParseScenario(known, "known", ".");
+  ASSERT_TRUE(known_sc.ok()) << known_sc.status().message();
+  Result<Simulation> known_sim = SimulateScenario(*known_sc, {});
+  ASSERT_TRUE(known_sim.ok());
+  ASSERT_TRUE(known_sim->summary.fits);
+  const double known_s_per_mtok =
+      1e6 / (known_sim->summary.tokens_per_s_per_gpu * known_sim->summary.world_size);
+  const RecommendedPlan& best = rec->plans.front();
+  EXPECT_LE(best.result.figures.s_per_mtok, known_s_per_mtok);
+  for (size_t k = 1; k < rec->plans.size(); ++k) {
+    EXPECT_GE(rec->plans[k].result.figures.s_per_mtok, best.result.figures.s_per_mtok);
+  }
+  // The printed scenario reproduces the plan's figures.
+  Result<Scenario> again = ParseScenario(best.scenario, "plan", ".");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  Result<Simulation> sim = SimulateScenario(*again, {});
+  ASSERT_TRUE(sim.ok());
+  EXPECT_DOUBLE_EQ(sim->summary.tokens_per_s_per_gpu, best.result.figures.tokens_per_s_per_gpu);
+  EXPECT_EQ(sim->summary.tokens_per_step, 16 * 2048);
+  EXPECT_FALSE(best.bound.empty());
+}
+
+TEST(Recommend, ResultDoesNotDependOnThreads) {
+  RecommendOptions one = SmallCase(), four = SmallCase();
+  one.threads = 1;
+  four.threads = 4;
+  Result<Recommendation> a = Recommend(one), b = Recommend(four);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->plans.size(), b->plans.size());
+  EXPECT_EQ(a->simulated, b->simulated);
+  EXPECT_EQ(a->pruned_bound, b->pruned_bound);
+  for (size_t k = 0; k < a->plans.size(); ++k) {
+    EXPECT_EQ(a->plans[k].scenario.dump(), b->plans[k].scenario.dump());
+  }
+}
+
+TEST(Recommend, MemoryPruningIsSound) {
+  // Llama 3 70B on one node: the state alone (99 GiB per GPU, examples/does_not_fit_hsdp_*)
+  // exceeds an H100, so every plan is pruned unsimulated; and the simulator agrees.
+  RecommendOptions o;
+  o.model = "llama3-70b";
+  o.global_batch_tokens = 8 * 8192;
+  o.max_gpus = 8;
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  EXPECT_GT(rec->generated, 0);
+  EXPECT_EQ(rec->pruned_memory, rec->generated);
+  EXPECT_EQ(rec->simulated, 0);
+  EXPECT_TRUE(rec->plans.empty());
+  Result<Scenario> sc =
+      LoadScenario(std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/does_not_fit_hsdp_llama3_70b.json");
+  ASSERT_TRUE(sc.ok());
+  Result<Simulation> sim = SimulateScenario(*sc, {});
+  ASSERT_TRUE(sim.ok());
+  EXPECT_FALSE(sim->summary.fits);
+}
+
+TEST(Recommend, BudgetAndInputsChecked) {
+  RecommendOptions o = SmallCase();
+  o.max_gpus = 16;
+  o.budget_per_hour = 3.47 * 4;  // half a node of H100 at the built-in price: no plan
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_GT(rec->generated, 0);
+  EXPECT_EQ(rec->pruned_budget, rec->generated);
+  EXPECT_TRUE(rec->plans.empty());
+  o = SmallCase();
+  o.global_batch_tokens = 1000;
+  Result<Recommendation> bad = Recommend(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--global-batch-tokens 1000"), std::string::npos);
+  o = SmallCase();
+  o.gpus = {"h100sxm"};
+  bad = Recommend(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("did you mean h100-sxm"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST(PlanBound, NamesWhatLimitsThePlan) {
+  VariantFigures f;
+  f.step_time_s = 1;
+  f.usable_gib = 78;
+  f.headroom_gib = 2;
+  EXPECT_EQ(PlanBound(f).first, "memory");
+  f.headroom_gib = 30;
+  f.exposed_comm_s = 0.3;
+  EXPECT_EQ(PlanBound(f).first, "exposed communication");
+  f.idle_s = 0.4;
+  EXPECT_EQ(PlanBound(f).first, "pipeline bubble");
+  f.exposed_comm_s = f.idle_s = 0.01;
+  f.compute_s = 0.98;
+  EXPECT_EQ(PlanBound(f).first, "compute");
+}
+
+}  // namespace
+}  // namespace shardscope::sim

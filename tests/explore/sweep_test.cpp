@@ -1,0 +1,126 @@
+#include "sim/explore/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/engine/simulator.h"
+#include "sim/explore/sweep_output.h"
+
+namespace shardscope::sim {
+namespace {
+
+VariantResult Fitting(double tps, double peak_gib, std::optional<double> cost, double s_per_mtok) {
+  VariantResult v;
+  v.outcome = VariantOutcome::kFits;
+  v.figures.tokens_per_s_per_gpu = tps;
+  v.figures.peak_reserved_gib = peak_gib;
+  v.figures.cost_per_mtok_usd = cost;
+  v.figures.s_per_mtok = s_per_mtok;
+  return v;
+}
+
+TEST(RankVariants, EachObjectiveAndTiesByIndex) {
+  std::vector<VariantResult> v = {
+      Fitting(100, 50, 2.0, 10),  // 0
+      Fitting(300, 70, 1.0, 5),   // 1
+      Fitting(200, 40, 3.0, 2),   // 2
+      Fitting(300, 60, 1.0, 5),   // 3: ties 1 on throughput and cost
+      Fitting(150, 30, std::nullopt, 4),  // 4: no price
+  };
+  VariantResult invalid;
+  invalid.outcome = VariantOutcome::kInvalid;
+  v.push_back(invalid);  // 5
+  VariantResult too_big = Fitting(900, 90, 0.1, 1);
+  too_big.outcome = VariantOutcome::kDoesNotFit;
+  v.push_back(too_big);  // 6: never ranked
+  EXPECT_EQ(RankVariants(v, Objective::kThroughput), (std::vector<int>{1, 3, 2, 4, 0}));
+  EXPECT_EQ(RankVariants(v, Objective::kCost), (std::vector<int>{1, 3, 0, 2, 4}));
+  EXPECT_EQ(RankVariants(v, Objective::kMemory), (std::vector<int>{4, 2, 0, 3, 1}));
+  EXPECT_EQ(RankVariants(v, Objective::kTime), (std::vector<int>{2, 4, 1, 3, 0}));
+}
+
+TEST(ParetoFront, CheaperThanEveryFasterOne) {
+  const std::vector<VariantResult> v = {
+      Fitting(1, 1, 5.0, 1),   // 0: fastest → on the front
+      Fitting(1, 1, 6.0, 2),   // 1: slower and dearer than 0 → off
+      Fitting(1, 1, 4.0, 3),   // 2: cheaper than 0 → on
+      Fitting(1, 1, 4.0, 4),   // 3: as cheap as 2 but slower → off
+      Fitting(1, 1, 1.0, 9),   // 4: cheapest → on
+      Fitting(1, 1, std::nullopt, 0.5),  // 5: no cost → off
+  };
+  EXPECT_EQ(ParetoFront(v), (std::vector<int>{0, 2, 4}));
+}
+
+std::string Fixture(const char* path) { return std::string(SHARDSCOPE_SOURCE_DIR) + "/" + path; }
+
+// A small grid over the Llama 3 8B example: two invalid meshes, one checkpoint mode that does
+// not fit once dp_replicate keeps the state on fewer GPUs.
+std::vector<VaryAxis> SmallGrid() {
+  return {*ParseVary("parallelism.tp=1,2,3"), *ParseVary("parallelism.dp_replicate=1,2"),
+          *ParseVary("training.activation_checkpoint=none,full"),
+          *ParseVary("training.local_batch=1,4")};
+}
+
+TEST(Sweep, SameBytesOnOneAndFourThreads) {
+  Result<SweepBase> base = LoadSweepBase(Fixture("examples/dense_llama3_8b.json"), {});
+  ASSERT_TRUE(base.ok()) << base.status().message();
+  SweepOptions one, four;
+  one.threads = 1;
+  four.threads = 4;
+  Result<SweepResult> a = RunSweep(*base, SmallGrid(), one);
+  Result<SweepResult> b = RunSweep(*base, SmallGrid(), four);
+  ASSERT_TRUE(a.ok() && b.ok());
+  SweepReport report;
+  report.scenario = base->source;
+  for (const VaryAxis& axis : SmallGrid()) report.paths.push_back(axis.path);
+  EXPECT_EQ(SweepToJson(*a, report).dump(1), SweepToJson(*b, report).dump(1));
+  EXPECT_EQ(SweepToCsv(*a, report), SweepToCsv(*b, report));
+  EXPECT_EQ(FormatSweepTable(*a, report), FormatSweepTable(*b, report));
+
+  // tp=3 does not divide the 32 attention heads (nor the 8-GPU world): invalid, by field.
+  EXPECT_EQ(a->variants.size(), 24u);
+  EXPECT_EQ(a->invalid, 8);
+  EXPECT_EQ(a->fitting + a->not_fitting + a->invalid, 24);
+  EXPECT_GT(a->fitting, 0);
+  EXPECT_GT(a->not_fitting, 0);  // local_batch 4 with no checkpointing overflows 80 GB
+  int64_t counted = 0;
+  for (const auto& [reason, n] : a->invalid_by_reason) {
+    EXPECT_EQ(reason.rfind("parallelism", 0), 0u) << reason;
+    counted += n;
+  }
+  EXPECT_EQ(counted, a->invalid);
+  EXPECT_FALSE(a->pareto.empty());
+  for (int i : a->pareto) EXPECT_TRUE(a->variants[i].pareto);
+}
+
+TEST(Sweep, FiguresAreTheVariantsOwnSimulation) {
+  Result<SweepBase> base = LoadSweepBase(Fixture("examples/dense_llama3_8b.json"), {});
+  ASSERT_TRUE(base.ok());
+  Result<SweepResult> r = RunSweep(*base, SmallGrid(), {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->ranking.empty());
+  const VariantResult& best = r->variants[r->ranking.front()];
+  Result<Scenario> sc = LoadScenario(Fixture("examples/dense_llama3_8b.json"), best.sets);
+  ASSERT_TRUE(sc.ok());
+  Result<Simulation> sim = SimulateScenario(*sc, {});
+  ASSERT_TRUE(sim.ok());
+  EXPECT_DOUBLE_EQ(best.figures.tokens_per_s_per_gpu, sim->summary.tokens_per_s_per_gpu);
+  EXPECT_DOUBLE_EQ(best.figures.peak_reserved_gib, sim->summary.peak_memory_reserved_gib);
+  EXPECT_DOUBLE_EQ(*best.figures.cost_per_mtok_usd,
+                   3.47 * 1e6 / 3600 / sim->summary.tokens_per_s_per_gpu);
+  // Nothing ranked below it is faster.
+  for (int i : r->ranking) {
+    EXPECT_LE(r->variants[i].figures.tokens_per_s_per_gpu, best.figures.tokens_per_s_per_gpu);
+  }
+}
+
+TEST(Sweep, BaseErrorsAreTheUsers) {
+  Result<SweepBase> base =
+      LoadSweepBase(Fixture("examples/dense_llama3_8b.json"), {"parallelism.tp=5"});
+  ASSERT_FALSE(base.ok());
+  EXPECT_EQ(base.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(base.status().message().find("parallelism"), std::string::npos)
+      << base.status().message();
+}
+
+}  // namespace
+}  // namespace shardscope::sim

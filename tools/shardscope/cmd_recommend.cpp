@@ -1,0 +1,154 @@
+// `shardscope recommend --model M --global-batch-tokens T [--seq-len S] [--gpu a,b]
+// [--max-gpus N] [--budget-per-hour X] [--objective O] [--top K] [--scenarios DIR]
+// [--threads N] [--progress]`: searches GPU types, counts, meshes, micro-batching,
+// checkpointing, prefetch and resharding (sim/explore/recommend.h) and prints the best plans,
+// what bounds each, and the scenario file that reproduces it.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/util/file_io.h"
+#include "sim/explore/price_table.h"
+#include "sim/explore/recommend.h"
+#include "sim/explore/sweep_output.h"
+#include "tools/shardscope/command.h"
+#include "tools/shardscope/progress_bar.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct RecommendArgs {
+  std::string model;
+  int64_t global_batch_tokens = 0;
+  int64_t seq_len = 8192;
+  std::vector<std::string> gpus = {"h100-sxm"};
+  int max_gpus = 1024;
+  double budget_per_hour = 0;
+  std::string objective = "time";
+  int top = 5;
+  std::string scenarios;
+  std::string prices;
+  int threads = 0;
+  bool progress = false;
+};
+
+// The plan's one-line label: its flags, less those at 1 (no such parallelism, no
+// accumulation) and the ones every plan carries.
+std::string Label(const std::vector<std::string>& sets) {
+  std::string out;
+  for (const std::string& s : sets) {
+    const std::string short_set = sim::ShortSet(s);
+    const bool at_one = short_set.size() > 2 && short_set.substr(short_set.size() - 2) == "=1" &&
+                        short_set != "tp=1" && short_set != "local_batch=1" &&
+                        short_set.rfind("nodes=", 0) != 0;
+    const bool every_plan =
+        s.rfind("cluster.gpus_per_node=", 0) == 0 || s == "parallelism.edp_shard=-1";
+    if (at_one || every_plan) continue;
+    if (!out.empty()) out += ' ';
+    out += short_set;
+  }
+  return out;
+}
+
+Status RunRecommend(const RecommendArgs& args) {
+  sim::RecommendOptions o;
+  o.model = args.model;
+  o.global_batch_tokens = args.global_batch_tokens;
+  o.seq_len = args.seq_len;
+  o.gpus = args.gpus;
+  o.max_gpus = args.max_gpus;
+  if (args.budget_per_hour > 0) o.budget_per_hour = args.budget_per_hour;
+  SS_ASSIGN_OR_RETURN(o.objective, sim::ParseObjective(args.objective));
+  o.top = args.top;
+  o.threads = args.threads;
+  sim::PriceTable prices = sim::DefaultPriceTable();
+  if (!args.prices.empty()) {
+    SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
+  }
+  o.prices = &prices;
+  ProgressBar bar("recommend");
+  if (args.progress || StderrIsTty()) {
+    o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+  }
+  Result<sim::Recommendation> rec_or = sim::Recommend(o);
+  bar.Finish();
+  if (!rec_or.ok()) return rec_or.status();
+  const sim::Recommendation& rec = *rec_or;
+  fmt::print(
+      "Searched {} plans of {} for {} tokens per step (seq {}): {} pruned by memory, {} by "
+      "budget, {} by their throughput bound; {} simulated, {} fit, {} invalid\n",
+      rec.generated, args.model, args.global_batch_tokens, args.seq_len, rec.pruned_memory,
+      rec.pruned_budget, rec.pruned_bound, rec.simulated, rec.fitting, rec.invalid);
+  for (const std::string& n : rec.notes) fmt::print("  note: {}\n", n);
+  if (rec.plans.empty()) {
+    return CheckFailed("no plan fits: raise --max-gpus or --budget-per-hour, or add a --gpu");
+  }
+  fmt::print("Best {} by {} (prices: {}):\n", rec.plans.size(), args.objective, prices.source);
+  fmt::print("{}", sim::RankedTableHeader());
+  for (size_t k = 0; k < rec.plans.size(); ++k) {
+    fmt::print("{}", sim::RankedTableRow(static_cast<int>(k) + 1, rec.plans[k].result,
+                                         Label(rec.plans[k].result.sets)));
+  }
+  for (size_t k = 0; k < rec.plans.size(); ++k) {
+    const sim::RecommendedPlan& p = rec.plans[k];
+    const sim::VariantFigures& f = p.result.figures;
+    fmt::print("\nPlan {}: {} x {}, bound by {} ({}); {:.1f} s per million tokens{}\n", k + 1,
+               f.world_size, f.gpu, p.bound, p.bound_detail, f.s_per_mtok,
+               f.usd_per_gpu_hour
+                   ? fmt::format(", {:.2f} $/h for the cluster", *f.usd_per_gpu_hour * f.world_size)
+                   : std::string());
+    const std::string text = p.scenario.dump(2) + "\n";
+    if (!args.scenarios.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(args.scenarios, ec);
+      if (ec) {
+        return InvalidInput(fmt::format("--scenarios {}: cannot create the folder ({})",
+                                        args.scenarios, ec.message()));
+      }
+      const std::string path =
+          (std::filesystem::path(args.scenarios) / fmt::format("plan_{}.json", k + 1)).string();
+      SS_RETURN_IF_ERROR(WriteFileAtomic(path, text));
+      fmt::print("  scenario written to {} (shardscope simulate {})\n", path, path);
+    } else {
+      fmt::print("{}", text);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
+  auto args = std::make_shared<RecommendArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "recommend", "search GPUs, meshes, batching and checkpointing for the best training plans");
+  sub->add_option("--model", args->model, "built-in model name, HF config.json or module tree")
+      ->required();
+  sub->add_option("--global-batch-tokens", args->global_batch_tokens,
+                  "tokens per optimizer step (a multiple of --seq-len)")
+      ->required();
+  sub->add_option("--seq-len", args->seq_len, "tokens per sequence (default 8192)");
+  sub->add_option("--gpu", args->gpus, "catalog GPU names, comma-separated (default h100-sxm)")
+      ->delimiter(',');
+  sub->add_option("--max-gpus", args->max_gpus, "most GPUs a plan may use (default 1024)");
+  sub->add_option("--budget-per-hour", args->budget_per_hour,
+                  "most the cluster may cost per hour, in the price table's currency");
+  sub->add_option("--objective", args->objective,
+                  "rank by time (s per million tokens, default), cost, throughput or memory");
+  sub->add_option("--top", args->top, "plans shown (default 5)");
+  sub->add_option("--scenarios", args->scenarios,
+                  "write each plan's scenario to DIR/plan_<k>.json instead of printing it");
+  sub->add_option("--prices", args->prices,
+                  "price table (shardscope-prices/1 JSON) instead of the built-in one");
+  sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+  sub->add_flag("--progress", args->progress,
+                "draw the progress bar on stderr even when it is not a terminal");
+  registry.Add(sub, [args] { return RunRecommend(*args); });
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,110 @@
+// `shardscope sweep SCENARIO --vary path=v1,v2,… [--vary …] [--set …] [--objective O] [--top K]
+// [--csv F] [--json F] [--prices F] [--threads N] [--progress]`: every combination of the axes
+// simulated on all cores (sim/explore/sweep.h), invalid ones counted by reason, those that fit
+// ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/util/file_io.h"
+#include "sim/explore/price_table.h"
+#include "sim/explore/sweep.h"
+#include "sim/explore/sweep_output.h"
+#include "sim/explore/vary.h"
+#include "tools/shardscope/command.h"
+#include "tools/shardscope/progress_bar.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct SweepArgs {
+  std::string scenario;
+  std::vector<std::string> varies;
+  std::vector<std::string> sets;
+  std::string objective = "throughput";
+  int top = 20;
+  std::string csv;
+  std::string json;
+  std::string prices;
+  int threads = 0;
+  bool progress = false;
+};
+
+Status RunSweepCommand(const SweepArgs& args) {
+  std::vector<sim::VaryAxis> axes;
+  for (const std::string& v : args.varies) {
+    SS_ASSIGN_OR_RETURN(sim::VaryAxis axis, sim::ParseVary(v));
+    axes.push_back(std::move(axis));
+  }
+  SS_ASSIGN_OR_RETURN(const int64_t count, sim::CombinationCount(axes));
+  SS_ASSIGN_OR_RETURN(sim::Objective objective, sim::ParseObjective(args.objective));
+  if (args.top < 0)
+    return InvalidInput(fmt::format("--top {}: expected 0 (all) or more", args.top));
+  SS_ASSIGN_OR_RETURN(sim::SweepBase base, sim::LoadSweepBase(args.scenario, args.sets));
+  sim::PriceTable prices = sim::DefaultPriceTable();
+  if (!args.prices.empty()) {
+    SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
+  }
+  sim::SweepOptions options;
+  options.threads = args.threads;
+  options.objective = objective;
+  options.prices = &prices;
+  ProgressBar bar("sweep");
+  if (args.progress || StderrIsTty()) {
+    options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
+  }
+  fmt::print(stderr, "sweep: {} combinations of {} axes\n", count, axes.size());
+  Result<sim::SweepResult> result = sim::RunSweep(base, axes, options);
+  bar.Finish();
+  if (!result.ok()) return result.status();
+  sim::SweepReport report;
+  report.scenario = base.source;
+  for (const sim::VaryAxis& a : axes) report.paths.push_back(a.path);
+  report.objective = objective;
+  report.top = args.top;
+  fmt::print("{}", sim::FormatSweepTable(*result, report));
+  if (!args.csv.empty()) {
+    SS_RETURN_IF_ERROR(WriteFileAtomic(args.csv, sim::SweepToCsv(*result, report)));
+    fmt::print("CSV written to {}\n", args.csv);
+  }
+  if (!args.json.empty()) {
+    SS_RETURN_IF_ERROR(
+        WriteFileAtomic(args.json, sim::SweepToJson(*result, report).dump(1) + "\n"));
+    fmt::print("JSON written to {}\n", args.json);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "sweep", "simulate every combination of --vary axes, rank those that fit, cost and Pareto");
+  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("--vary", args->varies,
+                  "an axis: path=v1,v2,... or path=a..b, a..b:+k, a..b:xk (repeatable)")
+      ->required()
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--set", args->sets, "override a base scenario field, path=value (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--objective", args->objective,
+                  "rank by throughput (tokens/s/GPU, default), cost ($ per million tokens), "
+                  "memory (peak reserved) or time (s per million tokens)");
+  sub->add_option("--top", args->top, "rows of the ranked table (default 20; 0: all)");
+  sub->add_option("--csv", args->csv, "write every fitting variant, ranked, as CSV here");
+  sub->add_option("--json", args->json, "write the sweep (shardscope-sweep/1 JSON) here");
+  sub->add_option("--prices", args->prices,
+                  "price table (shardscope-prices/1 JSON) instead of the built-in one");
+  sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+  sub->add_flag("--progress", args->progress,
+                "draw the progress bar on stderr even when it is not a terminal");
+  registry.Add(sub, [args] { return RunSweepCommand(*args); });
+}
+
+}  // namespace shardscope::cli
