@@ -27,12 +27,12 @@ struct UnitData {
   UnitLayout layout;
   int shard = -1, replicate = -1, exp_avg = -1, exp_avg_sq = -1;  // persistent buffer ids
   int host_grads = -1;                                            // offload: host gradients
-  int gathered = -1;     // the live all-gather buffer
-  int device_shard = -1;  // offload: the shard copied to the device
+  int gathered = -1;                                              // the live all-gather buffer
+  int device_shard = -1;                 // offload: the shard copied to the device
   int grads = -1, replicate_grads = -1;  // unsharded gradients of the current micro-step
-  int accum = -1;  // the unsharded accumulator of micro-steps without sync (reduce dtype)
-  int reduced = -1;                      // the reduction's output (reduce dtype)
-  int sharded_grads = -1;                // landed gradients (own dtype)
+  int accum = -1;          // the unsharded accumulator of micro-steps without sync (reduce dtype)
+  int reduced = -1;        // the reduction's output (reduce dtype)
+  int sharded_grads = -1;  // landed gradients (own dtype)
 };
 
 class Runner {
@@ -98,9 +98,9 @@ class Runner {
   std::vector<DeviceBuffer> live_;
   std::vector<UnitData> units_;
   std::map<std::string, int> unit_by_label_;
-  std::vector<int> unit_of_op_;    // per op: index into units_, -1 for step-level ops
+  std::vector<int> unit_of_op_;     // per op: index into units_, -1 for step-level ops
   std::vector<int> gather_target_;  // per copy-in: the buffer its all-gather gathers into
-  std::vector<int> arena_buffer_;  // per op: its own buffer that holds its kernels' operands
+  std::vector<int> arena_buffer_;   // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
   std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
@@ -114,10 +114,10 @@ class Runner {
 
 Status Runner::Prepare() {
   if (s_.roles.size() != 1) {
-    return InvalidInput(fmt::format(
-        "run: the schedule holds {} roles; the executor runs one rank's schedule "
-        "(ScheduleOptions::rank)",
-        s_.roles.size()));
+    return InvalidInput(
+        fmt::format("run: the schedule holds {} roles; the executor runs one rank's schedule "
+                    "(ScheduleOptions::rank)",
+                    s_.roles.size()));
   }
   if (comms_.size() != s_.groups.size()) {
     return InvalidInput(fmt::format("run: {} communicators for {} process groups", comms_.size(),
@@ -177,8 +177,8 @@ Status Runner::Prepare() {
     if (op.type == OpType::kCompute) {
       // Weights may have to come from the arena (no gathered buffer live, or too small).
       for (const ComputeItem& item : op.items) need = std::max(need, ArenaBytes(item, 0));
-    } else if (IsCollective(op.type) && (op.collective.input_buffer < 0 ||
-                                         op.collective.output_buffer < 0)) {
+    } else if (IsCollective(op.type) &&
+               (op.collective.input_buffer < 0 || op.collective.output_buffer < 0)) {
       const int g = op.group >= 0 ? s_.groups[op.group].size() : 1;
       need = 2 * op.collective.count * g * DTypeBytes(op.collective.dtype);
     } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0 &&
@@ -242,9 +242,9 @@ Status Runner::Materialise() {
     if (u.replicate >= 0) {
       char* base = static_cast<char*>(live_[u.replicate].data);
       for (const ParamLayout& p : u.layout.replicate) {
-        SS_RETURN_IF_ERROR(dev_.Fill(Lane::kCompute, FillArgs{base + p.shard_offset, p.own_dtype,
-                                                              p.rows * p.cols, ParamSeed(p.fqn),
-                                                              0, 1.0f}));
+        SS_RETURN_IF_ERROR(
+            dev_.Fill(Lane::kCompute, FillArgs{base + p.shard_offset, p.own_dtype, p.rows * p.cols,
+                                               ParamSeed(p.fqn), 0, 1.0f}));
       }
     }
   }
@@ -336,18 +336,18 @@ Status Runner::FillGradients(UnitData& u, Lane lane) {
     SS_RETURN_IF_ERROR(dev_.Memset(lane, base, 0, live_[u.grads].bytes));
     for (const ParamLayout& p : u.layout.params) {
       if (!p.requires_grad) continue;
-      SS_RETURN_IF_ERROR(dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype,
-                                                  p.rows * p.cols, GradSeed(rank_, p.fqn), 0,
-                                                  1.0f}));
+      SS_RETURN_IF_ERROR(
+          dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype, p.rows * p.cols,
+                                   GradSeed(rank_, p.fqn), 0, 1.0f}));
     }
   }
   if (u.replicate_grads >= 0 && live_[u.replicate_grads].data != nullptr) {
     char* base = static_cast<char*>(live_[u.replicate_grads].data);
     for (const ParamLayout& p : u.layout.replicate) {
       if (!p.requires_grad) continue;
-      SS_RETURN_IF_ERROR(dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype,
-                                                  p.rows * p.cols, GradSeed(rank_, p.fqn), 0,
-                                                  1.0f}));
+      SS_RETURN_IF_ERROR(
+          dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype, p.rows * p.cols,
+                                   GradSeed(rank_, p.fqn), 0, 1.0f}));
     }
   }
   return Status::Ok();
@@ -404,12 +404,13 @@ Status Runner::IssueCopyIn(int i) {
 
 Status Runner::IssueCollective(int i) {
   const ScheduleOp& op = s_.ops[i];
-  if (op.group < 0) return InvalidInput(fmt::format("schedule: collective '{}' has no group", op.op_id));
+  if (op.group < 0)
+    return InvalidInput(fmt::format("schedule: collective '{}' has no group", op.op_id));
   Communicator& comm = *comms_[op.group];
   CollectiveCall c = CollectiveCallOf(op);
   const int64_t elem = DTypeBytes(c.dtype);
-  char* ws = static_cast<char*>(arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]].data
-                                                      : workspace_.data);
+  char* ws =
+      static_cast<char*>(arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]].data : workspace_.data);
   auto buffer = [&](int id) -> char* {
     return id >= 0 && live_[id].data != nullptr ? static_cast<char*>(live_[id].data) : nullptr;
   };
@@ -420,7 +421,8 @@ Status Runner::IssueCollective(int i) {
     case OpType::kAllGather:
       if (out == nullptr) out = ws;
       c.output = out;
-      c.input = in != nullptr ? in + comm.rank() * c.count * elem : out + comm.rank() * c.count * elem;
+      c.input =
+          in != nullptr ? in + comm.rank() * c.count * elem : out + comm.rank() * c.count * elem;
       break;
     case OpType::kReduceScatter:
       if (in != nullptr && u != nullptr && u->grads >= 0) {
@@ -505,7 +507,7 @@ Status Runner::IssueCompute(int i) {
       // The copy-out moves the all-gather output into the parameters; the reduce copy-in
       // reads the unsharded gradients (its output buffer is allocated with the
       // reduce-scatter, which runs chunk_cat itself): both move their bytes in place here.
-      const int id = u == nullptr ? -1
+      const int id = u == nullptr                                   ? -1
                      : copy->which == FsdpCopyWork::Which::kCopyOut ? u->gathered
                                                                     : u->grads;
       if (id < 0 || live_[id].data == nullptr) continue;
@@ -628,7 +630,8 @@ Status Runner::IssueOp(int i) {
   }
   if (op.group >= 0 && SerializesOnCommunicator(op.type)) {
     const int prev = comm_last_[op.group];
-    if (prev >= 0 && s_.ops[prev].lane != op.lane) SS_RETURN_IF_ERROR(dev_.Wait(op.lane, *end_[prev]));
+    if (prev >= 0 && s_.ops[prev].lane != op.lane)
+      SS_RETURN_IF_ERROR(dev_.Wait(op.lane, *end_[prev]));
     comm_last_[op.group] = i;
   }
   SS_ASSIGN_OR_RETURN(start_[i], dev_.Record(op.lane));
@@ -653,18 +656,18 @@ Status Runner::IssueOp(int i) {
           if (e.bytes > 0 && e.category == MemCategory::kShardedParams) u->device_shard = e.buffer;
         }
         if (u->device_shard >= 0) {
-          SS_RETURN_IF_ERROR(dev_.Memcpy(op.lane, live_[u->device_shard].data, live_[u->shard].data,
-                                         std::min(live_[u->device_shard].bytes,
-                                                  live_[u->shard].bytes)));
+          SS_RETURN_IF_ERROR(
+              dev_.Memcpy(op.lane, live_[u->device_shard].data, live_[u->shard].data,
+                          std::min(live_[u->device_shard].bytes, live_[u->shard].bytes)));
         }
       }
       break;
     case OpType::kCopyD2H:
       if (u != nullptr && u->host_grads >= 0 && u->reduced >= 0 &&
           live_[u->reduced].data != nullptr) {
-        SS_RETURN_IF_ERROR(dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
-                                       std::min(live_[u->host_grads].bytes,
-                                                live_[u->reduced].bytes)));
+        SS_RETURN_IF_ERROR(
+            dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
+                        std::min(live_[u->host_grads].bytes, live_[u->reduced].bytes)));
       }
       break;
     case OpType::kWait:
@@ -735,10 +738,10 @@ Status Runner::Step(int step) {
       if (end_[i] != nullptr && !dev_.Done(*end_[i])) {
         const ScheduleOp& op = s_.ops[i];
         failed = i;
-        failure = RuntimeError(fmt::format(
-            "op '{}'{} did not finish within --timeout {:.3f} s: {}", op.op_id,
-            op.group >= 0 ? fmt::format(" (group {})", s_.groups[op.group].name) : "",
-            std::chrono::duration<double>(o_.timeout).count(), synced.message()));
+        failure = RuntimeError(
+            fmt::format("op '{}'{} did not finish within --timeout {:.3f} s: {}", op.op_id,
+                        op.group >= 0 ? fmt::format(" (group {})", s_.groups[op.group].name) : "",
+                        std::chrono::duration<double>(o_.timeout).count(), synced.message()));
         break;
       }
     }
@@ -779,11 +782,10 @@ Status Runner::Step(int step) {
   for (size_t b = 0; b < live_.size(); ++b) {
     if (live_[b].data != nullptr && s_.buffers[b].alloc_op >= 0) ++live;
   }
-  run_.memory = BuildRoleMemory(log_, t, s_.initial_memory.empty() ? CategoryBytes{}
-                                                                   : s_.initial_memory[0],
-                                s_.initial_host_memory.empty() ? CategoryBytes{}
-                                                               : s_.initial_host_memory[0],
-                                reserved0, live);
+  run_.memory =
+      BuildRoleMemory(log_, t, s_.initial_memory.empty() ? CategoryBytes{} : s_.initial_memory[0],
+                      s_.initial_host_memory.empty() ? CategoryBytes{} : s_.initial_host_memory[0],
+                      reserved0, live);
   run_.timeline = std::move(t);
   run_.counters = dev_.memory();
   run_.failure = failure;

@@ -34,8 +34,8 @@ Result<std::vector<int>> IssueOrder(const Schedule& s, int role) {
     if (!mine[i]) continue;
     for (int d : s.ops[i].deps) {
       if (d < 0 || d >= n) {
-        return InvalidInput(fmt::format("schedule: op '{}' depends on op {}, out of range",
-                                        s.ops[i].op_id, d));
+        return InvalidInput(
+            fmt::format("schedule: op '{}' depends on op {}, out of range", s.ops[i].op_id, d));
       }
       if (mine[d]) edge(d, i);  // another role's op is a peer's: the communicator orders it
     }

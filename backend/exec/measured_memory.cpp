@@ -12,7 +12,9 @@ RoleMemory BuildRoleMemory(const std::vector<MemoryLogEntry>& log, const Timelin
   m.initial_bytes = initial;
   m.host_bytes = host;
   CategoryBytes bytes = initial;
-  auto total = [](const CategoryBytes& b) { return std::accumulate(b.begin(), b.end(), int64_t{0}); };
+  auto total = [](const CategoryBytes& b) {
+    return std::accumulate(b.begin(), b.end(), int64_t{0});
+  };
   int64_t reserved = initial_reserved;
   m.samples.push_back(MemorySample{0, bytes, total(bytes), reserved});
   m.peak_allocated_bytes = total(bytes);

@@ -59,7 +59,7 @@ struct UnitLayout {
   // Replicate params: whole tensors, one after another (own dtype in the shard buffer,
   // gather dtype in their gradients).
   std::vector<ParamLayout> replicate;
-  int64_t shard_slot_bytes = 0;   // one all-gather slot
+  int64_t shard_slot_bytes = 0;    // one all-gather slot
   int64_t reduce_block_bytes = 0;  // one reduce-scatter block
 };
 

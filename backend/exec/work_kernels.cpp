@@ -151,8 +151,8 @@ Status Walk(Device* device, Lane lane, const ComputeItem& item, Carver& c) {
           char* up = c.Take(bytes(n, w.compute_dtype));
           if (device == nullptr || n == 0) return Status::Ok();
           // logits.float(), then log_softmax's passes (backward: softmax − one-hot, cast back).
-          SS_RETURN_IF_ERROR(device->Cast(lane, CastArgs{n, w.logits_dtype, w.compute_dtype,
-                                                         logits, up, 1.0f}));
+          SS_RETURN_IF_ERROR(
+              device->Cast(lane, CastArgs{n, w.logits_dtype, w.compute_dtype, logits, up, 1.0f}));
           EltwiseArgs e;
           e.op = EltwiseOp::kScaleAdd, e.elements = n, e.dtype = w.compute_dtype;
           e.x0 = up, e.y = up, e.alpha = 1.0f, e.beta = -1.0f;

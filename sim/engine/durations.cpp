@@ -46,7 +46,8 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
   // Group shapes are shared by thousands of ops; work each out once.
   std::vector<GroupShape> shapes;
   shapes.reserve(schedule.groups.size());
-  for (const ProcessGroup& g : schedule.groups) shapes.push_back(GroupShapeOf(g, gpus_per_node, cost.hardware().node.nvlink_domain));
+  for (const ProcessGroup& g : schedule.groups)
+    shapes.push_back(GroupShapeOf(g, gpus_per_node, cost.hardware().node.nvlink_domain));
   std::unordered_map<CollectiveCall, CollectiveEstimate, CollectiveCallHash> collectives;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];

@@ -13,9 +13,9 @@ TEST(Catalog, ParsesAndListsEveryGpu) {
   const nlohmann::json j = nlohmann::json::parse(CatalogJson(), nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   const std::vector<std::string> names = CatalogGpuNames();
-  const std::vector<std::string> expected = {"h100-sxm", "h100-96g", "h200",   "b200",
-                                             "a100-80g", "a100-40g", "mi300x", "b300",
-                                             "gb200-nvl72", "mi325x", "mi355x"};
+  const std::vector<std::string> expected = {"h100-sxm",    "h100-96g", "h200",   "b200",
+                                             "a100-80g",    "a100-40g", "mi300x", "b300",
+                                             "gb200-nvl72", "mi325x",   "mi355x"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(j["gpus"].size(), expected.size());
 }

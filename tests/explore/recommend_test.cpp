@@ -85,8 +85,8 @@ TEST(Recommend, MemoryPruningIsSound) {
   EXPECT_EQ(rec->pruned_memory, rec->generated);
   EXPECT_EQ(rec->simulated, 0);
   EXPECT_TRUE(rec->plans.empty());
-  Result<Scenario> sc =
-      LoadScenario(std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/does_not_fit_hsdp_llama3_70b.json");
+  Result<Scenario> sc = LoadScenario(std::string(SHARDSCOPE_SOURCE_DIR) +
+                                     "/examples/does_not_fit_hsdp_llama3_70b.json");
   ASSERT_TRUE(sc.ok());
   Result<Simulation> sim = SimulateScenario(*sc, {});
   ASSERT_TRUE(sim.ok());

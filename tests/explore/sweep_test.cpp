@@ -20,10 +20,10 @@ VariantResult Fitting(double tps, double peak_gib, std::optional<double> cost, d
 
 TEST(RankVariants, EachObjectiveAndTiesByIndex) {
   std::vector<VariantResult> v = {
-      Fitting(100, 50, 2.0, 10),  // 0
-      Fitting(300, 70, 1.0, 5),   // 1
-      Fitting(200, 40, 3.0, 2),   // 2
-      Fitting(300, 60, 1.0, 5),   // 3: ties 1 on throughput and cost
+      Fitting(100, 50, 2.0, 10),          // 0
+      Fitting(300, 70, 1.0, 5),           // 1
+      Fitting(200, 40, 3.0, 2),           // 2
+      Fitting(300, 60, 1.0, 5),           // 3: ties 1 on throughput and cost
       Fitting(150, 30, std::nullopt, 4),  // 4: no price
   };
   VariantResult invalid;
@@ -40,11 +40,11 @@ TEST(RankVariants, EachObjectiveAndTiesByIndex) {
 
 TEST(ParetoFront, CheaperThanEveryFasterOne) {
   const std::vector<VariantResult> v = {
-      Fitting(1, 1, 5.0, 1),   // 0: fastest → on the front
-      Fitting(1, 1, 6.0, 2),   // 1: slower and dearer than 0 → off
-      Fitting(1, 1, 4.0, 3),   // 2: cheaper than 0 → on
-      Fitting(1, 1, 4.0, 4),   // 3: as cheap as 2 but slower → off
-      Fitting(1, 1, 1.0, 9),   // 4: cheapest → on
+      Fitting(1, 1, 5.0, 1),             // 0: fastest → on the front
+      Fitting(1, 1, 6.0, 2),             // 1: slower and dearer than 0 → off
+      Fitting(1, 1, 4.0, 3),             // 2: cheaper than 0 → on
+      Fitting(1, 1, 4.0, 4),             // 3: as cheap as 2 but slower → off
+      Fitting(1, 1, 1.0, 9),             // 4: cheapest → on
       Fitting(1, 1, std::nullopt, 0.5),  // 5: no cost → off
   };
   EXPECT_EQ(ParetoFront(v), (std::vector<int>{0, 2, 4}));

@@ -82,8 +82,7 @@ TEST(Combinations, LastAxisFastestAndBounded) {
   const VaryAxis big = *ParseVary("training.local_batch=1..1000");
   Result<int64_t> too_many = CombinationCount({big, big, big});
   ASSERT_FALSE(too_many.ok());
-  EXPECT_NE(too_many.status().message().find("more than 1000000 combinations"),
-            std::string::npos)
+  EXPECT_NE(too_many.status().message().find("more than 1000000 combinations"), std::string::npos)
       << too_many.status().message();
 }
 

@@ -52,8 +52,8 @@ Result<std::unique_ptr<backend::Device>> MakeDevice(const std::string& kind,
 #if defined(SHARDSCOPE_HAVE_CUDA_DEVICE)
   Result<std::unique_ptr<backend::Device>> d = backend::MakeCudaDevice(options);
   if (!d.ok()) {
-    return RuntimeError(fmt::format("--device cuda: {}; run on the CPU with --device cpu",
-                                    d.status().message()));
+    return RuntimeError(
+        fmt::format("--device cuda: {}; run on the CPU with --device cpu", d.status().message()));
   }
   return d;
 #else
@@ -80,26 +80,26 @@ Result<World> ResolveWorld(const RunArgs& args, const Scenario& sc) {
   w.local_rank = launch.local_rank;
   if (args.emulate_world > 0) {
     if (args.emulate_world != scenario_world) {
-      return InvalidInput(fmt::format(
-          "--emulate-world {}: the scenario {} runs on {} ranks (cluster.nodes x "
-          "cluster.gpus_per_node); set --emulate-world {} or change the cluster",
-          args.emulate_world, sc.source, scenario_world, scenario_world));
+      return InvalidInput(
+          fmt::format("--emulate-world {}: the scenario {} runs on {} ranks (cluster.nodes x "
+                      "cluster.gpus_per_node); set --emulate-world {} or change the cluster",
+                      args.emulate_world, sc.source, scenario_world, scenario_world));
     }
     w.size = args.emulate_world;
     w.rank = args.rank < 0 ? 0 : args.rank;
     if (w.rank >= w.size) {
-      return InvalidInput(fmt::format("--rank {}: the emulated world has ranks 0..{}", w.rank,
-                                      w.size - 1));
+      return InvalidInput(
+          fmt::format("--rank {}: the emulated world has ranks 0..{}", w.rank, w.size - 1));
     }
     return w;
   }
   if (args.rank >= 0) return InvalidInput("--rank needs --emulate-world N");
   if (launch.launched() && launch.world_size != scenario_world) {
-    return InvalidInput(fmt::format(
-        "{} started {} ranks but the scenario {} runs on {} (cluster.nodes x "
-        "cluster.gpus_per_node); launch {} ranks or use --emulate-world {}",
-        launch.launcher, launch.world_size, sc.source, scenario_world, scenario_world,
-        scenario_world));
+    return InvalidInput(
+        fmt::format("{} started {} ranks but the scenario {} runs on {} (cluster.nodes x "
+                    "cluster.gpus_per_node); launch {} ranks or use --emulate-world {}",
+                    launch.launcher, launch.world_size, sc.source, scenario_world, scenario_world,
+                    scenario_world));
   }
   if (!launch.launched() && scenario_world > 1) {
     return InvalidInput(fmt::format(
@@ -144,10 +144,10 @@ Result<std::unique_ptr<backend::CommFactory>> MakeComms(const World& w, const st
   mpi.timeout = timeout;
   return backend::MakeMpiCommFactory(launch, mpi);
 #else
-  return RuntimeError(fmt::format(
-      "{} started rank {} of {}, but this shardscope was built without MPI (install "
-      "libopenmpi-dev and rebuild), or run one rank with --emulate-world {}",
-      launch.launcher, launch.world_rank, launch.world_size, w.size));
+  return RuntimeError(
+      fmt::format("{} started rank {} of {}, but this shardscope was built without MPI (install "
+                  "libopenmpi-dev and rebuild), or run one rank with --emulate-world {}",
+                  launch.launcher, launch.world_rank, launch.world_size, w.size));
 #endif
 }
 
@@ -164,9 +164,9 @@ std::string RankPath(const std::string& path, const World& w) {
 
 void PrintRun(const sim::Summary& s, const backend::StepRun& run,
               const backend::DeviceDescription& d, const World& w) {
-  fmt::print("Measured step {} of {}: rank {} of {}{} on {} ({})\n", run.steps_run,
-             run.steps_run, w.rank, w.size, w.emulated && w.size > 1 ? " (emulated world)" : "",
-             d.name, backend::DeviceKindName(d.kind));
+  fmt::print("Measured step {} of {}: rank {} of {}{} on {} ({})\n", run.steps_run, run.steps_run,
+             w.rank, w.size, w.emulated && w.size > 1 ? " (emulated world)" : "", d.name,
+             backend::DeviceKindName(d.kind));
   fmt::print("  step time          {:10.4f} s\n", s.step_time_s);
   fmt::print("  tokens/s/GPU       {:10.0f}\n", s.tokens_per_s_per_gpu);
   fmt::print("  compute            {:10.4f} s   exposed comm {:.4f} s   overlap {:.1f}%\n",
@@ -212,9 +212,9 @@ Status Run(const RunArgs& args) {
                                 : (device_kind == "cpu" ? pricing.ctx.usable_bytes : 0);
   SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Device> device, MakeDevice(device_kind, dopt));
   const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(args.timeout_s * 1e9));
-  SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::CommFactory> factory,
-                      MakeComms(world, device_kind, *pricing.cost, sc.cluster.gpus_per_node,
-                                timeout, *device));
+  SS_ASSIGN_OR_RETURN(
+      std::unique_ptr<backend::CommFactory> factory,
+      MakeComms(world, device_kind, *pricing.cost, sc.cluster.gpus_per_node, timeout, *device));
   SS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<backend::Communicator>> comms,
                       factory->MakeCommunicators(schedule.groups, *device));
 
@@ -226,7 +226,8 @@ Status Run(const RunArgs& args) {
     checker = std::make_unique<backend::StepChecker>(schedule, plan, eo);
     eo.observer = checker.get();
   }
-  SS_ASSIGN_OR_RETURN(backend::StepRun run, backend::RunSchedule(schedule, plan, *device, comms, eo));
+  SS_ASSIGN_OR_RETURN(backend::StepRun run,
+                      backend::RunSchedule(schedule, plan, *device, comms, eo));
   // Verified before the schedule moves on (the checker refers to it); every rank its own.
   Status checked;
   if (checker != nullptr && run.failure.ok()) {
@@ -276,8 +277,7 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sub = app.add_subcommand(
       "run", "execute this rank's step of the plan on a GPU or the CPU and measure it");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
-  sub->add_option("--device", args->device,
-                  "cuda (default when built with CUDA) or cpu")
+  sub->add_option("--device", args->device, "cuda (default when built with CUDA) or cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--steps", args->steps, "steps to run; the last one is reported (default 1)")
       ->check(CLI::PositiveNumber);
