@@ -170,8 +170,7 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
   }
   if (active.empty()) {
     return InvalidInput(fmt::format(
-        "calibrate: {}: no free figure of the cost model changes the predicted observations",
-        gpu));
+        "calibrate: {}: no free figure of the cost model changes the predicted observations", gpu));
   }
 
   std::vector<double> z_fit;
@@ -241,7 +240,8 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
 
 }  // namespace
 
-Result<CalibrateReport> Calibrate(const CalibrationInputs& inputs, const CalibrateOptions& options) {
+Result<CalibrateReport> Calibrate(const CalibrationInputs& inputs,
+                                  const CalibrateOptions& options) {
   SS_ASSIGN_OR_RETURN(PreparedInputs in, PrepareSamples(inputs));
   CalibrateReport report;
   report.notes = in.notes;

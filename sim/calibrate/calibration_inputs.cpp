@@ -96,8 +96,8 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path) {
                         ": metadata.scenario: missing (calibrate needs the scenario the trace "
                         "ran; `shardscope run` and `simulate` write it)");
   }
-  SS_ASSIGN_OR_RETURN(Scenario sc,
-                      ParseScenario(t.metadata.scenario, path + ": metadata.scenario", DirOf(path)));
+  SS_ASSIGN_OR_RETURN(
+      Scenario sc, ParseScenario(t.metadata.scenario, path + ": metadata.scenario", DirOf(path)));
   t.SortEvents();
   std::map<int, TraceInput> by_rank;
   std::map<std::pair<int, std::string>, int> seen;
@@ -139,8 +139,8 @@ Result<std::vector<RunInput>> ParseRunsJson(std::string_view text, const std::st
     if (!r.is_object()) return InvalidInput(where + ": expected an object");
     for (const auto& [key, value] : r.items()) {
       if (key != "id" && key != "scenario" && key != "measured" && key != "notes") {
-        return InvalidInput(fmt::format("{}.{}: unknown key (expected id, scenario, measured)",
-                                        where, key));
+        return InvalidInput(
+            fmt::format("{}.{}: unknown key (expected id, scenario, measured)", where, key));
       }
     }
     RunInput run;
@@ -187,9 +187,9 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
         has_id = has_id || h == "id";
         has_scenario = has_scenario || h == "scenario";
         if (h != "id" && h != "scenario" && !IsMeasuredKey(h)) {
-          return InvalidInput(fmt::format(
-              "{}: line 1: column '{}': unknown (expected id, scenario, {})", source, h,
-              KnownKeys()));
+          return InvalidInput(
+              fmt::format("{}: line 1: column '{}': unknown (expected id, scenario, {})", source, h,
+                          KnownKeys()));
         }
       }
       if (!has_id || !has_scenario) {
@@ -255,8 +255,8 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
       continue;
     }
     if (!head.is_discarded() && head.is_object() && head.contains("runs")) {
-      return InvalidInput(fmt::format("{}: format: expected \"{}\" for a run table", path,
-                                      kRunsFormat));
+      return InvalidInput(
+          fmt::format("{}: format: expected \"{}\" for a run table", path, kRunsFormat));
     }
     SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces, LoadTrace(path));
     for (TraceInput& t : traces) inputs.traces.push_back(std::move(t));

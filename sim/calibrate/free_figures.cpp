@@ -65,8 +65,8 @@ std::string CollectiveName(OpType type) {
 FigureSet ComputeFigures(const CostParams& d, bool collective_scales) {
   FigureSet set;
   auto& f = set.figures;
-  f.push_back(Figure("compute.gemm_efficiency", FigureKind::kGemmEfficiency, d.gemm_efficiency,
-                     0.01, 1));
+  f.push_back(
+      Figure("compute.gemm_efficiency", FigureKind::kGemmEfficiency, d.gemm_efficiency, 0.01, 1));
   f.push_back(Figure("compute.gemm_ramp_us", FigureKind::kGemmRampUs, d.gemm_ramp_us, 1e-3, 1e4));
   f.push_back(Figure("compute.attention_efficiency", FigureKind::kAttentionEfficiency,
                      d.attention_efficiency, 0.01, 1));

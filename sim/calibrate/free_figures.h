@@ -39,8 +39,8 @@ enum class FigureKind {
   kOverlapSlowdown,
   kCollectiveLatencyScale,
   kCollectiveBandwidthScale,
-  kShapeLatencyUs,   // CollectiveOverride::latency_us of FreeFigure::shape
-  kShapeBusbwGbps,   // CollectiveOverride::busbw_gbps of FreeFigure::shape
+  kShapeLatencyUs,  // CollectiveOverride::latency_us of FreeFigure::shape
+  kShapeBusbwGbps,  // CollectiveOverride::busbw_gbps of FreeFigure::shape
 };
 
 struct CollectiveShape {

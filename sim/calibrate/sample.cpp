@@ -102,8 +102,8 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
                                 fmt::format("{} {}", s.source, m.op_id),
                                 static_cast<double>(m.dur_ns), group++});
       if (IsCollective(op.type) && op.group >= 0 && op.bytes > 0) {
-        const GroupShape g = GroupShapeOf(b.schedule.groups[op.group], s.ctx.gpus_per_node,
-                                          s.hw.node.nvlink_domain);
+        const GroupShape g =
+            GroupShapeOf(b.schedule.groups[op.group], s.ctx.gpus_per_node, s.hw.node.nvlink_domain);
         if (g.size > 1) {
           int64_t& largest = shapes[{static_cast<int>(op.type), {g.ranks_per_node, g.nodes}}];
           largest = std::max(largest, op.bytes);
@@ -121,8 +121,9 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
           s.source));
     }
     if (unmatched > 0) {
-      p.notes.push_back(fmt::format("{}: {} of {} operations have no op_id in the schedule; left out",
-                                    s.source, unmatched, t.ops.size()));
+      p.notes.push_back(
+          fmt::format("{}: {} of {} operations have no op_id in the schedule; left out", s.source,
+                      unmatched, t.ops.size()));
     }
     s.schedule = std::move(b.schedule);
     p.samples.push_back(std::move(s));
@@ -147,12 +148,12 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
       p.notes.push_back(r.source + ": peak memory read, not fitted (no free figure moves it)");
     }
     s.observations.push_back(static_cast<int>(p.observations.size()));
-    p.observations.push_back({static_cast<int>(p.samples.size()),
-                              fmt::format("{} {}", r.source,
-                                          s.figure == Sample::Figure::kStepTime
-                                              ? "step_time_s"
-                                              : "tokens_per_s_per_gpu"),
-                              measured, group++});
+    p.observations.push_back(
+        {static_cast<int>(p.samples.size()),
+         fmt::format(
+             "{} {}", r.source,
+             s.figure == Sample::Figure::kStepTime ? "step_time_s" : "tokens_per_s_per_gpu"),
+         measured, group++});
     s.schedule = std::move(b.schedule);
     p.samples.push_back(std::move(s));
   }
