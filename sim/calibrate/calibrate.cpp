@@ -76,8 +76,8 @@ class GpuFit {
     SS_ASSIGN_OR_RETURN(std::vector<double> pred, Predict(z, active, obs, false));
     Eigen::VectorXd r(obs.size());
     for (size_t i = 0; i < obs.size(); ++i) {
-      r[i] = std::log(std::max(pred[i], 1e-30) / in_.observations[obs[i]].measured) /
-             options_.residual_sd;
+      const Observation& o = in_.observations[obs[i]];
+      r[i] = o.weight * std::log(std::max(pred[i], 1e-30) / o.measured) / options_.residual_sd;
     }
     return r;
   }

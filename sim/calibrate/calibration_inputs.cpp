@@ -115,6 +115,10 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path) {
   for (auto& [rank, in] : by_rank) {
     in.path = path;
     in.scenario = sc;
+    if (t.metadata.summary.is_object() && t.metadata.summary.contains("step_time_s") &&
+        t.metadata.summary["step_time_s"].is_number() && by_rank.size() == 1) {
+      in.step_time_s = t.metadata.summary["step_time_s"].get<double>();
+    }
     out.push_back(std::move(in));
   }
   return out;

@@ -40,6 +40,7 @@ struct TraceInput {
   Scenario scenario;
   int rank = 0;
   std::vector<MeasuredOp> ops;
+  double step_time_s = 0;  // metadata.summary.step_time_s of the trace (0: none)
 };
 
 struct RunInput {

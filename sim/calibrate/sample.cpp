@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 
 #include "core/model/model_source.h"
@@ -63,6 +64,7 @@ Result<std::vector<double>> Sample::Predict(const CostParams& params) const {
     for (int op : op_index) {
       out.push_back(static_cast<double>(sim.timeline.ops[op].duration_ns()));
     }
+    if (step_observed) out.push_back(sim.summary.step_time_s);
   } else if (figure == Figure::kStepTime) {
     out.push_back(sim.summary.step_time_s);
   } else {
@@ -124,6 +126,13 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
       p.notes.push_back(
           fmt::format("{}: {} of {} operations have no op_id in the schedule; left out", s.source,
                       unmatched, t.ops.size()));
+    }
+    if (t.step_time_s > 0) {
+      s.step_observed = true;
+      s.observations.push_back(static_cast<int>(p.observations.size()));
+      p.observations.push_back({static_cast<int>(p.samples.size()),
+                                fmt::format("{} step_time_s", s.source), t.step_time_s, group++,
+                                std::sqrt(static_cast<double>(s.op_index.size()))});
     }
     s.schedule = std::move(b.schedule);
     p.samples.push_back(std::move(s));

@@ -7,7 +7,9 @@
 //   PrepareSamples  CalibrationInputs → samples + observations (the op_id join happens here)
 //
 // Observations of a trace are its operations whose (op_id, occurrence) the schedule has;
-// each is its own cross-validation group. A run row gives one observation, its step time
+// each is its own cross-validation group; a one-rank trace whose summary states the step time
+// adds it (the idle gaps between operations show only there), weighted as all its operations
+// together. A run row gives one observation, its step time
 // (tokens/s when only that is given: the same figure inverted), one group per row. Peak
 // memory is read but not fitted: no free figure of the cost model moves it.
 #pragma once
@@ -29,7 +31,8 @@ struct Observation {
   int sample = 0;
   std::string label;  // "trace.json rank 0 fwd/model.layers.0/all_gather", "runs.csv id a"
   double measured = 0;
-  int group = 0;  // cross-validation unit
+  int group = 0;      // cross-validation unit
+  double weight = 1;  // multiplies the residual
 };
 
 class Sample {
@@ -48,7 +51,8 @@ class Sample {
 
   Schedule schedule;
   sim::StepContext ctx;
-  std::vector<int> op_index;  // traces: schedule op per observation
+  std::vector<int> op_index;   // traces: schedule op per observation
+  bool step_observed = false;  // traces: the step time follows the operations
   enum class Figure { kOpDuration, kStepTime, kTokensPerS } figure = Figure::kOpDuration;
 };
 
