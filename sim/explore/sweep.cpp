@@ -226,25 +226,31 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                       });
   });
   if (options.progress) options.progress(total, total);
+  FinishSweep(options.objective, &result);
+  return result;
+}
 
-  for (const VariantResult& v : result.variants) {
+void FinishSweep(Objective objective, SweepResult* r) {
+  r->fitting = r->not_fitting = r->invalid = 0;
+  r->invalid_by_reason.clear();
+  for (VariantResult& v : r->variants) {
+    v.pareto = false;
     switch (v.outcome) {
       case VariantOutcome::kFits:
-        ++result.fitting;
+        ++r->fitting;
         break;
       case VariantOutcome::kDoesNotFit:
-        ++result.not_fitting;
+        ++r->not_fitting;
         break;
       case VariantOutcome::kInvalid:
-        ++result.invalid;
-        ++result.invalid_by_reason[v.reason];
+        ++r->invalid;
+        ++r->invalid_by_reason[v.reason];
         break;
     }
   }
-  result.ranking = RankVariants(result.variants, options.objective);
-  result.pareto = ParetoFront(result.variants);
-  for (int i : result.pareto) result.variants[i].pareto = true;
-  return result;
+  r->ranking = RankVariants(r->variants, objective);
+  r->pareto = ParetoFront(r->variants);
+  for (int i : r->pareto) r->variants[i].pareto = true;
 }
 
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,

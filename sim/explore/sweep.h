@@ -10,6 +10,8 @@
 //   SweepBase / LoadSweepBase  the scenario document variants start from
 //   RunVariants        the engine: a base scenario + a list of override sets → SweepResult
 //   RunSweep           the axes' combinations through RunVariants
+//   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
+//                      last step; a sweep split over MPI ranks runs it on the gathered variants)
 //   RankVariants / ParetoFront   the ordering and the front, on their own (tests, recommend)
 //
 // Each variant is the base scenario document with its `path=value` overrides applied by the
@@ -114,6 +116,9 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                                 const SweepOptions& options);
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,
                              const SweepOptions& options);
+// Fills the counts, `ranking`, `pareto` and each variant's `pareto` of `result` from its
+// variants (which it resets first).
+void FinishSweep(Objective objective, SweepResult* result);
 
 // Fitting variants best first under `objective`; ties by index.
 std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Objective objective);

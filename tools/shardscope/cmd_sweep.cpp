@@ -1,7 +1,8 @@
 // `shardscope sweep SCENARIO --vary path=v1,v2,… [--vary …] [--set …] [--objective O] [--top K]
 // [--csv F] [--json F] [--prices F] [--threads N] [--progress]`: every combination of the axes
 // simulated on all cores (sim/explore/sweep.h), invalid ones counted by reason, those that fit
-// ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md.
+// ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md. Under mpirun
+// the combinations are split over the ranks and rank 0 prints (tools/shardscope/sweep_ranks.h).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/launch.h"
 #include "core/util/file_io.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/sweep.h"
@@ -16,6 +18,7 @@
 #include "sim/explore/vary.h"
 #include "tools/shardscope/command.h"
 #include "tools/shardscope/progress_bar.h"
+#include "tools/shardscope/sweep_ranks.h"
 
 namespace shardscope::cli {
 namespace {
@@ -52,14 +55,18 @@ Status RunSweepCommand(const SweepArgs& args) {
   options.threads = args.threads;
   options.objective = objective;
   options.prices = &prices;
+  // Under a launcher only rank 0 reports (the others' share is gathered there).
+  const bool root = backend::DetectLaunch().world_rank == 0;
   ProgressBar bar("sweep");
-  if (args.progress || StderrIsTty()) {
+  if (root && (args.progress || StderrIsTty())) {
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
   }
-  fmt::print(stderr, "sweep: {} combinations of {} axes\n", count, axes.size());
-  Result<sim::SweepResult> result = sim::RunSweep(base, axes, options);
+  if (root) fmt::print(stderr, "sweep: {} combinations of {} axes\n", count, axes.size());
+  bool print = true;
+  Result<sim::SweepResult> result = SweepOverRanks(base, axes, options, &print);
   bar.Finish();
   if (!result.ok()) return result.status();
+  if (!print) return Status::Ok();
   sim::SweepReport report;
   report.scenario = base.source;
   for (const sim::VaryAxis& a : axes) report.paths.push_back(a.path);
