@@ -13,6 +13,7 @@
 #include "core/timeline/make_trace.h"
 #include "core/timeline/op_accounting.h"
 #include "sim/cost/calibration.h"
+#include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
@@ -36,13 +37,29 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
   const std::vector<UnitExposure> ag = ExposedAllGathers(sim.schedule, sim.timeline, role);
   if (!ag.empty() && m.step_ns > 0 && ag.front().exposed_ns * 100 > m.step_ns) {
     const UnitExposure& u = ag.front();
+    // One of the step's first all-gathers (summary_comm.h edges): prefetch cannot hide it,
+    // so advising a deeper prefetch would send the user after a knob that changes nothing.
+    const StepEdges edges =
+        FindStepEdges(sim.schedule, sim.timeline, role, static_cast<int64_t>(m.end_ns));
+    int64_t first_start = -1;
+    for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
+      const ScheduleOp& op = sim.schedule.ops[i];
+      if (op.role == role && op.unit == u.unit && op.type == OpType::kAllGather &&
+          sim.timeline.ops[i].start_ns >= 0) {
+        first_start = sim.timeline.ops[i].start_ns;
+        break;
+      }
+    }
+    const bool at_head = first_start >= 0 && first_start < edges.head_end_ns;
     s->warnings.push_back(fmt::format(
         "the all-gather of unit '{}' is exposed most: {:.3f} ms of its {:.3f} ms run while no "
-        "compute does ({:.1f}% of the step); deeper fsdp.forward_prefetch_depth or "
-        "backward_prefetch_depth may hide it",
+        "compute does ({:.1f}% of the step); {}",
         u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3,
         Seconds(u.all_gather_ns) * 1e3,
-        100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns)));
+        100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns),
+        at_head ? "it is one of the step's first all-gathers, before the forward reaches its "
+                  "second unit, which no prefetch depth can hide"
+                : "deeper fsdp.forward_prefetch_depth or backward_prefetch_depth may hide it"));
   }
   if (m.step_ns > 0 && m.exposed_comm_ns * 5 > m.step_ns) {
     s->warnings.push_back(fmt::format(
@@ -134,6 +151,7 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     s.comm_s[name] = Seconds(m.busy_by_kind_ns[k]);
     s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
   }
+  AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, &s);
   // Memory: the worst role.
   int peak_role = 0;
   int64_t peak_reserved = 0;
@@ -156,6 +174,8 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
                                                  : "(initial state)";
     for (int c = 0; c < kNumMemCategories; ++c)
       s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
+    for (int c = 0; c < kNumMemCategories; ++c)
+      s.memory_max_by_category_gib[c] = Gib(rm.max_bytes[c]);
     for (int p = 0; p < kNumStepPhases; ++p) {
       const PhasePeak& peak = rm.phase_peaks[p];
       s.phase_peaks[p] = {Gib(peak.allocated_bytes), Seconds(peak.time_ns),

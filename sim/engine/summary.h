@@ -49,11 +49,30 @@ struct Summary {
   std::map<std::string, double> compute_by_kind_s;
   std::map<std::string, double> comm_s;  // busy time per kind (collectives, h2d / d2h copies)
   std::map<std::string, double> exposed_comm_by_kind_s;  // that kind's busy time − compute
+  // The same two figures by what the collectives are for (core/trace/comm_purpose.h:
+  // fsdp_all_gather, fsdp_reduce_scatter, hsdp_all_reduce, tp, cp, ep, pp), purposes present.
+  std::map<std::string, double> comm_by_purpose_s;
+  std::map<std::string, double> exposed_comm_by_purpose_s;
+  // The reported role's collectives with the most exposed time (at most 5, most first), and
+  // how much of it lies at the step's edges (summary_comm.h): before the forward reaches its
+  // second unit or after the backward leaves its second-to-last one, where no prefetch depth
+  // gives the collective compute to hide under.
+  struct ExposedCollective {
+    std::string op_id;
+    std::string purpose;
+    double duration_s = 0;
+    double exposed_s = 0;
+    double edge_exposed_s = 0;
+  };
+  std::vector<ExposedCollective> exposed_collectives;
+  double edge_exposed_comm_s = 0;  // exposed communication at those edges (all collectives)
   double peak_memory_allocated_gib = 0;
   double peak_memory_reserved_gib = 0;
   double peak_memory_time_s = 0;  // when allocated memory peaked
   std::string peak_memory_op;     // the op whose allocation reached the peak
   std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
+  // Each category's own maximum over the step (same role), beside its value at the peak.
+  std::array<double, kNumMemCategories> memory_max_by_category_gib{};
   // The same role's allocated peak within each step phase (StepPhase order), where a knob's
   // effect shows even when the global peak sits elsewhere; op "" for a phase without memory
   // effects.
