@@ -29,8 +29,8 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
   const int role = sim.reported_role;
   if (!s->fits) {
     s->warnings.push_back(fmt::format(
-        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the allocation "
-        "that overflowed was {}",
+        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the last "
+        "allocation, the one that crossed the line, was {} (the fit advice names the cause)",
         s->peak_memory_reserved_gib, s->usable_gib,
         s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
   }
