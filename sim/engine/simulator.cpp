@@ -39,8 +39,7 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
     const UnitExposure& u = ag.front();
     // One of the step's first all-gathers (summary_comm.h edges): prefetch cannot hide it,
     // so advising a deeper prefetch would send the user after a knob that changes nothing.
-    const StepEdges edges =
-        FindStepEdges(sim.schedule, sim.timeline, role, static_cast<int64_t>(m.end_ns));
+    const StepEdges edges = FindStepEdges(sim.schedule, sim.timeline, role, m.end_ns);
     int64_t first_start = -1;
     for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
       const ScheduleOp& op = sim.schedule.ops[i];

@@ -1,9 +1,11 @@
 // The result of one predicted step as formats.md §2 defines it, plus what the CLI prints.
 //
 // Contents:
-//   Summary        every figure of the summary JSON (+ additions: per-kind exposure, the
-//                  op at the peak, the peak of each step phase, the overflowing category,
-//                  which memory figure is which)
+//   Summary        every figure of the summary JSON (+ additions: per-kind and per-purpose
+//                  exposure, the most exposed collectives and the step's unhideable edges
+//                  (summary_comm.h), the op at the peak, the peak of each step phase, each
+//                  category's step maximum, the overflowing category, which memory figure is
+//                  which)
 //   SummaryToJson  formats.md §2 (field names fixed; extra fields added, never renamed)
 #pragma once
 
