@@ -9,7 +9,6 @@
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_sax.h"
 #include "core/util/file_io.h"
-#include "core/util/json_guard.h"
 
 namespace shardscope {
 
@@ -391,7 +390,6 @@ class DispatchSink : public trace_internal::RawEventSink {
 
 Result<Trace> ParseTrace(std::string_view text, const std::string& source,
                          const ReadTraceOptions& options) {
-  SS_RETURN_IF_ERROR(CheckJsonText(text, source));
   Trace trace;
   trace.import.path = source;
   DispatchSink sink(source, options.format, &trace);
