@@ -81,7 +81,10 @@ struct UnitState {
   bool gathered = false;
   int params_buffer = -1;
   int ready_op = -1;  // compute waits for this op before using the parameters
-  int grad_buffer = -1;
+  int grad_buffer = -1;  // the unsharded gradients of the first chunk to run backward
+  std::vector<int> later_grad_buffers;  // those of the unit's later backward chunks
+  int grad_chunks_allocated = 0;
+  int64_t grad_bytes_allocated = 0;
   int replicate_grad_buffer = -1;
   int accum_buffer = -1;
   int recompute_buffer = -1;
@@ -89,7 +92,6 @@ struct UnitState {
   // each chunk's saved activations and the loss's logits.
   std::map<int, int> input_buffer;
   std::map<int, std::vector<int>> chunk_activation_buffers;
-  std::map<int, std::vector<int>> chunk_loss_buffers;
   bool grads_allocated = false;
   bool copy_out_pending = false;  // an all-gather ran; its copy-out is not emitted yet
   // reshard_after_forward = d: the 1/d slice kept after forward (FSDP2's
@@ -155,6 +157,7 @@ class RoleEmitter::Impl {
     segments_.resize(n);
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
+    grad_shares_.resize(n);
     for (int u : role_units_) Segment(u);
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
@@ -209,16 +212,21 @@ class RoleEmitter::Impl {
       ++mm_count;
       recomputed_mm_[u][i] = every_mm > 0 && mm_count % every_mm == 0;
     }
+    bool close_chunk = false;
     for (size_t i = 0; i < w.entries.size(); ++i) {
       const WorkEntry& e = w.entries[i];
       if (e.kind == WorkEntry::Kind::kItem) {
-        if (segs.empty() || segs.back().kind != Segment::Kind::kChunk) {
+        // The loss runs as its own op each way (the loss region: its backward runs before any
+        // parameter gradient of the unit exists).
+        const bool own_chunk = e.item.kind == OpKind::kLoss;
+        if (segs.empty() || segs.back().kind != Segment::Kind::kChunk || own_chunk || close_chunk) {
           struct Segment c;
           c.kind = Segment::Kind::kChunk;
           c.chunk = chunks_[u]++;
           segs.push_back(std::move(c));
         }
         segs.back().entries.push_back(static_cast<int>(i));
+        close_chunk = own_chunk;
       } else {
         struct Segment c;
         c.kind = e.kind == WorkEntry::Kind::kComm ? Segment::Kind::kComm : Segment::Kind::kUnit;
@@ -523,9 +531,7 @@ class RoleEmitter::Impl {
     for (const std::string& target : Unit(u).forward_prefetch) Prefetch(u, target);
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
-    std::vector<int>& loss = st.chunk_loss_buffers[micro_];
     act.assign(chunks_[u], -1);
-    loss.assign(chunks_[u], -1);
     std::map<std::string, int> counters;
     const CheckpointMode mode = ModeOf(u);
     for (const struct Segment& seg : segments_[u]) {
@@ -539,7 +545,7 @@ class RoleEmitter::Impl {
       }
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
-      int64_t saved_bytes = 0, workspace = 0, loss_workspace = 0;
+      int64_t saved_bytes = 0, workspace = 0;
       op.items.reserve(seg.entries.size());
       for (int e : seg.entries) {
         const ComputeItem& item = in_.work[u].entries[e].item;
@@ -549,11 +555,9 @@ class RoleEmitter::Impl {
         } else if (!recomputed_mm_[u][e]) {
           saved_bytes += item.cost.saved_bytes_selective;
         }
-        if (item.kind == OpKind::kLoss) {
-          loss_workspace += item.cost.workspace_bytes;
-        } else {
-          workspace = std::max(workspace, item.cost.workspace_bytes);
-        }
+        // The loss's logits and their fp32 copy are transient like any workspace; what it
+        // keeps for backward (the fp32 log-probabilities) is in its saved bytes.
+        workspace = std::max(workspace, item.cost.workspace_bytes);
       }
       if (mode == CheckpointMode::kFull) saved_bytes = 0;
       if (mode == CheckpointMode::kFull || mode == CheckpointMode::kSelectiveOp) {
@@ -564,8 +568,6 @@ class RoleEmitter::Impl {
       }
       act[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes,
                              in_.compute_dtype, u);
-      loss[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                              loss_workspace, DType::kUInt8, u);
       int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
                      DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
@@ -669,6 +671,7 @@ class RoleEmitter::Impl {
       int64_t workspace = 0;
       // selective_op may add a recomputed item before each backward one.
       op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * it->entries.size());
+      bool only_loss = true;  // the loss region: no parameter gradient exists yet
       for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
         const ComputeItem& fwd = in_.work[u].entries[*e].item;
         if (mode == CheckpointMode::kSelectiveOp &&
@@ -682,8 +685,10 @@ class RoleEmitter::Impl {
         item.backward = true;
         op.items.push_back(std::move(item));
         if (fwd.kind != OpKind::kLoss) workspace = std::max(workspace, fwd.cost.workspace_bytes);
+        workspace = std::max(workspace, fwd.cost.backward_workspace_bytes);
+        only_loss = only_loss && fwd.kind == OpKind::kLoss;
       }
-      AllocGrads(u, op, MemoryEffect::When::kStart);
+      if (!only_loss) AllocGrads(u, op, MemoryEffect::When::kStart, it->chunk);
       if (mode == CheckpointMode::kSelectiveOp && bwd_chunk == 1) {
         st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
                                     SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
@@ -692,7 +697,6 @@ class RoleEmitter::Impl {
                      DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
       Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][it->chunk]);
-      Free(op, MemoryEffect::When::kEnd, st.chunk_loss_buffers[micro_][it->chunk]);
       PushCompute(std::move(op), u);
     }
     PostBackward(u);
@@ -748,14 +752,74 @@ class RoleEmitter::Impl {
     }
   }
 
-  void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
+  // Unsharded gradients appear as autograd produces them (FSDP2 leaves each parameter's .grad
+  // to autograd until post-backward): a chunk's backward allocates the gradients of the
+  // parameters its modules own; the unit's first allocation also takes those of parameters no
+  // item owns and the replicate gradients; chunk -1 (post-backward) whatever is left. A unit
+  // of one chunk (a decoder layer) allocates all at its backward's start, as before; the root
+  // allocates its head's gradients at the head's backward and the embedding's at the end.
+  void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when, int chunk = -1) {
     UnitState& st = state_[u];
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
-    st.grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.grad_bytes, z.gather_dtype, u);
-    st.replicate_grad_buffer =
-        Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
-    st.grads_allocated = true;
+    const std::vector<int64_t>& share = GradShares(u);
+    const bool first = st.grad_chunks_allocated == 0;
+    int64_t bytes = z.grad_bytes - st.grad_bytes_allocated;
+    if (chunk >= 0) bytes = std::min(bytes, share[chunk] + (first ? share.back() : 0));
+    const int buffer = Alloc(op, when, MemCategory::kUnshardedGrads, bytes, z.gather_dtype, u);
+    if (buffer >= 0) (first ? st.grad_buffer : st.later_grad_buffers.emplace_back()) = buffer;
+    if (first) {
+      st.replicate_grad_buffer =
+          Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
+    }
+    ++st.grad_chunks_allocated;
+    st.grad_bytes_allocated += std::max<int64_t>(0, bytes);
+    st.grads_allocated = chunk < 0 || st.grad_bytes_allocated >= z.grad_bytes;
+  }
+  void FreeGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
+    UnitState& st = state_[u];
+    Free(op, when, st.grad_buffer);
+    for (int& b : st.later_grad_buffers) Free(op, when, b);
+    st.later_grad_buffers.clear();
+    st.grad_chunks_allocated = 0;
+    st.grad_bytes_allocated = 0;
+  }
+
+  // Per chunk, the bytes of the unit's unsharded gradients (UnitSizes::grad_bytes, padding
+  // shared in proportion) whose parameters the chunk's modules own; back(): owned by none.
+  // A tied parameter belongs to the chunk that reaches it first in backward.
+  const std::vector<int64_t>& GradShares(int u) {
+    std::vector<int64_t>& share = grad_shares_[u];
+    if (!share.empty()) return share;
+    std::map<std::string, int> chunk_of_module;
+    for (const struct Segment& seg : segments_[u]) {
+      if (seg.kind != Segment::Kind::kChunk) continue;
+      for (int e : seg.entries)
+        chunk_of_module[s_.modules[in_.work[u].entries[e].item.module]] = seg.chunk;
+    }
+    std::vector<int64_t> numel(chunks_[u] + 1, 0);
+    int64_t total = 0;
+    for (const ParamPlan& p : Unit(u).params) {
+      if (!p.requires_grad || p.replicated) continue;
+      int chunk = -1;
+      for (const std::string& fqn :
+           p.aliases.empty() ? std::vector<std::string>{p.fqn} : p.aliases) {
+        const size_t dot = fqn.rfind('.');
+        auto it = chunk_of_module.find(dot == std::string::npos ? "" : fqn.substr(0, dot));
+        if (it != chunk_of_module.end()) chunk = std::max(chunk, it->second);
+      }
+      numel[chunk < 0 ? chunks_[u] : chunk] += p.unsharded_numel;
+      total += p.unsharded_numel;
+    }
+    const int64_t bytes = in_.sizes[u].grad_bytes;
+    share.assign(numel.size(), 0);
+    int64_t given = 0;
+    for (int c = 0; c < chunks_[u] && total > 0; ++c) {
+      share[c] = static_cast<int64_t>(static_cast<double>(bytes) * numel[c] / total);
+      given += share[c];
+    }
+    share.back() = bytes - given;
+    return share;
   }
 
   void PostBackward(int u) {
@@ -775,7 +839,6 @@ class RoleEmitter::Impl {
       st.input_buffer.erase(in);
     }
     st.chunk_activation_buffers.erase(micro_);
-    st.chunk_loss_buffers.erase(micro_);
     if (reshard) Reshard(u, end);
     st.grads_allocated = false;
     if (!reduce) {
@@ -786,7 +849,7 @@ class RoleEmitter::Impl {
         st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum,
                                 z.reduce_dtype, u);
       }
-      Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
+      FreeGrads(u, s_.ops[last], MemoryEffect::When::kEnd);
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
       return;
     }
@@ -824,7 +887,7 @@ class RoleEmitter::Impl {
         rs.collective.input_buffer = in_buffer;
         rs.collective.output_buffer = out_buffer;
         Free(rs, MemoryEffect::When::kEnd, in_buffer);
-        Free(rs, MemoryEffect::When::kEnd, st.grad_buffer);
+        FreeGrads(u, rs, MemoryEffect::When::kEnd);
         Free(rs, MemoryEffect::When::kEnd, st.accum_buffer);
         // The compute stream waits for the previous reduce-scatter before issuing this one.
         if (prev_reduce_scatter_ >= 0) barrier_.push_back(prev_reduce_scatter_);
@@ -835,7 +898,7 @@ class RoleEmitter::Impl {
         ScheduleOp& e = s_.ops[last];
         out_buffer = Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers,
                            z.reduce_out_bytes, z.reduce_dtype, u);
-        Free(e, MemoryEffect::When::kEnd, st.grad_buffer);
+        FreeGrads(u, e, MemoryEffect::When::kEnd);
         Free(e, MemoryEffect::When::kEnd, st.accum_buffer);
         reduced = last;
       }
@@ -854,7 +917,7 @@ class RoleEmitter::Impl {
       }
       reduced = FinishReduced(u, reduced, out_buffer, z.reduce_out_bytes, op_what::kD2H);
     } else {
-      Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
+      FreeGrads(u, s_.ops[last], MemoryEffect::When::kEnd);
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.accum_buffer);
     }
     if (z.replicate_grad_bytes > 0) {
@@ -978,6 +1041,7 @@ class RoleEmitter::Impl {
   std::vector<std::vector<char>>
       recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
+  std::vector<std::vector<int64_t>> grad_shares_;  // per unit: GradShares
   std::map<std::string, int> index_of_;  // unit FQN → index
   std::vector<int> barrier_;             // deps for the next compute-lane op
   std::vector<int> reductions_;          // ops the end-of-backward wait joins
