@@ -17,6 +17,9 @@ std::vector<SchemaKey> BuildSchema() {
   return {
       {"description", KeyType::kNullableString, nullptr},
       {"model", KeyType::kModel, nullptr},
+      // Checked by CheckModel beside the model's source key; the default applies in
+      // scenario.cpp (the model has no default to hang it on).
+      {"model.implementation", KeyType::kString, "transformers"},
       {"cluster", KeyType::kSection, nullptr},
       {"cluster.gpu", KeyType::kString, "h100-sxm"},
       {"cluster.nodes", KeyType::kInt, 1},
@@ -258,7 +261,8 @@ Status CheckAgainstSchema(const json& doc) {
 json ScenarioDefaults() {
   json out = json::object();
   for (const SchemaKey& k : ScenarioSchema()) {
-    if (k.type == KeyType::kModel || k.path == "description") continue;
+    if (k.type == KeyType::kModel || k.path == "description" || k.path == "model.implementation")
+      continue;
     json::json_pointer ptr("/" + [&] {
       std::string p = k.path;
       std::replace(p.begin(), p.end(), '.', '/');

@@ -6,6 +6,9 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <variant>
+
+#include "core/model/loss_region.h"
 
 // FSDP2 behaviour modelled here (torch/distributed/fsdp/_fully_shard/, read for this file):
 // - Issue timing (schedule.h rule 4). The host runs ahead of the GPU, so an all-gather waits
@@ -83,8 +86,7 @@ struct UnitState {
   int ready_op = -1;  // compute waits for this op before using the parameters
   int grad_buffer = -1;  // the unsharded gradients of the first chunk to run backward
   std::vector<int> later_grad_buffers;  // those of the unit's later backward chunks
-  int grad_chunks_allocated = 0;
-  int64_t grad_bytes_allocated = 0;
+  std::vector<char> grad_group_allocated;  // per GradGroups entry, this micro-step
   int replicate_grad_buffer = -1;
   int accum_buffer = -1;
   int recompute_buffer = -1;
@@ -157,7 +159,7 @@ class RoleEmitter::Impl {
     segments_.resize(n);
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
-    grad_shares_.resize(n);
+    grad_groups_.resize(n);
     for (int u : role_units_) Segment(u);
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
@@ -534,6 +536,7 @@ class RoleEmitter::Impl {
     act.assign(chunks_[u], -1);
     std::map<std::string, int> counters;
     const CheckpointMode mode = ModeOf(u);
+    bool root_post_forward = false;
     for (const struct Segment& seg : segments_[u]) {
       if (seg.kind == Segment::Kind::kUnit) {
         Forward(seg.unit);
@@ -543,6 +546,8 @@ class RoleEmitter::Impl {
         EmitComms(u, "fwd", in_.work[u].entries[seg.entries[0]].fwd, counters);
         continue;
       }
+      // A loss outside the model runs after the root's forward has returned.
+      if (LossOutsideRoot(u) && LossOnly(u, seg)) root_post_forward = RootPostForward(u);
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
       int64_t saved_bytes = 0, workspace = 0;
@@ -555,8 +560,10 @@ class RoleEmitter::Impl {
         } else if (!recomputed_mm_[u][e]) {
           saved_bytes += item.cost.saved_bytes_selective;
         }
-        // The loss's logits and their fp32 copy are transient like any workspace; what it
-        // keeps for backward (the fp32 log-probabilities) is in its saved bytes.
+        // The loss's logits and their fp32 copy are transient, one buffer each (what the
+        // allocator sees); what it keeps for backward (the fp32 log-probabilities) is in its
+        // saved bytes.
+        if (item.kind == OpKind::kLoss) continue;
         workspace = std::max(workspace, item.cost.workspace_bytes);
       }
       if (mode == CheckpointMode::kFull) saved_bytes = 0;
@@ -571,6 +578,7 @@ class RoleEmitter::Impl {
       int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
                      DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
+      AllocLossTensors(u, seg, op, /*backward=*/false);
       PushCompute(std::move(op), u);
     }
     // Post-forward: reshard (the root keeps its parameters into backward), to the full shard
@@ -588,13 +596,33 @@ class RoleEmitter::Impl {
       Reshard(u, end);
     }
     post_forward_order_[in_.chunk_of[u]].push_back(u);
-    if (IsRoot(u) && last_compute_ >= 0) {
-      // The forward root's post-forward releases the last retained all-gather output.
-      Free(s_.ops[last_compute_], MemoryEffect::When::kEnd, retained_buffer_);
-      if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
-      retained_copy_out_ = -1;
-    }
+    if (!root_post_forward) RootPostForward(u);
     phase_ = saved;
+  }
+
+  // The forward root's post-forward releases the last retained all-gather output; true when
+  // u is the root.
+  bool RootPostForward(int u) {
+    if (!IsRoot(u) || last_compute_ < 0) return false;
+    Free(s_.ops[last_compute_], MemoryEffect::When::kEnd, retained_buffer_);
+    if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
+    retained_copy_out_ = -1;
+    return true;
+  }
+
+  // Where the loss runs (model.implementation): transformers computes it inside the root's
+  // forward (from labels), torchtitan outside the model, on its output. FSDP2's root hooks
+  // follow: the post-forward comes after the loss or before it, and the pre-backward hook,
+  // registered on the root's outputs, fires on the loss or on the logits' gradient, after the
+  // loss backward.
+  bool LossOutsideRoot(int u) const {
+    return IsRoot(u) && in_.options->implementation == Implementation::kTorchtitan;
+  }
+  bool LossOnly(int u, const struct Segment& seg) const {
+    if (seg.kind != Segment::Kind::kChunk || seg.entries.empty()) return false;
+    return std::all_of(seg.entries.begin(), seg.entries.end(), [&](int e) {
+      return in_.work[u].entries[e].item.kind == OpKind::kLoss;
+    });
   }
 
   void EmitComms(int u, std::string_view phase, const std::vector<CommSpec>& comms,
@@ -639,11 +667,18 @@ class RoleEmitter::Impl {
   // ----- backward -----
   void Backward(int u) {
     phase_ = Phase::kBackward;
-    UnitState& st = state_[u];
+    const auto& segs = segments_[u];
+    auto it = segs.rbegin();
+    int bwd_chunk = 0;
+    // A loss outside the model runs its backward before the root's pre-backward hook fires.
+    if (LossOutsideRoot(u)) {
+      for (; it != segs.rend() && LossOnly(u, *it); ++it) BackwardChunk(u, *it, bwd_chunk++);
+    }
     // Pre-backward: unshard, copy out, then prefetch: the explicit list replaces the implicit
     // one-ahead prefetch, an empty one keeps it (FSDPState._pre_backward's default_prefetch),
     // so depth 0 is FSDP2's default and backward prefetch never stops. The root's list is
-    // empty: its hook prefetches the last unit as backward begins, before the loss backward.
+    // empty: its hook prefetches the last unit as backward begins (before the loss backward
+    // when the loss is inside the root).
     Unshard(u);
     CopyOut(u);
     if (Unit(u).backward_prefetch.empty()) {
@@ -651,12 +686,9 @@ class RoleEmitter::Impl {
     } else {
       for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
     }
-    const CheckpointMode mode = ModeOf(u);
-    if (mode == CheckpointMode::kFull) Recompute(u);
+    if (ModeOf(u) == CheckpointMode::kFull) Recompute(u);
     std::map<std::string, int> counters;
-    const auto& segs = segments_[u];
-    int bwd_chunk = 0;
-    for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+    for (; it != segs.rend(); ++it) {
       if (it->kind == Segment::Kind::kUnit) {
         Backward(it->unit);
         phase_ = Phase::kBackward;
@@ -666,40 +698,66 @@ class RoleEmitter::Impl {
         EmitComms(u, "bwd", in_.work[u].entries[it->entries[0]].bwd, counters);
         continue;
       }
-      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("bwd", u, op_what::kCompute, bwd_chunk++), "backward", u);
-      int64_t workspace = 0;
-      // selective_op may add a recomputed item before each backward one.
-      op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * it->entries.size());
-      bool only_loss = true;  // the loss region: no parameter gradient exists yet
-      for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
-        const ComputeItem& fwd = in_.work[u].entries[*e].item;
-        if (mode == CheckpointMode::kSelectiveOp &&
-            (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
-             recomputed_mm_[u][*e])) {
-          ComputeItem again = fwd;
-          again.recompute = true;
-          op.items.push_back(std::move(again));
-        }
-        ComputeItem item = fwd;
-        item.backward = true;
-        op.items.push_back(std::move(item));
-        if (fwd.kind != OpKind::kLoss) workspace = std::max(workspace, fwd.cost.workspace_bytes);
-        workspace = std::max(workspace, fwd.cost.backward_workspace_bytes);
-        only_loss = only_loss && fwd.kind == OpKind::kLoss;
-      }
-      if (!only_loss) AllocGrads(u, op, MemoryEffect::When::kStart, it->chunk);
-      if (mode == CheckpointMode::kSelectiveOp && bwd_chunk == 1) {
-        st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                                    SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
-      }
-      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
-                     DType::kUInt8, u);
-      Free(op, MemoryEffect::When::kEnd, ws);
-      Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][it->chunk]);
-      PushCompute(std::move(op), u);
+      BackwardChunk(u, *it, bwd_chunk++);
     }
     PostBackward(u);
+  }
+
+  // The backward of one chunk of u's own items (`index`: its position in u's backward).
+  void BackwardChunk(int u, const struct Segment& seg, int index) {
+    UnitState& st = state_[u];
+    const CheckpointMode mode = ModeOf(u);
+    ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
+                          Id("bwd", u, op_what::kCompute, index), "backward", u);
+    int64_t workspace = 0;
+    // selective_op may add a recomputed item before each backward one.
+    op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * seg.entries.size());
+    bool only_loss = true;  // the loss region: no parameter gradient exists yet
+    for (auto e = seg.entries.rbegin(); e != seg.entries.rend(); ++e) {
+      const ComputeItem& fwd = in_.work[u].entries[*e].item;
+      if (mode == CheckpointMode::kSelectiveOp &&
+          (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
+           recomputed_mm_[u][*e])) {
+        ComputeItem again = fwd;
+        again.recompute = true;
+        op.items.push_back(std::move(again));
+      }
+      ComputeItem item = fwd;
+      item.backward = true;
+      op.items.push_back(std::move(item));
+      if (fwd.kind != OpKind::kLoss) {
+        workspace = std::max(workspace, std::max(fwd.cost.workspace_bytes,
+                                                 fwd.cost.backward_workspace_bytes));
+      }
+      only_loss = only_loss && fwd.kind == OpKind::kLoss;
+    }
+    if (!only_loss) AllocGrads(u, op, MemoryEffect::When::kStart, seg.chunk);
+    if (mode == CheckpointMode::kSelectiveOp && index == 0) {
+      st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                                  SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
+    }
+    int ws =
+        Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace, DType::kUInt8, u);
+    Free(op, MemoryEffect::When::kEnd, ws);
+    AllocLossTensors(u, seg, op, /*backward=*/true);
+    Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][seg.chunk]);
+    PushCompute(std::move(op), u);
+  }
+
+  // The loss region's transients (loss_region.h) of the chunk's loss items, one buffer per
+  // tensor, live while the op runs.
+  void AllocLossTensors(int u, const struct Segment& seg, ScheduleOp& op, bool backward) {
+    for (int e : seg.entries) {
+      const ComputeItem& item = in_.work[u].entries[e].item;
+      const auto* loss = std::get_if<LossWork>(&item.work);
+      if (item.kind != OpKind::kLoss || loss == nullptr) continue;
+      const LossRegion region = LossRegionTensors(*loss);
+      for (int64_t bytes : backward ? region.backward : region.forward) {
+        const int b = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, bytes,
+                            DType::kUInt8, u);
+        Free(op, MemoryEffect::When::kEnd, b);
+      }
+    }
   }
 
   // What selective_op's recomputation regenerates for u's backward: everything mode none
@@ -758,49 +816,75 @@ class RoleEmitter::Impl {
   // item owns and the replicate gradients; chunk -1 (post-backward) whatever is left. A unit
   // of one chunk (a decoder layer) allocates all at its backward's start, as before; the root
   // allocates its head's gradients at the head's backward and the embedding's at the end.
+  // Each buffer names the parameters it holds (Buffer::grads_of), which the executor follows.
   void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when, int chunk = -1) {
     UnitState& st = state_[u];
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
-    const std::vector<int64_t>& share = GradShares(u);
-    const bool first = st.grad_chunks_allocated == 0;
-    int64_t bytes = z.grad_bytes - st.grad_bytes_allocated;
-    if (chunk >= 0) bytes = std::min(bytes, share[chunk] + (first ? share.back() : 0));
+    const std::vector<GradGroup>& groups = GradGroups(u);
+    std::vector<char>& taken = st.grad_group_allocated;
+    taken.resize(groups.size(), 0);
+    const bool first = std::none_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
+    std::vector<int> params;
+    int64_t bytes = 0;
+    auto take = [&](size_t g) {
+      if (taken[g]) return;
+      taken[g] = 1;
+      params.insert(params.end(), groups[g].params.begin(), groups[g].params.end());
+      bytes += groups[g].bytes;
+    };
+    if (chunk >= 0) {
+      take(static_cast<size_t>(chunk));
+      if (first) take(groups.size() - 1);
+    } else {
+      for (size_t g = 0; g < groups.size(); ++g) take(g);
+    }
+    std::sort(params.begin(), params.end());
     const int buffer = Alloc(op, when, MemCategory::kUnshardedGrads, bytes, z.gather_dtype, u);
-    if (buffer >= 0) (first ? st.grad_buffer : st.later_grad_buffers.emplace_back()) = buffer;
+    if (buffer >= 0) {
+      for (int p : params) s_.buffers[buffer].grads_of.push_back(Unit(u).params[p].fqn);
+      (st.grad_buffer < 0 ? st.grad_buffer : st.later_grad_buffers.emplace_back()) = buffer;
+    }
     if (first) {
       st.replicate_grad_buffer =
           Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
+      if (st.replicate_grad_buffer >= 0) {
+        for (const ParamPlan& p : Unit(u).replicate_params) {
+          if (p.requires_grad) s_.buffers[st.replicate_grad_buffer].grads_of.push_back(p.fqn);
+        }
+      }
     }
-    ++st.grad_chunks_allocated;
-    st.grad_bytes_allocated += std::max<int64_t>(0, bytes);
-    st.grads_allocated = chunk < 0 || st.grad_bytes_allocated >= z.grad_bytes;
+    st.grads_allocated = std::all_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
   }
   void FreeGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
     UnitState& st = state_[u];
     Free(op, when, st.grad_buffer);
     for (int& b : st.later_grad_buffers) Free(op, when, b);
     st.later_grad_buffers.clear();
-    st.grad_chunks_allocated = 0;
-    st.grad_bytes_allocated = 0;
+    st.grad_group_allocated.clear();
   }
 
-  // Per chunk, the bytes of the unit's unsharded gradients (UnitSizes::grad_bytes, padding
-  // shared in proportion) whose parameters the chunk's modules own; back(): owned by none.
-  // A tied parameter belongs to the chunk that reaches it first in backward.
-  const std::vector<int64_t>& GradShares(int u) {
-    std::vector<int64_t>& share = grad_shares_[u];
-    if (!share.empty()) return share;
+  // Per chunk, the unit's parameters (indices into UnitPlan::params) whose modules the chunk
+  // runs and the bytes of their unsharded gradients; back(): those no item owns. A tied
+  // parameter belongs to the chunk that reaches it first in backward.
+  struct GradGroup {
+    std::vector<int> params;
+    int64_t bytes = 0;
+  };
+  const std::vector<GradGroup>& GradGroups(int u) {
+    std::vector<GradGroup>& groups = grad_groups_[u];
+    if (!groups.empty()) return groups;
     std::map<std::string, int> chunk_of_module;
     for (const struct Segment& seg : segments_[u]) {
       if (seg.kind != Segment::Kind::kChunk) continue;
       for (int e : seg.entries)
         chunk_of_module[s_.modules[in_.work[u].entries[e].item.module]] = seg.chunk;
     }
-    std::vector<int64_t> numel(chunks_[u] + 1, 0);
-    int64_t total = 0;
-    for (const ParamPlan& p : Unit(u).params) {
-      if (!p.requires_grad || p.replicated) continue;
+    groups.resize(chunks_[u] + 1);
+    const UnitPlan& unit = Unit(u);
+    for (size_t i = 0; i < unit.params.size(); ++i) {
+      const ParamPlan& p = unit.params[i];
+      if (!p.requires_grad) continue;
       int chunk = -1;
       for (const std::string& fqn :
            p.aliases.empty() ? std::vector<std::string>{p.fqn} : p.aliases) {
@@ -808,18 +892,11 @@ class RoleEmitter::Impl {
         auto it = chunk_of_module.find(dot == std::string::npos ? "" : fqn.substr(0, dot));
         if (it != chunk_of_module.end()) chunk = std::max(chunk, it->second);
       }
-      numel[chunk < 0 ? chunks_[u] : chunk] += p.unsharded_numel;
-      total += p.unsharded_numel;
+      GradGroup& g = groups[chunk < 0 ? chunks_[u] : chunk];
+      g.params.push_back(static_cast<int>(i));
+      g.bytes += UnshardedGradBytes(unit, p, in_.sizes[u].shard_group);
     }
-    const int64_t bytes = in_.sizes[u].grad_bytes;
-    share.assign(numel.size(), 0);
-    int64_t given = 0;
-    for (int c = 0; c < chunks_[u] && total > 0; ++c) {
-      share[c] = static_cast<int64_t>(static_cast<double>(bytes) * numel[c] / total);
-      given += share[c];
-    }
-    share.back() = bytes - given;
-    return share;
+    return groups;
   }
 
   void PostBackward(int u) {
@@ -1041,7 +1118,7 @@ class RoleEmitter::Impl {
   std::vector<std::vector<char>>
       recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
-  std::vector<std::vector<int64_t>> grad_shares_;  // per unit: GradShares
+  std::vector<std::vector<GradGroup>> grad_groups_;  // per unit: GradGroups
   std::map<std::string, int> index_of_;  // unit FQN → index
   std::vector<int> barrier_;             // deps for the next compute-lane op
   std::vector<int> reductions_;          // ops the end-of-backward wait joins
