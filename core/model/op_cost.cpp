@@ -4,6 +4,8 @@
 #include <charconv>
 #include <string>
 
+#include "core/model/loss_region.h"
+
 // Conventions of the closed forms (all per rank, one micro-batch):
 // - tokens = batch · ceil(seq / cp): context parallelism splits the sequence.
 // - FLOPs count matrix multiplies and the attention core only (the figures MFU counts); norms,
@@ -249,13 +251,13 @@ OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& 
   work = l;
   const int64_t logits = s.tokens * l.vocab;
   OpCost c;
-  // The loss region as eager PyTorch allocates it (docs/memory.md): forward holds the logits
-  // in the compute dtype and their fp32 copy (transient) beside the fp32 log-probabilities
-  // log_softmax saves (kept for backward). Backward (nll_loss_backward, then
-  // _log_softmax_backward_data) holds the saved log-probabilities, their gradient and the fp32
-  // logits' gradient: three fp32 [tokens, vocab] tensors, the logits themselves long freed.
-  c.workspace_bytes = logits * (s.act_bytes + 4);
-  c.backward_workspace_bytes = logits * 2 * 4;
+  // The loss region as eager PyTorch allocates it (loss_region.h, docs/memory.md): forward's
+  // transients beside the fp32 log-probabilities log_softmax saves; backward holds those, their
+  // gradient and the fp32 logits' gradient: three fp32 [tokens, vocab] tensors, the logits
+  // themselves long freed.
+  const LossRegion region = LossRegionTensors(l);
+  for (int64_t b : region.forward) c.workspace_bytes += b;
+  for (int64_t b : region.backward) c.backward_workspace_bytes += b;
   c.input_bytes = logits * s.act_bytes;
   SavedDims d;
   d.tokens = s.tokens;

@@ -753,8 +753,8 @@ class RoleEmitter::Impl {
       if (item.kind != OpKind::kLoss || loss == nullptr) continue;
       const LossRegion region = LossRegionTensors(*loss);
       for (int64_t bytes : backward ? region.backward : region.forward) {
-        const int b = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, bytes,
-                            DType::kUInt8, u);
+        int b = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, bytes,
+                      DType::kUInt8, u);
         Free(op, MemoryEffect::When::kEnd, b);
       }
     }

@@ -119,6 +119,47 @@ TEST(SavedTensorsTest, LossRegionHoldsThreeFp32Logits) {
   EXPECT_EQ(c->workspace_bytes, (2 + 4) * logits);
 }
 
+// The schedule allocates the loss region tensor by tensor (the caching allocator reuses a freed
+// block only for a request that fits): forward the bf16 logits and their fp32 copy, backward
+// the two fp32 gradients, each [tokens, vocab].
+TEST(SavedTensorsTest, LossRegionTensorsAreBuffersOfTheirOwn) {
+  Result<Schedule> s = FromScenario(Job("llama3.2-1b", "none", 1024));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const int64_t logits = int64_t{1024} * 128256;
+  auto temporaries = [&](const std::string& id) {
+    std::vector<int64_t> sizes;
+    for (const ScheduleOp& op : s->ops) {
+      if (op.op_id != id) continue;
+      for (const MemoryEffect& m : op.memory) {
+        if (m.bytes > 0 && m.category == MemCategory::kTemporaries) sizes.push_back(m.bytes);
+      }
+    }
+    return sizes;
+  };
+  EXPECT_EQ(temporaries("fwd/root/compute:2"), (std::vector<int64_t>{2 * logits, 4 * logits}));
+  EXPECT_EQ(temporaries("bwd/root/compute"), (std::vector<int64_t>{4 * logits, 4 * logits}));
+}
+
+// Where the loss runs sets when FSDP2's root hooks fire: inside the root (transformers) the
+// root's pre-backward prefetch of the last layer precedes the loss backward; outside it
+// (torchtitan) it follows.
+TEST(SavedTensorsTest, RootPreBackwardFollowsTheLossPlacement) {
+  auto index = [](const Schedule& s, const std::string& id) {
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      if (s.ops[i].op_id == id) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  Result<Schedule> hf = FromScenario(Job("llama3.2-1b", "none", 1024));
+  Result<Schedule> titan = FromScenario(
+      Job({{"builtin", "llama3.2-1b"}, {"implementation", "torchtitan"}}, "none", 1024));
+  ASSERT_TRUE(hf.ok() && titan.ok());
+  const std::string last = "bwd/model.layers.15/all_gather";
+  ASSERT_GE(index(*hf, last), 0);
+  EXPECT_LT(index(*hf, last), index(*hf, "bwd/root/compute"));
+  EXPECT_GT(index(*titan, last), index(*titan, "bwd/root/compute"));
+}
+
 TEST(SavedTensorsTest, ScenarioFieldIsValidated) {
   nlohmann::json job = Job({{"builtin", "llama3-8b"}, {"implementation", "torchtitan"}}, "full",
                            1024);
