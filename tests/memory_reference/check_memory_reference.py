@@ -48,14 +48,14 @@ KNOBS = "fsdp2-prefetch-rules"
 
 def scenario(case, legacy=False):
     model = case["model"]
+    if isinstance(model, str) and ":" in model:  # NAME:LAYERS, the built-in config cut short
+        name, layers = model.split(":")
+        with open(os.path.join(REPO, "core", "model", "configs", name + ".json")) as f:
+            model = json.load(f)
+        model["num_hidden_layers"] = int(layers)
     if legacy:  # a binary from before model.implementation (before/after figures)
         m = {"hf": model} if isinstance(model, dict) else model
     else:
-        if isinstance(model, str) and ":" in model:  # NAME:LAYERS, the built-in config cut short
-            name, layers = model.split(":")
-            with open(os.path.join(REPO, "core", "model", "configs", name + ".json")) as f:
-                model = json.load(f)
-            model["num_hidden_layers"] = int(layers)
         m = {"hf": model} if isinstance(model, dict) else {"builtin": model}
         m["implementation"] = case["implementation"]
     ranks = case["ranks"]
