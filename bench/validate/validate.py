@@ -133,8 +133,14 @@ def scenario_of(row):
         raise Unexpressible("batch or sequence length not stated")
     count = hw["count"]
     gpn = min(hw.get("gpus_per_node") or 8, count)
+    model = model_source(m)
+    if row["source"].get("repo") in TARGET_REPOS:
+        # torchtitan's (and torchao's, which trains with torchtitan) model code: what autograd
+        # saves follows it (docs/memory.md).
+        model = {"builtin": model} if isinstance(model, str) else dict(model)
+        model["implementation"] = "torchtitan"
     sc = {
-        "model": model_source(m),
+        "model": model,
         "cluster": {"gpu": gpu_name(hw["gpu"]), "nodes": max(count // gpn, 1), "gpus_per_node": gpn},
         "parallelism": {"dp_shard": -1, "dp_replicate": par.get("hsdp_replicate") or 1,
                         "tp": par.get("tp") or 1, "cp": par.get("cp") or 1,
