@@ -81,8 +81,10 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   return r;
 }
 
-// Lower is better; a missing cost sorts last.
-double SortKey(const VariantFigures& f, Objective objective) {
+
+}  // namespace
+
+double ObjectiveKey(const VariantFigures& f, Objective objective) {
   switch (objective) {
     case Objective::kThroughput:
       return -f.tokens_per_s_per_gpu;
@@ -95,8 +97,6 @@ double SortKey(const VariantFigures& f, Objective objective) {
   }
   return 0;
 }
-
-}  // namespace
 
 Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::string>& sets) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
@@ -144,7 +144,7 @@ std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Object
   std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
     const VariantFigures& fa = variants[a].figures;
     const VariantFigures& fb = variants[b].figures;
-    const double ka = SortKey(fa, objective), kb = SortKey(fb, objective);
+    const double ka = ObjectiveKey(fa, objective), kb = ObjectiveKey(fb, objective);
     if (ka != kb) return ka < kb;
     // Then throughput, so equal-memory or equal-cost variants show the faster one first.
     if (fa.tokens_per_s_per_gpu != fb.tokens_per_s_per_gpu)
