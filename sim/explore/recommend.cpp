@@ -192,6 +192,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
 
   SweepOptions sweep;
   sweep.threads = o.threads;
+  sweep.exact = o.exact;
   sweep.prices = &prices;
   const int64_t total = static_cast<int64_t>(candidates.size());
   int64_t done_before = 0;

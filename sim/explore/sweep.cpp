@@ -39,7 +39,7 @@ std::string ReasonOf(const std::string& message, const std::string& source,
 }
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
-                       const PriceTable& prices) {
+                       const PriceTable& prices, bool exact) {
   VariantResult r;
   r.sets = std::move(sets);
   std::vector<std::string> overrides = base.sets;
@@ -52,6 +52,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   }
   SimulateOptions peaks_only;
   peaks_only.keep_memory_samples = false;
+  peaks_only.exact = exact;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
     r.message = run.status().message();
@@ -80,7 +81,6 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   r.outcome = s.fits ? VariantOutcome::kFits : VariantOutcome::kDoesNotFit;
   return r;
 }
-
 
 }  // namespace
 
@@ -220,7 +220,8 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 1),
                       [&](const tbb::blocked_range<int64_t>& range) {
                         for (int64_t i = range.begin(); i != range.end(); ++i) {
-                          result.variants[i] = Evaluate(base, std::move(sets[i]), prices);
+                          result.variants[i] =
+                              Evaluate(base, std::move(sets[i]), prices, options.exact);
                           finished_one();
                         }
                       });

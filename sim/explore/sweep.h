@@ -57,6 +57,9 @@ struct SweepOptions {
   int threads = 0;  // 0: every core
   Objective objective = Objective::kThroughput;
   const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
+  // false: variants with many micro-batches are extrapolated from their steady state
+  // (sim/engine/steady_state.h); true: every step simulated whole.
+  bool exact = false;
   // Called now and then (at most every 100 ms, and once at the end) with variants done / total,
   // from whichever thread finished one; calls never overlap.
   std::function<void(int64_t done, int64_t total)> progress;
