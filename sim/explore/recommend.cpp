@@ -219,9 +219,9 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       rec.invalid += r.invalid;
       for (VariantResult& v : r.variants) {
         if (v.outcome != VariantOutcome::kFits) continue;
-        best_keys.insert(
-            std::upper_bound(best_keys.begin(), best_keys.end(), ObjectiveKey(v.figures, o.objective)),
-            ObjectiveKey(v.figures, o.objective));
+        best_keys.insert(std::upper_bound(best_keys.begin(), best_keys.end(),
+                                          ObjectiveKey(v.figures, o.objective)),
+                         ObjectiveKey(v.figures, o.objective));
         fitting.push_back(std::move(v));
       }
     }
