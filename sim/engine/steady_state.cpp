@@ -37,10 +37,12 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
   SteadyStateRuns runs;
   if (p.pp > 1) {
     if (p.pp_schedule == PpSchedule::kGPipe || sc.training.grad_accum != 1) return std::nullopt;
-    // 1F1B repeats per micro-batch once the pipeline is full (pp in flight); the interleaved
-    // schedule per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp forwards) needs two.
+    // 1F1B repeats per micro-batch once the pipeline is full (pp in flight) and the caching
+    // allocator's reserve has settled (past pp micro-batches on GPT-3-sized stages); the
+    // interleaved schedule per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp
+    // forwards) needs two.
     if (p.pp_schedule == PpSchedule::k1F1B) {
-      runs = {p.pp_microbatches, p.pp, p.pp + 1};
+      runs = {p.pp_microbatches, 2 * p.pp, 2 * p.pp + 1};
     } else {
       runs = {p.pp_microbatches, 2 * p.pp, 3 * p.pp};
     }
