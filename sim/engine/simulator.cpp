@@ -121,13 +121,9 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   s.world_size = sim.schedule.world_size;
   s.tokens_per_step = sim.schedule.tokens_per_step;
   s.step_time_s = Seconds(m.step_ns);
-  if (s.step_time_s > 0 && s.world_size > 0) {
-    s.tokens_per_s_per_gpu = static_cast<double>(s.tokens_per_step) / s.step_time_s / s.world_size;
-  }
   s.model_flops_per_token = ctx.model_flops.flops_per_token;
-  s.tflops_per_gpu = s.model_flops_per_token * s.tokens_per_s_per_gpu / 1e12;
   s.peak_tflops = ctx.peak_flops / 1e12;
-  s.mfu = ctx.peak_flops > 0 ? s.tflops_per_gpu * 1e12 / ctx.peak_flops : 0.0;
+  SetStepRates(ctx.peak_flops, &s);
   s.compute_s = Seconds(m.compute_ns);
   s.exposed_comm_s = Seconds(m.exposed_comm_ns);
   s.idle_s = Seconds(m.idle_ns);
@@ -289,12 +285,60 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
   return p;
 }
 
+namespace {
+
+// The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
+// nullopt when either fails or they disagree (the whole step then runs and reports).
+std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
+                                              const Plan& plan, const ScenarioPricing& pricing,
+                                              const SteadyStateRuns& runs) {
+  std::optional<Simulation> short_runs[2];
+  const int counts[2] = {runs.a, runs.b};
+  for (int k = 0; k < 2; ++k) {
+    Result<Schedule> schedule = BuildScenarioSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
+    if (!schedule.ok()) return std::nullopt;
+    Result<Simulation> sim =
+        SimulateSchedule(std::move(schedule).value(), *pricing.cost, pricing.ctx);
+    if (!sim.ok()) return std::nullopt;
+    short_runs[k] = std::move(sim).value();
+  }
+  Simulation& a = *short_runs[0];
+  Simulation& b = *short_runs[1];
+  std::optional<Summary> summary =
+      ExtrapolateSummary(a.summary, a.role_metrics[a.reported_role], b.summary,
+                         b.role_metrics[b.reported_role], runs, pricing.ctx.peak_flops);
+  if (!summary) return std::nullopt;
+  b.summary = std::move(*summary);
+  b.steady_state = runs;
+  // The schedule's notes describe the run simulated; name the job's micro-batch count instead.
+  const std::string from = fmt::format("with {} micro-batches per step", runs.b);
+  for (std::string& note : b.schedule.notes) {
+    if (const size_t at = note.find(from); at != std::string::npos)
+      note.replace(at, from.size(), fmt::format("with {} micro-batches per step", runs.total));
+  }
+  b.schedule.notes.push_back(fmt::format(
+      "step figures extrapolated from the steady state of {} and {} of the {} micro-batches "
+      "(--exact simulates them all)",
+      runs.a, runs.b, runs.total));
+  return std::move(b);
+}
+
+}  // namespace
+
 Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
   ModelBuildOptions build;
   build.tp = sc.parallelism.tp;
   build.ep = sc.parallelism.ep;
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
   SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
+  // Any error of the fast path falls through to the whole step, which reports it as always.
+  if (const std::optional<SteadyStateRuns> runs =
+          options.exact ? std::nullopt : PlanSteadyState(sc)) {
+    if (Result<ScenarioPricing> pricing = PriceScenario(sc, tree, options); pricing.ok()) {
+      if (std::optional<Simulation> fast = SimulateSteadyState(sc, tree, plan, *pricing, *runs))
+        return std::move(*fast);
+    }
+  }
   // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
   // backend, so a prediction and an execution of one scenario build the same schedule.
   SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));

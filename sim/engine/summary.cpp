@@ -2,6 +2,16 @@
 
 namespace shardscope::sim {
 
+void SetStepRates(double peak_flops, Summary* s) {
+  s->tokens_per_s_per_gpu = 0;
+  if (s->step_time_s > 0 && s->world_size > 0) {
+    s->tokens_per_s_per_gpu =
+        static_cast<double>(s->tokens_per_step) / s->step_time_s / s->world_size;
+  }
+  s->tflops_per_gpu = s->model_flops_per_token * s->tokens_per_s_per_gpu / 1e12;
+  s->mfu = peak_flops > 0 ? s->tflops_per_gpu * 1e12 / peak_flops : 0.0;
+}
+
 nlohmann::json SummaryToJson(const Summary& s) {
   using nlohmann::json;
   json j = json::object();

@@ -6,6 +6,7 @@
 //                  (summary_comm.h), the op at the peak, the peak of each step phase, each
 //                  category's step maximum, the overflowing category, which memory figure is
 //                  which)
+//   SetStepRates   tokens/s/GPU, TFLOP/s and MFU from the step time and the batch
 //   SummaryToJson  formats.md §2 (field names fixed; extra fields added, never renamed)
 #pragma once
 
@@ -94,6 +95,10 @@ struct Summary {
   std::string overflow_category;  // when it does not fit: the allocation that overflowed
   std::vector<std::string> warnings;
 };
+
+// Fills tokens_per_s_per_gpu, tflops_per_gpu and mfu from step_time_s, tokens_per_step,
+// world_size and model_flops_per_token; `peak_flops` is the dense bf16 peak (0: no MFU).
+void SetStepRates(double peak_flops, Summary* s);
 
 nlohmann::json SummaryToJson(const Summary& s);
 

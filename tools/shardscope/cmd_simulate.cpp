@@ -1,5 +1,5 @@
 // `shardscope simulate [SCENARIO] [--trace FILE] [--summary FILE] [--set path=value ...]
-// [--require-fit] [--margin GIB]`: predicts one training step (formats.md §2 summary, §3
+// [--require-fit] [--margin GIB] [--exact]`: predicts one training step (formats.md §2 summary, §3
 // trace); when the job does not fit or fits with less headroom than the margin, prints the fit
 // advisor's answer (sim/advisor/fit_advisor.h) and adds it to the summary as "advice".
 #include <fmt/core.h>
@@ -32,6 +32,7 @@ struct SimulateArgs {
   std::string summary;
   std::vector<std::string> sets;
   bool require_fit = false;
+  bool exact = false;
   double margin_gib = 2.0;
 };
 
@@ -171,7 +172,14 @@ Status RunSimulate(const SimulateArgs& args) {
   SS_ASSIGN_OR_RETURN(Scenario scenario, std::move(scenario_or));
   sim::SimulateOptions options;
   options.keep_memory_samples = !args.trace.empty();
+  // A trace is always drawn from the whole step.
+  options.exact = args.exact || !args.trace.empty();
   SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateScenario(scenario, options));
+  if (sim.steady_state && sim::JudgeFit(sim.summary, args.margin_gib) != sim::FitVerdict::kFits) {
+    // The fit advisor reads the step's memory op by op: give it the whole step.
+    options.exact = true;
+    SS_ASSIGN_OR_RETURN(sim, sim::SimulateScenario(scenario, options));
+  }
   PrintSummary(sim);
   nlohmann::json summary_json = sim::SummaryToJson(sim.summary);
   if (sim::JudgeFit(sim.summary, args.margin_gib) != sim::FitVerdict::kFits) {
@@ -212,6 +220,8 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--require-fit", args->require_fit, "exit 1 when the job does not fit in memory");
+  sub->add_flag("--exact", args->exact,
+                "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_option("--margin", args->margin_gib,
                   "GiB of headroom under which a job that fits still gets fit advice (default 2)")
       ->check(CLI::NonNegativeNumber);

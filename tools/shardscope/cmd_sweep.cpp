@@ -33,6 +33,7 @@ struct SweepArgs {
   std::string json;
   std::string prices;
   int threads = 0;
+  bool exact = false;
   bool progress = false;
 };
 
@@ -53,6 +54,7 @@ Status RunSweepCommand(const SweepArgs& args) {
   }
   sim::SweepOptions options;
   options.threads = args.threads;
+  options.exact = args.exact;
   options.objective = objective;
   options.prices = &prices;
   // Under a launcher only rank 0 reports (the others' share is gathered there).
@@ -109,6 +111,8 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--prices", args->prices,
                   "price table (shardscope-prices/1 JSON) instead of the built-in one");
   sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+  sub->add_flag("--exact", args->exact,
+                "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_flag("--progress", args->progress,
                 "draw the progress bar on stderr even when it is not a terminal");
   registry.Add(sub, [args] { return RunSweepCommand(*args); });
