@@ -76,27 +76,27 @@ expect_error 2 "job.json: parallelism.ep = 8 (edp_shard = 1): the model has no r
 tree() {  # tree FILE HEAD_IN HEAD_OUT: a tiny model whose head is IN x OUT
   printf '{"format": "shardscope-tree/1", "config": {"model_type": "toy"}, "root": {"name": "",
  "class": "Toy", "op": {"kind": "loss", "vocab": 128}, "children": [
- {"name": "emb", "class": "Embedding", "op": {"kind": "embedding", "vocab": 128, "dim": 64},
-  "params": [{"name": "weight", "shape": [128, 64]}]},
- {"name": "layers", "class": "ModuleList", "children": [
-  {"name": "0", "class": "Block", "gradient_checkpointing": true,
-   "params": [{"name": "scale", "shape": [64]}]},
-  {"name": "1", "class": "Block", "gradient_checkpointing": true, "children": [
-   {"name": "fc", "class": "Linear", "op": {"kind": "linear", "in": 64, "out": 64},
-    "params": [{"name": "weight", "shape": [64, 64]}]}]}]},
+ {"name": "model", "class": "ToyModel", "gradient_checkpointing": true, "children": [
+  {"name": "emb", "class": "Embedding", "op": {"kind": "embedding", "vocab": 128, "dim": 64},
+   "params": [{"name": "weight", "shape": [128, 64]}]},
+  {"name": "layers", "class": "ModuleList", "children": [
+   {"name": "0", "class": "Block", "params": [{"name": "scale", "shape": [64]}]},
+   {"name": "1", "class": "Block", "children": [
+    {"name": "fc", "class": "Linear", "op": {"kind": "linear", "in": 64, "out": 64},
+     "params": [{"name": "weight", "shape": [64, 64]}]}]}]}]},
  {"name": "head", "class": "Linear", "op": {"kind": "linear", "in": %s, "out": %s},
   "params": [{"name": "weight", "shape": [128, 64]}]}]}}\n' "$2" "$3" > "$1"
 }
 tree "$out/wide.tree.json" 4611686018427387904 4611686018427387904
 printf '{"model": {"module_tree": "wide.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/wide.json"
-expect_error 2 "wide.tree.json: root.children[2].op.in = 4611686018427387904: expected an integer from 0 to 2^32" \
+expect_error 2 "wide.tree.json: root.children[1].op.in = 4611686018427387904: expected an integer from 0 to 2^32" \
   "$bin" simulate "$out/wide.json"
 tree "$out/wide.tree.json" 4294967296 4294967296
 expect_error 2 "module 'head': op cost: linear op on 16384 tokens per micro-batch forms tensors of 1.84e+19 elements" \
   "$bin" simulate "$out/wide.json"
 grep -q -- "negative duration" "$out/stderr" && { cat "$out/stderr"; fail "a wrapped duration"; }
 
-# A checkpointed block with a parameter and no op (layers.0 above) plans, schedules and
+# A checkpointed block with a parameter and no op (model.layers.0 above) plans, schedules and
 # simulates: it used to fail with "frees buffer 16 which is not live".
 tree "$out/ok.tree.json" 64 128
 printf '{"model": {"module_tree": "ok.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/ok.json"

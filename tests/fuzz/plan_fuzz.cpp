@@ -4,7 +4,7 @@
 // built must simulate, to a finite, non-negative step time (a wrapped duration is negative).
 //
 // Input: the first byte picks the scenario (activation checkpointing, tp, reshard, world);
-// the rest is the module tree JSON (formats.md §3).
+// the rest is the module tree JSON (formats.md §1a).
 //
 //   cmake -S . -B build-fuzz -DSHARDSCOPE_BUILD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
 //       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined"
