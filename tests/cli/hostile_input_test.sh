@@ -78,14 +78,14 @@ tree() {  # tree FILE HEAD_IN HEAD_OUT: a tiny model whose head is IN x OUT
  "class": "Toy", "op": {"kind": "loss", "vocab": 128}, "children": [
  {"name": "model", "class": "ToyModel", "gradient_checkpointing": true, "children": [
   {"name": "emb", "class": "Embedding", "op": {"kind": "embedding", "vocab": 128, "dim": 64},
-   "params": [{"name": "weight", "shape": [128, 64]}]},
+   "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]},
   {"name": "layers", "class": "ModuleList", "children": [
-   {"name": "0", "class": "Block", "params": [{"name": "scale", "shape": [64]}]},
+   {"name": "0", "class": "Block", "params": [{"name": "scale", "shape": [64], "dtype": "float32"}]},
    {"name": "1", "class": "Block", "children": [
     {"name": "fc", "class": "Linear", "op": {"kind": "linear", "in": 64, "out": 64},
-     "params": [{"name": "weight", "shape": [64, 64]}]}]}]}]},
+     "params": [{"name": "weight", "shape": [64, 64], "dtype": "float32"}]}]}]}]},
  {"name": "head", "class": "Linear", "op": {"kind": "linear", "in": %s, "out": %s},
-  "params": [{"name": "weight", "shape": [128, 64]}]}]}}\n' "$2" "$3" > "$1"
+  "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]}]}}\n' "$2" "$3" > "$1"
 }
 tree "$out/wide.tree.json" 4611686018427387904 4611686018427387904
 printf '{"model": {"module_tree": "wide.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/wide.json"

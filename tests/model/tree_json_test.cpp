@@ -182,7 +182,7 @@ TEST(TreeJsonTest, OpDimensionsAreBounded) {
 // 40 levels that each register the level below twice stand for 2^41 modules.
 TEST(TreeJsonTest, SharedModulesCountPerRegistration) {
   std::string level = R"J({"name": "x", "class": "L", "id": "m0", "params": [
-      {"name": "w", "shape": [4]}]})J";
+      {"name": "w", "shape": [4], "dtype": "float32"}]})J";
   for (int i = 1; i <= 40; ++i) {
     const std::string prev = "m" + std::to_string(i - 1);
     level =
@@ -192,7 +192,7 @@ TEST(TreeJsonTest, SharedModulesCountPerRegistration) {
         prev + R"J("}]}]})J";
   }
   EXPECT_EQ(ErrorOf(WithChild(level)),
-            "tree.json: module tree (shared modules counted per registration): 6597069766657 "
+            "tree.json: module tree (shared modules counted per registration): 4398046511102 "
             "modules, more than the limit of 1048576 (set SHARDSCOPE_MAX_MODULES to raise it)");
 }
 
