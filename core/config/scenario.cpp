@@ -199,6 +199,15 @@ Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
     p["edp_shard"] = par.edp_shard;
   } else {
     SS_RETURN_IF_ERROR(AtLeast(p, "parallelism", "edp_shard", 1));
+    // Without ep there is no expert mesh: the value would be dropped without a word, and
+    // experts shard over dp_shard like every other parameter.
+    if (edp_shard > 1 && par.ep == 1) {
+      return InvalidInput(fmt::format(
+          "parallelism.edp_shard = {}: the expert shard size applies only with expert "
+          "parallelism (parallelism.ep > 1, and a model with routed experts); with ep = 1 "
+          "experts shard over parallelism.dp_shard",
+          edp_shard));
+    }
     par.edp_shard = static_cast<int>(edp_shard);
   }
   const std::string sched = p["pp_schedule"].get<std::string>();

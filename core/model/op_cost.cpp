@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <string>
 
 #include "core/model/loss_region.h"
@@ -266,6 +267,41 @@ OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& 
   return c;
 }
 
+// An upper bound, in elements, of the largest product the kind's byte formulas form (here and
+// in op_work.cpp), including the intermediates evaluation order makes (repeat_kv multiplies
+// by the head count before dividing by the kv heads). Long double: the bound itself must not
+// wrap. Every formula is this times at most ~3000 (bytes per element, eager passes, sums).
+long double LargestFigure(const OpDescriptor& op, const Shape& s) {
+  const long double t = static_cast<long double>(s.tokens);
+  const auto d = [&op](const char* key) {
+    return std::max<long double>(1, static_cast<long double>(op.dim(key)));
+  };
+  switch (op.kind) {
+    case OpKind::kLinear:
+      return t * (d("in") + d("out")) + d("in") * d("out");
+    case OpKind::kEmbedding:
+      return t * d("dim") + d("vocab") * d("dim");
+    case OpKind::kNorm:
+    case OpKind::kActivation:
+      return t * d("dim");
+    case OpKind::kAttention: {
+      const long double heads = std::max(d("heads"), d("kv_heads"));
+      return t * heads * heads * std::max(d("head_dim"), d("v_head_dim"));
+    }
+    case OpKind::kRouter:
+      return t * (d("dim") + d("experts") + d("top_k")) + d("dim") * d("experts");
+    case OpKind::kExperts:
+      return t * d("top_k") * (d("dim") + d("ffn")) + d("experts") * d("dim") * d("ffn");
+    case OpKind::kLoss:
+      return t * d("vocab");
+  }
+  return t;
+}
+
+// 2^51 elements: with the ~3000x of the formulas every byte figure stays below 2^63. Real
+// models are below 2^43 (1M tokens per micro-batch through attention with 128 heads).
+constexpr long double kMaxFigureElements = 0x1p51L;
+
 // The description and memory figures of one module (its kind's function above).
 Result<OpCost> Describe(const OpDescriptor& op, const OpContext& ctx, Work& work) {
   if (ctx.batch < 1 || ctx.seq < 1 || ctx.tp < 1 || ctx.cp < 1 || ctx.ep < 1) {
@@ -275,6 +311,16 @@ Result<OpCost> Describe(const OpDescriptor& op, const OpContext& ctx, Work& work
                         ", ep=" + std::to_string(ctx.ep) + ")");
   }
   const Shape s = MakeShape(ctx);
+  if (const long double figure = LargestFigure(op, s); !(figure <= kMaxFigureElements)) {
+    char elements[32];
+    std::snprintf(elements, sizeof elements, "%.3Lg", figure);
+    return InvalidInput("op cost: " + std::string(OpKindName(op.kind)) + " op on " +
+                        std::to_string(s.tokens) + " tokens per micro-batch forms tensors of " +
+                        elements +
+                        " elements, beyond the limit of 2^51 (its byte counts would not fit 64 "
+                        "bits); check the op's dimensions, or training.seq_len and "
+                        "training.local_batch");
+  }
   switch (op.kind) {
     case OpKind::kLinear:
       return Linear(op, ctx, s, work);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
+#include "core/util/limits.h"
 
 namespace shardscope {
 namespace {
@@ -21,6 +23,16 @@ constexpr int kMaxDepth = 200;
 // Larger tensors are certainly a mistake, and the bound keeps element counts far from
 // int64 overflow when they are summed.
 constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+// No model dimension comes near 2^32 (vocabularies and windows are below 2^25); the bound
+// keeps CeilDiv and the op-cost products of the dimensions far from int64 overflow.
+constexpr int64_t kMaxOpDim = int64_t{1} << 32;
+
+// The descriptor keys that are 0/1 switches (descriptor.h), not sizes.
+bool IsFlagDim(std::string_view key) {
+  return key == "bias" || key == "shared_input" || key == "gated" || key == "causal" ||
+         key == "sinks";
+}
 
 std::string JoinKeys(const std::vector<std::string_view>& keys) {
   std::string out;
@@ -160,8 +172,12 @@ Result<Param> ParseParam(const json& j, const std::string& path, ParseState& st)
 }
 
 // Copies module `src` (and its subtree) under `parent` as `name`, tying every parameter to the
-// original's: the same tensors registered under a second name.
-int CopyTied(ModelTree& tree, int parent, int src, const std::string& name) {
+// original's: the same tensors registered under a second name. Each copy can double the tree,
+// so the module limit is checked as it grows.
+Status CopyTied(ParseState& st, int parent, int src, const std::string& name) {
+  ModelTree& tree = st.tree;
+  SS_RETURN_IF_ERROR(CheckLimit(Limit::kModules, static_cast<int64_t>(tree.modules.size()) + 1,
+                                st.source + ": module tree"));
   Module copy = tree.modules[static_cast<size_t>(src)];
   copy.name = name;
   copy.children.clear();
@@ -174,9 +190,31 @@ int CopyTied(ModelTree& tree, int parent, int src, const std::string& name) {
   const int index = tree.AddModule(parent, std::move(copy));
   const std::vector<int> children = tree.modules[static_cast<size_t>(src)].children;
   for (int c : children) {
-    CopyTied(tree, index, c, tree.modules[static_cast<size_t>(c)].name);
+    SS_RETURN_IF_ERROR(CopyTied(st, index, c, tree.modules[static_cast<size_t>(c)].name));
   }
-  return index;
+  return Status::Ok();
+}
+
+// Modules and parameter entries as EnumerateModules / EnumerateParams visit them: a module
+// registered under two parents counts twice, with its subtree, so a few kilobytes of shared
+// modules can stand for 2^60 visits. Saturates at 2^62; children form a DAG (no cycles).
+struct Visits {
+  int64_t modules = 0;
+  int64_t params = 0;
+};
+Visits CountVisits(const ModelTree& tree, int index, std::vector<std::optional<Visits>>& memo) {
+  std::optional<Visits>& slot = memo[static_cast<size_t>(index)];
+  if (slot) return *slot;
+  constexpr int64_t kCap = int64_t{1} << 62;
+  const Module& m = tree.modules[static_cast<size_t>(index)];
+  Visits v{1, static_cast<int64_t>(m.params.size())};
+  for (int c : m.children) {
+    const Visits cv = CountVisits(tree, c, memo);
+    v.modules = std::min(kCap, v.modules + cv.modules);
+    v.params = std::min(kCap, v.params + cv.params);
+  }
+  slot = v;
+  return v;
 }
 
 Status ParseModuleInto(const json& j, const std::string& path, int index, int depth,
@@ -203,12 +241,13 @@ Status ParseChild(const json& j, const std::string& path, int parent, int depth,
       }
       if (name == original.name) {
         st.tree.AddExistingChild(parent, it->second);
-      } else {
-        CopyTied(st.tree, parent, it->second, name);
+        return Status::Ok();
       }
-      return Status::Ok();
+      return CopyTied(st, parent, it->second, name);
     }
   }
+  SS_RETURN_IF_ERROR(CheckLimit(Limit::kModules, static_cast<int64_t>(st.tree.modules.size()) + 1,
+                                st.source + ": module tree"));
   const int index = st.tree.AddModule(parent, Module{});
   if (!id.empty()) {
     st.module_by_id[id] = index;
@@ -308,8 +347,11 @@ Result<OpDescriptor> ParseOpDescriptor(const json& j, const std::string& path) {
     auto it = j.find(std::string(key));
     if (it == j.end()) continue;
     int64_t n = 0;
-    if (!NonNegativeInt(*it, &n)) {
-      return InvalidInput(path + "." + std::string(key) + ": expected a non-negative integer");
+    const bool flag = IsFlagDim(key);
+    const int64_t limit = flag ? 1 : kMaxOpDim;
+    if (!NonNegativeInt(*it, &n) || n > limit) {
+      return InvalidInput(path + "." + std::string(key) + " = " + it->dump() + ": expected " +
+                          (flag ? std::string("0 or 1") : "an integer from 0 to 2^32"));
     }
     op.dims[std::string(key)] = n;
   }
@@ -359,6 +401,12 @@ Result<ModelTree> ParseModelTree(const json& j, const std::string& source_name) 
     }
   }
   SS_RETURN_IF_ERROR(ParseModuleInto(*root, src + ": root", 0, 0, st));
+  std::vector<std::optional<Visits>> memo(st.tree.modules.size());
+  const Visits visits = CountVisits(st.tree, 0, memo);
+  SS_RETURN_IF_ERROR(CheckLimit(Limit::kModules, visits.modules,
+                                src + ": module tree (shared modules counted per registration)"));
+  SS_RETURN_IF_ERROR(CheckLimit(Limit::kParams, visits.params,
+                                src + ": module tree (shared modules counted per registration)"));
   SS_RETURN_IF_ERROR(CheckTreeSize(st.tree, src));
   return std::move(st.tree);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/config/model_consistency.h"
 #include "core/plan/planner_internal.h"
 
 namespace shardscope {
@@ -418,6 +419,7 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
 }
 
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
+  SS_RETURN_IF_ERROR(CheckScenarioAgainstModel(scenario, tree));
   SS_ASSIGN_OR_RETURN(MeshContext mesh, BuildMeshContext(ScenarioMeshLayout(scenario)));
   PlanOptions options;
   AdapterSpec spec;

@@ -11,6 +11,7 @@
 #include "core/schedule/model_chunks.h"
 #include "core/schedule/pipeline_order.h"
 #include "core/schedule/rank_layout.h"
+#include "core/schedule/schedule_size.h"
 #include "core/schedule/step_builder.h"
 #include "core/schedule/unit_sizes.h"
 #include "core/schedule/unit_work.h"
@@ -360,6 +361,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   if (plan.units.empty() || !plan.units.back().is_root) {
     return InvalidInput("plan: expected the root unit last in `units` (planning.md §3)");
   }
+  SS_RETURN_IF_ERROR(CheckScheduleSize(tree, plan, options));
   SS_ASSIGN_OR_RETURN(WorldLayout world,
                       MakeWorldLayout(options.world_size, options.pp, options.dp_replicate,
                                       options.dp_shard, options.cp, options.tp));

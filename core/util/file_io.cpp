@@ -8,7 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "core/util/limits.h"
 
 namespace shardscope {
 namespace {
@@ -16,6 +17,12 @@ namespace {
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string TooLarge(const std::string& path, bool gz, size_t max_bytes) {
+  return path + (gz ? ": inflates to more than " : ": is larger than ") +
+         std::to_string(max_bytes) + " bytes, the limit on any input (set " +
+         "SHARDSCOPE_MAX_INPUT_BYTES to raise it)";
 }
 
 Result<std::string> ReadGzip(const std::string& path, size_t max_bytes) {
@@ -27,8 +34,7 @@ Result<std::string> ReadGzip(const std::string& path, size_t max_bytes) {
   while ((n = gzread(f, buf, sizeof(buf))) > 0) {
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
       gzclose(f);
-      return InvalidInput(path + ": inflates to more than " + std::to_string(max_bytes) +
-                          " bytes, the limit on any decompressed input");
+      return InvalidInput(TooLarge(path, /*gz=*/true, max_bytes));
     }
     out.append(buf, static_cast<size_t>(n));
   }
@@ -37,6 +43,37 @@ Result<std::string> ReadGzip(const std::string& path, size_t max_bytes) {
   std::string message = (n < 0 && msg != nullptr) ? msg : "";
   gzclose(f);
   if (n < 0) return InvalidInput(path + ": not a valid gzip file (" + message + ")");
+  return out;
+}
+
+// Chunked, so a device or a pipe (/dev/zero) stops at the limit instead of filling memory.
+Result<std::string> ReadPlain(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
+  // One read into a string of the file's size: a chunked copy of a 150 MB trace grows and
+  // copies its buffer several times.
+  std::string out;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0 && in) {
+    if (static_cast<uint64_t>(size) > max_bytes) {
+      return InvalidInput(TooLarge(path, /*gz=*/false, max_bytes));
+    }
+    out.resize(static_cast<size_t>(size));
+    in.read(out.data(), size);
+    out.resize(static_cast<size_t>(in.gcount()));
+  }
+  in.clear(in.rdstate() & std::ios::badbit);
+  // What the size did not tell (a pipe, a device, a file still growing) is read to the end,
+  // within the same bound.
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    const size_t n = static_cast<size_t>(in.gcount());
+    if (out.size() + n > max_bytes) return InvalidInput(TooLarge(path, /*gz=*/false, max_bytes));
+    out.append(buf, n);
+  }
+  if (in.bad()) return RuntimeError(path + ": read failed");
   return out;
 }
 
@@ -61,32 +98,14 @@ Result<std::string> Gzip(const std::string& path, const std::string& data) {
 
 }  // namespace
 
-Result<std::string> ReadFile(const std::string& path, size_t max_inflated_bytes) {
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return InvalidInput(path + ": is a directory (expected a file)");
   }
-  if (EndsWith(path, ".gz")) return ReadGzip(path, max_inflated_bytes);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
-  // One read into a string of the file's size: a stream copy of a 150 MB trace grows and
-  // copies its buffer several times.
-  std::string text;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size > 0 && in) {
-    text.resize(static_cast<size_t>(size));
-    in.read(text.data(), size);
-    text.resize(static_cast<size_t>(in.gcount()));
-  }
-  in.clear(in.rdstate() & std::ios::badbit);
-  // What the size did not tell (a pipe, a file still growing) is read to the end.
-  std::ostringstream rest;
-  rest << in.rdbuf();
-  if (in.bad()) return RuntimeError(path + ": read failed");
-  text += rest.str();
-  return text;
+  if (max_bytes == 0) max_bytes = static_cast<size_t>(LimitValue(Limit::kInputBytes));
+  if (EndsWith(path, ".gz")) return ReadGzip(path, max_bytes);
+  return ReadPlain(path, max_bytes);
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& text) {

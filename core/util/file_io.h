@@ -14,13 +14,11 @@
 
 namespace shardscope {
 
-// A few kilobytes of gzip can inflate to terabytes; no shardscope input is larger than this.
-inline constexpr size_t kMaxInflatedBytes = size_t{2} << 30;
-
-// Reads `path` whole. A name ending in `.gz` is decompressed (zlib), and refused (exit 2) when
-// it inflates past `max_inflated_bytes`. A directory is refused as one. Errors name the path.
-Result<std::string> ReadFile(const std::string& path,
-                             size_t max_inflated_bytes = kMaxInflatedBytes);
+// Reads `path` whole. A name ending in `.gz` is decompressed (zlib). More than `max_bytes`
+// (0: LimitValue(Limit::kInputBytes), 2 GiB unless SHARDSCOPE_MAX_INPUT_BYTES says otherwise;
+// a few kilobytes of gzip can inflate to terabytes) is refused (exit 2). A directory is
+// refused as one. Errors name the path.
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 0);
 
 // Writes `text` to `path` atomically (temporary name in the same folder, then rename). A name
 // ending in `.gz` gets gzip data, so every output option honours the extension ReadFile reads.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/util/checked_math.h"
+
 namespace shardscope {
 namespace {
 
@@ -81,7 +83,7 @@ PricedWork Priced(const ComputeItem& item, const CostParams& p) {
 
 }  // namespace
 
-int64_t UsToNs(double us) { return static_cast<int64_t>(std::llround(std::max(0.0, us) * 1e3)); }
+int64_t UsToNs(double us) { return SaturatingNs(us * 1e3); }
 
 double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_t n, int64_t k,
                       double flops_if_unknown) {

@@ -40,7 +40,8 @@ struct ComputeTime {
 ComputeTime ComputeItemTime(const ComputeItem& item, const Hardware& hw, const CostParams& p);
 int64_t ComputeItemNs(const ComputeItem& item, const Hardware& hw, const CostParams& p);
 double ItemFlops(const ComputeItem& item, const CostParams& p);
-// Microseconds → integer nanoseconds (negative → 0), as every duration of the model rounds.
+// Microseconds → integer nanoseconds (negative → 0, beyond kMaxDurationNs → kMaxDurationNs,
+// which PriceSchedule refuses), as every duration of the model rounds.
 int64_t UsToNs(double us);
 
 int64_t DeviceCopyNs(int64_t bytes, const Hardware& hw, const CostParams& p);

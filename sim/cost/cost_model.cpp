@@ -29,9 +29,7 @@ class DefaultCostModel final : public CostModel {
     return total;
   }
 
-  int64_t UnitOverheadNs() const override {
-    return static_cast<int64_t>(std::llround(std::max(0.0, params_.unit_overhead_us) * 1e3));
-  }
+  int64_t UnitOverheadNs() const override { return UsToNs(params_.unit_overhead_us); }
 
   CollectiveEstimate CollectiveNs(OpType type, int64_t bytes,
                                   const GroupShape& group) const override {
@@ -75,7 +73,7 @@ class DefaultCostModel final : public CostModel {
     const double b = static_cast<double>(std::max<int64_t>(0, bytes));
     const double us = o.latency_us + (o.busbw_gbps > 0 ? b * factor / (o.busbw_gbps * 1e3) : 0.0);
     CollectiveEstimate e;
-    e.ns = std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3)));
+    e.ns = std::max<int64_t>(1, UsToNs(us));
     e.algo = NcclAlgo::kCalibrated;
     e.proto = NcclProto::kSimple;
     e.algbw_gbps = b / static_cast<double>(e.ns);

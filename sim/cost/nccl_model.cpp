@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/util/checked_math.h"
+
 namespace shardscope {
 namespace {
 
@@ -256,7 +258,7 @@ void AddCollectiveCandidates(Coll coll, double bytes, const GroupShape& g, const
 CollectiveEstimate Finish(OpType type, double bytes, int n, double us, NcclAlgo algo,
                           NcclProto proto, int channels) {
   CollectiveEstimate e;
-  e.ns = std::max<int64_t>(1, static_cast<int64_t>(std::llround(us * 1e3)));
+  e.ns = std::max<int64_t>(1, SaturatingNs(us * 1e3));
   e.algo = algo;
   e.proto = proto;
   e.channels = channels;

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
+#include "core/util/checked_math.h"
 #include "sim/engine/engine.h"
 
 namespace shardscope::sim {
@@ -49,6 +51,7 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
   for (const ProcessGroup& g : schedule.groups)
     shapes.push_back(GroupShapeOf(g, gpus_per_node, cost.hardware().node.nvlink_domain));
   std::unordered_map<CollectiveCall, CollectiveEstimate, CollectiveCallHash> collectives;
+  std::optional<int64_t> total_ns = 0;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];
     if (op.bytes < 0) {
@@ -99,6 +102,15 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
       default:  // kWait: a join point, no work
         out.ns[i] = 0;
         break;
+    }
+    // The engine adds and stretches these: a total below kMaxDurationNs keeps every time it
+    // computes inside int64. Only absurd op dimensions (a 2^40-wide linear) get here.
+    if (out.ns[i] >= kMaxDurationNs || !(total_ns = CheckedAdd(*total_ns, out.ns[i])) ||
+        *total_ns >= kMaxDurationNs) {
+      return InvalidInput(fmt::format(
+          "schedule: op '{}' ({:.3g} s) brings the step past the simulator's limit of 2^60 ns "
+          "(36.5 years); check the model's op dimensions",
+          op.op_id, static_cast<double>(out.ns[i]) * 1e-9));
     }
   }
   return out;

@@ -64,6 +64,59 @@ expect_error 2 "tp=3 does not divide num_attention_heads (32)" "$bin" model llam
 printf '{"model": "llama3-8b", "cluster": {"nodes": 2}, "parallelism": {"tp": 16, "dp_shard": 1}}\n' > "$out/tp16.json"
 expect_error 2 "tp=16 does not divide num_key_value_heads (8)" "$bin" plan "$out/tp16.json"
 
+# Expert sizes only with experts: an edp_shard without ep, or ep on a dense model, is refused
+# (both used to be accepted and silently meaningless).
+expect_error 2 "parallelism.edp_shard = 4: the expert shard size applies only with expert parallelism" \
+  "$bin" plan "$out/job.json" --set parallelism.edp_shard=4
+expect_error 2 "job.json: parallelism.ep = 8 (edp_shard = 1): the model has no routed experts" \
+  "$bin" simulate "$out/job.json" --set parallelism.ep=8
+
+# Module-tree op dimensions are bounded; within the bounds, a product past 64 bits is refused
+# where it would form, never priced as a wrapped (negative) duration.
+tree() {  # tree FILE HEAD_IN HEAD_OUT: a tiny model whose head is IN x OUT
+  printf '{"format": "shardscope-tree/1", "config": {"model_type": "toy"}, "root": {"name": "",
+ "class": "Toy", "op": {"kind": "loss", "vocab": 128}, "children": [
+ {"name": "model", "class": "ToyModel", "gradient_checkpointing": true, "children": [
+  {"name": "emb", "class": "Embedding", "op": {"kind": "embedding", "vocab": 128, "dim": 64},
+   "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]},
+  {"name": "layers", "class": "ModuleList", "children": [
+   {"name": "0", "class": "Block", "params": [{"name": "scale", "shape": [64], "dtype": "float32"}]},
+   {"name": "1", "class": "Block", "children": [
+    {"name": "fc", "class": "Linear", "op": {"kind": "linear", "in": 64, "out": 64},
+     "params": [{"name": "weight", "shape": [64, 64], "dtype": "float32"}]}]}]}]},
+ {"name": "head", "class": "Linear", "op": {"kind": "linear", "in": %s, "out": %s},
+  "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]}]}}\n' "$2" "$3" > "$1"
+}
+tree "$out/wide.tree.json" 4611686018427387904 4611686018427387904
+printf '{"model": {"module_tree": "wide.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/wide.json"
+expect_error 2 "wide.tree.json: root.children[1].op.in = 4611686018427387904: expected an integer from 0 to 2^32" \
+  "$bin" simulate "$out/wide.json"
+tree "$out/wide.tree.json" 4294967296 4294967296
+expect_error 2 "module 'head': op cost: linear op on 16384 tokens per micro-batch forms tensors of 1.84e+19 elements" \
+  "$bin" simulate "$out/wide.json"
+grep -q -- "negative duration" "$out/stderr" && { cat "$out/stderr"; fail "a wrapped duration"; }
+
+# A checkpointed block with a parameter and no op (model.layers.0 above) plans, schedules and
+# simulates: it used to fail with "frees buffer 16 which is not live".
+tree "$out/ok.tree.json" 64 128
+printf '{"model": {"module_tree": "ok.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/ok.json"
+for ac in none full selective_op selective_layer:1; do
+  "$bin" simulate "$out/ok.json" --set training.activation_checkpoint=$ac > "$out/stdout" 2> "$out/stderr" ||
+    { cat "$out/stderr"; fail "checkpointed block without an op, $ac: exit $?"; }
+done
+
+# What an input expands into is bounded: 40 levels each registering the one below twice are
+# 2^42 module visits; an endless input stops at the byte limit. Each names how to raise it.
+awk 'BEGIN { s = "{\"name\": \"x\", \"class\": \"L\", \"id\": \"m0\"}";
+  for (i = 1; i <= 40; i++) s = sprintf("{\"name\": \"x\", \"class\": \"L\", \"id\": \"m%d\", \"children\": [{\"name\": \"a\", \"class\": \"P\", \"children\": [%s]}, {\"name\": \"b\", \"class\": \"P\", \"children\": [{\"name\": \"x\", \"class\": \"L\", \"id\": \"m%d\"}]}]}", i, s, i - 1);
+  printf "{\"format\": \"shardscope-tree/1\", \"root\": {\"name\": \"\", \"class\": \"M\", \"children\": [%s]}}\n", s }' > "$out/bomb.tree.json"
+expect_error 2 "modules, more than the limit of 1048576 (set SHARDSCOPE_MAX_MODULES to raise it)" \
+  "$bin" model "$out/bomb.tree.json"
+expect_error 2 "/dev/zero: is larger than 100000 bytes, the limit on any input (set SHARDSCOPE_MAX_INPUT_BYTES to raise it)" \
+  env SHARDSCOPE_MAX_INPUT_BYTES=100000 "$bin" plan /dev/zero
+expect_error 2 "more than the limit of 100 (set SHARDSCOPE_MAX_SCHEDULE_OPS to raise it)" \
+  env SHARDSCOPE_MAX_SCHEDULE_OPS=100 "$bin" simulate "$out/job.json"
+
 # Filesystem: a directory as input says so; an unwritable output names the user's path.
 expect_error 2 "$out: is a directory" "$bin" plan "$out"
 expect_error 3 "$out/no-such-dir/plan.json: cannot write" \

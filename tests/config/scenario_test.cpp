@@ -329,6 +329,19 @@ TEST(ScenarioTest, HfInlineAndConfigSources) {
   EXPECT_EQ(c->model.name_or_path, "/abs/config.json");
 }
 
+// Issue 15: an expert shard size without expert parallelism was dropped without a word.
+TEST(ScenarioTest, EdpShardNeedsExpertParallelism) {
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}, {"parallelism", {{"edp_shard", 4}}}})
+                .find("parallelism.edp_shard = 4: the expert shard size applies only with expert "
+                      "parallelism (parallelism.ep > 1"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(json{{"model", "llama3-8b"}}, {"parallelism.edp_shard=2"})
+                .find("parallelism.edp_shard = 2"),
+            std::string::npos);
+  // 1 and -1 (fill) mean "no separate expert sharding" and stay accepted.
+  EXPECT_TRUE(Parse(json{{"model", "llama3-8b"}, {"parallelism", {{"edp_shard", 1}}}}).ok());
+}
+
 TEST(ScenarioTest, AdapterAndExpertSizes) {
   Result<Scenario> s = Parse(json{{"model", "llama3-8b"},
                                   {"cluster", {{"nodes", 8}}},

@@ -332,5 +332,30 @@ TEST(OpCostTest, RejectsBadContext) {
             "cp=1, ep=1)");
 }
 
+// Issue 15: dimensions the tree loader allows (2^32) can still form products past int64 with
+// the scenario's tokens; such an op is refused with the figure, never priced with a wrapped one.
+TEST(OpCostTest, RefusesFiguresBeyondSixtyFourBits) {
+  const int64_t huge = int64_t{1} << 32;
+  auto linear = EstimateOp(Op(OpKind::kLinear, {{"in", huge}, {"out", huge}}), Ctx(2, 8192));
+  ASSERT_FALSE(linear.ok());
+  EXPECT_EQ(linear.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(linear.status().message(),
+            "op cost: linear op on 16384 tokens per micro-batch forms tensors of 1.84e+19 "
+            "elements, beyond the limit of 2^51 (its byte counts would not fit 64 bits); check "
+            "the op's dimensions, or training.seq_len and training.local_batch");
+  // repeat_kv multiplies by the head count before dividing: heads² enters the bound.
+  auto attention =
+      EstimateOp(Op(OpKind::kAttention, {{"heads", 1 << 20}, {"kv_heads", 1}, {"head_dim", 128}}),
+                 Ctx(1, 1 << 16));
+  EXPECT_FALSE(attention.ok());
+  // The largest real ops (a 256K vocabulary over 1M tokens per micro-batch, DeepSeek-V3's
+  // experts) are far inside it.
+  EXPECT_TRUE(EstimateOp(Op(OpKind::kLoss, {{"vocab", 262144}}), Ctx(128, 8192)).ok());
+  EXPECT_TRUE(EstimateOp(Op(OpKind::kExperts,
+                            {{"experts", 256}, {"top_k", 8}, {"dim", 7168}, {"ffn", 2048}}),
+                         Ctx(16, 4096))
+                  .ok());
+}
+
 }  // namespace
 }  // namespace shardscope

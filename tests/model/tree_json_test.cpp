@@ -163,6 +163,53 @@ TEST(TreeJsonTest, ErrorsNameTheFileAndJsonPath) {
             "tree.json: root.children[0].params[0].shape: tensor has more than 2^48 elements");
 }
 
+// Issue 15: op dimensions are bounded (a 2^62-wide linear used to wrap in the op costs), and
+// the 0/1 switches are switches.
+TEST(TreeJsonTest, OpDimensionsAreBounded) {
+  EXPECT_EQ(ErrorOf(WithChild(R"J({"name": "a", "class": "L", "op": {"kind": "linear",
+      "in": 4611686018427387904, "out": 4}})J")),
+            "tree.json: root.children[0].op.in = 4611686018427387904: expected an integer from "
+            "0 to 2^32");
+  EXPECT_EQ(ErrorOf(WithChild(R"J({"name": "a", "class": "L", "op": {"kind": "linear",
+      "in": 4, "out": 4, "bias": 2}})J")),
+            "tree.json: root.children[0].op.bias = 2: expected 0 or 1");
+  EXPECT_EQ(ErrorOf(WithChild(R"J({"name": "a", "class": "L", "op": {"kind": "linear",
+      "in": 4294967296, "out": 4294967296}})J")),
+            "ok");
+}
+
+// A module registered under two parents is visited (planned, scheduled) once per registration:
+// 40 levels that each register the level below twice stand for 2^41 modules.
+TEST(TreeJsonTest, SharedModulesCountPerRegistration) {
+  std::string level = R"J({"name": "x", "class": "L", "id": "m0", "params": [
+      {"name": "w", "shape": [4], "dtype": "float32"}]})J";
+  for (int i = 1; i <= 40; ++i) {
+    const std::string prev = "m" + std::to_string(i - 1);
+    level =
+        R"J({"name": "x", "class": "L", "id": "m)J" + std::to_string(i) +
+        R"J(", "children": [{"name": "a", "class": "P", "children": [)J" + level +
+        R"J(]}, {"name": "b", "class": "P", "children": [{"name": "x", "class": "L", "id": ")J" +
+        prev + R"J("}]}]})J";
+  }
+  EXPECT_EQ(ErrorOf(WithChild(level)),
+            "tree.json: module tree (shared modules counted per registration): 4398046511102 "
+            "modules, more than the limit of 1048576 (set SHARDSCOPE_MAX_MODULES to raise it)");
+}
+
+// A repeat under a new name copies the subtree: the copies are counted as they are made.
+TEST(TreeJsonTest, TiedCopiesAreBounded) {
+  std::string level = R"J({"name": "x0", "class": "L", "id": "m0"})J";
+  for (int i = 1; i <= 40; ++i) {
+    const std::string prev = "m" + std::to_string(i - 1);
+    level = R"J({"name": "x)J" + std::to_string(i) + R"J(", "class": "L", "id": "m)J" +
+            std::to_string(i) + R"J(", "children": [)J" + level +
+            R"J(, {"name": "copy", "class": "L", "id": ")J" + prev + R"J("}]})J";
+  }
+  EXPECT_EQ(ErrorOf(WithChild(level)),
+            "tree.json: module tree: 1048577 modules, more than the limit of 1048576 (set "
+            "SHARDSCOPE_MAX_MODULES to raise it)");
+}
+
 TEST(TreeJsonTest, DeepNestingIsAnErrorNotACrash) {
   std::string text = R"J({"format": "shardscope-tree/1", "root": {"name": "", "class": "M")J";
   std::string close;

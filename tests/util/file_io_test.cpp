@@ -51,7 +51,8 @@ TEST(FileIoTest, GzipInflatingPastTheLimitIsRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
   EXPECT_EQ(r.status().message(),
-            p + ": inflates to more than 524288 bytes, the limit on any decompressed input");
+            p + ": inflates to more than 524288 bytes, the limit on any input (set "
+                "SHARDSCOPE_MAX_INPUT_BYTES to raise it)");
   fs::remove_all(dir);
 }
 
