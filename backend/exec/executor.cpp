@@ -76,7 +76,9 @@ class Runner {
   bool NoteGradients(int op, MemoryEffect::When when);
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
   Status FillGradients(UnitData& u, Lane lane);
-  Status LandGradients(UnitData& u, Lane lane);
+  // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones).
+  Status LandGradients(UnitData& u, char* dst, Lane lane);
+  Status LandReplicateGradients(UnitData& u, Lane lane);
   ExecContext Context(int step) const {
     ExecContext c;
     c.schedule = &s_;
@@ -353,11 +355,10 @@ Status Runner::FillGradients(UnitData& u, Lane lane) {
   return Status::Ok();
 }
 
-Status Runner::LandGradients(UnitData& u, Lane lane) {
+Status Runner::LandGradients(UnitData& u, char* dst, Lane lane) {
   // The reduced shard (reduce dtype) becomes the parameter's .grad in its own dtype.
-  if (u.sharded_grads < 0 || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
+  if (dst == nullptr || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
   const char* src = static_cast<const char*>(live_[u.reduced].data);
-  char* dst = static_cast<char*>(live_[u.sharded_grads].data);
   std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
   int64_t out = 0;
   for (const ParamLayout& p : u.layout.params) {
@@ -367,6 +368,32 @@ Status Runner::LandGradients(UnitData& u, Lane lane) {
     a.dst_dtype = p.own_dtype;
     a.segments.push_back({src + p.reduce_offset, dst + out, p.shard_numel()});
     out += p.shard_numel() * DTypeBytes(p.own_dtype);
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
+  return Status::Ok();
+}
+
+Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
+  // Replicate params' reduced gradients (whole, gather dtype) become their .grad in their own
+  // dtype, after the shard's in the unit's sharded gradients (UnitSizes::sharded_grad_bytes).
+  if (u.sharded_grads < 0 || live_[u.sharded_grads].data == nullptr || u.replicate_grads < 0 ||
+      live_[u.replicate_grads].data == nullptr) {
+    return Status::Ok();
+  }
+  const char* src = static_cast<const char*>(live_[u.replicate_grads].data);
+  char* dst = static_cast<char*>(live_[u.sharded_grads].data);
+  int64_t out = 0;
+  for (const ParamLayout& p : u.layout.params) {
+    if (p.requires_grad) out += p.shard_numel() * DTypeBytes(p.own_dtype);
+  }
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  for (const ParamLayout& p : u.layout.replicate) {
+    if (!p.requires_grad) continue;
+    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.own_dtype}];
+    a.src_dtype = p.gather_dtype;
+    a.dst_dtype = p.own_dtype;
+    a.segments.push_back({src + p.grad_offset, dst + out, p.rows * p.cols});
+    out += p.rows * p.cols * DTypeBytes(p.own_dtype);
   }
   for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
   return Status::Ok();
@@ -472,27 +499,40 @@ Status Runner::IssueOptimizer(int i) {
     const std::string& name = s_.modules[item.module];  // "optimizer:<unit label>"
     const size_t colon = name.find(':');
     UnitData* u = colon == std::string::npos ? nullptr : UnitOf(name.substr(colon + 1));
-    if (u == nullptr || u->shard < 0 || u->exp_avg < 0 || u->exp_avg_sq < 0 ||
-        u->sharded_grads < 0 || live_[u->sharded_grads].data == nullptr) {
+    // An offloaded unit steps on the host, from the gradients its D2H copy landed there.
+    const int grads_id = u == nullptr            ? -1
+                         : u->sharded_grads >= 0 ? u->sharded_grads
+                                                 : u->host_grads;
+    if (u == nullptr || u->shard < 0 || u->exp_avg < 0 || u->exp_avg_sq < 0 || grads_id < 0 ||
+        live_[grads_id].data == nullptr) {
       continue;  // SGD, or a unit without reduced gradients this step
     }
     char* params = static_cast<char*>(live_[u->shard].data);
-    const char* grads = static_cast<const char*>(live_[u->sharded_grads].data);
+    const char* grads = static_cast<const char*>(live_[grads_id].data);
     float* m = static_cast<float*>(live_[u->exp_avg].data);
     float* v = static_cast<float*>(live_[u->exp_avg_sq].data);
     std::map<DType, AdamWArgs> by_dtype;
-    int64_t g = 0;
-    for (const ParamLayout& p : u->layout.params) {
-      if (!p.requires_grad) continue;
+    int64_t g = 0;  // byte offset of the next tensor's gradient
+    auto add = [&](const ParamLayout& p, char* param, int64_t numel) {
       AdamWArgs& a = by_dtype[p.own_dtype];
       a.param_dtype = a.grad_dtype = p.own_dtype;
       a.state_dtype = DType::kFloat32;
       a.lr = o_.lr, a.beta1 = o_.beta1, a.beta2 = o_.beta2, a.eps = o_.eps;
       a.weight_decay = o_.weight_decay;
       a.step = step_ + 1;
-      a.tensors.push_back({params + p.shard_offset, grads + g, m + p.optim_offset,
-                           v + p.optim_offset, p.shard_numel()});
-      g += p.shard_numel() * DTypeBytes(p.own_dtype);
+      a.tensors.push_back({param, grads + g, m + p.optim_offset, v + p.optim_offset, numel});
+      g += numel * DTypeBytes(p.own_dtype);
+    };
+    for (const ParamLayout& p : u->layout.params) {
+      if (p.requires_grad) add(p, params + p.shard_offset, p.shard_numel());
+    }
+    // Replicate params (whole tensors; their gradients follow the shard's). An offloaded
+    // unit's stay on the device and never reach the host step.
+    if (u->replicate >= 0 && !s_.buffers[u->shard].host) {
+      char* whole = static_cast<char*>(live_[u->replicate].data);
+      for (const ParamLayout& p : u->layout.replicate) {
+        if (p.requires_grad) add(p, whole + p.shard_offset, p.rows * p.cols);
+      }
     }
     for (auto& [d, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.AdamW(op.lane, a));
   }
@@ -614,7 +654,16 @@ Status Runner::AfterEnd(int i) {
           ChunkCat(*u, live_[e.buffer].data, op.lane, AccumulatedMicroSteps(*u, op)));
     } else if (b.category == MemCategory::kShardedGrads && !b.host) {
       u->sharded_grads = e.buffer;
-      SS_RETURN_IF_ERROR(LandGradients(*u, op.lane));
+      SS_RETURN_IF_ERROR(
+          LandGradients(*u, static_cast<char*>(live_[u->sharded_grads].data), op.lane));
+    }
+  }
+  // The replicate params' gradients are final where they are freed after the reduction (their
+  // all-reduce, or on one rank the unit's last backward); a micro-step without sync frees them
+  // before any sharded gradients exist this step.
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == u->replicate_grads) {
+      SS_RETURN_IF_ERROR(LandReplicateGradients(*u, op.lane));
     }
   }
   if (grads_new) SS_RETURN_IF_ERROR(FillGradients(*u, op.lane));
@@ -665,9 +714,17 @@ Status Runner::IssueOp(int i) {
     case OpType::kCopyD2H:
       if (u != nullptr && u->host_grads >= 0 && u->reduced >= 0 &&
           live_[u->reduced].data != nullptr) {
-        SS_RETURN_IF_ERROR(
-            dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
-                        std::min(live_[u->host_grads].bytes, live_[u->reduced].bytes)));
+        const bool same_dtype =
+            std::all_of(u->layout.params.begin(), u->layout.params.end(),
+                        [](const ParamLayout& p) { return p.reduce_dtype == p.own_dtype; });
+        if (same_dtype) {
+          SS_RETURN_IF_ERROR(
+              dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
+                          std::min(live_[u->host_grads].bytes, live_[u->reduced].bytes)));
+        } else {  // the copy casts to the parameters' dtype on its way
+          SS_RETURN_IF_ERROR(
+              LandGradients(*u, static_cast<char*>(live_[u->host_grads].data), op.lane));
+        }
       }
       break;
     case OpType::kWait:
