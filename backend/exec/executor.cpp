@@ -1,6 +1,7 @@
 #include "backend/exec/executor.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <time.h>
 
 #include <algorithm>
@@ -20,6 +21,21 @@ int64_t ThreadCpuNs() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// The peer of a pipeline send / receive: its position in the pair's group. The schedule
+// builder (EmitPipeline) gives each hop "pp:<from>-><to>" the two ranks at this rank's place
+// in the two stages; a send goes to the other one, a receive comes from it (a hop within one
+// stage, pp = 1 with virtual stages, is this rank itself).
+Result<int> PipelinePeer(const ScheduleOp& op, const ProcessGroup& g, int rank) {
+  const auto me = std::find(g.ranks.begin(), g.ranks.end(), rank);
+  if (me == g.ranks.end() || g.size() > 2) {
+    return InvalidInput(fmt::format(
+        "schedule: {} '{}' on group '{}' (ranks [{}]): a pipeline hop is rank {} and its peer",
+        OpTypeName(op.type), op.op_id, g.name, fmt::join(g.ranks, ", "), rank));
+  }
+  const auto peer = std::find_if(g.ranks.begin(), g.ranks.end(), [&](int r) { return r != rank; });
+  return static_cast<int>((peer == g.ranks.end() ? me : peer) - g.ranks.begin());
 }
 
 // One plan unit on this rank: its layout and the buffers of its data path.
@@ -483,8 +499,7 @@ Status Runner::IssueCollective(int i) {
       c.input = ws;
       c.output = ws + c.count * comm.size() * elem;
       if (op.type == OpType::kSend || op.type == OpType::kRecv) {
-        const int me = comm.rank();
-        c.peer = comm.size() > 1 ? 1 - std::min(me, 1) : 0;
+        SS_ASSIGN_OR_RETURN(c.peer, PipelinePeer(op, s_.groups[op.group], rank_));
       }
       break;
   }
