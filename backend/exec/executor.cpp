@@ -80,6 +80,8 @@ class Runner {
   // The effects at `when` in the schedule's order (how the simulator applies them).
   void LogEffects(int op, MemoryEffect::When when);
   Status IssueOp(int op);
+  void PairSendsWithReceives();
+  Status EndP2PGroup();  // closes the open point-to-point group, if any
   Status IssueCompute(int op);
   Status IssueCollective(int op);
   Status IssueCopyIn(int op);
@@ -126,6 +128,11 @@ class Runner {
   // dependent ops on other lanes wait for (end_ times the op).
   std::vector<std::shared_ptr<DeviceEvent>> ready_;
   std::vector<int> comm_last_;  // per group: the last collective issued that holds it
+  // Per send: the receive issued with it as one point-to-point group (-1: alone); per
+  // receive, whether it is such a send's partner (issued with it, skipped in order).
+  std::vector<int> p2p_partner_;
+  std::vector<char> p2p_paired_recv_;
+  Communicator* p2p_group_ = nullptr;  // the open group's communicator (its send's)
   std::vector<MemoryLogEntry> log_;
   StepRun run_;
 };
@@ -237,7 +244,37 @@ Status Runner::Prepare() {
       if (s_.ops[d].type == OpType::kCopyIn) gather_target_[d] = op.collective.output_buffer;
     }
   }
+  PairSendsWithReceives();
   return Status::Ok();
+}
+
+void Runner::PairSendsWithReceives() {
+  // A send whose lane's next op is a receive goes out with it as one group (1F1B's
+  // send-forward / receive-backward pair, as torch's batch_isend_irecv): the two stages of a
+  // hop each send before they receive, and NCCL's sends wait for the peer's receive. The
+  // receive may be issued right after the send when nothing of this rank that it depends on
+  // comes later in the order (its deps are the peer's send; its lane predecessor is the send).
+  const size_t n = s_.ops.size();
+  p2p_partner_.assign(n, -1);
+  p2p_paired_recv_.assign(n, 0);
+  std::vector<int> position(n, -1);
+  for (size_t k = 0; k < order_.size(); ++k) position[order_[k]] = static_cast<int>(k);
+  std::vector<int> next_on_lane(n, -1), last_on_lane(kNumLanes + 1, -1);
+  for (int i : order_) {
+    const int lane = static_cast<int>(s_.ops[i].lane);
+    if (last_on_lane[lane] >= 0) next_on_lane[last_on_lane[lane]] = i;
+    last_on_lane[lane] = i;
+  }
+  for (int i : order_) {
+    const int j = next_on_lane[i];
+    if (s_.ops[i].type != OpType::kSend || j < 0 || s_.ops[j].type != OpType::kRecv) continue;
+    const bool ready = std::all_of(s_.ops[j].deps.begin(), s_.ops[j].deps.end(), [&](int d) {
+      return position[d] < 0 || position[d] < position[i];  // another role's, or issued
+    });
+    if (!ready) continue;
+    p2p_partner_[i] = j;
+    p2p_paired_recv_[j] = 1;
+  }
 }
 
 Status Runner::Materialise() {
@@ -501,9 +538,26 @@ Status Runner::IssueCollective(int i) {
       if (op.type == OpType::kSend || op.type == OpType::kRecv) {
         SS_ASSIGN_OR_RETURN(c.peer, PipelinePeer(op, s_.groups[op.group], rank_));
       }
+      if (op.type == OpType::kSend && p2p_partner_[i] >= 0) {
+        SS_RETURN_IF_ERROR(comm.BeginP2PGroup());
+        p2p_group_ = &comm;
+      }
+      if (op.type == OpType::kRecv && p2p_paired_recv_[i] && p2p_group_ != nullptr) {
+        // The group ends with its receive, before the receive's end event is recorded.
+        const Status issued = backend::IssueCollective(comm, c);
+        const Status ended = EndP2PGroup();
+        SS_RETURN_IF_ERROR(issued);
+        return ended;
+      }
       break;
   }
   return backend::IssueCollective(comm, c);
+}
+
+Status Runner::EndP2PGroup() {
+  Communicator* open = p2p_group_;
+  p2p_group_ = nullptr;
+  return open == nullptr ? Status::Ok() : open->EndP2PGroup();
 }
 
 Status Runner::IssueOptimizer(int i) {
@@ -784,8 +838,16 @@ Status Runner::Step(int step) {
   const int64_t issue_begin = ThreadCpuNs();
   int issued = 0;
   for (int i : order_) {
+    if (p2p_paired_recv_[i]) continue;  // issued with its send
     Status st = IssueOp(i);
+    const int partner = p2p_partner_[i];
+    if (st.ok() && partner >= 0) {
+      ++issued;
+      i = partner;
+      st = IssueOp(i);
+    }
     if (!st.ok()) {
+      (void)EndP2PGroup();  // a failure inside a pair leaves no group open
       failure = st;
       failed = i;
       break;
