@@ -136,7 +136,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   std::set<std::string> local;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const ScheduleOp& op = s_.ops[i];
-    const std::string label = UnitOpLabel(op.unit);
+    const std::string label = OpUnitLabel(op);
     if (op.group < 0) {
       // No peers (S == 1): the op whose end allocates the reduction's output casts into it.
       if (IsCollective(op.type)) continue;
@@ -165,12 +165,13 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       (shard ? hsdp : replicate_reduce).emplace(label, static_cast<int>(i));
     }
   }
-  for (const UnitPlan& u : plan_.units) {
-    const std::string label = UnitOpLabel(u.fqn);
+  scheduled_ = ScheduledUnits(plan_);
+  for (const ScheduledUnit& su : scheduled_) {
+    const std::string& label = su.label;
     UnitRef& r = units_[label];
-    r.plan = &u;
+    r.plan = &su.plan;
     const auto it = shard_index.find(label);
-    r.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
+    r.layout = MakeUnitLayout(su.plan, it == shard_index.end() ? 0 : it->second, label);
     if (const auto rs = reduction.find(label); rs != reduction.end()) {
       r.reduction = rs->second;
       r.local_reduction = local.count(label) > 0;
@@ -199,8 +200,8 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   }
 }
 
-const StepChecker::UnitRef* StepChecker::UnitOf(const std::string& unit_fqn) const {
-  const auto it = units_.find(UnitOpLabel(unit_fqn));
+const StepChecker::UnitRef* StepChecker::UnitOf(const ScheduleOp& op) const {
+  const auto it = units_.find(OpUnitLabel(op));
   return it == units_.end() ? nullptr : &it->second;
 }
 
@@ -227,7 +228,7 @@ Status StepChecker::AfterOp(int i, const ExecContext& ctx) {
   }
   const bool checked = op.type == OpType::kAllGather || op.type == OpType::kReduceScatter ||
                        op.type == OpType::kAllReduce;
-  if (!checked || op.collective.output_buffer < 0 || UnitOf(op.unit) == nullptr) {
+  if (!checked || op.collective.output_buffer < 0 || UnitOf(op) == nullptr) {
     return Status::Ok();
   }
   Snapshot snap;
@@ -301,7 +302,7 @@ Status StepChecker::Verify(CheckReport* report) const {
 
   for (const Snapshot& snap : collectives_) {
     const ScheduleOp& op = s_.ops[snap.op];
-    const UnitRef& u = *UnitOf(op.unit);
+    const UnitRef& u = *UnitOf(op);
     const UnitLayout& L = u.layout;
     const int S = L.sizes.shard_group;
     if (op.type == OpType::kAllGather) {

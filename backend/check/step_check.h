@@ -86,13 +86,14 @@ class StepChecker final : public ExecObserver {
     int micro_steps = 1;             // micro-steps its reduction carries (accumulation)
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
-  const UnitRef* UnitOf(const std::string& unit_fqn) const;
+  const UnitRef* UnitOf(const ScheduleOp& op) const;
 
   const Schedule& s_;
   const Plan& plan_;
   ExecOptions exec_;
   int rank_ = 0;
-  std::map<std::string, UnitRef> units_;  // by UnitOpLabel
+  std::vector<ScheduledUnit> scheduled_;  // what units_ point into (set once)
+  std::map<std::string, UnitRef> units_;  // by label (Buffer::unit)
   std::vector<Snapshot> collectives_;
   // Per step: buffer id → bytes after the optimizer.
   std::vector<std::map<int, std::vector<char>>> optimized_;

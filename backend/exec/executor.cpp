@@ -155,20 +155,19 @@ Status Runner::Prepare() {
   std::map<std::string, int> shard_index;
   for (const ScheduleOp& op : s_.ops) {
     if (op.type == OpType::kAllGather && op.group >= 0 && op.collective.output_buffer >= 0) {
-      shard_index.emplace(UnitOpLabel(op.unit), comms_[op.group]->rank());
+      shard_index.emplace(OpUnitLabel(op), comms_[op.group]->rank());
     }
   }
-  for (const UnitPlan& u : plan_.units) {
-    const std::string label = UnitOpLabel(u.fqn);
-    auto it = shard_index.find(label);
-    unit_by_label_[label] = static_cast<int>(units_.size());
+  for (const ScheduledUnit& u : ScheduledUnits(plan_)) {
+    auto it = shard_index.find(u.label);
+    unit_by_label_[u.label] = static_cast<int>(units_.size());
     UnitData d;
-    d.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
+    d.layout = MakeUnitLayout(u.plan, it == shard_index.end() ? 0 : it->second, u.label);
     units_.push_back(std::move(d));
   }
   unit_of_op_.assign(s_.ops.size(), -1);
   for (size_t i = 0; i < s_.ops.size(); ++i) {
-    auto it = unit_by_label_.find(UnitOpLabel(s_.ops[i].unit));
+    auto it = unit_by_label_.find(OpUnitLabel(s_.ops[i]));
     if (it != unit_by_label_.end()) unit_of_op_[i] = it->second;  // "" is the root's
   }
   // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:

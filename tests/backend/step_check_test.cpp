@@ -97,5 +97,13 @@ TEST(StepCheckTest, LaterStepsThatDifferAreCaughtToo) {
   EXPECT_GE(three.mismatches, 3 * one.mismatches - 3 * one.mismatches / 100);
 }
 
+TEST(StepCheckTest, PipelineChunkRootIsVerified) {
+  // Stage 0 of two: layers.0 and the chunk's own root (the embedding), by their chunk label.
+  CheckReport report;
+  const Status st = CheckRun("two_stages.json", 2, &report);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(report.optimizer_tensors, 2 * 10);  // 9 of layers.0, the embedding, per step
+}
+
 }  // namespace
 }  // namespace shardscope::backend
