@@ -3,7 +3,8 @@
 //           folder and removed): read, parse, tracks, join table, statistics; target < 3 s
 //   frame   one frame at full zoom-out and at a busy zoom-in (1 ms of the step's middle);
 //           target < 16 ms. With --gl (under xvfb-run) the frame is drawn by OpenGL and
-//           finished (glFinish); without, ImGui builds the frame with no renderer.
+//           finished (glFinish); without, ImGui builds the frame with no renderer. Each part
+//           is reported: the viewer's CPU work (build) apart from what the renderer costs.
 //   tune    a tuning change (forward prefetch depth toggled) on --scenario, from the request
 //           to the frame drawn with the new prediction; target < 200 ms
 // Usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]
@@ -20,6 +21,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/trace/trace_io.h"
@@ -92,25 +94,41 @@ Trace SyntheticTrace(int64_t events, double scale, uint32_t seed, const char* ki
   return t;
 }
 
-// One ImGui frame timed: `draw` builds it; `finish` (optional) renders and waits.
+// One ImGui frame timed: wall and process CPU time of the whole frame, and its parts: `build`
+// (the viewer's ImGui frame, this thread), `submit` (draw lists to OpenGL), `finish` (glFinish:
+// llvmpipe rasterising), `present` (the swap: the image copied to the X server); vertices drawn.
 struct FrameTime {
   double wall_ms = 0, cpu_ms = 0;
+  double build_ms = 0, submit_ms = 0, finish_ms = 0, present_ms = 0;
+  double vertices = 0;
 };
 
 FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
+  FrameTime t;
   const auto t0 = Clock::now();
   const double c0 = CpuMs();
   if (gl) {
-    RenderFrame(*gl, s);
+    RenderTimes parts;
+    RenderFrame(*gl, s, &parts);
+    t.build_ms = parts.build_ms;
+    t.submit_ms = parts.submit_ms;
+    const auto f0 = Clock::now();
     FinishFrame(*gl);
+    const auto f1 = Clock::now();
     PresentFrame(*gl);
+    t.finish_ms = Ms(f0, f1);
+    t.present_ms = Ms(f1, Clock::now());
   } else {
     ImGui::GetIO().DeltaTime = 1.0f / 60;
     ImGui::NewFrame();
     DrawViewerFrame(s);
     ImGui::Render();
+    t.build_ms = Ms(t0, Clock::now());
   }
-  return {Ms(t0, Clock::now()), CpuMs() - c0};
+  t.vertices = ImGui::GetDrawData() ? ImGui::GetDrawData()->TotalVtxCount : 0;
+  t.wall_ms = Ms(t0, Clock::now());
+  t.cpu_ms = CpuMs() - c0;
+  return t;
 }
 
 }  // namespace
@@ -204,16 +222,26 @@ int main(int argc, char** argv) {
     int fw = 0, fh = 0;
     io.Fonts->GetTexDataAsRGBA32(&pixels, &fw, &fh);
   }
+  // Medians of each part over the reps.
   auto frames = [&](ViewerState* s, const std::function<void()>& setup) {
-    std::vector<double> wall, cpu;
+    std::vector<FrameTime> all;
     TimeFrame(s, gl.get());  // layout settles on the first frame
     for (int r = 0; r < std::max(reps, 5); ++r) {
       setup();
-      const FrameTime t = TimeFrame(s, gl.get());
-      wall.push_back(t.wall_ms);
-      cpu.push_back(t.cpu_ms);
+      all.push_back(TimeFrame(s, gl.get()));
     }
-    return FrameTime{Median(wall), Median(cpu)};
+    auto med = [&](double FrameTime::*field) {
+      std::vector<double> v;
+      for (const FrameTime& t : all) v.push_back(t.*field);
+      return Median(v);
+    };
+    FrameTime m;
+    for (double FrameTime::*f :
+         {&FrameTime::wall_ms, &FrameTime::cpu_ms, &FrameTime::build_ms, &FrameTime::submit_ms,
+          &FrameTime::finish_ms, &FrameTime::present_ms, &FrameTime::vertices}) {
+      m.*f = med(f);
+    }
+    return m;
   };
   const int64_t end = std::max(state.a->end_ns, state.b->end_ns);
   const FrameTime full = frames(&state, [&] { state.viewport.Fit(0, end); });
@@ -221,11 +249,14 @@ int main(int argc, char** argv) {
     state.viewport.start_ns = end / 2;
     state.viewport.span_ns = 1'000'000;
   });
-  fmt::print(
-      "frame  {}: full zoom-out median {:.2f} ms wall / {:.2f} ms CPU, busy zoom-in (1 ms) median "
-      "{:.2f} ms wall / {:.2f} ms CPU (target 16)\n",
-      gl ? "OpenGL (llvmpipe under Xvfb)" : "ImGui without renderer", full.wall_ms, full.cpu_ms,
-      busy.wall_ms, busy.cpu_ms);
+  for (const auto& [what, t] :
+       {std::pair<const char*, FrameTime>{"full zoom-out", full}, {"busy zoom-in (1 ms)", busy}}) {
+    fmt::print(
+        "frame  {}, {}: median {:.2f} ms wall / {:.2f} ms CPU (all threads) (target 16); parts: "
+        "build {:.2f}, submit {:.2f}, finish {:.2f}, present {:.2f} ms; {:.0f} vertices\n",
+        gl ? "OpenGL (llvmpipe under Xvfb)" : "ImGui without renderer", what, t.wall_ms, t.cpu_ms,
+        t.build_ms, t.submit_ms, t.finish_ms, t.present_ms, t.vertices);
+  }
 
   ViewerState tuned;
   ViewerOptions o;

@@ -86,7 +86,18 @@ def infer_op(module, name, parent, config, layer_index, is_root):
             op["variant"] = "vocab"
         return op
     if cls.endswith("RMSNorm") and getattr(module, "weight", None) is not None:
-        return {"kind": "norm", "variant": "rmsnorm", "dim": int(module.weight.shape[0])}
+        op = {"kind": "norm", "variant": "rmsnorm", "dim": int(module.weight.shape[0])}
+        # Qwen3 / Gemma 3 q_norm, k_norm: one norm over each head's vector (descriptor.h
+        # `heads`), as the C++ builders write it (hf_build_util.cpp HeadNorm).
+        heads = None
+        if config is not None and type(parent).__name__.endswith("Attention"):
+            if name == "q_norm":
+                heads = cfg(config, "num_attention_heads", "n_heads")
+            elif name == "k_norm":
+                heads = cfg(config, "num_key_value_heads", "num_attention_heads")
+        if heads:
+            op["heads"] = int(heads)
+        return op
     if isinstance(module, nn.LayerNorm):
         return {"kind": "norm", "variant": "layernorm", "dim": int(module.normalized_shape[0])}
     if cls in ACTIVATIONS and parent is not None and hasattr(parent, "down_proj") and \

@@ -127,18 +127,25 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
   return out;
 }
 
-void RenderFrame(GlWindow& gl, ViewerState* s) {
+void RenderFrame(GlWindow& gl, ViewerState* s, RenderTimes* times) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
   DrawViewerFrame(s);
   ImGui::Render();
+  const auto t1 = Clock::now();
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(gl.impl->window, &fb_w, &fb_h);
   glViewport(0, 0, fb_w, fb_h);
   glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  if (times) {
+    times->build_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    times->submit_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  }
 }
 
 void FinishFrame(GlWindow&) { glFinish(); }

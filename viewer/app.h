@@ -47,7 +47,13 @@ class GlWindow {
 };
 // RuntimeError naming GLFW's message when there is no display or no OpenGL 3.3.
 Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visible);
-void RenderFrame(GlWindow& window, ViewerState* state);
+// Where a frame's time goes on the calling thread (the bench's breakdown), in ms: building the
+// ImGui frame (the viewer's own work) and handing the draw lists to OpenGL.
+struct RenderTimes {
+  double build_ms = 0;
+  double submit_ms = 0;
+};
+void RenderFrame(GlWindow& window, ViewerState* state, RenderTimes* times = nullptr);
 // Waits for the GPU (software renderer) to finish the frame, for timing.
 void FinishFrame(GlWindow& window);
 Status SaveScreenshot(GlWindow& window, const std::string& path);

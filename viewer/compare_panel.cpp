@@ -29,9 +29,13 @@ std::string Duration(int64_t ns) { return ns < 0 ? "-" : FormatDuration(ns); }
 }  // namespace
 
 void DrawComparePanel(ViewerState* s) {
-  const std::vector<int> visible = VisibleRowIndices(*s);
-  ImGui::Text("%zu operations%s (A = %s, B = %s)", visible.size(), s->range ? " in the range" : "",
-              s->a ? s->a->label.c_str() : "-", s->b ? s->b->label.c_str() : "-");
+  // Without a range every row shows, in order: no index list of all rows each frame.
+  const bool ranged = s->range.has_value();
+  std::vector<int> visible;
+  if (ranged) visible = VisibleRowIndices(*s);
+  ImGui::Text("%zu operations%s (A = %s, B = %s)", ranged ? visible.size() : s->rows.size(),
+              ranged ? " in the range" : "", s->a ? s->a->label.c_str() : "-",
+              s->b ? s->b->label.c_str() : "-");
   s->probes.first_delta_cell = {};
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |
@@ -57,15 +61,16 @@ void DrawComparePanel(ViewerState* s) {
       const bool descending = spec.SortDirection == ImGuiSortDirection_Descending;
       if (column != s->sort_column || descending != s->sort_descending) {
         SortRows(s, column, descending);
+        if (ranged) visible = VisibleRowIndices(*s);  // the indices moved with the rows
       }
     }
     specs->SpecsDirty = false;
   }
   ImGuiListClipper clipper;
-  clipper.Begin(static_cast<int>(visible.size()));
+  clipper.Begin(static_cast<int>(ranged ? visible.size() : s->rows.size()));
   while (clipper.Step()) {
     for (int n = clipper.DisplayStart; n < clipper.DisplayEnd; ++n) {
-      const int index = visible[n];
+      const int index = ranged ? visible[n] : n;
       const CompareRow& r = s->rows[index];
       ImGui::TableNextRow();
       ImGui::TableSetColumnIndex(0);

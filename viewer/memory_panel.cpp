@@ -43,7 +43,14 @@ void ColumnLine(ImDrawList* dl, float x0, float y_of_zero, double px_per_byte, i
       flush();
       continue;
     }
-    pts.emplace_back(x0 + c + 0.5f, y_of_zero - static_cast<float>(v * px_per_byte));
+    const ImVec2 p(x0 + c + 0.5f, y_of_zero - static_cast<float>(v * px_per_byte));
+    // A level stretch is one segment, not a vertex per column.
+    const size_t k = pts.size();
+    if (k >= 2 && pts[k - 1].y == p.y && pts[k - 2].y == p.y) {
+      pts[k - 1] = p;
+    } else {
+      pts.push_back(p);
+    }
   }
   flush();
 }
@@ -103,14 +110,17 @@ void DrawMemoryPanel(ViewerState* s) {
       dl->AddText(ImVec2(origin.x + 18, ly), IM_COL32(180, 180, 180, 255), m.categories[c].c_str());
     }
     const std::vector<MemoryColumn> cols = DownsampleMemory(m, vp.start_ns, vp.end_ns(), columns);
-    for (int c = 0; c < columns; ++c) {
-      if (cols[c].sample < 0) continue;
+    // Columns showing the same sample side by side: one box per category for the run.
+    for (int c = 0, e = 0; c < columns; c = e) {
+      const int64_t sample = cols[c].sample;
+      for (e = c + 1; e < columns && cols[e].sample == sample;) ++e;
+      if (sample < 0) continue;
       float y = by1;
       for (size_t k = 0; k < m.categories.size(); ++k) {
-        const int64_t val = m.value(static_cast<size_t>(cols[c].sample), k);
+        const int64_t val = m.value(static_cast<size_t>(sample), k);
         if (val <= 0) continue;
         const float top = y - static_cast<float>(val * px_per_byte);
-        dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(x0 + c + 1, y), CategoryColor(k));
+        dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(x0 + e, y), CategoryColor(k));
         y = top;
       }
     }

@@ -4,7 +4,8 @@
 #include <map>
 #include <vector>
 
-#include "core/trace/intervals.h"
+#include "core/trace/accounting.h"
+#include "core/trace/work_kind.h"
 
 namespace shardscope::viewer {
 namespace {
@@ -41,32 +42,29 @@ SummaryFigures ComputeSummary(const TraceView& view, const std::optional<TimeRan
     return f;
   }
   f.step_ns = range->hi_ns - range->lo_ns;
-  std::map<int, std::vector<Interval>> compute, comm;
+  // Per rank, the work that overlaps the range, classified by kind (not by lane: a collective
+  // on the compute stream is communication), accounted by core's step accounting.
+  std::map<int, std::vector<WorkSpan>> work;
   for (const Track& t : view.tracks) {
-    if (t.lane != kLaneCompute && !IsCommLane(t.lane)) continue;
-    auto& out = t.lane == kLaneCompute ? compute[t.rank] : comm[t.rank];
+    std::vector<WorkSpan>& out = work[t.rank];
     // Items that can overlap the range: from the first whose prefix max end passes lo.
     auto first = std::upper_bound(t.max_end.begin(), t.max_end.end(), range->lo_ns);
     for (size_t i = first - t.max_end.begin(); i < t.items.size(); ++i) {
       const LaneItem& it = t.items[i];
       if (it.start_ns >= range->hi_ns) break;
-      out.push_back({std::max(it.start_ns, range->lo_ns), std::min(it.end_ns, range->hi_ns)});
+      out.push_back(
+          {it.start_ns, it.end_ns, ClassifyEvent(view.trace, view.trace.events[it.event])});
     }
   }
-  int64_t worst_exposed = -1, worst_comm = 0;
-  for (auto& [rank, spans] : comm) {
-    const std::vector<Interval> c = UnionOf(std::move(spans));
-    const std::vector<Interval> k = UnionOf(compute[rank]);
-    const int64_t total = TotalNs(c);
-    const int64_t exposed = total - IntersectNs(c, k);
-    if (exposed > worst_exposed) {
-      worst_exposed = exposed;
-      worst_comm = total;
-    }
+  bool any = false;
+  StepAccount worst;
+  for (const auto& [rank, spans] : work) {
+    const StepAccount a = RankAccounting(spans).Window(range->lo_ns, range->hi_ns);
+    if (!any || a.exposed_comm_ns > worst.exposed_comm_ns) worst = a;
+    any = true;
   }
-  f.exposed_comm_ns = std::max<int64_t>(worst_exposed, 0);
-  f.overlap_ratio =
-      worst_comm > 0 ? static_cast<double>(worst_comm - f.exposed_comm_ns) / worst_comm : 0;
+  f.exposed_comm_ns = worst.exposed_comm_ns;
+  f.overlap_ratio = worst.overlap_ratio();
   return f;
 }
 

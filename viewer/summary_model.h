@@ -6,8 +6,9 @@
 //   RelativeError      (b − a) / a, the panel's error column
 //
 // Whole trace: the headlines of ComputeStats (worst rank's mean step). A range: the range's
-// length as the step, and per rank the same interval arithmetic (exposed = communication no
-// compute covers), the worst rank reported.
+// length as the step, and per rank the work inside it classified by kind (ClassifyEvent) and
+// accounted by RankAccounting (exposed = communication no compute covers), the worst rank
+// reported: the same rules as `stats`, cut to the range.
 #pragma once
 
 #include <cstdint>

@@ -188,10 +188,13 @@ void DrawTimelinePanel(ViewerState* s) {
       s->probes.lane_rects[w].push_back({x0, sy0, x1, sy1});
       s->probes.lane_row_lane[w].push_back(row.lane);
       if (s->mode == LaneMode::kStacked || w == 0) {
-        cdl->AddRectFilled(ImVec2(x0, sy0), ImVec2(x1, sy1), kOutsideColor);
+        // Outside the step on either side, idle within it: each pixel filled once (a software
+        // renderer pays per pixel).
         const float ix0 = std::clamp(x0 + static_cast<float>(vp.TimeToX(0)), x0, x1);
         const float ix1 = std::clamp(x0 + static_cast<float>(vp.TimeToX(views[w]->end_ns)), x0, x1);
-        cdl->AddRectFilled(ImVec2(ix0, sy0), ImVec2(ix1, sy1), kIdleColor);
+        if (ix0 > x0) cdl->AddRectFilled(ImVec2(x0, sy0), ImVec2(ix0, sy1), kOutsideColor);
+        if (ix1 > ix0) cdl->AddRectFilled(ImVec2(ix0, sy0), ImVec2(ix1, sy1), kIdleColor);
+        if (x1 > ix1) cdl->AddRectFilled(ImVec2(ix1, sy0), ImVec2(x1, sy1), kOutsideColor);
       }
       if (!row.track[w]) continue;
       VisibleItems(*row.track[w], vp, kMergePx, &boxes);

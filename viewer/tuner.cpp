@@ -16,6 +16,7 @@ TuningKnobs KnobsFromScenario(const Scenario& scenario, const nlohmann::json& do
   k.forward_prefetch_depth = scenario.fsdp.forward_prefetch_depth;
   k.backward_prefetch_depth = scenario.fsdp.backward_prefetch_depth;
   k.reshard_after_forward = scenario.fsdp.reshard_after_forward;
+  k.reshard_after_forward_ranks = scenario.fsdp.reshard_after_forward_ranks;
   k.local_batch = scenario.training.local_batch;
   k.activation_checkpoint = ActivationCheckpointName(scenario.training.activation_checkpoint);
   k.dp_shard = scenario.parallelism.dp_shard;
@@ -33,10 +34,14 @@ TuningKnobs KnobsFromScenario(const Scenario& scenario, const nlohmann::json& do
 }
 
 std::vector<std::string> KnobOverrides(const TuningKnobs& k) {
+  // The int form only means something with resharding on; unchecking the box writes `false`.
+  const std::string reshard = k.reshard_after_forward && k.reshard_after_forward_ranks > 0
+                                  ? std::to_string(k.reshard_after_forward_ranks)
+                                  : (k.reshard_after_forward ? "true" : "false");
   return {
       fmt::format("fsdp.forward_prefetch_depth={}", k.forward_prefetch_depth),
       fmt::format("fsdp.backward_prefetch_depth={}", k.backward_prefetch_depth),
-      fmt::format("fsdp.reshard_after_forward={}", k.reshard_after_forward),
+      "fsdp.reshard_after_forward=" + reshard,
       fmt::format("training.local_batch={}", k.local_batch),
       fmt::format("training.activation_checkpoint={}",
                   nlohmann::json(k.activation_checkpoint).dump()),

@@ -32,6 +32,9 @@ struct TuningKnobs {
   int forward_prefetch_depth = 1;
   int backward_prefetch_depth = 1;
   bool reshard_after_forward = true;
+  // FSDP2's int form: with reshard_after_forward, keep a 1/d slice over d ranks (d divides the
+  // shard group; the planner checks). 0: the boolean form.
+  int reshard_after_forward_ranks = 0;
   int64_t local_batch = 1;
   std::string activation_checkpoint = "selective_op";  // ParseActivationCheckpoint's syntax
   int dp_shard = -1;                                   // -1: fill the world

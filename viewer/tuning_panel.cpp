@@ -49,6 +49,9 @@ void DrawTuningPanel(ViewerState* s) {
   changed |= IntKnob("forward prefetch", &k.forward_prefetch_depth, 0);
   changed |= IntKnob("backward prefetch", &k.backward_prefetch_depth, 0);
   changed |= ImGui::Checkbox("reshard after forward", &k.reshard_after_forward);
+  if (k.reshard_after_forward) {
+    changed |= IntKnob("reshard ranks (0 all)", &k.reshard_after_forward_ranks, 0);
+  }
   int batch = static_cast<int>(k.local_batch);
   changed |= IntKnob("local batch", &batch, 1);
   k.local_batch = batch;

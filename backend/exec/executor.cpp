@@ -38,6 +38,12 @@ Result<int> PipelinePeer(const ScheduleOp& op, const ProcessGroup& g, int rank) 
   return static_cast<int>((peer == g.ranks.end() ? me : peer) - g.ranks.begin());
 }
 
+// Where one parameter's unsharded gradient lies: a buffer id and a byte offset into it.
+struct GradSlot {
+  int buffer = -1;
+  int64_t offset = 0;
+};
+
 // One plan unit on this rank: its layout and the buffers of its data path.
 struct UnitData {
   UnitLayout layout;
@@ -45,7 +51,12 @@ struct UnitData {
   int host_grads = -1;                                            // offload: host gradients
   int gathered = -1;                                              // the live all-gather buffer
   int device_shard = -1;                 // offload: the shard copied to the device
-  int grads = -1, replicate_grads = -1;  // unsharded gradients of the current micro-step
+  // Unsharded gradients of the current micro-step: the buffers that hold them (one per
+  // backward chunk that produced some, as the schedule declares them: Buffer::grads_of) and,
+  // per layout.params entry, where its gradient lies.
+  std::vector<int> grads;
+  std::vector<GradSlot> grad_at;
+  int replicate_grads = -1;
   int accum = -1;          // the unsharded accumulator of micro-steps without sync (reduce dtype)
   int reduced = -1;        // the reduction's output (reduce dtype)
   int sharded_grads = -1;  // landed gradients (own dtype)
@@ -90,10 +101,15 @@ class Runner {
   // Micro-steps whose gradients `op`'s reduction carries (1 without accumulation).
   int AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const;
   Status Accumulate(UnitData& u, const ScheduleOp& op);
-  // Whether `op` allocates a unit's unsharded gradients at `when` (noted in its UnitData).
-  bool NoteGradients(int op, MemoryEffect::When when);
+  // The unsharded-gradient buffers `op` allocates at `when`, noted in its unit's UnitData
+  // (the accumulator of micro-steps without sync apart): appended to `fresh`.
+  Status NoteGradients(int op, MemoryEffect::When when, std::vector<int>& fresh);
+  // Parameter `p`'s unsharded gradient (index into layout.params), nullptr when no live
+  // buffer holds it.
+  const char* GradOf(const UnitData& u, size_t p) const;
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
-  Status FillGradients(UnitData& u, Lane lane);
+  // Writes this rank's gradient values into the `fresh` buffers.
+  Status FillGradients(const std::vector<int>& fresh, Lane lane);
   // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones).
   Status LandGradients(UnitData& u, char* dst, Lane lane);
   Status LandReplicateGradients(UnitData& u, Lane lane);
@@ -356,12 +372,17 @@ void Runner::LogEffects(int i, MemoryEffect::When when) {
 Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane, double scale) {
   // FSDP2's chunk_cat: per rank block i, each parameter's rows [i·shard_rows, (i+1)·shard_rows)
   // of its gradient, cast to the reduce dtype, zero beyond its n0 rows.
-  if (u.grads < 0 || live_[u.grads].data == nullptr) return Status::Ok();
-  const char* grads = static_cast<const char*>(live_[u.grads].data);
   std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
   const int S = std::max(1, u.layout.sizes.shard_group);
-  for (const ParamLayout& p : u.layout.params) {
+  for (size_t k = 0; k < u.layout.params.size(); ++k) {
+    const ParamLayout& p = u.layout.params[k];
     if (!p.requires_grad) continue;
+    const char* grad = GradOf(u, k);
+    if (grad == nullptr) {
+      return InvalidInput(
+          fmt::format("schedule: unit '{}' reduces the gradient of {}, which no live buffer holds",
+                      u.layout.label, p.fqn));
+    }
     FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
     a.src_dtype = p.gather_dtype;
     a.dst_dtype = p.reduce_dtype;
@@ -371,8 +392,8 @@ Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane, double scale) {
       const int64_t first = i * p.shard_rows;
       const int64_t valid = std::clamp<int64_t>(p.rows - first, 0, p.shard_rows);
       if (valid > 0) {
-        a.segments.push_back({grads + p.grad_offset + first * p.cols * DTypeBytes(p.gather_dtype),
-                              block, valid * p.cols});
+        a.segments.push_back(
+            {grad + first * p.cols * DTypeBytes(p.gather_dtype), block, valid * p.cols});
       }
       if (valid < p.shard_rows) {
         a.segments.push_back({nullptr, block + valid * p.cols * DTypeBytes(p.reduce_dtype),
@@ -384,24 +405,33 @@ Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane, double scale) {
   return Status::Ok();
 }
 
-Status Runner::FillGradients(UnitData& u, Lane lane) {
-  if (u.grads >= 0 && live_[u.grads].data != nullptr) {
-    char* base = static_cast<char*>(live_[u.grads].data);
-    SS_RETURN_IF_ERROR(dev_.Memset(lane, base, 0, live_[u.grads].bytes));
-    for (const ParamLayout& p : u.layout.params) {
+const char* Runner::GradOf(const UnitData& u, size_t p) const {
+  if (p >= u.grad_at.size()) return nullptr;
+  const GradSlot& slot = u.grad_at[p];
+  if (slot.buffer < 0 || live_[slot.buffer].data == nullptr) return nullptr;
+  return static_cast<const char*>(live_[slot.buffer].data) + slot.offset;
+}
+
+Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane) {
+  for (int id : fresh) {
+    char* base = static_cast<char*>(live_[id].data);
+    UnitData* found = UnitOf(s_.buffers[id].unit);
+    if (base == nullptr || found == nullptr) continue;
+    const UnitData& u = *found;
+    // Padding rows zero: the buffer first, then each parameter's n0 real rows.
+    SS_RETURN_IF_ERROR(dev_.Memset(lane, base, 0, live_[id].bytes));
+    const bool replicate = id == u.replicate_grads;
+    const std::vector<ParamLayout>& params = replicate ? u.layout.replicate : u.layout.params;
+    for (size_t k = 0; k < params.size(); ++k) {
+      const ParamLayout& p = params[k];
       if (!p.requires_grad) continue;
-      SS_RETURN_IF_ERROR(
-          dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype, p.rows * p.cols,
-                                   GradSeed(rank_, p.fqn), 0, 1.0f}));
-    }
-  }
-  if (u.replicate_grads >= 0 && live_[u.replicate_grads].data != nullptr) {
-    char* base = static_cast<char*>(live_[u.replicate_grads].data);
-    for (const ParamLayout& p : u.layout.replicate) {
-      if (!p.requires_grad) continue;
-      SS_RETURN_IF_ERROR(
-          dev_.Fill(lane, FillArgs{base + p.grad_offset, p.gather_dtype, p.rows * p.cols,
-                                   GradSeed(rank_, p.fqn), 0, 1.0f}));
+      int64_t offset = p.grad_offset;
+      if (!replicate) {
+        if (u.grad_at[k].buffer != id) continue;
+        offset = u.grad_at[k].offset;
+      }
+      SS_RETURN_IF_ERROR(dev_.Fill(lane, FillArgs{base + offset, p.gather_dtype, p.rows * p.cols,
+                                                  GradSeed(rank_, p.fqn), 0, 1.0f}));
     }
   }
   return Status::Ok();
@@ -504,7 +534,7 @@ Status Runner::IssueCollective(int i) {
           in != nullptr ? in + comm.rank() * c.count * elem : out + comm.rank() * c.count * elem;
       break;
     case OpType::kReduceScatter:
-      if (in != nullptr && u != nullptr && u->grads >= 0) {
+      if (in != nullptr && u != nullptr && !u->grads.empty()) {
         // chunk_cat into the input the schedule allocates at the reduce-scatter's start.
         SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, AccumulatedMicroSteps(*u, op)));
       }
@@ -615,14 +645,16 @@ Status Runner::IssueCompute(int i) {
       // The copy-out moves the all-gather output into the parameters; the reduce copy-in
       // reads the unsharded gradients (its output buffer is allocated with the
       // reduce-scatter, which runs chunk_cat itself): both move their bytes in place here.
-      const int id = u == nullptr                                   ? -1
-                     : copy->which == FsdpCopyWork::Which::kCopyOut ? u->gathered
-                                                                    : u->grads;
-      if (id < 0 || live_[id].data == nullptr) continue;
+      std::vector<int> ids;
+      if (u != nullptr && copy->which == FsdpCopyWork::Which::kCopyOut) ids = {u->gathered};
+      if (u != nullptr && copy->which != FsdpCopyWork::Which::kCopyOut) ids = u->grads;
       FsdpCopyArgs a;
       a.src_dtype = a.dst_dtype = DType::kUInt8;
-      a.segments.push_back({live_[id].data, live_[id].data, live_[id].bytes});
-      SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
+      for (int id : ids) {
+        if (id >= 0 && live_[id].data != nullptr)
+          a.segments.push_back({live_[id].data, live_[id].data, live_[id].bytes});
+      }
+      if (!a.segments.empty()) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
       continue;
     }
     if (!item.is_module()) continue;
@@ -639,35 +671,57 @@ Status Runner::IssueCompute(int i) {
   return Status::Ok();
 }
 
-// Data that follows an op's end on its lane (outside its measured time): the gradients
-// backward produced, the local reduction of a unit without peers, the landed gradient.
-bool Runner::NoteGradients(int i, MemoryEffect::When when) {
+Status Runner::NoteGradients(int i, MemoryEffect::When when, std::vector<int>& fresh) {
   const ScheduleOp& op = s_.ops[i];
-  UnitData* u = UnitOfOp(op);
-  if (u == nullptr) return false;
-  const UnitSizes& z = u->layout.sizes;
-  bool found = false;
   for (const MemoryEffect& e : op.memory) {
     if (e.when != when || e.bytes <= 0 || e.category != MemCategory::kUnshardedGrads) continue;
-    const int64_t bytes = s_.buffers[e.buffer].bytes;
-    // A micro-step without sync allocates the accumulator at the end of the unit's backward,
-    // while that step's gradients are still live.
-    if (when == MemoryEffect::When::kEnd && u->grads >= 0 && live_[u->grads].data != nullptr &&
-        e.buffer != u->grads && e.buffer != u->replicate_grads) {
-      u->accum = e.buffer;
+    const Buffer& b = s_.buffers[e.buffer];
+    UnitData* u = UnitOf(b.unit);  // the buffer's unit, whichever op allocates it
+    if (u == nullptr) continue;
+    if (b.grads_of.empty()) {
+      u->accum = e.buffer;  // micro-steps without sync: the unit's unsharded accumulator
       continue;
     }
-    // AllocGrads' order: the unit's gradients, then its replicate params' (the accumulator of
-    // a micro-step without sync is in the reduce dtype and sized apart).
-    if (bytes == z.grad_bytes && !found) {
-      u->grads = e.buffer;
-      found = true;
-    } else if (bytes == z.replicate_grad_bytes) {
-      u->replicate_grads = e.buffer;
-      found = true;
+    // Where each listed parameter's gradient lies: one after another, in the listed order.
+    const bool replicate =
+        !u->layout.replicate.empty() &&
+        std::any_of(u->layout.replicate.begin(), u->layout.replicate.end(),
+                    [&](const ParamLayout& p) { return p.fqn == b.grads_of[0]; });
+    const std::vector<ParamLayout>& params = replicate ? u->layout.replicate : u->layout.params;
+    const int S = replicate ? 1 : std::max(1, u->layout.sizes.shard_group);
+    if (!replicate) {
+      std::erase_if(u->grads, [&](int id) { return live_[id].data == nullptr; });
+      u->grads.push_back(e.buffer);
+      u->grad_at.resize(params.size());
     }
+    int64_t offset = 0;
+    for (const std::string& fqn : b.grads_of) {
+      auto it = std::find_if(params.begin(), params.end(),
+                             [&](const ParamLayout& p) { return p.fqn == fqn && p.requires_grad; });
+      if (it == params.end()) {
+        return InvalidInput(fmt::format(
+            "schedule: op '{}' allocates gradients of {}, not a {}parameter of unit '{}' that "
+            "requires grad",
+            op.op_id, fqn, replicate ? "replicate " : "", u->layout.label));
+      }
+      if (replicate && it->grad_offset != offset) {
+        return InvalidInput(fmt::format(
+            "schedule: op '{}' lists the replicate gradients of unit '{}' out of plan order",
+            op.op_id, u->layout.label));
+      }
+      if (!replicate) u->grad_at[it - params.begin()] = GradSlot{e.buffer, offset};
+      offset += S * it->shard_numel() * DTypeBytes(it->gather_dtype);
+    }
+    if (offset != b.bytes) {
+      return InvalidInput(fmt::format(
+          "schedule: op '{}' allocates {} bytes of gradients for unit '{}', whose listed "
+          "parameters need {}",
+          op.op_id, b.bytes, u->layout.label, offset));
+    }
+    if (replicate) u->replicate_grads = e.buffer;
+    fresh.push_back(e.buffer);
   }
-  return found;
+  return Status::Ok();
 }
 
 int Runner::AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const {
@@ -680,33 +734,40 @@ Status Runner::Accumulate(UnitData& u, const ScheduleOp& op) {
   // rank's gradients are the same deterministic values every micro-step, so that sum is
   // (m + 1) · g, which the cast writes exactly (g has fewer mantissa bits than the reduce
   // dtype): the accumulator's bytes are read and written as FSDP2's accumulation does.
-  if (u.grads < 0 || live_[u.grads].data == nullptr) return Status::Ok();
-  const char* g = static_cast<const char*>(live_[u.grads].data);
   char* acc = static_cast<char*>(live_[u.accum].data);
   std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
-  for (const ParamLayout& p : u.layout.params) {
-    if (!p.requires_grad) continue;
+  for (size_t k = 0; k < u.layout.params.size(); ++k) {
+    const ParamLayout& p = u.layout.params[k];
+    const char* g = GradOf(u, k);
+    if (!p.requires_grad || g == nullptr) continue;
     FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
     a.src_dtype = p.gather_dtype;
     a.dst_dtype = p.reduce_dtype;
     a.scale = static_cast<float>(op.micro_step + 1);
     const int64_t elements = p.grad_offset / DTypeBytes(p.gather_dtype);
-    a.segments.push_back({g + p.grad_offset, acc + elements * DTypeBytes(p.reduce_dtype),
+    a.segments.push_back({g, acc + elements * DTypeBytes(p.reduce_dtype),
                           std::max<int64_t>(1, u.layout.sizes.shard_group) * p.shard_numel()});
   }
   for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
   return Status::Ok();
 }
 
+// Data that follows an op's end on its lane (outside its measured time): the gradients
+// backward produced, the local reduction of a unit without peers, the landed gradient.
 Status Runner::AfterEnd(int i) {
   const ScheduleOp& op = s_.ops[i];
+  // Gradients allocated at the end (those no backward chunk produced) are this op's output,
+  // written before anything below reads them.
+  std::vector<int> fresh;
+  SS_RETURN_IF_ERROR(NoteGradients(i, MemoryEffect::When::kEnd, fresh));
+  SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane));
   UnitData* u = UnitOfOp(op);
   if (u == nullptr) return Status::Ok();
-  const bool grads_new = NoteGradients(i, MemoryEffect::When::kEnd);
   if (u->accum >= 0 && live_[u->accum].data != nullptr && !IsCollective(op.type)) {
     // A micro-step without sync: the gradients freed here fold into the accumulator.
     for (const MemoryEffect& e : op.memory) {
-      if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == u->grads) {
+      if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 &&
+          std::find(u->grads.begin(), u->grads.end(), e.buffer) != u->grads.end()) {
         SS_RETURN_IF_ERROR(Accumulate(*u, op));
         break;
       }
@@ -734,7 +795,6 @@ Status Runner::AfterEnd(int i) {
       SS_RETURN_IF_ERROR(LandReplicateGradients(*u, op.lane));
     }
   }
-  if (grads_new) SS_RETURN_IF_ERROR(FillGradients(*u, op.lane));
   return Status::Ok();
 }
 
@@ -755,7 +815,8 @@ Status Runner::IssueOp(int i) {
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, false, start_[i]));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kStart, true, nullptr));
   LogEffects(i, MemoryEffect::When::kStart);
-  const bool grads_new = NoteGradients(i, MemoryEffect::When::kStart);
+  std::vector<int> fresh;
+  SS_RETURN_IF_ERROR(NoteGradients(i, MemoryEffect::When::kStart, fresh));
   UnitData* u = UnitOfOp(op);
   switch (op.type) {
     case OpType::kCompute:
@@ -802,7 +863,7 @@ Status Runner::IssueOp(int i) {
       break;
   }
   // The backward that allocates a unit's gradients writes them (this rank's values).
-  if (grads_new && u != nullptr) SS_RETURN_IF_ERROR(FillGradients(*u, op.lane));
+  SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane));
   SS_ASSIGN_OR_RETURN(end_[i], dev_.Record(op.lane));
   if (o_.observer != nullptr) SS_RETURN_IF_ERROR(o_.observer->AfterOp(i, Context(step_)));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, true, nullptr));
@@ -825,7 +886,9 @@ Status Runner::Step(int step) {
   log_.clear();
   std::fill(comm_last_.begin(), comm_last_.end(), -1);
   for (UnitData& u : units_) {
-    u.gathered = u.device_shard = u.grads = u.replicate_grads = u.reduced = u.sharded_grads = -1;
+    u.gathered = u.device_shard = u.replicate_grads = u.reduced = u.sharded_grads = -1;
+    u.grads.clear();
+    u.grad_at.clear();
     u.accum = -1;
   }
   const int64_t reserved0 = dev_.memory().reserved_bytes;

@@ -26,8 +26,10 @@
 //   - nothing else: the schedule decides what runs where and after what.
 // Data: sharded parameters are DeterministicValue(SeedOf(FQN), element index of the local
 // tensor) in their dtype, padding rows zero (param_state.h), optimizer moments zero;
-// gradients are DeterministicValue(SeedOf("grad:<rank>:<FQN>"), index) written by the last
-// backward compute op of a unit into its unsharded gradient buffer (before the reduce copy-in).
+// gradients are DeterministicValue(SeedOf("grad:<rank>:<FQN>"), index), written by the op
+// that allocates the unsharded-gradient buffer holding them (the schedule names each buffer's
+// parameters, Buffer::grads_of: a backward chunk's, or the rest at the unit's end), before the
+// reduce copy-in reads them.
 // Compute reads the gathered parameters and writes real outputs into the op's buffers (or a
 // per-lane workspace the schedule does not track, reported apart); the math is the shape's,
 // not the model's.

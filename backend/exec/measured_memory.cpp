@@ -19,6 +19,7 @@ RoleMemory BuildRoleMemory(const std::vector<MemoryLogEntry>& log, const Timelin
   m.samples.push_back(MemorySample{0, bytes, total(bytes), reserved});
   m.peak_allocated_bytes = total(bytes);
   m.at_peak_allocated = bytes;
+  m.max_bytes = bytes;
   m.peak_reserved_bytes = reserved;
   m.at_peak_reserved = bytes;
   // Effects in time order (the log's order among equal times: the order they applied).
@@ -48,6 +49,7 @@ RoleMemory BuildRoleMemory(const std::vector<MemoryLogEntry>& log, const Timelin
       continue;
     }
     bytes[static_cast<int>(e.category)] += e.delta;
+    for (int c = 0; c < kNumMemCategories; ++c) m.max_bytes[c] = std::max(m.max_bytes[c], bytes[c]);
     reserved = e.reserved_after;
     const int64_t allocated = total(bytes);
     if (allocated > m.peak_allocated_bytes) {

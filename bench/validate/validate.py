@@ -11,12 +11,20 @@ are listed with the reason (ours, or the simulator's own error message).
 No constant is fitted to any row: every prediction uses the catalog defaults. What the
 defaults rest on, the last before/after figures and the residual misses: README.md here.
 
+With --calibrate-on FRACTION, a fixed share of the predicted rows per GPU (chosen by a hash of
+the row id, at least one row per GPU) is written as a shardscope-runs/1 table and fitted with
+`shardscope calibrate`; the other rows are predicted again with the fitted file of their GPU
+(cluster.cost_model) and the report compares their errors before and after: calibration
+measured on rows it was not fitted on.
+
 Usage:
   bench/validate/validate.py [MEASURED_RUNS_JSON] [--shardscope BIN] [--json OUT] [--keep DIR]
+                             [--calibrate-on FRACTION]
 Default input: ../shared/data/measured_runs.json (relative to the repository root).
 """
 import argparse
 import glob
+import hashlib
 import json
 import os
 import statistics
@@ -125,8 +133,14 @@ def scenario_of(row):
         raise Unexpressible("batch or sequence length not stated")
     count = hw["count"]
     gpn = min(hw.get("gpus_per_node") or 8, count)
+    model = model_source(m)
+    if row["source"].get("repo") in TARGET_REPOS:
+        # torchtitan's (and torchao's, which trains with torchtitan) model code: what autograd
+        # saves follows it (docs/memory.md).
+        model = {"builtin": model} if isinstance(model, str) else dict(model)
+        model["implementation"] = "torchtitan"
     sc = {
-        "model": model_source(m),
+        "model": model,
         "cluster": {"gpu": gpu_name(hw["gpu"]), "nodes": max(count // gpn, 1), "gpus_per_node": gpn},
         "parallelism": {"dp_shard": -1, "dp_replicate": par.get("hsdp_replicate") or 1,
                         "tp": par.get("tp") or 1, "cp": par.get("cp") or 1,
@@ -186,13 +200,94 @@ def stats_line(label, errors):
             f"p90 |error| {quantile(a, 0.9):.1f}%")
 
 
+def simulate(binary, scen_path, summ_path, sets=()):
+    """Runs `shardscope simulate`; the summary, or (None, the error line)."""
+    cmd = [binary, "simulate", scen_path, "--summary", summ_path]
+    for s in sets:
+        cmd += ["--set", s]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode not in (0, 1) or not os.path.exists(summ_path):
+        msg = (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]
+        return None, msg.replace("shardscope: error: ", "")
+    with open(summ_path) as f:
+        return json.load(f), None
+
+
+def calibration_split(results, fraction):
+    """Row ids to calibrate on: per GPU, the first ceil(fraction * n) rows by a hash of the id."""
+    by_gpu = {}
+    for r in results:
+        if r["measured_tps"]:
+            by_gpu.setdefault(r["gpu"], []).append(r)
+    chosen = set()
+    for gpu, rows in by_gpu.items():
+        if len(rows) < 2:
+            continue  # nothing would be left to check the fit on
+        rows = sorted(rows, key=lambda r: hashlib.sha1(r["id"].encode()).hexdigest())
+        k = max(1, min(len(rows) - 1, int(-(-fraction * len(rows) // 1))))
+        chosen.update(r["id"] for r in rows[:k])
+    return chosen
+
+
+def calibrate_and_check(binary, work, results, fraction):
+    """Fits on a share of the rows, re-predicts the rest; prints and returns the comparison."""
+    chosen = calibration_split(results, fraction)
+    table = {"format": "shardscope-runs/1", "runs": [
+        {"id": r["id"], "scenario": r["scenario_path"],
+         "measured": {"tokens_per_s_per_gpu": r["measured_tps"]}}
+        for r in results if r["id"] in chosen]}
+    runs_path = os.path.join(work, "calibration_runs.json")
+    with open(runs_path, "w") as f:
+        json.dump(table, f, indent=1)
+    cal_path = os.path.join(work, "calibration.json")
+    report_path = os.path.join(work, "calibration_report.json")
+    proc = subprocess.run([binary, "calibrate", runs_path, "--out", cal_path,
+                           "--json", report_path], capture_output=True, text=True)
+    print(f"\nCalibration on {len(chosen)} rows (--calibrate-on {fraction}):")
+    print(proc.stdout.rstrip())
+    if proc.returncode not in (0, 1):
+        print(proc.stderr.rstrip())
+        return None
+    with open(report_path) as f:
+        report = json.load(f)
+    files = {g["gpu"]: g["file"] for g in report["gpus"] if g.get("file")}
+    before, after, rows = [], [], []
+    for r in results:
+        if r["id"] in chosen or not r["measured_tps"] or r["gpu"] not in files:
+            continue
+        summ = os.path.join(work, r["id"] + ".calibrated.summary.json")
+        s, err = simulate(binary, r["scenario_path"], summ,
+                          ["cluster.cost_model=" + os.path.abspath(files[r["gpu"]])])
+        if s is None:
+            print(f"  {r['id']}: calibrated prediction failed: {err}")
+            continue
+        e_after = pct_error(s["tokens_per_s_per_gpu"], r["measured_tps"])
+        before.append(r["tps_error_pct"])
+        after.append(e_after)
+        rows.append({"id": r["id"], "gpu": r["gpu"], "before_pct": r["tps_error_pct"],
+                     "after_pct": e_after})
+    print(f"\nHeld-out rows (not calibrated on), tokens/s/GPU, {len(rows)} rows:")
+    for x in rows:
+        print(f"  {x['id'][:52]:<52} {x['gpu']:<10} before {x['before_pct']:+7.1f}%  "
+              f"after {x['after_pct']:+7.1f}%")
+    print(stats_line("before calibration", before))
+    print(stats_line("after calibration ", after))
+    return {"calibrated_on": sorted(chosen), "held_out": rows}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="?", default=os.path.join(REPO, "..", "shared", "data", "measured_runs.json"))
     ap.add_argument("--shardscope")
     ap.add_argument("--json", help="write the per-row results here")
     ap.add_argument("--keep", help="keep scenario and summary files in this folder")
+    ap.add_argument("--calibrate-on", type=float, metavar="FRACTION",
+                    help="fit the cost model on this share of the rows per GPU and report the "
+                         "error on the others before and after")
     args = ap.parse_args()
+    if args.calibrate_on is not None and not 0 < args.calibrate_on < 1:
+        print("validate.py: --calibrate-on: expected a fraction between 0 and 1", file=sys.stderr)
+        return 2
     try:
         with open(args.runs) as f:
             runs = json.load(f)["training_runs"]
@@ -215,14 +310,10 @@ def main():
         summ_path = os.path.join(work, rid + ".summary.json")
         with open(scen_path, "w") as f:
             json.dump(sc, f, indent=1)
-        proc = subprocess.run([binary, "simulate", scen_path, "--summary", summ_path],
-                              capture_output=True, text=True)
-        if proc.returncode not in (0, 1) or not os.path.exists(summ_path):
-            msg = (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]
-            skipped.append((rid, "simulator: " + msg.replace("shardscope: error: ", "")))
+        s, err = simulate(binary, scen_path, summ_path)
+        if s is None:
+            skipped.append((rid, "simulator: " + err))
             continue
-        with open(summ_path) as f:
-            s = json.load(f)
         meas_tps = row["measured"].get("tokens_per_s_per_gpu")
         meas_mem, mem_kind = measured_memory(row)
         pred_mem = None
@@ -231,7 +322,8 @@ def main():
         impl = str(row["parallelism"].get("fsdp_impl") or "")
         target = row["source"].get("repo") in TARGET_REPOS and "FSDP1" not in impl
         results.append({
-            "id": rid, "target": target, "compile": bool(row["training"].get("compile")),
+            "id": rid, "gpu": sc["cluster"]["gpu"], "scenario_path": os.path.abspath(scen_path),
+            "target": target, "compile": bool(row["training"].get("compile")),
             "measured_tps": meas_tps, "predicted_tps": s["tokens_per_s_per_gpu"],
             "tps_error_pct": pct_error(s["tokens_per_s_per_gpu"], meas_tps) if meas_tps else None,
             "memory_kind": mem_kind, "measured_mem_gib": meas_mem, "predicted_mem_gib": pred_mem,
@@ -271,9 +363,13 @@ def main():
     print(f"\nRows not expressed ({len(skipped)} of {len(runs)}):")
     for rid, why in skipped:
         print(f"  {rid}: {why}")
+    calibration = None
+    if args.calibrate_on is not None:
+        calibration = calibrate_and_check(binary, work, results, args.calibrate_on)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": results, "skipped": [{"id": i, "reason": w} for i, w in skipped]}, f, indent=1)
+            json.dump({"results": results, "skipped": [{"id": i, "reason": w} for i, w in skipped],
+                       "calibration": calibration}, f, indent=1)
     return 0
 
 

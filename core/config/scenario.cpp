@@ -75,9 +75,16 @@ Status AtLeast(const json& section, const char* section_name, const char* key, i
 
 Result<ModelSource> ParseModel(const json& m, const std::string& base_dir) {
   ModelSource src;
-  if (m.is_string()) {
+  if (m.is_object() && m.contains("implementation")) {
+    SS_ASSIGN_OR_RETURN(
+        src.implementation,
+        ParseImplementation(m["implementation"].get<std::string>(), "model.implementation"));
+  }
+  auto source = m.is_object() ? m.begin() : m.end();
+  if (m.is_object() && source.key() == "implementation") ++source;
+  if (m.is_string() || source.key() == "builtin") {
     src.kind = ModelSource::Kind::kBuiltin;
-    src.name_or_path = m.get<std::string>();
+    src.name_or_path = m.is_string() ? m.get<std::string>() : source.value().get<std::string>();
     // Checked here, not only when the model is built, so the error names the scenario file.
     const std::vector<std::string> names = BuiltinModelNames();
     if (std::find(names.begin(), names.end(), src.name_or_path) == names.end()) {
@@ -85,15 +92,15 @@ Result<ModelSource> ParseModel(const json& m, const std::string& base_dir) {
     }
     return src;
   }
-  const std::string& key = m.begin().key();
+  const std::string& key = source.key();
   if (key == "hf") {
     src.kind = ModelSource::Kind::kHfInline;
-    src.inline_config = m.begin().value();
+    src.inline_config = source.value();
     return src;
   }
   src.kind =
       key == "hf_config" ? ModelSource::Kind::kHfConfigFile : ModelSource::Kind::kModuleTreeFile;
-  src.name_or_path = ResolvePath(base_dir, m.begin().value().get<std::string>());
+  src.name_or_path = ResolvePath(base_dir, source.value().get<std::string>());
   return src;
 }
 
@@ -342,6 +349,9 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
   } else if (s.model.kind == ModelSource::Kind::kModuleTreeFile) {
     r["model"] = json{{"module_tree", s.model.name_or_path}};
   }
+  if (r["model"].is_object()) {
+    r["model"]["implementation"] = std::string(ImplementationName(s.model.implementation));
+  }
   json& cl = r["cluster"];
   SS_RETURN_IF_ERROR(InRange(cl, "cluster", "nodes", 1, kMaxWorldSize));
   SS_RETURN_IF_ERROR(InRange(cl, "cluster", "gpus_per_node", 1, kMaxWorldSize));
@@ -383,9 +393,9 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
   }
   const std::string path(assignment.substr(0, eq));
   const std::string text(assignment.substr(eq + 1));
-  const bool model_key =
-      path == "model.hf_config" || path == "model.module_tree" || path == "model.hf";
-  if (FindSchemaKey(path) == nullptr && !model_key) {
+  const bool model_key = path == "model.hf_config" || path == "model.module_tree" ||
+                         path == "model.hf" || path == "model.builtin";
+  if (FindSchemaKey(path) == nullptr && !model_key && path != "model.implementation") {
     return InvalidInput(
         fmt::format("--set {}: unknown key (did you mean {}?)", path, SuggestKey(path)));
   }
@@ -394,8 +404,20 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
   if (value.is_discarded()) value = text;
   if (!doc.is_object()) doc = json::object();
   if (model_key) {
-    // Another model source replaces the whole model entry.
+    // Another model source replaces the whole model entry (its implementation stays).
+    const json old = doc.contains("model") ? doc["model"] : json();
     doc["model"] = json{{path.substr(6), value}};
+    if (old.is_object() && old.contains("implementation")) {
+      doc["model"]["implementation"] = old["implementation"];
+    }
+    return Status::Ok();
+  }
+  if (path == "model.implementation") {
+    // A built-in name given as a string becomes {"builtin": name} to carry it.
+    json& m = doc["model"];
+    if (m.is_string()) m = json{{"builtin", m.get<std::string>()}};
+    if (!m.is_object()) m = json::object();
+    m["implementation"] = value;
     return Status::Ok();
   }
   json* node = &doc;

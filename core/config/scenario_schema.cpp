@@ -17,6 +17,9 @@ std::vector<SchemaKey> BuildSchema() {
   return {
       {"description", KeyType::kNullableString, nullptr},
       {"model", KeyType::kModel, nullptr},
+      // Checked by CheckModel beside the model's source key; the default applies in
+      // scenario.cpp (the model has no default to hang it on).
+      {"model.implementation", KeyType::kString, "transformers"},
       {"cluster", KeyType::kSection, nullptr},
       {"cluster.gpu", KeyType::kString, "h100-sxm"},
       {"cluster.nodes", KeyType::kInt, 1},
@@ -125,12 +128,23 @@ Status CheckModel(const json& v) {
     if (v.get<std::string>().empty()) return InvalidInput("model: the model name is empty");
     return Status::Ok();
   }
-  static const std::vector<std::string> kKeys = {"hf_config", "module_tree", "hf"};
-  if (v.size() != 1) {
-    return InvalidInput(fmt::format(
-        "model: expected exactly one of hf_config, module_tree, hf; got {} keys", v.size()));
+  static const std::vector<std::string> kKeys = {"hf_config", "module_tree", "hf", "builtin"};
+  // Beside its one source key the object may name the implementation (model.implementation).
+  const bool has_impl = v.contains("implementation");
+  if (has_impl && !v["implementation"].is_string()) {
+    return InvalidInput(
+        fmt::format("model.implementation: expected a string (transformers or torchtitan), got {}",
+                    JsonTypeText(v["implementation"])));
   }
-  const std::string& key = v.begin().key();
+  if (v.size() != (has_impl ? 2u : 1u)) {
+    return InvalidInput(fmt::format(
+        "model: expected exactly one of hf_config, module_tree, hf, builtin (and optionally "
+        "implementation); got {} keys",
+        v.size()));
+  }
+  auto source = v.begin();
+  if (source.key() == "implementation") ++source;
+  const std::string& key = source.key();
   if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
     std::string best = kKeys.front();
     for (const std::string& k : kKeys) {
@@ -138,15 +152,15 @@ Status CheckModel(const json& v) {
     }
     return InvalidInput(fmt::format("model.{}: unknown key (did you mean model.{}?)", key, best));
   }
-  const json& value = v.begin().value();
+  const json& value = source.value();
   if (key == "hf") {
     if (!value.is_object()) {
       return InvalidInput(fmt::format("model.hf: expected an object (an inline HF config), got {}",
                                       JsonTypeText(value)));
     }
   } else if (!value.is_string() || value.get<std::string>().empty()) {
-    return InvalidInput(fmt::format("model.{}: expected a non-empty path string, got {}", key,
-                                    JsonTypeText(value)));
+    return InvalidInput(fmt::format("model.{}: expected a non-empty {} string, got {}", key,
+                                    key == "builtin" ? "model name" : "path", JsonTypeText(value)));
   }
   return Status::Ok();
 }
@@ -247,7 +261,8 @@ Status CheckAgainstSchema(const json& doc) {
 json ScenarioDefaults() {
   json out = json::object();
   for (const SchemaKey& k : ScenarioSchema()) {
-    if (k.type == KeyType::kModel || k.path == "description") continue;
+    if (k.type == KeyType::kModel || k.path == "description" || k.path == "model.implementation")
+      continue;
     json::json_pointer ptr("/" + [&] {
       std::string p = k.path;
       std::replace(p.begin(), p.end(), '.', '/');

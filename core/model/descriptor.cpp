@@ -36,7 +36,7 @@ Result<OpKind> ParseOpKind(std::string_view name, std::string_view what) {
 const std::vector<std::string_view>& OpDimKeys(OpKind kind) {
   static const std::vector<std::string_view> kLinear = {"in", "out", "bias", "shared_input"};
   static const std::vector<std::string_view> kEmbedding = {"vocab", "dim"};
-  static const std::vector<std::string_view> kNorm = {"dim"};
+  static const std::vector<std::string_view> kNorm = {"dim", "heads"};
   static const std::vector<std::string_view> kActivation = {"dim", "gated"};
   static const std::vector<std::string_view> kAttention = {
       "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "window", "sinks"};

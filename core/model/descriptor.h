@@ -15,7 +15,9 @@
 //                                                     variant: column | row (tensor parallel style;
 //                                                     empty = replicated over tp)
 //   embedding   vocab, dim                            variant: vocab (vocab-parallel under tp)
-//   norm        dim                                   variant: rmsnorm | layernorm
+//   norm        dim, heads (vectors of `dim` normalised per token, 0 = 1: a per-head norm such
+//               as Qwen3's q_norm / k_norm over [tokens, heads, head_dim]; split over tp)
+//                                                     variant: rmsnorm | layernorm
 //   activation  dim, gated (0/1: SwiGLU-style product of two branches)
 //                                                     variant: silu | gelu | gelu_tanh | relu
 //   attention   heads, kv_heads, head_dim, v_head_dim (0 = head_dim), causal (0/1),

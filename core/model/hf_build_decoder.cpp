@@ -80,8 +80,8 @@ class DecoderBuilder {
     b_.Linear(a, "v_proj", s_.hidden, kv, s_.qkv_bias, TpStyle::kColumn, true);
     b_.Linear(a, "o_proj", q, s_.hidden, s_.o_bias, TpStyle::kRow, true);
     if (s_.qk_norm) {
-      b_.Norm(a, "q_norm", s_.norm_class, s_.head_dim);
-      b_.Norm(a, "k_norm", s_.norm_class, s_.head_dim);
+      b_.HeadNorm(a, "q_norm", s_.norm_class, s_.head_dim, s_.heads);
+      b_.HeadNorm(a, "k_norm", s_.norm_class, s_.head_dim, s_.kv_heads);
     }
   }
 

@@ -70,6 +70,13 @@ int TreeBuilder::Norm(int parent, std::string name, std::string class_name, int6
   return tree_.AddModule(parent, std::move(m));
 }
 
+int TreeBuilder::HeadNorm(int parent, std::string name, std::string class_name, int64_t head_dim,
+                          int64_t heads) {
+  const int m = Norm(parent, std::move(name), std::move(class_name), head_dim);
+  tree_.modules[m].op->dims["heads"] = heads;
+  return m;
+}
+
 int TreeBuilder::Embedding(int parent, std::string name, std::string class_name, int64_t rows,
                            int64_t dim, std::string id) {
   Module m = MakeModule(std::move(name), std::move(class_name));

@@ -43,6 +43,10 @@ class TreeBuilder {
   // A norm with weight [dim] (+ bias for a LayerNorm that has one).
   int Norm(int parent, std::string name, std::string class_name, int64_t dim,
            std::string variant = "rmsnorm", bool bias = false);
+  // A per-head RMSNorm with weight [head_dim] applied to [tokens, heads, head_dim] (Qwen3's
+  // q_norm / k_norm): its tensors are heads times the weight's size.
+  int HeadNorm(int parent, std::string name, std::string class_name, int64_t head_dim,
+               int64_t heads);
   // An embedding table [rows, dim], vocab-parallel (Shard(0)) under tp; `id` ties it.
   int Embedding(int parent, std::string name, std::string class_name, int64_t rows, int64_t dim,
                 std::string id = "");

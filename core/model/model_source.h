@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/model/dtype.h"
+#include "core/model/saved_tensors.h"
 #include "core/model/tree.h"
 #include "core/util/status.h"
 
@@ -23,6 +24,9 @@ struct ModelSource {
   Kind kind = Kind::kBuiltin;
   std::string name_or_path;      // built-in name, or a path already resolved against the scenario
   nlohmann::json inline_config;  // kHfInline only
+  // model.implementation: whose module code runs it (transformers for HF configs and exported
+  // trees unless the scenario says torchtitan); sets what autograd saves (saved_tensors.h).
+  Implementation implementation = Implementation::kTransformers;
 };
 
 struct ModelBuildOptions {

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <string>
 
+#include "core/model/loss_region.h"
+
 // Conventions of the closed forms (all per rank, one micro-batch):
 // - tokens = batch · ceil(seq / cp): context parallelism splits the sequence.
 // - FLOPs count matrix multiplies and the attention core only (the figures MFU counts); norms,
@@ -49,6 +51,14 @@ Shape MakeShape(const OpContext& ctx) {
   return s;
 }
 
+// The saved-tensor figures of `op` (its rule in core/model/saved_tensors.cpp) at `dims`.
+void SetSaved(const OpDescriptor& op, const OpContext& ctx, const SavedDims& dims, OpCost& c) {
+  const SavedTensorRule* rule = FindSavedTensorRule(op.kind, op.variant, ctx.implementation);
+  if (rule == nullptr) return;
+  c.saved_bytes_none = SavedBytes(rule->saved, dims, ctx.compute_dtype);
+  c.saved_bytes_selective = SavedBytes(rule->sac_kept, dims, ctx.compute_dtype);
+}
+
 // Each kind describes its work (op_work.h) and the memory figures the schedule needs; the
 // FLOP / byte / launch figures are then derived from the description alone (FiguresOf).
 OpCost Linear(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
@@ -65,8 +75,12 @@ OpCost Linear(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work
   const int64_t b = s.act_bytes;
   OpCost c;
   c.input_bytes = s.tokens * in * b;
-  c.saved_bytes_none = op.dim("shared_input") ? 0 : c.input_bytes;
-  c.saved_bytes_selective = s.tokens * out * b;  // the matmul output is kept
+  SavedDims d;
+  d.tokens = s.tokens;
+  d.in = in;
+  d.out = out;
+  d.shared_input = op.dim("shared_input") != 0;
+  SetSaved(op, ctx, d, c);
   return c;
 }
 
@@ -79,16 +93,22 @@ OpCost Embedding(const OpDescriptor& op, const OpContext& ctx, const Shape& s, W
   work = e;
   OpCost c;
   c.input_bytes = s.tokens * DTypeBytes(DType::kInt64);  // the token ids
-  c.saved_bytes_none = c.input_bytes;
-  c.saved_bytes_selective = c.input_bytes;
+  SavedDims d;
+  d.tokens = s.tokens;
+  SetSaved(op, ctx, d, c);
   return c;
 }
 
 OpCost Norm(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& work) {
   const int64_t dim = op.dim("dim");
-  // RMSNorm keeps one fp32 statistic per token (rstd); LayerNorm two (mean, rstd).
-  const int64_t stats = (op.variant == "layernorm" ? 8 : 4) * s.seq_tokens;
-  const int64_t elems = s.seq_tokens * dim;
+  // A per-head norm (Qwen3's q_norm / k_norm) normalises `heads` vectors of `dim` per token,
+  // inside the tensor-parallel region: its heads are split over tp, its tokens are not.
+  const bool per_head = op.dim("heads") > 0;
+  const int64_t heads = per_head ? CeilDiv(op.dim("heads"), ctx.tp) : 1;
+  const int64_t tokens = per_head ? s.tokens : s.seq_tokens;
+  // RMSNorm keeps one fp32 statistic per vector (rstd); LayerNorm two (mean, rstd).
+  const int64_t stats = (op.variant == "layernorm" ? 8 : 4) * tokens * heads;
+  const int64_t elems = tokens * heads * dim;
   const int64_t input = elems * s.act_bytes;
   const int64_t residual_fwd = 3 * elems * s.act_bytes, residual_bwd = 3 * elems * s.act_bytes;
   EltwiseWork e;
@@ -110,8 +130,11 @@ OpCost Norm(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& 
   work = e;
   OpCost c;
   c.input_bytes = input;
-  c.saved_bytes_none = c.input_bytes + stats;
-  c.saved_bytes_selective = 0;  // recomputed from the block input and saved matmul outputs
+  SavedDims d;
+  d.tokens = tokens;
+  d.heads = heads;
+  d.dim = heads * dim;
+  SetSaved(op, ctx, d, c);  // selective: recomputed from the block input and matmul outputs
   return c;
 }
 
@@ -133,8 +156,11 @@ OpCost Activation(const OpDescriptor& op, const OpContext& ctx, const Shape& s, 
   work = e;
   OpCost c;
   c.input_bytes = branches * one;
-  c.saved_bytes_none = c.input_bytes;
-  c.saved_bytes_selective = 0;  // its inputs are matmul outputs, already kept
+  SavedDims d;
+  d.tokens = s.tokens;
+  d.dim = dim;
+  d.branches = branches;
+  SetSaved(op, ctx, d, c);  // selective: its inputs are matmul outputs, already kept
   return c;
 }
 
@@ -156,13 +182,18 @@ OpCost Attention(const OpDescriptor& op, const OpContext& ctx, const Shape& s, W
   const int64_t k = s.tokens * a.kv_heads * a.head_dim * b;
   const int64_t v = s.tokens * a.kv_heads * a.v_head_dim * b;
   const int64_t o = s.tokens * a.heads * a.v_head_dim * b;
-  const int64_t lse = s.tokens * a.heads * 4;  // fp32 log-sum-exp per query and head
+  (void)o;
   OpCost c;
   c.input_bytes = q + k + v;
-  c.saved_bytes_none = q + k + v + o + lse;
-  // q, k, v are the projections' outputs, counted (or recomputed) there; the fused kernel's
+  SavedDims d;
+  d.tokens = s.tokens;
+  d.heads = a.heads;
+  d.kv_heads = a.kv_heads;
+  d.head_dim = a.head_dim;
+  d.v_head_dim = a.v_head_dim;
+  // selective: q, k, v are recomputed from the projections' kept outputs; the fused kernel's
   // own outputs are o and the log-sum-exp.
-  c.saved_bytes_selective = o + lse;
+  SetSaved(op, ctx, d, c);
   return c;
 }
 
@@ -178,9 +209,12 @@ OpCost Router(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work
   const int64_t b = s.act_bytes;
   OpCost c;
   c.input_bytes = s.tokens * dim * b;
-  const int64_t probs = s.tokens * experts * 4;  // softmax/sigmoid scores in fp32
-  c.saved_bytes_none = (op.dim("shared_input") ? 0 : c.input_bytes) + probs;
-  c.saved_bytes_selective = s.tokens * experts * b;  // the logits (a matmul output)
+  SavedDims d;
+  d.tokens = s.tokens;
+  d.dim = dim;
+  d.experts = experts;
+  d.shared_input = op.dim("shared_input") != 0;
+  SetSaved(op, ctx, d, c);
   return c;
 }
 
@@ -197,10 +231,14 @@ OpCost Experts(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Wor
   const int64_t routed = g.routed_tokens, b = s.act_bytes;
   OpCost c;
   c.input_bytes = routed * g.dim * b;  // the permuted copy of the routed tokens
-  // Saved: permuted input, gate/up outputs (the activation's input), the activation output
-  // (down's input), and the routing weights.
-  c.saved_bytes_none = routed * (g.dim + g.branches * g.ffn + g.ffn) * b + s.tokens * top_k * 4;
-  c.saved_bytes_selective = routed * (g.branches * g.ffn + g.dim) * b;  // grouped-GEMM outputs
+  SavedDims d;
+  d.tokens = s.tokens;
+  d.routed = routed;
+  d.dim = g.dim;
+  d.ffn = g.ffn;
+  d.branches = g.branches;
+  d.top_k = top_k;
+  SetSaved(op, ctx, d, c);
   return c;
 }
 
@@ -213,11 +251,18 @@ OpCost Loss(const OpDescriptor& op, const OpContext& ctx, const Shape& s, Work& 
   work = l;
   const int64_t logits = s.tokens * l.vocab;
   OpCost c;
-  // Transient, freed once backward has consumed the gradient of the logits: the logits in the
-  // compute dtype, their fp32 copy and the fp32 log-probabilities log_softmax saves (the
-  // forward peak; backward holds log-probs, their gradient and the input gradient, alike).
-  c.workspace_bytes = logits * (s.act_bytes + 2 * 4);
+  // The loss region as eager PyTorch allocates it (loss_region.h, docs/memory.md): forward's
+  // transients beside the fp32 log-probabilities log_softmax saves; backward holds those, their
+  // gradient and the fp32 logits' gradient: three fp32 [tokens, vocab] tensors, the logits
+  // themselves long freed.
+  const LossRegion region = LossRegionTensors(l);
+  for (int64_t b : region.forward) c.workspace_bytes += b;
+  for (int64_t b : region.backward) c.backward_workspace_bytes += b;
   c.input_bytes = logits * s.act_bytes;
+  SavedDims d;
+  d.tokens = s.tokens;
+  d.vocab = l.vocab;
+  SetSaved(op, ctx, d, c);
   return c;
 }
 

@@ -17,6 +17,7 @@
 #include "core/model/descriptor.h"
 #include "core/model/dtype.h"
 #include "core/model/op_work.h"
+#include "core/model/saved_tensors.h"
 #include "core/util/status.h"
 
 namespace shardscope {
@@ -47,6 +48,9 @@ struct OpContext {
   bool sequence_parallel = false;  // norms/elementwise see seq / tp tokens
   bool loss_parallel = false;      // logits stay sharded over the vocabulary under tp
   DType compute_dtype = DType::kBFloat16;
+  // Whose module code runs (scenario model.implementation): what autograd saves follows it
+  // (core/model/saved_tensors.h).
+  Implementation implementation = Implementation::kTransformers;
 };
 
 // Work figures (FLOPs, bytes, launches, GEMM shape: FiguresOf of the module's description)
@@ -70,13 +74,17 @@ struct OpCost {
   int bwd_kernels = 0;
   // Matrix-multiply shape (m×k · k×n) for the efficiency curve; 0 for non-matmul ops.
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
-  // Bytes this op saves for backward when nothing is recomputed (mode none), and under
-  // selective_op (matmul and attention outputs kept, cheap elementwise results recomputed;
-  // attention keeps only its own outputs: q, k, v are the projections' saved outputs).
+  // Bytes this op saves for backward when nothing is recomputed (mode none: the `saved` list
+  // of its saved-tensor rule), and what torchtitan's op-level SAC stores of it (`sac_kept`:
+  // matmul and attention outputs; cheap elementwise results recomputed).
   int64_t saved_bytes_none = 0;
   int64_t saved_bytes_selective = 0;
-  // Transient workspace during forward (attention, logits); freed when the op ends.
+  // Transient workspace during forward (attention, the loss's logits and their fp32 copy);
+  // freed when the op ends.
   int64_t workspace_bytes = 0;
+  // Transient workspace during backward (the loss: the gradients of the log-probabilities and
+  // of the fp32 logits, live together with the saved log-probabilities).
+  int64_t backward_workspace_bytes = 0;
   // Size of the op's input activation (what `full` checkpointing keeps at a unit boundary).
   int64_t input_bytes = 0;
 };

@@ -15,11 +15,11 @@ void CollectMembers(const std::vector<UnitWork>& work, int u, std::vector<int>& 
   }
 }
 
-// Input activation of a unit: its first item's input, or its first nested unit's.
+// Input activation of a unit: its first item's input, or its first nested unit's block input.
 int64_t FirstInputBytes(const std::vector<UnitWork>& work, int u) {
   for (const WorkEntry& e : work[u].entries) {
     if (e.kind == WorkEntry::Kind::kItem) return e.item.cost.input_bytes;
-    if (e.kind == WorkEntry::Kind::kUnit) return FirstInputBytes(work, e.unit);
+    if (e.kind == WorkEntry::Kind::kUnit) return work[e.unit].input_bytes;
   }
   return 0;
 }

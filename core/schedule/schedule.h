@@ -139,6 +139,12 @@ struct Buffer {
   MemoryEffect::When alloc_when = MemoryEffect::When::kStart;
   int free_op = -1;  // op whose `free_when` frees it; -1: live past the step
   MemoryEffect::When free_when = MemoryEffect::When::kEnd;
+  // kUnshardedGrads: the FQNs (plan order) of the parameters whose unsharded gradients it
+  // holds, one after another, each as UnshardedGradBytes sizes it (unit_sizes.h); a unit's
+  // gradients may come in several buffers, one per backward chunk that produces them. The
+  // replicate gradients list the unit's replicate params (whole tensors). Empty: the
+  // accumulator of micro-steps without sync (reduce dtype, the whole unit).
+  std::vector<std::string> grads_of;
 };
 
 // NCCL reduction of a collective; kNone for data movement (all-gather, all-to-all, p2p).

@@ -414,6 +414,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   ctx.sequence_parallel = options.sequence_parallel && options.tp > 1;
   ctx.loss_parallel = options.loss_parallel;
   ctx.compute_dtype = ComputeDType(plan);
+  ctx.implementation = options.implementation;
   SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work,
                       BuildUnitWork(tree, plan, options, ctx, wg0, s.modules));
   SS_ASSIGN_OR_RETURN(ModelChunks chunks,

@@ -53,6 +53,8 @@ struct ScheduleOptions {
   int grad_accum = 1;       // micro-steps per optimizer step
   ActivationCheckpoint activation_checkpoint;
   std::string optimizer = "adamw";  // adamw | adam | sgd
+  // model.implementation: whose module code runs (what autograd saves, saved_tensors.h)
+  Implementation implementation = Implementation::kTransformers;
   // cluster.*
   int world_size = 1;
   int gpus_per_node = 8;

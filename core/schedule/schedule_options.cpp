@@ -11,6 +11,7 @@ ScheduleOptions ScheduleOptionsFromScenario(const Scenario& scenario) {
   o.seq_len = t.seq_len;
   o.grad_accum = t.grad_accum;
   o.activation_checkpoint = t.activation_checkpoint;
+  o.implementation = scenario.model.implementation;
   o.optimizer = std::string(OptimizerName(t.optimizer));
   o.world_size = scenario.cluster.world_size();
   o.gpus_per_node = scenario.cluster.gpus_per_node;

@@ -6,6 +6,9 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <variant>
+
+#include "core/model/loss_region.h"
 
 // FSDP2 behaviour modelled here (torch/distributed/fsdp/_fully_shard/, read for this file):
 // - Issue timing (schedule.h rule 4). The host runs ahead of the GPU, so an all-gather waits
@@ -81,7 +84,9 @@ struct UnitState {
   bool gathered = false;
   int params_buffer = -1;
   int ready_op = -1;  // compute waits for this op before using the parameters
-  int grad_buffer = -1;
+  int grad_buffer = -1;  // the unsharded gradients of the first chunk to run backward
+  std::vector<int> later_grad_buffers;  // those of the unit's later backward chunks
+  std::vector<char> grad_group_allocated;  // per GradGroups entry, this micro-step
   int replicate_grad_buffer = -1;
   int accum_buffer = -1;
   int recompute_buffer = -1;
@@ -89,7 +94,6 @@ struct UnitState {
   // each chunk's saved activations and the loss's logits.
   std::map<int, int> input_buffer;
   std::map<int, std::vector<int>> chunk_activation_buffers;
-  std::map<int, std::vector<int>> chunk_loss_buffers;
   bool grads_allocated = false;
   bool copy_out_pending = false;  // an all-gather ran; its copy-out is not emitted yet
   // reshard_after_forward = d: the 1/d slice kept after forward (FSDP2's
@@ -155,6 +159,7 @@ class RoleEmitter::Impl {
     segments_.resize(n);
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
+    grad_groups_.resize(n);
     for (int u : role_units_) Segment(u);
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
@@ -209,16 +214,21 @@ class RoleEmitter::Impl {
       ++mm_count;
       recomputed_mm_[u][i] = every_mm > 0 && mm_count % every_mm == 0;
     }
+    bool close_chunk = false;
     for (size_t i = 0; i < w.entries.size(); ++i) {
       const WorkEntry& e = w.entries[i];
       if (e.kind == WorkEntry::Kind::kItem) {
-        if (segs.empty() || segs.back().kind != Segment::Kind::kChunk) {
+        // The loss runs as its own op each way (the loss region: its backward runs before any
+        // parameter gradient of the unit exists).
+        const bool own_chunk = e.item.kind == OpKind::kLoss;
+        if (segs.empty() || segs.back().kind != Segment::Kind::kChunk || own_chunk || close_chunk) {
           struct Segment c;
           c.kind = Segment::Kind::kChunk;
           c.chunk = chunks_[u]++;
           segs.push_back(std::move(c));
         }
         segs.back().entries.push_back(static_cast<int>(i));
+        close_chunk = own_chunk;
       } else {
         struct Segment c;
         c.kind = e.kind == WorkEntry::Kind::kComm ? Segment::Kind::kComm : Segment::Kind::kUnit;
@@ -523,11 +533,10 @@ class RoleEmitter::Impl {
     for (const std::string& target : Unit(u).forward_prefetch) Prefetch(u, target);
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
-    std::vector<int>& loss = st.chunk_loss_buffers[micro_];
     act.assign(chunks_[u], -1);
-    loss.assign(chunks_[u], -1);
     std::map<std::string, int> counters;
     const CheckpointMode mode = ModeOf(u);
+    bool root_post_forward = false;
     for (const struct Segment& seg : segments_[u]) {
       if (seg.kind == Segment::Kind::kUnit) {
         Forward(seg.unit);
@@ -537,9 +546,11 @@ class RoleEmitter::Impl {
         EmitComms(u, "fwd", in_.work[u].entries[seg.entries[0]].fwd, counters);
         continue;
       }
+      // A loss outside the model runs after the root's forward has returned.
+      if (LossOutsideRoot(u) && LossOnly(u, seg)) root_post_forward = RootPostForward(u);
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
-      int64_t saved_bytes = 0, workspace = 0, loss_workspace = 0;
+      int64_t saved_bytes = 0, workspace = 0;
       op.items.reserve(seg.entries.size());
       for (int e : seg.entries) {
         const ComputeItem& item = in_.work[u].entries[e].item;
@@ -549,11 +560,11 @@ class RoleEmitter::Impl {
         } else if (!recomputed_mm_[u][e]) {
           saved_bytes += item.cost.saved_bytes_selective;
         }
-        if (item.kind == OpKind::kLoss) {
-          loss_workspace += item.cost.workspace_bytes;
-        } else {
-          workspace = std::max(workspace, item.cost.workspace_bytes);
-        }
+        // The loss's logits and their fp32 copy are transient, one buffer each (what the
+        // allocator sees); what it keeps for backward (the fp32 log-probabilities) is in its
+        // saved bytes.
+        if (item.kind == OpKind::kLoss) continue;
+        workspace = std::max(workspace, item.cost.workspace_bytes);
       }
       if (mode == CheckpointMode::kFull) saved_bytes = 0;
       if (mode == CheckpointMode::kFull || mode == CheckpointMode::kSelectiveOp) {
@@ -564,11 +575,10 @@ class RoleEmitter::Impl {
       }
       act[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kActivations, saved_bytes,
                              in_.compute_dtype, u);
-      loss[seg.chunk] = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                              loss_workspace, DType::kUInt8, u);
       int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
                      DType::kUInt8, u);
       Free(op, MemoryEffect::When::kEnd, ws);
+      AllocLossTensors(u, seg, op, /*backward=*/false);
       PushCompute(std::move(op), u);
     }
     // Post-forward: reshard (the root keeps its parameters into backward), to the full shard
@@ -586,13 +596,33 @@ class RoleEmitter::Impl {
       Reshard(u, end);
     }
     post_forward_order_[in_.chunk_of[u]].push_back(u);
-    if (IsRoot(u) && last_compute_ >= 0) {
-      // The forward root's post-forward releases the last retained all-gather output.
-      Free(s_.ops[last_compute_], MemoryEffect::When::kEnd, retained_buffer_);
-      if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
-      retained_copy_out_ = -1;
-    }
+    if (!root_post_forward) RootPostForward(u);
     phase_ = saved;
+  }
+
+  // The forward root's post-forward releases the last retained all-gather output; true when
+  // u is the root.
+  bool RootPostForward(int u) {
+    if (!IsRoot(u) || last_compute_ < 0) return false;
+    Free(s_.ops[last_compute_], MemoryEffect::When::kEnd, retained_buffer_);
+    if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
+    retained_copy_out_ = -1;
+    return true;
+  }
+
+  // Where the loss runs (model.implementation): transformers computes it inside the root's
+  // forward (from labels), torchtitan outside the model, on its output. FSDP2's root hooks
+  // follow: the post-forward comes after the loss or before it, and the pre-backward hook,
+  // registered on the root's outputs, fires on the loss or on the logits' gradient, after the
+  // loss backward.
+  bool LossOutsideRoot(int u) const {
+    return IsRoot(u) && in_.options->implementation == Implementation::kTorchtitan;
+  }
+  bool LossOnly(int u, const struct Segment& seg) const {
+    if (seg.kind != Segment::Kind::kChunk || seg.entries.empty()) return false;
+    return std::all_of(seg.entries.begin(), seg.entries.end(), [&](int e) {
+      return in_.work[u].entries[e].item.kind == OpKind::kLoss;
+    });
   }
 
   void EmitComms(int u, std::string_view phase, const std::vector<CommSpec>& comms,
@@ -637,11 +667,18 @@ class RoleEmitter::Impl {
   // ----- backward -----
   void Backward(int u) {
     phase_ = Phase::kBackward;
-    UnitState& st = state_[u];
+    const auto& segs = segments_[u];
+    auto it = segs.rbegin();
+    int bwd_chunk = 0;
+    // A loss outside the model runs its backward before the root's pre-backward hook fires.
+    if (LossOutsideRoot(u)) {
+      for (; it != segs.rend() && LossOnly(u, *it); ++it) BackwardChunk(u, *it, bwd_chunk++);
+    }
     // Pre-backward: unshard, copy out, then prefetch: the explicit list replaces the implicit
     // one-ahead prefetch, an empty one keeps it (FSDPState._pre_backward's default_prefetch),
     // so depth 0 is FSDP2's default and backward prefetch never stops. The root's list is
-    // empty: its hook prefetches the last unit as backward begins, before the loss backward.
+    // empty: its hook prefetches the last unit as backward begins (before the loss backward
+    // when the loss is inside the root).
     Unshard(u);
     CopyOut(u);
     if (Unit(u).backward_prefetch.empty()) {
@@ -649,12 +686,9 @@ class RoleEmitter::Impl {
     } else {
       for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
     }
-    const CheckpointMode mode = ModeOf(u);
-    if (mode == CheckpointMode::kFull) Recompute(u);
+    if (ModeOf(u) == CheckpointMode::kFull) Recompute(u);
     std::map<std::string, int> counters;
-    const auto& segs = segments_[u];
-    int bwd_chunk = 0;
-    for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+    for (; it != segs.rend(); ++it) {
       if (it->kind == Segment::Kind::kUnit) {
         Backward(it->unit);
         phase_ = Phase::kBackward;
@@ -664,38 +698,66 @@ class RoleEmitter::Impl {
         EmitComms(u, "bwd", in_.work[u].entries[it->entries[0]].bwd, counters);
         continue;
       }
-      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("bwd", u, op_what::kCompute, bwd_chunk++), "backward", u);
-      int64_t workspace = 0;
-      // selective_op may add a recomputed item before each backward one.
-      op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * it->entries.size());
-      for (auto e = it->entries.rbegin(); e != it->entries.rend(); ++e) {
-        const ComputeItem& fwd = in_.work[u].entries[*e].item;
-        if (mode == CheckpointMode::kSelectiveOp &&
-            (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
-             recomputed_mm_[u][*e])) {
-          ComputeItem again = fwd;
-          again.recompute = true;
-          op.items.push_back(std::move(again));
-        }
-        ComputeItem item = fwd;
-        item.backward = true;
-        op.items.push_back(std::move(item));
-        if (fwd.kind != OpKind::kLoss) workspace = std::max(workspace, fwd.cost.workspace_bytes);
-      }
-      AllocGrads(u, op, MemoryEffect::When::kStart);
-      if (mode == CheckpointMode::kSelectiveOp && bwd_chunk == 1) {
-        st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
-                                    SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
-      }
-      int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
-                     DType::kUInt8, u);
-      Free(op, MemoryEffect::When::kEnd, ws);
-      Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][it->chunk]);
-      Free(op, MemoryEffect::When::kEnd, st.chunk_loss_buffers[micro_][it->chunk]);
-      PushCompute(std::move(op), u);
+      BackwardChunk(u, *it, bwd_chunk++);
     }
     PostBackward(u);
+  }
+
+  // The backward of one chunk of u's own items (`index`: its position in u's backward).
+  void BackwardChunk(int u, const struct Segment& seg, int index) {
+    UnitState& st = state_[u];
+    const CheckpointMode mode = ModeOf(u);
+    ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
+                          Id("bwd", u, op_what::kCompute, index), "backward", u);
+    int64_t workspace = 0;
+    // selective_op may add a recomputed item before each backward one.
+    op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * seg.entries.size());
+    bool only_loss = true;  // the loss region: no parameter gradient exists yet
+    for (auto e = seg.entries.rbegin(); e != seg.entries.rend(); ++e) {
+      const ComputeItem& fwd = in_.work[u].entries[*e].item;
+      if (mode == CheckpointMode::kSelectiveOp &&
+          (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
+           recomputed_mm_[u][*e])) {
+        ComputeItem again = fwd;
+        again.recompute = true;
+        op.items.push_back(std::move(again));
+      }
+      ComputeItem item = fwd;
+      item.backward = true;
+      op.items.push_back(std::move(item));
+      if (fwd.kind != OpKind::kLoss) {
+        workspace = std::max(workspace, std::max(fwd.cost.workspace_bytes,
+                                                 fwd.cost.backward_workspace_bytes));
+      }
+      only_loss = only_loss && fwd.kind == OpKind::kLoss;
+    }
+    if (!only_loss) AllocGrads(u, op, MemoryEffect::When::kStart, seg.chunk);
+    if (mode == CheckpointMode::kSelectiveOp && index == 0) {
+      st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
+                                  SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
+    }
+    int ws =
+        Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace, DType::kUInt8, u);
+    Free(op, MemoryEffect::When::kEnd, ws);
+    AllocLossTensors(u, seg, op, /*backward=*/true);
+    Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][seg.chunk]);
+    PushCompute(std::move(op), u);
+  }
+
+  // The loss region's transients (loss_region.h) of the chunk's loss items, one buffer per
+  // tensor, live while the op runs.
+  void AllocLossTensors(int u, const struct Segment& seg, ScheduleOp& op, bool backward) {
+    for (int e : seg.entries) {
+      const ComputeItem& item = in_.work[u].entries[e].item;
+      const auto* loss = std::get_if<LossWork>(&item.work);
+      if (item.kind != OpKind::kLoss || loss == nullptr) continue;
+      const LossRegion region = LossRegionTensors(*loss);
+      for (int64_t bytes : backward ? region.backward : region.forward) {
+        int b = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, bytes,
+                      DType::kUInt8, u);
+        Free(op, MemoryEffect::When::kEnd, b);
+      }
+    }
   }
 
   // What selective_op's recomputation regenerates for u's backward: everything mode none
@@ -748,14 +810,93 @@ class RoleEmitter::Impl {
     }
   }
 
-  void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
+  // Unsharded gradients appear as autograd produces them (FSDP2 leaves each parameter's .grad
+  // to autograd until post-backward): a chunk's backward allocates the gradients of the
+  // parameters its modules own; the unit's first allocation also takes those of parameters no
+  // item owns and the replicate gradients; chunk -1 (post-backward) whatever is left. A unit
+  // of one chunk (a decoder layer) allocates all at its backward's start, as before; the root
+  // allocates its head's gradients at the head's backward and the embedding's at the end.
+  // Each buffer names the parameters it holds (Buffer::grads_of), which the executor follows.
+  void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when, int chunk = -1) {
     UnitState& st = state_[u];
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
-    st.grad_buffer = Alloc(op, when, MemCategory::kUnshardedGrads, z.grad_bytes, z.gather_dtype, u);
-    st.replicate_grad_buffer =
-        Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
-    st.grads_allocated = true;
+    const std::vector<GradGroup>& groups = GradGroups(u);
+    std::vector<char>& taken = st.grad_group_allocated;
+    taken.resize(groups.size(), 0);
+    const bool first = std::none_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
+    std::vector<int> params;
+    int64_t bytes = 0;
+    auto take = [&](size_t g) {
+      if (taken[g]) return;
+      taken[g] = 1;
+      params.insert(params.end(), groups[g].params.begin(), groups[g].params.end());
+      bytes += groups[g].bytes;
+    };
+    if (chunk >= 0) {
+      take(static_cast<size_t>(chunk));
+      if (first) take(groups.size() - 1);
+    } else {
+      for (size_t g = 0; g < groups.size(); ++g) take(g);
+    }
+    std::sort(params.begin(), params.end());
+    const int buffer = Alloc(op, when, MemCategory::kUnshardedGrads, bytes, z.gather_dtype, u);
+    if (buffer >= 0) {
+      for (int p : params) s_.buffers[buffer].grads_of.push_back(Unit(u).params[p].fqn);
+      (st.grad_buffer < 0 ? st.grad_buffer : st.later_grad_buffers.emplace_back()) = buffer;
+    }
+    if (first) {
+      st.replicate_grad_buffer =
+          Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
+      if (st.replicate_grad_buffer >= 0) {
+        for (const ParamPlan& p : Unit(u).replicate_params) {
+          if (p.requires_grad) s_.buffers[st.replicate_grad_buffer].grads_of.push_back(p.fqn);
+        }
+      }
+    }
+    st.grads_allocated = std::all_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
+  }
+  void FreeGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
+    UnitState& st = state_[u];
+    Free(op, when, st.grad_buffer);
+    for (int& b : st.later_grad_buffers) Free(op, when, b);
+    st.later_grad_buffers.clear();
+    st.grad_group_allocated.clear();
+  }
+
+  // Per chunk, the unit's parameters (indices into UnitPlan::params) whose modules the chunk
+  // runs and the bytes of their unsharded gradients; back(): those no item owns. A tied
+  // parameter belongs to the chunk that reaches it first in backward.
+  struct GradGroup {
+    std::vector<int> params;
+    int64_t bytes = 0;
+  };
+  const std::vector<GradGroup>& GradGroups(int u) {
+    std::vector<GradGroup>& groups = grad_groups_[u];
+    if (!groups.empty()) return groups;
+    std::map<std::string, int> chunk_of_module;
+    for (const struct Segment& seg : segments_[u]) {
+      if (seg.kind != Segment::Kind::kChunk) continue;
+      for (int e : seg.entries)
+        chunk_of_module[s_.modules[in_.work[u].entries[e].item.module]] = seg.chunk;
+    }
+    groups.resize(chunks_[u] + 1);
+    const UnitPlan& unit = Unit(u);
+    for (size_t i = 0; i < unit.params.size(); ++i) {
+      const ParamPlan& p = unit.params[i];
+      if (!p.requires_grad) continue;
+      int chunk = -1;
+      for (const std::string& fqn :
+           p.aliases.empty() ? std::vector<std::string>{p.fqn} : p.aliases) {
+        const size_t dot = fqn.rfind('.');
+        auto it = chunk_of_module.find(dot == std::string::npos ? "" : fqn.substr(0, dot));
+        if (it != chunk_of_module.end()) chunk = std::max(chunk, it->second);
+      }
+      GradGroup& g = groups[chunk < 0 ? chunks_[u] : chunk];
+      g.params.push_back(static_cast<int>(i));
+      g.bytes += UnshardedGradBytes(unit, p, in_.sizes[u].shard_group);
+    }
+    return groups;
   }
 
   void PostBackward(int u) {
@@ -775,7 +916,6 @@ class RoleEmitter::Impl {
       st.input_buffer.erase(in);
     }
     st.chunk_activation_buffers.erase(micro_);
-    st.chunk_loss_buffers.erase(micro_);
     if (reshard) Reshard(u, end);
     st.grads_allocated = false;
     if (!reduce) {
@@ -786,7 +926,7 @@ class RoleEmitter::Impl {
         st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum,
                                 z.reduce_dtype, u);
       }
-      Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
+      FreeGrads(u, s_.ops[last], MemoryEffect::When::kEnd);
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
       return;
     }
@@ -824,7 +964,7 @@ class RoleEmitter::Impl {
         rs.collective.input_buffer = in_buffer;
         rs.collective.output_buffer = out_buffer;
         Free(rs, MemoryEffect::When::kEnd, in_buffer);
-        Free(rs, MemoryEffect::When::kEnd, st.grad_buffer);
+        FreeGrads(u, rs, MemoryEffect::When::kEnd);
         Free(rs, MemoryEffect::When::kEnd, st.accum_buffer);
         // The compute stream waits for the previous reduce-scatter before issuing this one.
         if (prev_reduce_scatter_ >= 0) barrier_.push_back(prev_reduce_scatter_);
@@ -835,7 +975,7 @@ class RoleEmitter::Impl {
         ScheduleOp& e = s_.ops[last];
         out_buffer = Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers,
                            z.reduce_out_bytes, z.reduce_dtype, u);
-        Free(e, MemoryEffect::When::kEnd, st.grad_buffer);
+        FreeGrads(u, e, MemoryEffect::When::kEnd);
         Free(e, MemoryEffect::When::kEnd, st.accum_buffer);
         reduced = last;
       }
@@ -854,7 +994,7 @@ class RoleEmitter::Impl {
       }
       reduced = FinishReduced(u, reduced, out_buffer, z.reduce_out_bytes, op_what::kD2H);
     } else {
-      Free(s_.ops[last], MemoryEffect::When::kEnd, st.grad_buffer);
+      FreeGrads(u, s_.ops[last], MemoryEffect::When::kEnd);
       Free(s_.ops[last], MemoryEffect::When::kEnd, st.accum_buffer);
     }
     if (z.replicate_grad_bytes > 0) {
@@ -978,6 +1118,7 @@ class RoleEmitter::Impl {
   std::vector<std::vector<char>>
       recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
+  std::vector<std::vector<GradGroup>> grad_groups_;  // per unit: GradGroups
   std::map<std::string, int> index_of_;  // unit FQN → index
   std::vector<int> barrier_;             // deps for the next compute-lane op
   std::vector<int> reductions_;          // ops the end-of-backward wait joins

@@ -66,7 +66,7 @@ UnitSizes ComputeUnitSizes(const UnitPlan& unit) {
     if (gather_dtype != p.dtype) s.cast_in_copy_in = true;
     if (p.requires_grad) {
       s.grad_numel += p.sharded_numel;
-      s.grad_bytes += s.shard_group * p.sharded_numel * gather;
+      s.grad_bytes += UnshardedGradBytes(unit, p, s.shard_group);
       s.reduce_in_bytes += s.shard_group * p.sharded_numel * reduce;
       s.reduce_out_bytes += p.sharded_numel * reduce;
       s.sharded_grad_bytes += p.sharded_numel * own;
@@ -91,6 +91,12 @@ UnitSizes ComputeUnitSizes(const UnitPlan& unit) {
     }
   }
   return s;
+}
+
+int64_t UnshardedGradBytes(const UnitPlan& unit, const ParamPlan& param, int shard_group) {
+  if (!param.requires_grad) return 0;
+  const int64_t gather = DTypeBytes(unit.mixed_precision.param_dtype.value_or(param.dtype));
+  return shard_group * param.sharded_numel * gather;
 }
 
 }  // namespace shardscope

@@ -40,6 +40,10 @@ struct UnitSizes {
 
 UnitSizes ComputeUnitSizes(const UnitPlan& unit);
 
+// Bytes of one sharded parameter's unsharded gradient, its part of grad_bytes: S ·
+// sharded_numel elements (padding rows included) of its gather dtype; 0 without grad.
+int64_t UnshardedGradBytes(const UnitPlan& unit, const ParamPlan& param, int shard_group);
+
 // `bytes` as elements of `dtype`, or as raw bytes (kUInt8) when they are not whole elements
 // (a workspace): how buffers and collectives are typed.
 struct Elements {

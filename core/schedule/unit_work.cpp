@@ -137,9 +137,32 @@ class WorkBuilder {
   bool in_region_ = false;
 };
 
+// The activation entering the unit, what `full` checkpointing keeps: the block's input, not its
+// first item's. Entries follow module registration order, and transformers registers
+// self_attn before input_layernorm, so the first item is the attention core (q + k + v, 1.5x
+// the hidden state of a Llama 3 layer, 3x of a Llama 2 one). In a pre-norm block the first
+// norm that is the unit's own child reads the block's input (nested norms such as Qwen3's
+// q_norm read something else); a unit without one is taken to start with its first item.
+int64_t BlockInputBytes(const std::string& unit_fqn, const std::vector<std::string>& modules,
+                        const UnitWork& work) {
+  const std::string prefix = unit_fqn.empty() ? "" : unit_fqn + ".";
+  for (const WorkEntry& e : work.entries) {
+    if (e.kind != WorkEntry::Kind::kItem || e.item.kind != OpKind::kNorm) continue;
+    const std::string& fqn = modules[e.item.module];
+    if (fqn.size() > prefix.size() && fqn.compare(0, prefix.size(), prefix) == 0 &&
+        fqn.find('.', prefix.size()) == std::string::npos) {
+      return e.item.cost.input_bytes;
+    }
+  }
+  for (const WorkEntry& e : work.entries) {
+    if (e.kind == WorkEntry::Kind::kItem) return e.item.cost.input_bytes;
+  }
+  return 0;
+}
+
 // Moves loss items to the end of the unit (keeping the collective just before each), and
 // orders nested sibling units by execution index while keeping their positions.
-void Arrange(const Plan& plan, UnitWork& work) {
+void Arrange(const Plan& plan, int u, const std::vector<std::string>& modules, UnitWork& work) {
   std::vector<WorkEntry> loss, rest;
   for (size_t i = 0; i < work.entries.size(); ++i) {
     WorkEntry& e = work.entries[i];
@@ -163,12 +186,7 @@ void Arrange(const Plan& plan, UnitWork& work) {
     return plan.units[a].execution_index.value_or(-1) < plan.units[b].execution_index.value_or(-1);
   });
   for (size_t k = 0; k < slots.size(); ++k) work.entries[slots[k]].unit = units[k];
-  for (const WorkEntry& e : work.entries) {
-    if (e.kind == WorkEntry::Kind::kItem) {
-      work.input_bytes = e.item.cost.input_bytes;
-      break;
-    }
-  }
+  work.input_bytes = BlockInputBytes(plan.units[u].fqn, modules, work);
 }
 
 }  // namespace
@@ -227,7 +245,7 @@ Result<std::vector<UnitWork>> BuildUnitWork(const ModelTree& tree, const Plan& p
   for (const Deferred& d : losses) {
     builder.AddModule(*d.op, d.work, d.cost, d.fqn, work[d.unit].entries);
   }
-  for (UnitWork& w : work) Arrange(plan, w);
+  for (size_t u = 0; u < work.size(); ++u) Arrange(plan, static_cast<int>(u), modules, work[u]);
   return work;
 }
 

@@ -40,7 +40,7 @@ struct WorkEntry {
 
 struct UnitWork {
   std::vector<WorkEntry> entries;  // forward order
-  int64_t input_bytes = 0;         // input of the unit's first module (kept by `full` AC)
+  int64_t input_bytes = 0;         // the block's input (kept by `full` AC; unit_work.cpp)
 };
 
 struct WorkGroups {

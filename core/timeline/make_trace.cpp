@@ -38,6 +38,19 @@ void AddMemoryCounters(const Schedule& schedule, const RoleMemory& mem, int rank
   }
 }
 
+// A unit's compute slice carries the unit ("fwd model.layers.3", "recompute root"), so a
+// viewer's slices say what they are without opening their args; other ops keep their name.
+std::string EventName(const ScheduleOp& op) {
+  if (op.name.empty()) return op.op_id;
+  if (op.type != OpType::kCompute || op.lane != Lane::kCompute) return op.name;
+  const Result<OpId> id = ParseOpId(op.op_id);
+  const std::string label = id.ok() && !id->unit.empty() ? id->unit : UnitOpLabel(op.unit);
+  if (op.name == "forward") return fmt::format("fwd {}", label);
+  if (op.name == "backward") return fmt::format("bwd {}", label);
+  if (op.name == "recompute") return fmt::format("recompute {}", label);
+  return op.name;
+}
+
 }  // namespace
 
 double OpFlops(const ScheduleOp& op) {
@@ -68,9 +81,8 @@ Trace MakeTrace(const Schedule& schedule, const Timeline& timeline,
   t.events.reserve(schedule.ops.size());
   for (const Role& role : schedule.roles) {
     t.rank_names[role.rank] = fmt::format("rank {}", role.rank);
-    for (int lane = 1; lane <= kNumLanes; ++lane) {
-      t.lane_names[{role.rank, lane}] = std::string(LaneName(static_cast<Lane>(lane)));
-    }
+    // No lane names: the writer declares the lanes that have work (an empty h2d lane in every
+    // rank is noise in a viewer) and names them by their tid.
     t.AddMarker(role.rank, 0, "step_begin");
   }
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
@@ -79,8 +91,8 @@ Trace MakeTrace(const Schedule& schedule, const Timeline& timeline,
     if (!IsTracedOp(op, timing)) continue;
     const int rank = schedule.roles[op.role].rank;
     const int64_t dur = timing.duration_ns();
-    WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), op.name.empty() ? op.op_id : op.name,
-                             op.op_id, timing.start_ns, dur);
+    WorkEvent& e =
+        t.AddWork(rank, static_cast<int>(op.lane), EventName(op), op.op_id, timing.start_ns, dur);
     if (IsCollective(op.type)) {
       e.bytes = op.bytes;
       e.group_size = op.group >= 0 ? schedule.groups[op.group].size() : 1;

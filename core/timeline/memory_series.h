@@ -45,6 +45,9 @@ struct RoleMemory {
   int64_t peak_allocated_time_ns = 0;
   int peak_allocated_op = -1;  // the op whose effect reached the peak; -1: initial state
   CategoryBytes at_peak_allocated{};
+  // Each category's own maximum over the step (often reached away from the allocated peak:
+  // unsharded parameters in the forward, activations at the loss).
+  CategoryBytes max_bytes{};
   // The allocated peak of each phase (StepPhaseOf the op applying an effect), by StepPhase.
   std::array<PhasePeak, kNumStepPhases> phase_peaks{};
 

@@ -6,13 +6,27 @@
 
 namespace shardscope {
 
+CommPurpose PurposeOf(const Schedule& schedule, const ScheduleOp& op) {
+  const WorkKind kind = WorkKindOf(op);
+  if (op.group >= 0 && op.group < static_cast<int>(schedule.groups.size())) {
+    return PurposeOfDims(schedule.groups[op.group].dims, kind);
+  }
+  return PurposeOfOpId(op.op_id, kind);
+}
+
+WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& timing) {
+  const WorkKind kind = WorkKindOf(op);
+  return {timing.start_ns, timing.end_ns, kind,
+          IsCommunication(kind) ? PurposeOf(schedule, op) : CommPurpose::kNone};
+}
+
 std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role) {
   std::vector<WorkSpan> work;
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const ScheduleOp& op = schedule.ops[i];
     const OpTiming& t = timeline.ops[i];
     if (op.role != role || !IsTracedOp(op, t)) continue;
-    work.push_back({t.start_ns, t.end_ns, WorkKindOf(op)});
+    work.push_back(SpanOf(schedule, op, t));
   }
   return work;
 }
@@ -39,7 +53,7 @@ std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& 
     const ScheduleOp& op = schedule.ops[i];
     const OpTiming& t = timeline.ops[i];
     if (!IsTracedOp(op, t)) continue;
-    work[static_cast<size_t>(op.role)].push_back({t.start_ns, t.end_ns, WorkKindOf(op)});
+    work[static_cast<size_t>(op.role)].push_back(SpanOf(schedule, op, t));
   }
   std::vector<StepAccount> out;
   out.reserve(work.size());

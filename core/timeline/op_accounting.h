@@ -5,6 +5,7 @@
 //
 // Contents:
 //   IsTracedOp    whether an op becomes a trace event (MakeTrace skips zero-length waits)
+//   PurposeOf     what a communication op is for: its group's dims (comm_purpose.h)
 //   RoleWork      one role's traced ops as WorkSpans
 //   AccountRole   StepAccount of one role's step: [0, the end of its last traced op)
 //   AccountRoles  AccountRole of every role, in one pass over the ops
@@ -25,6 +26,12 @@ inline bool IsTracedOp(const ScheduleOp& op, const OpTiming& timing) {
   if (timing.start_ns < 0) return false;
   return !(op.type == OpType::kWait && timing.duration_ns() == 0);
 }
+
+// PurposeOfDims of the op's group; an op without a group (an all-gather's copy-in) by its
+// op_id, as a trace reader sees it. kNone for work that is not communication.
+CommPurpose PurposeOf(const Schedule& schedule, const ScheduleOp& op);
+// The op as the accounting sees it: its WorkKind and purpose.
+WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& timing);
 
 std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role);
 StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role);

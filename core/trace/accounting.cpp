@@ -8,15 +8,19 @@ namespace shardscope {
 
 RankAccounting::RankAccounting(std::span<const WorkSpan> work) {
   std::array<std::vector<Interval>, kNumWorkKinds> raw;
+  std::array<std::vector<Interval>, kNumCommPurposes> raw_purpose;
   first_ns_ = std::numeric_limits<int64_t>::max();
   last_ns_ = std::numeric_limits<int64_t>::min();
   for (const WorkSpan& w : work) {
     if (w.end_ns <= w.start_ns) continue;
     raw[static_cast<int>(w.kind)].push_back({w.start_ns, w.end_ns});
+    if (IsCommunication(w.kind))
+      raw_purpose[static_cast<int>(w.purpose)].push_back({w.start_ns, w.end_ns});
     first_ns_ = std::min(first_ns_, w.start_ns);
     last_ns_ = std::max(last_ns_, w.end_ns);
   }
   for (int k = 0; k < kNumWorkKinds; ++k) by_kind_[k] = UnionOf(std::move(raw[k]));
+  for (int p = 0; p < kNumCommPurposes; ++p) by_purpose_[p] = UnionOf(std::move(raw_purpose[p]));
   compute_ = by_kind_[static_cast<int>(WorkKind::kCompute)];
   IntervalSet copies;
   for (int k = 0; k < kNumWorkKinds; ++k) {
@@ -63,8 +67,26 @@ StepAccount RankAccounting::Window(int64_t start_ns, int64_t end_ns) const {
       a.exposed_by_kind_ns[k] = a.busy_by_kind_ns[k] - IntersectNs(set, compute);
     }
   }
+  for (int p = 0; p < kNumCommPurposes; ++p) {
+    if (by_purpose_[p].empty()) continue;
+    const IntervalSet& set = Clipped(by_purpose_[p], start_ns, end_ns, &other_storage);
+    a.busy_by_purpose_ns[p] = TotalNs(set);
+    a.exposed_by_purpose_ns[p] = a.busy_by_purpose_ns[p] - IntersectNs(set, compute);
+  }
   a.host_ns = a.busy_by_kind_ns[static_cast<int>(WorkKind::kHost)];
   return a;
+}
+
+int64_t RankAccounting::ExposedNs(int64_t start_ns, int64_t end_ns) const {
+  if (end_ns <= start_ns) return 0;
+  // Binary search: one op against the whole step's compute, for every collective of a step.
+  auto it = std::upper_bound(compute_.begin(), compute_.end(), start_ns,
+                             [](int64_t t, const Interval& i) { return t < i.end_ns; });
+  int64_t covered = 0;
+  for (; it != compute_.end() && it->start_ns < end_ns; ++it) {
+    covered += std::min(end_ns, it->end_ns) - std::max(start_ns, it->start_ns);
+  }
+  return (end_ns - start_ns) - covered;
 }
 
 }  // namespace shardscope

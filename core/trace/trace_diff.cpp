@@ -464,13 +464,15 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
     r.metrics.push_back(Compare(f.key, f.unit, a[f.key].get<double>(), b[f.key].get<double>(),
                                 f.to_base, tolerances, f.tol));
   }
-  const auto ca = a.value("comm_s", nlohmann::json::object());
-  const auto cb = b.value("comm_s", nlohmann::json::object());
-  if (ca.is_object() && cb.is_object()) {
+  // Communication by kind and by purpose (FSDP all-gather, TP, ...): reported, not limited.
+  for (const char* group : {"comm_s", "comm_by_purpose_s", "exposed_comm_by_purpose_s"}) {
+    const auto ca = a.value(group, nlohmann::json::object());
+    const auto cb = b.value(group, nlohmann::json::object());
+    if (!ca.is_object() || !cb.is_object()) continue;
     for (const auto& [k, v] : ca.items()) {
       if (cb.contains(k) && v.is_number() && cb[k].is_number()) {
-        r.metrics.push_back(
-            Compare("comm_s." + k, "s", v.get<double>(), cb[k].get<double>(), 1e9, tolerances, ""));
+        r.metrics.push_back(Compare(std::string(group) + "." + k, "s", v.get<double>(),
+                                    cb[k].get<double>(), 1e9, tolerances, ""));
       }
     }
   }

@@ -7,6 +7,7 @@
 #include "core/trace/json_scan.h"
 #include "core/trace/json_text.h"
 #include "core/trace/trace_io.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope::trace_internal {
 
@@ -264,6 +265,13 @@ class Handler {
   }
 
   bool Open(char c) {
+    // The depth guard's limit (json_guard.h), held here so no second pass is needed; the
+    // message comes from CheckJsonText (ParseTraceEvents).
+    if (depth_ >= kMaxJsonDepth) {
+      status_ = InvalidInput(
+          fmt::format("{}: JSON nested deeper than {} levels", source_, kMaxJsonDepth));
+      return false;
+    }
     if (capturing_) {
       capture_.Open(c);
       ++depth_;
@@ -379,7 +387,9 @@ class Handler {
 
 }  // namespace
 
-Status ParseTraceEvents(std::string_view text, const std::string& source, RawEventSink* sink) {
+namespace {
+
+Status Scan(std::string_view text, const std::string& source, RawEventSink* sink) {
   Handler handler(source, sink);
   const bool ok = ScanJson(text, &handler);
   if (!handler.status().ok()) return handler.status();
@@ -387,6 +397,17 @@ Status ParseTraceEvents(std::string_view text, const std::string& source, RawEve
   if (!handler.saw_events())
     return InvalidInput(source + ": traceEvents: missing (expected an array of events)");
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseTraceEvents(std::string_view text, const std::string& source, RawEventSink* sink) {
+  const Status scanned = Scan(text, source, sink);
+  // Valid JSON the scan took is within the depth guard's limits: it refuses nesting beyond
+  // kMaxJsonDepth and numbers beyond a double itself. Only a failed scan runs the guard, whose
+  // message (key path, line) then wins as if it had run first.
+  if (!scanned.ok()) SS_RETURN_IF_ERROR(CheckJsonText(text, source));
+  return scanned;
 }
 
 }  // namespace shardscope::trace_internal

@@ -65,7 +65,9 @@ class RawEventSink {
 };
 
 // Parses `text`; `source` names it in errors. Fails when the text is not JSON, the top level is
-// not an object, traceEvents is missing or not an array, or an entry is not an object.
+// not an object, traceEvents is missing or not an array, or an entry is not an object; and, with
+// CheckJsonText's message (json_guard.h), when it nests deeper than kMaxJsonDepth or holds a
+// number beyond a double: no separate guard pass is needed before it.
 Status ParseTraceEvents(std::string_view text, const std::string& source, RawEventSink* sink);
 
 // Times beyond ±2^61 ns (73 years) are refused, so start + dur and differences of times never

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "core/trace/accounting.h"
+#include "core/trace/comm_purpose.h"
+#include "core/trace/op_id.h"
 #include "core/trace/work_kind.h"
 
 namespace shardscope {
@@ -19,6 +21,56 @@ int64_t Clamp(__int128 v) {
   return static_cast<int64_t>(v);
 }
 
+// The communication events of [start, end) with the most time no compute covers.
+std::vector<StepStats::ExposedOp> ExposedOps(const Trace& trace,
+                                             const std::vector<const WorkEvent*>& events,
+                                             const std::vector<WorkSpan>& work,
+                                             const RankAccounting& accounting, int64_t start,
+                                             int64_t end) {
+  constexpr size_t kMax = 5;
+  struct Candidate {
+    size_t index;
+    int64_t exposed_ns;
+  };
+  std::vector<Candidate> found;
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (!IsCommunication(work[i].kind)) continue;
+    const int64_t lo = std::max(start, work[i].start_ns), hi = std::min(end, work[i].end_ns);
+    const int64_t exposed = accounting.ExposedNs(lo, hi);
+    if (exposed > 0) found.push_back({i, exposed});
+  }
+  std::stable_sort(found.begin(), found.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.exposed_ns != b.exposed_ns) return a.exposed_ns > b.exposed_ns;
+    if (work[a.index].start_ns != work[b.index].start_ns)
+      return work[a.index].start_ns < work[b.index].start_ns;
+    return trace.Str(events[a.index]->op_id) < trace.Str(events[b.index]->op_id);
+  });
+  std::vector<StepStats::ExposedOp> out;
+  for (size_t i = 0; i < found.size() && i < kMax; ++i) {
+    const WorkEvent& e = *events[found[i].index];
+    out.push_back({std::string(trace.Str(e.op_id)), std::string(trace.Str(e.name)),
+                   std::string(CommPurposeName(work[found[i].index].purpose)),
+                   std::min(end, e.end_ns()) - std::max(start, e.start_ns), found[i].exposed_ns});
+  }
+  return out;
+}
+
+// The op_id phase of a compute-lane event as the summary names phases ("" when it has none).
+std::string_view EventPhase(const Trace& trace, const WorkEvent& e) {
+  if (e.op_id == kEmptyStr) return "";
+  const Result<OpId> id = ParseOpId(trace.Str(e.op_id));
+  if (!id.ok()) return "";
+  switch (id->phase) {
+    case OpPhase::kForward:
+      return "forward";
+    case OpPhase::kBackward:
+      return "backward";
+    case OpPhase::kStep:
+      return "optimizer";
+  }
+  return "";
+}
+
 void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>& events,
                std::vector<StepStats>* out) {
   if (events.empty()) return;
@@ -28,7 +80,8 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
   for (const WorkEvent* e : events) {
     first = std::min(first, e->start_ns);
     last = std::max(last, e->end_ns());
-    work.push_back({e->start_ns, e->end_ns(), ClassifyEvent(trace, *e)});
+    const WorkKind kind = ClassifyEvent(trace, *e);
+    work.push_back({e->start_ns, e->end_ns(), kind, EventPurpose(trace, *e, kind)});
   }
   std::vector<int64_t> begins;
   const StrId step_begin = [&] {
@@ -44,7 +97,11 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
   if (begins.empty()) begins.push_back(first);
 
   std::array<bool, kNumWorkKinds> present{};
-  for (const WorkSpan& w : work) present[static_cast<int>(w.kind)] = true;
+  std::array<bool, kNumCommPurposes> purpose_present{};
+  for (const WorkSpan& w : work) {
+    present[static_cast<int>(w.kind)] = true;
+    purpose_present[static_cast<int>(w.purpose)] = true;
+  }
   const RankAccounting accounting(work);
   for (size_t s = 0; s < begins.size(); ++s) {
     const int64_t end = s + 1 < begins.size() ? begins[s + 1] : std::max(last, begins[s]);
@@ -70,6 +127,13 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
       st.busy_by_kind_ns[name] = a.busy_by_kind_ns[k];
       st.exposed_by_kind_ns[name] = a.exposed_by_kind_ns[k];
     }
+    for (int p = 1; p < kNumCommPurposes; ++p) {
+      if (!purpose_present[p]) continue;
+      const std::string name(CommPurposeName(static_cast<CommPurpose>(p)));
+      st.busy_by_purpose_ns[name] = a.busy_by_purpose_ns[p];
+      st.exposed_by_purpose_ns[name] = a.exposed_by_purpose_ns[p];
+    }
+    st.exposed_ops = ExposedOps(trace, events, work, accounting, a.start_ns, a.end_ns);
     out->push_back(std::move(st));
   }
 }
@@ -99,15 +163,36 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
   peak.key = has_allocated ? "allocated_bytes" : "sum of categories";
   peak.peak_bytes = INT64_MIN;
   std::map<StrId, int64_t> at_peak;
+  std::map<StrId, int64_t> max_bytes;
+  // Compute-lane events by start, for the phase of each sample.
+  std::vector<const WorkEvent*> compute;
+  for (const WorkEvent* e : events) {
+    if (e->lane == kLaneCompute) compute.push_back(e);
+  }
+  std::stable_sort(compute.begin(), compute.end(), [](const WorkEvent* a, const WorkEvent* b) {
+    return a->start_ns < b->start_ns;
+  });
+  size_t next_compute = 0;
+  std::string_view phase;
   for (size_t i = 0; i < samples.size(); ++i) {
     const CounterSample* c = samples[i];
     int64_t& slot = current[c->key];
     if (!has_allocated && !(has_reserved && c->key == reserved))
       sum += static_cast<__int128>(c->value) - slot;
     slot = c->value;
+    auto [max_it, inserted] = max_bytes.emplace(c->key, c->value);
+    if (!inserted) max_it->second = std::max(max_it->second, c->value);
     // Evaluate once all samples of one instant are applied.
     if (i + 1 < samples.size() && samples[i + 1]->time_ns == c->time_ns) continue;
     const int64_t value = has_allocated ? current[allocated] : Clamp(sum);
+    while (next_compute < compute.size() && compute[next_compute]->start_ns <= c->time_ns) {
+      if (std::string_view p = EventPhase(trace, *compute[next_compute]); !p.empty()) phase = p;
+      ++next_compute;
+    }
+    if (!phase.empty()) {
+      auto [it, added] = peak.by_phase.try_emplace(std::string(phase));
+      if (added || value > it->second.peak_bytes) it->second = {value, c->time_ns};
+    }
     if (value > peak.peak_bytes) {
       peak.peak_bytes = value;
       peak.time_ns = c->time_ns;
@@ -115,6 +200,7 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
     }
   }
   for (const auto& [key, v] : at_peak) peak.at_peak_bytes[std::string(trace.Str(key))] = v;
+  for (const auto& [key, v] : max_bytes) peak.max_bytes[std::string(trace.Str(key))] = v;
   for (const WorkEvent* e : events) {
     if (e->start_ns <= peak.time_ns && peak.time_ns < e->end_ns()) {
       peak.running.push_back(fmt::format("{}: {} [{}]", TraceLaneName(e->lane), trace.Str(e->name),
@@ -194,6 +280,30 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
   return stats;
 }
 
+namespace {
+
+nlohmann::json ExposedOpsJson(const std::vector<StepStats::ExposedOp>& ops) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StepStats::ExposedOp& o : ops) {
+    out.push_back({{"op_id", o.op_id},
+                   {"name", o.name},
+                   {"purpose", o.purpose},
+                   {"dur_ns", o.dur_ns},
+                   {"exposed_ns", o.exposed_ns}});
+  }
+  return out;
+}
+
+nlohmann::json PhasesJson(const std::map<std::string, MemoryPeak::PhasePeak>& phases) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, p] : phases) {
+    out[name] = {{"peak_bytes", p.peak_bytes}, {"time_ns", p.time_ns}};
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json StatsToJson(const TraceStats& stats) {
   using nlohmann::json;
   json j;
@@ -217,7 +327,10 @@ nlohmann::json StatsToJson(const TraceStats& stats) {
                           {"exposed_copy_ns", s.exposed_copy_ns},
                           {"overlap_ratio", s.overlap_ratio},
                           {"busy_by_kind_ns", s.busy_by_kind_ns},
-                          {"exposed_by_kind_ns", s.exposed_by_kind_ns}});
+                          {"exposed_by_kind_ns", s.exposed_by_kind_ns},
+                          {"busy_by_purpose_ns", s.busy_by_purpose_ns},
+                          {"exposed_by_purpose_ns", s.exposed_by_purpose_ns},
+                          {"exposed_ops", ExposedOpsJson(s.exposed_ops)}});
   }
   j["collectives"] = json::array();
   for (const CollectiveStats& c : stats.collectives) {
@@ -243,7 +356,9 @@ nlohmann::json StatsToJson(const TraceStats& stats) {
                            {"peak_bytes", m.peak_bytes},
                            {"time_ns", m.time_ns},
                            {"running", m.running},
-                           {"at_peak_bytes", m.at_peak_bytes}});
+                           {"at_peak_bytes", m.at_peak_bytes},
+                           {"max_bytes", m.max_bytes},
+                           {"peak_by_phase", PhasesJson(m.by_phase)}});
   }
   return j;
 }

@@ -17,6 +17,11 @@
 // step's figures are core/trace/accounting.h's, the code the simulator's summary runs:
 // busy = union of GPU work; compute = union of compute work; comm = union of collectives;
 // exposed = comm \ compute; overlap_ratio = |comm ∩ compute| / |comm|; host = CPU work.
+// By purpose (comm_purpose.h: FSDP all-gather / reduce-scatter, HSDP all-reduce, TP, CP, EP,
+// PP, from each collective's op_id) the same busy and exposed figures; the collectives with the
+// most exposed time are listed by op_id. Memory: besides the peak and every series' value at
+// it, each series' maximum over the trace, and the peak within each op_id phase (fwd, bwd,
+// step: the phase of the compute-lane event last started at each sample).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +49,14 @@ struct StepStats {
   // rank has: busy = union of that kind; exposed = that union − compute.
   std::map<std::string, int64_t> busy_by_kind_ns;
   std::map<std::string, int64_t> exposed_by_kind_ns;
+  // The same per purpose ("fsdp_all_gather", "tp", ...), the purposes the rank has.
+  std::map<std::string, int64_t> busy_by_purpose_ns;
+  std::map<std::string, int64_t> exposed_by_purpose_ns;
+  struct ExposedOp {
+    std::string op_id, name, purpose;
+    int64_t dur_ns = 0, exposed_ns = 0;  // inside the step
+  };
+  std::vector<ExposedOp> exposed_ops;  // most exposed first (ties: start, op_id), at most 5
 };
 
 // Collectives only (EventCollective), by kind.
@@ -69,6 +82,12 @@ struct MemoryPeak {
   int64_t time_ns = 0;
   std::vector<std::string> running;              // "compute: <name> [<op_id>]" at the peak
   std::map<std::string, int64_t> at_peak_bytes;  // every series' value at the peak
+  std::map<std::string, int64_t> max_bytes;      // every series' maximum over the trace
+  struct PhasePeak {
+    int64_t peak_bytes = 0, time_ns = 0;
+  };
+  // "forward", "backward", "optimizer" (op_id phases fwd, bwd, step) → the peak within it.
+  std::map<std::string, PhasePeak> by_phase;
 };
 
 struct TraceStats {

@@ -69,10 +69,24 @@ Result<std::string> ReadFile(const std::string& path, size_t max_inflated_bytes)
   if (EndsWith(path, ".gz")) return ReadGzip(path, max_inflated_bytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // One read into a string of the file's size: a stream copy of a 150 MB trace grows and
+  // copies its buffer several times.
+  std::string text;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (size > 0 && in) {
+    text.resize(static_cast<size_t>(size));
+    in.read(text.data(), size);
+    text.resize(static_cast<size_t>(in.gcount()));
+  }
+  in.clear(in.rdstate() & std::ios::badbit);
+  // What the size did not tell (a pipe, a file still growing) is read to the end.
+  std::ostringstream rest;
+  rest << in.rdbuf();
   if (in.bad()) return RuntimeError(path + ": read failed");
-  return ss.str();
+  text += rest.str();
+  return text;
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& text) {

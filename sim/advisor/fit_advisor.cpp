@@ -78,7 +78,22 @@ std::vector<Change> StateChanges(const Scenario& sc) {
                                  e, e)});
     }
   }
-  if (!sc.fsdp.reshard_after_forward) {
+  // Reshard after forward, to a node-local slice (FSDP2's int form: backward all-gathers over
+  // d ranks of NVLink) or fully: each keeps less of the parameters between the passes than the
+  // current setting (1 = never resharded, the shard group = fully).
+  const int shard = p.dp_shard;
+  const int kept = !sc.fsdp.reshard_after_forward            ? 1
+                   : sc.fsdp.reshard_after_forward_ranks > 0 ? sc.fsdp.reshard_after_forward_ranks
+                                                             : shard;
+  if (kept < shard) {
+    for (int d = 2; d < shard && d <= sc.cluster.gpus_per_node; d *= 2) {
+      // Expert units reshard over their own shard group, which d must divide too.
+      if (d <= kept || shard % d != 0 || (p.ep > 1 && p.edp_shard % d != 0)) continue;
+      out.push_back({{fmt::format("fsdp.reshard_after_forward={}", d)},
+                     fmt::format("reshard_after_forward {} (1/{} of each unit's parameters kept "
+                                 "after forward, re-gathered over {} ranks)",
+                                 d, d, d)});
+    }
     out.push_back({{"fsdp.reshard_after_forward=true"}, "reshard_after_forward"});
   }
   if (!sc.fsdp.enable_offload) {

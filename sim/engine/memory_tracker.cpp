@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -123,6 +124,8 @@ class RoleState {
 
  private:
   void RecordPeaks(int64_t t, int op_index) {
+    for (int c = 0; c < kNumMemCategories; ++c)
+      mem_.max_bytes[c] = std::max(mem_.max_bytes[c], bytes_[c]);
     if (allocated_ > mem_.peak_allocated_bytes) {
       mem_.peak_allocated_bytes = allocated_;
       mem_.peak_allocated_time_ns = t;

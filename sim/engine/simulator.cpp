@@ -13,6 +13,7 @@
 #include "core/timeline/make_trace.h"
 #include "core/timeline/op_accounting.h"
 #include "sim/cost/calibration.h"
+#include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
@@ -28,21 +29,36 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
   const int role = sim.reported_role;
   if (!s->fits) {
     s->warnings.push_back(fmt::format(
-        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the allocation "
-        "that overflowed was {}",
+        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the last "
+        "allocation, the one that crossed the line, was {} (the fit advice names the cause)",
         s->peak_memory_reserved_gib, s->usable_gib,
         s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
   }
   const std::vector<UnitExposure> ag = ExposedAllGathers(sim.schedule, sim.timeline, role);
   if (!ag.empty() && m.step_ns > 0 && ag.front().exposed_ns * 100 > m.step_ns) {
     const UnitExposure& u = ag.front();
+    // One of the step's first all-gathers (summary_comm.h edges): prefetch cannot hide it,
+    // so advising a deeper prefetch would send the user after a knob that changes nothing.
+    const StepEdges edges = FindStepEdges(sim.schedule, sim.timeline, role, m.end_ns);
+    int64_t first_start = -1;
+    for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
+      const ScheduleOp& op = sim.schedule.ops[i];
+      if (op.role == role && op.unit == u.unit && op.type == OpType::kAllGather &&
+          sim.timeline.ops[i].start_ns >= 0) {
+        first_start = sim.timeline.ops[i].start_ns;
+        break;
+      }
+    }
+    const bool at_head = first_start >= 0 && first_start < edges.head_end_ns;
     s->warnings.push_back(fmt::format(
         "the all-gather of unit '{}' is exposed most: {:.3f} ms of its {:.3f} ms run while no "
-        "compute does ({:.1f}% of the step); deeper fsdp.forward_prefetch_depth or "
-        "backward_prefetch_depth may hide it",
+        "compute does ({:.1f}% of the step); {}",
         u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3,
         Seconds(u.all_gather_ns) * 1e3,
-        100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns)));
+        100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns),
+        at_head ? "it is one of the step's first all-gathers, before the forward reaches its "
+                  "second unit, which no prefetch depth can hide"
+                : "deeper fsdp.forward_prefetch_depth or backward_prefetch_depth may hide it"));
   }
   if (m.step_ns > 0 && m.exposed_comm_ns * 5 > m.step_ns) {
     s->warnings.push_back(fmt::format(
@@ -105,13 +121,9 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   s.world_size = sim.schedule.world_size;
   s.tokens_per_step = sim.schedule.tokens_per_step;
   s.step_time_s = Seconds(m.step_ns);
-  if (s.step_time_s > 0 && s.world_size > 0) {
-    s.tokens_per_s_per_gpu = static_cast<double>(s.tokens_per_step) / s.step_time_s / s.world_size;
-  }
   s.model_flops_per_token = ctx.model_flops.flops_per_token;
-  s.tflops_per_gpu = s.model_flops_per_token * s.tokens_per_s_per_gpu / 1e12;
   s.peak_tflops = ctx.peak_flops / 1e12;
-  s.mfu = ctx.peak_flops > 0 ? s.tflops_per_gpu * 1e12 / ctx.peak_flops : 0.0;
+  SetStepRates(ctx.peak_flops, &s);
   s.compute_s = Seconds(m.compute_ns);
   s.exposed_comm_s = Seconds(m.exposed_comm_ns);
   s.idle_s = Seconds(m.idle_ns);
@@ -134,6 +146,7 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     s.comm_s[name] = Seconds(m.busy_by_kind_ns[k]);
     s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
   }
+  AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, &s);
   // Memory: the worst role.
   int peak_role = 0;
   int64_t peak_reserved = 0;
@@ -156,6 +169,8 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
                                                  : "(initial state)";
     for (int c = 0; c < kNumMemCategories; ++c)
       s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
+    for (int c = 0; c < kNumMemCategories; ++c)
+      s.memory_max_by_category_gib[c] = Gib(rm.max_bytes[c]);
     for (int p = 0; p < kNumStepPhases; ++p) {
       const PhasePeak& peak = rm.phase_peaks[p];
       s.phase_peaks[p] = {Gib(peak.allocated_bytes), Seconds(peak.time_ns),
@@ -270,12 +285,60 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
   return p;
 }
 
+namespace {
+
+// The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
+// nullopt when either fails or they disagree (the whole step then runs and reports).
+std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
+                                              const Plan& plan, const ScenarioPricing& pricing,
+                                              const SteadyStateRuns& runs) {
+  std::optional<Simulation> short_runs[2];
+  const int counts[2] = {runs.a, runs.b};
+  for (int k = 0; k < 2; ++k) {
+    Result<Schedule> schedule = BuildScenarioSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
+    if (!schedule.ok()) return std::nullopt;
+    Result<Simulation> sim =
+        SimulateSchedule(std::move(schedule).value(), *pricing.cost, pricing.ctx);
+    if (!sim.ok()) return std::nullopt;
+    short_runs[k] = std::move(sim).value();
+  }
+  Simulation& a = *short_runs[0];
+  Simulation& b = *short_runs[1];
+  std::optional<Summary> summary =
+      ExtrapolateSummary(a.summary, a.role_metrics[a.reported_role], b.summary,
+                         b.role_metrics[b.reported_role], runs, pricing.ctx.peak_flops);
+  if (!summary) return std::nullopt;
+  b.summary = std::move(*summary);
+  b.steady_state = runs;
+  // The schedule's notes describe the run simulated; name the job's micro-batch count instead.
+  const std::string from = fmt::format("with {} micro-batches per step", runs.b);
+  for (std::string& note : b.schedule.notes) {
+    if (const size_t at = note.find(from); at != std::string::npos)
+      note.replace(at, from.size(), fmt::format("with {} micro-batches per step", runs.total));
+  }
+  b.schedule.notes.push_back(fmt::format(
+      "step figures extrapolated from the steady state of {} and {} of the {} micro-batches "
+      "(--exact simulates them all)",
+      runs.a, runs.b, runs.total));
+  return std::move(b);
+}
+
+}  // namespace
+
 Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
   ModelBuildOptions build;
   build.tp = sc.parallelism.tp;
   build.ep = sc.parallelism.ep;
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
   SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
+  // Any error of the fast path falls through to the whole step, which reports it as always.
+  if (const std::optional<SteadyStateRuns> runs =
+          options.exact ? std::nullopt : PlanSteadyState(sc)) {
+    if (Result<ScenarioPricing> pricing = PriceScenario(sc, tree, options); pricing.ok()) {
+      if (std::optional<Simulation> fast = SimulateSteadyState(sc, tree, plan, *pricing, *runs))
+        return std::move(*fast);
+    }
+  }
   // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
   // backend, so a prediction and an execution of one scenario build the same schedule.
   SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));

@@ -7,6 +7,7 @@
 //   SimulateSchedule            Schedule + CostModel → timed step, memory, accounting, summary
 //   SimulationTrace             the predicted trace of a Simulation (core/timeline/make_trace.h)
 //   SimulateScenario            scenario → model → plan → schedule → cost model → SimulateSchedule
+//                               (or, unless exact, its steady-state extrapolation)
 //   ScenarioPricing, PriceScenario   the cost model and step context a scenario is priced with
 //                               (shared with the backend's `run`, which times a measured step)
 //   SummarizeStep               the summary of a Simulation's timeline and memory (measured or
@@ -24,6 +25,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/memory_tracker.h"
 #include "sim/engine/model_flops.h"
+#include "sim/engine/steady_state.h"
 #include "sim/engine/step_metrics.h"
 #include "sim/engine/summary.h"
 
@@ -65,6 +68,9 @@ struct Simulation {
   std::string gpu_name;  // catalog name, for traces
   std::string gpu_description;
   int nodes = 1;
+  // Set when the summary was extrapolated from two shorter runs (steady_state.h): the schedule,
+  // timeline and memory are then those of the run with steady_state->b micro-batches.
+  std::optional<SteadyStateRuns> steady_state;
 };
 
 // Prices, runs and measures `schedule`. Errors name the op (bad schedule, deadlock).
@@ -73,6 +79,9 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
 
 struct SimulateOptions {
   bool keep_memory_samples = true;
+  // false: a job with many micro-batches may be extrapolated from its steady state
+  // (steady_state.h; sweeps and plan search). true: always the whole step (traces).
+  bool exact = true;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

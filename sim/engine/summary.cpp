@@ -2,6 +2,16 @@
 
 namespace shardscope::sim {
 
+void SetStepRates(double peak_flops, Summary* s) {
+  s->tokens_per_s_per_gpu = 0;
+  if (s->step_time_s > 0 && s->world_size > 0) {
+    s->tokens_per_s_per_gpu =
+        static_cast<double>(s->tokens_per_step) / s->step_time_s / s->world_size;
+  }
+  s->tflops_per_gpu = s->model_flops_per_token * s->tokens_per_s_per_gpu / 1e12;
+  s->mfu = peak_flops > 0 ? s->tflops_per_gpu * 1e12 / peak_flops : 0.0;
+}
+
 nlohmann::json SummaryToJson(const Summary& s) {
   using nlohmann::json;
   json j = json::object();
@@ -26,6 +36,12 @@ nlohmann::json SummaryToJson(const Summary& s) {
     at_peak[std::string(MemCategoryName(static_cast<MemCategory>(c)))] = s.memory_at_peak_gib[c];
   }
   j["memory_at_peak_gib"] = at_peak;
+  json max_by_category = json::object();
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    max_by_category[std::string(MemCategoryName(static_cast<MemCategory>(c)))] =
+        s.memory_max_by_category_gib[c];
+  }
+  j["memory_max_by_category_gib"] = max_by_category;
   json by_phase = json::object();
   for (int p = 0; p < kNumStepPhases; ++p) {
     const Summary::PhasePeakFigures& f = s.phase_peaks[p];
@@ -38,6 +54,18 @@ nlohmann::json SummaryToJson(const Summary& s) {
   j["warnings"] = s.warnings;
   // Additions (formats.md allows new fields).
   j["exposed_comm_by_kind_s"] = s.exposed_comm_by_kind_s;
+  j["comm_by_purpose_s"] = s.comm_by_purpose_s;
+  j["exposed_comm_by_purpose_s"] = s.exposed_comm_by_purpose_s;
+  json exposed = json::array();
+  for (const Summary::ExposedCollective& e : s.exposed_collectives) {
+    exposed.push_back({{"op_id", e.op_id},
+                       {"purpose", e.purpose},
+                       {"duration_s", e.duration_s},
+                       {"exposed_s", e.exposed_s},
+                       {"edge_exposed_s", e.edge_exposed_s}});
+  }
+  j["exposed_collectives"] = exposed;
+  j["edge_exposed_comm_s"] = s.edge_exposed_comm_s;
   j["usable_gib"] = s.usable_gib;
   j["host_compute_s"] = s.host_compute_s;
   j["compute_by_kind_s"] = s.compute_by_kind_s;
@@ -82,6 +110,16 @@ nlohmann::json SummaryToJson(const Summary& s) {
       {"peak_memory_reserved_gib",
        "estimate of PyTorch caching-allocator reserved bytes (rounded blocks, cached per stream)"},
       {"memory_at_peak_gib", "allocated bytes per category at the allocated peak"},
+      {"memory_max_by_category_gib", "each category's own maximum over the step"},
+      {"comm_by_purpose_s",
+       "busy time per purpose: fsdp_all_gather (with its copy-in), fsdp_reduce_scatter, "
+       "hsdp_all_reduce (data-parallel all-reduce), tp, cp, ep, pp, from the collective's group"},
+      {"exposed_collectives",
+       "the reported role's collectives with the most time no compute covers, by op_id"},
+      {"edge_exposed_comm_s",
+       "exposed communication before the forward's second unit starts computing or after the "
+       "backward's second-to-last unit ends: the first all-gathers and last reduce-scatters, "
+       "which no prefetch depth can hide"},
       {"peak_memory_by_phase",
        "the same role's allocated peak within forward, loss (ops holding the loss), backward "
        "and optimizer (the end-of-backward wait and the step), with when and at which op"},

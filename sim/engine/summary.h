@@ -1,9 +1,12 @@
 // The result of one predicted step as formats.md §2 defines it, plus what the CLI prints.
 //
 // Contents:
-//   Summary        every figure of the summary JSON (+ additions: per-kind exposure, the
-//                  op at the peak, the peak of each step phase, the overflowing category,
-//                  which memory figure is which)
+//   Summary        every figure of the summary JSON (+ additions: per-kind and per-purpose
+//                  exposure, the most exposed collectives and the step's unhideable edges
+//                  (summary_comm.h), the op at the peak, the peak of each step phase, each
+//                  category's step maximum, the overflowing category, which memory figure is
+//                  which)
+//   SetStepRates   tokens/s/GPU, TFLOP/s and MFU from the step time and the batch
 //   SummaryToJson  formats.md §2 (field names fixed; extra fields added, never renamed)
 #pragma once
 
@@ -49,11 +52,30 @@ struct Summary {
   std::map<std::string, double> compute_by_kind_s;
   std::map<std::string, double> comm_s;  // busy time per kind (collectives, h2d / d2h copies)
   std::map<std::string, double> exposed_comm_by_kind_s;  // that kind's busy time − compute
+  // The same two figures by what the collectives are for (core/trace/comm_purpose.h:
+  // fsdp_all_gather, fsdp_reduce_scatter, hsdp_all_reduce, tp, cp, ep, pp), purposes present.
+  std::map<std::string, double> comm_by_purpose_s;
+  std::map<std::string, double> exposed_comm_by_purpose_s;
+  // The reported role's collectives with the most exposed time (at most 5, most first), and
+  // how much of it lies at the step's edges (summary_comm.h): before the forward reaches its
+  // second unit or after the backward leaves its second-to-last one, where no prefetch depth
+  // gives the collective compute to hide under.
+  struct ExposedCollective {
+    std::string op_id;
+    std::string purpose;
+    double duration_s = 0;
+    double exposed_s = 0;
+    double edge_exposed_s = 0;
+  };
+  std::vector<ExposedCollective> exposed_collectives;
+  double edge_exposed_comm_s = 0;  // exposed communication at those edges (all collectives)
   double peak_memory_allocated_gib = 0;
   double peak_memory_reserved_gib = 0;
   double peak_memory_time_s = 0;  // when allocated memory peaked
   std::string peak_memory_op;     // the op whose allocation reached the peak
   std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
+  // Each category's own maximum over the step (same role), beside its value at the peak.
+  std::array<double, kNumMemCategories> memory_max_by_category_gib{};
   // The same role's allocated peak within each step phase (StepPhase order), where a knob's
   // effect shows even when the global peak sits elsewhere; op "" for a phase without memory
   // effects.
@@ -73,6 +95,10 @@ struct Summary {
   std::string overflow_category;  // when it does not fit: the allocation that overflowed
   std::vector<std::string> warnings;
 };
+
+// Fills tokens_per_s_per_gpu, tflops_per_gpu and mfu from step_time_s, tokens_per_step,
+// world_size and model_flops_per_token; `peak_flops` is the dense bf16 peak (0: no MFU).
+void SetStepRates(double peak_flops, Summary* s);
 
 nlohmann::json SummaryToJson(const Summary& s);
 

@@ -38,21 +38,6 @@ Result<int> CatalogGpusPerNode(const std::string& gpu) {
       fmt::format("--gpu {}: {}", gpu, hw.ok() ? "not in the catalog" : hw.status().message()));
 }
 
-// The objective's key of a plan that ran (lower is better), as RankVariants sorts.
-double KeyOf(const VariantFigures& f, Objective objective) {
-  switch (objective) {
-    case Objective::kThroughput:
-      return -f.tokens_per_s_per_gpu;
-    case Objective::kCost:
-      return f.cost_per_mtok_usd ? *f.cost_per_mtok_usd : HUGE_VAL;
-    case Objective::kMemory:
-      return f.peak_reserved_gib;
-    case Objective::kTime:
-      return f.s_per_mtok;
-  }
-  return 0;
-}
-
 // The same key at the plan's throughput upper bound (tokens/s/GPU), on `gpus` GPUs.
 double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective objective) {
   switch (objective) {
@@ -207,6 +192,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
 
   SweepOptions sweep;
   sweep.threads = o.threads;
+  sweep.exact = o.exact;
   sweep.prices = &prices;
   const int64_t total = static_cast<int64_t>(candidates.size());
   int64_t done_before = 0;
@@ -233,9 +219,9 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       rec.invalid += r.invalid;
       for (VariantResult& v : r.variants) {
         if (v.outcome != VariantOutcome::kFits) continue;
-        best_keys.insert(
-            std::upper_bound(best_keys.begin(), best_keys.end(), KeyOf(v.figures, o.objective)),
-            KeyOf(v.figures, o.objective));
+        best_keys.insert(std::upper_bound(best_keys.begin(), best_keys.end(),
+                                          ObjectiveKey(v.figures, o.objective)),
+                         ObjectiveKey(v.figures, o.objective));
         fitting.push_back(std::move(v));
       }
     }

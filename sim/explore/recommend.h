@@ -52,6 +52,7 @@ struct RecommendOptions {
   Objective objective = Objective::kTime;
   int top = 5;
   int threads = 0;
+  bool exact = false;                  // SweepOptions::exact
   const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
   std::function<void(int64_t done, int64_t total)> progress;
 };

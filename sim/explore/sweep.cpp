@@ -39,7 +39,7 @@ std::string ReasonOf(const std::string& message, const std::string& source,
 }
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
-                       const PriceTable& prices) {
+                       const PriceTable& prices, bool exact) {
   VariantResult r;
   r.sets = std::move(sets);
   std::vector<std::string> overrides = base.sets;
@@ -52,6 +52,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   }
   SimulateOptions peaks_only;
   peaks_only.keep_memory_samples = false;
+  peaks_only.exact = exact;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
     r.message = run.status().message();
@@ -81,8 +82,9 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   return r;
 }
 
-// Lower is better; a missing cost sorts last.
-double SortKey(const VariantFigures& f, Objective objective) {
+}  // namespace
+
+double ObjectiveKey(const VariantFigures& f, Objective objective) {
   switch (objective) {
     case Objective::kThroughput:
       return -f.tokens_per_s_per_gpu;
@@ -95,8 +97,6 @@ double SortKey(const VariantFigures& f, Objective objective) {
   }
   return 0;
 }
-
-}  // namespace
 
 Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::string>& sets) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
@@ -144,7 +144,7 @@ std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Object
   std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
     const VariantFigures& fa = variants[a].figures;
     const VariantFigures& fb = variants[b].figures;
-    const double ka = SortKey(fa, objective), kb = SortKey(fb, objective);
+    const double ka = ObjectiveKey(fa, objective), kb = ObjectiveKey(fb, objective);
     if (ka != kb) return ka < kb;
     // Then throughput, so equal-memory or equal-cost variants show the faster one first.
     if (fa.tokens_per_s_per_gpu != fb.tokens_per_s_per_gpu)
@@ -220,31 +220,38 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 1),
                       [&](const tbb::blocked_range<int64_t>& range) {
                         for (int64_t i = range.begin(); i != range.end(); ++i) {
-                          result.variants[i] = Evaluate(base, std::move(sets[i]), prices);
+                          result.variants[i] =
+                              Evaluate(base, std::move(sets[i]), prices, options.exact);
                           finished_one();
                         }
                       });
   });
   if (options.progress) options.progress(total, total);
+  FinishSweep(options.objective, &result);
+  return result;
+}
 
-  for (const VariantResult& v : result.variants) {
+void FinishSweep(Objective objective, SweepResult* r) {
+  r->fitting = r->not_fitting = r->invalid = 0;
+  r->invalid_by_reason.clear();
+  for (VariantResult& v : r->variants) {
+    v.pareto = false;
     switch (v.outcome) {
       case VariantOutcome::kFits:
-        ++result.fitting;
+        ++r->fitting;
         break;
       case VariantOutcome::kDoesNotFit:
-        ++result.not_fitting;
+        ++r->not_fitting;
         break;
       case VariantOutcome::kInvalid:
-        ++result.invalid;
-        ++result.invalid_by_reason[v.reason];
+        ++r->invalid;
+        ++r->invalid_by_reason[v.reason];
         break;
     }
   }
-  result.ranking = RankVariants(result.variants, options.objective);
-  result.pareto = ParetoFront(result.variants);
-  for (int i : result.pareto) result.variants[i].pareto = true;
-  return result;
+  r->ranking = RankVariants(r->variants, objective);
+  r->pareto = ParetoFront(r->variants);
+  for (int i : r->pareto) r->variants[i].pareto = true;
 }
 
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,

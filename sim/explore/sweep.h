@@ -10,6 +10,9 @@
 //   SweepBase / LoadSweepBase  the scenario document variants start from
 //   RunVariants        the engine: a base scenario + a list of override sets → SweepResult
 //   RunSweep           the axes' combinations through RunVariants
+//   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
+//                      last step; a sweep split over MPI ranks runs it on the gathered variants)
+//   ObjectiveKey       the objective's key of one variant (lower is better)
 //   RankVariants / ParetoFront   the ordering and the front, on their own (tests, recommend)
 //
 // Each variant is the base scenario document with its `path=value` overrides applied by the
@@ -54,6 +57,9 @@ struct SweepOptions {
   int threads = 0;  // 0: every core
   Objective objective = Objective::kThroughput;
   const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
+  // false: variants with many micro-batches are extrapolated from their steady state
+  // (sim/engine/steady_state.h); true: every step simulated whole.
+  bool exact = false;
   // Called now and then (at most every 100 ms, and once at the end) with variants done / total,
   // from whichever thread finished one; calls never overlap.
   std::function<void(int64_t done, int64_t total)> progress;
@@ -114,7 +120,13 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                                 const SweepOptions& options);
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,
                              const SweepOptions& options);
+// Fills the counts, `ranking`, `pareto` and each variant's `pareto` of `result` from its
+// variants (which it resets first).
+void FinishSweep(Objective objective, SweepResult* result);
 
+// The objective's key of a variant that ran, lower is better (a missing cost sorts last): what
+// RankVariants sorts by and recommend prunes against.
+double ObjectiveKey(const VariantFigures& f, Objective objective);
 // Fitting variants best first under `objective`; ties by index.
 std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Objective objective);
 // Fitting variants with a cost that no other beats on both cost and time per million tokens,

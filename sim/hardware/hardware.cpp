@@ -66,9 +66,9 @@ Status ApplyFields(const std::vector<Field<T>>& fields, const json& j, std::stri
 const std::vector<Field<GpuSpec>>& GpuFields() {
   using F = Field<GpuSpec>;
   static const std::vector<F> fields = {
-      {"peak_bf16_tflops", F::kNumber, 1, 1e5,
+      {"peak_bf16_tflops", F::kNumber, 1e-3, 1e5,
        [](GpuSpec& g, const json& v) { g.peak_bf16_flops = v.get<double>() * 1e12; }},
-      {"best_matmul_tflops", F::kNumber, 1, 1e5,
+      {"best_matmul_tflops", F::kNumber, 1e-3, 1e5,
        [](GpuSpec& g, const json& v) { g.best_matmul_flops = v.get<double>() * 1e12; }},
       {"hbm_gib", F::kNumber, 0.5, 1e5,
        [](GpuSpec& g, const json& v) {

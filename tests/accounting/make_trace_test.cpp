@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "core/timeline/op_accounting.h"
+#include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
 
 namespace shardscope {
@@ -111,6 +116,33 @@ TEST(MakeTrace, MemorySeriesBecomeCountersAndMarkers) {
   EXPECT_EQ(t.Str(t.markers[1].name), "peak_memory");
   EXPECT_EQ(t.ExtraArgs(t.markers[1].extra_args)["op_id"], "fwd/a/compute");
   EXPECT_EQ(t.ExtraArgs(t.markers[2].extra_args)["op_id"], "(initial state)");
+}
+
+TEST(MakeTrace, ComputeSlicesNameTheirUnitAndOnlyUsedLanesAreDeclared) {
+  Step s = MeasuredStep();
+  s.schedule.ops[0].name = "forward";
+  s.schedule.ops[0].unit = "model.layers.3";
+  s.schedule.ops[0].op_id = "fwd/model.layers.3/compute";
+  ScheduleOp bwd = s.schedule.ops[0];
+  bwd.name = "backward";
+  bwd.unit = "";
+  bwd.op_id = "bwd/root/compute";
+  s.schedule.ops.push_back(bwd);
+  s.timeline.ops.push_back({250, 300});
+  const Trace t = MakeTrace(s.schedule, s.timeline, {}, TraceInfo{});
+  std::vector<std::string> names;
+  for (const WorkEvent& e : t.events) names.emplace_back(t.Str(e.name));
+  EXPECT_EQ(names.front(), "fwd model.layers.3");
+  EXPECT_EQ(names.back(), "bwd root");
+  EXPECT_NE(std::find(names.begin(), names.end(), "ncclAllGather"), names.end());
+  // Lanes 1 (compute) and 2 (all-gather) have work; the written trace declares only those.
+  const std::string text = SerializeTrace(t);
+  size_t declared = 0;
+  for (size_t at = text.find("thread_name"); at != std::string::npos;
+       at = text.find("thread_name", at + 1))
+    ++declared;
+  EXPECT_EQ(declared, 2u);
+  EXPECT_EQ(text.find("\"reduce_scatter\""), std::string::npos);
 }
 
 }  // namespace

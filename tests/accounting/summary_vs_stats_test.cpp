@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "core/config/scenario.h"
+#include "core/schedule/op_kind.h"
+#include "core/timeline/op_accounting.h"
+#include "core/trace/comm_purpose.h"
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
 #include "sim/engine/simulator.h"
@@ -98,6 +101,47 @@ TEST_P(SummaryVsStats, TimeFiguresAreThoseStatsComputesFromTheTrace) {
   }
   EXPECT_EQ(s.comm_s, busy);
   EXPECT_EQ(s.exposed_comm_by_kind_s, exposed);
+
+  // By purpose, and the most exposed collectives by op_id: the same figures from the schedule's
+  // groups and from the trace's op_ids.
+  std::map<std::string, double> busy_purpose, exposed_purpose;
+  for (const auto& [k, v] : st.busy_by_purpose_ns) {
+    if (v == 0) continue;
+    busy_purpose[k] = Seconds(v);
+    exposed_purpose[k] = Seconds(st.exposed_by_purpose_ns.at(k));
+  }
+  EXPECT_EQ(s.comm_by_purpose_s, busy_purpose);
+  EXPECT_EQ(s.exposed_comm_by_purpose_s, exposed_purpose);
+  double purpose_sum = 0;
+  for (const auto& [k, v] : s.comm_by_purpose_s) purpose_sum += v;
+  if (s.comm_by_purpose_s.empty()) {
+    EXPECT_EQ(s.exposed_comm_s, 0.0);
+  }
+  // Purposes partition the collectives: their busy times add up to at least the union's.
+  EXPECT_GE(purpose_sum + 1e-12, Seconds(st.comm_ns));
+  ASSERT_EQ(s.exposed_collectives.size(), st.exposed_ops.size());
+  for (size_t i = 0; i < st.exposed_ops.size(); ++i) {
+    EXPECT_EQ(s.exposed_collectives[i].op_id, st.exposed_ops[i].op_id);
+    EXPECT_EQ(s.exposed_collectives[i].purpose, st.exposed_ops[i].purpose);
+    EXPECT_EQ(s.exposed_collectives[i].exposed_s, Seconds(st.exposed_ops[i].exposed_ns));
+    EXPECT_LE(s.exposed_collectives[i].edge_exposed_s, s.exposed_collectives[i].exposed_s);
+  }
+  EXPECT_LE(s.edge_exposed_comm_s, s.exposed_comm_s + 1e-12);
+}
+
+// The one rule of comm_purpose.h: the group a collective runs on and the op_id the builder gave
+// it say the same purpose, op by op.
+TEST_P(SummaryVsStats, PurposeOfTheGroupIsThatOfTheOpId) {
+  Result<Scenario> sc = LoadScenario(GetParam());
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  Result<sim::Simulation> run = sim::SimulateScenario(*sc, {/*keep_memory_samples=*/false});
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  for (const ScheduleOp& op : run->schedule.ops) {
+    const WorkKind kind = WorkKindOf(op);
+    const CommPurpose p = PurposeOf(run->schedule, op);
+    EXPECT_EQ(p, PurposeOfOpId(op.op_id, kind)) << op.op_id;
+    EXPECT_EQ(p == CommPurpose::kNone, !IsCommunication(kind)) << op.op_id;
+  }
 }
 
 std::string Name(const ::testing::TestParamInfo<std::string>& info) {

@@ -14,6 +14,13 @@ rc=$?
 grep -q "Fit advice: DOES NOT FIT by" "$out/stdout" || fail "no advice printed"
 grep -q -- "--set training.activation_checkpoint=full" "$out/stdout" || fail "no --set flags printed"
 grep -q '"advice"' "$out/s.json" || fail "summary lacks advice"
+# The README's quick start says this job's cause is the backward's activations, and the 70B
+# example's persistent state alone: the verdict lines name those, not the last allocation.
+grep -q "DOES NOT FIT (peak in the backward: activations" "$out/stdout" ||
+  fail "verdict line does not name the backward's activations"
+"$bin" simulate examples/does_not_fit_hsdp_llama3_70b.json > "$out/big" 2>&1
+grep -q "DOES NOT FIT (persistent state alone" "$out/big" ||
+  fail "verdict line of the 70B example does not name the persistent state"
 grep -q '"verdict": "does_not_fit"' "$out/s.json" || fail "summary advice lacks the verdict"
 "$bin" simulate "$job" --require-fit > /dev/null 2>&1
 rc=$?

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "tests/advisor/advisor_test_util.h"
 
@@ -182,6 +185,50 @@ TEST(FitAdvisorTest, JsonCarriesVerdictCauseAndFlags) {
   const std::string text = FormatFitAdvice(a.advice);
   EXPECT_NE(text.find("DOES NOT FIT by"), std::string::npos);
   EXPECT_NE(text.find("--set " + a.advice.suggestions[0].sets[0]), std::string::npos);
+}
+
+// The int form of reshard_after_forward (FSDP2: keep 1/d of the parameters after forward,
+// re-gather over d ranks) between never resharding and resharding over the whole group.
+int ReshardRanksOf(const FitSuggestion& s) {
+  for (const std::string& set : s.sets) {
+    const std::string key = "fsdp.reshard_after_forward=";
+    if (set.starts_with(key) && std::isdigit(static_cast<unsigned char>(set[key.size()])))
+      return std::stoi(set.substr(key.size()));
+  }
+  return 0;
+}
+
+TEST(FitAdvisorTest, ProposesAnIntReshardAfterForwardWhereItHelps) {
+  // Llama 3 8B over 16 GPUs of 2 nodes that keeps every unit unsharded after forward.
+  const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) + "/traces/fsdp_2nodes/scenario.json";
+  const std::vector<std::string> job = {"model=llama3-8b", "training.local_batch=2",
+                                        "training.seq_len=8192"};
+  std::vector<std::string> never = job;
+  never.push_back("fsdp.reshard_after_forward=false");
+  const Advised a = Advise(path, never);
+  ASSERT_EQ(a.advice.verdict, FitVerdict::kDoesNotFit);
+  bool int_form = false;
+  for (const FitSuggestion& s : a.advice.suggestions) {
+    const int d = ReshardRanksOf(s);
+    if (d == 0) continue;
+    int_form = true;
+    EXPECT_EQ(16 % d, 0) << s.change;  // divides the shard group
+    EXPECT_LE(d, 8) << s.change;       // its re-gather stays inside a node
+  }
+  EXPECT_TRUE(int_form);
+  for (const FitSuggestion& s : a.advice.suggestions) {
+    std::vector<std::string> sets = never;
+    sets.insert(sets.end(), s.sets.begin(), s.sets.end());
+    Result<Simulation> again = SimulateWith(path, sets);
+    ASSERT_TRUE(again.ok()) << s.change << ": " << again.status().message();
+    EXPECT_TRUE(again->summary.fits) << s.change;
+    EXPECT_NEAR(again->summary.peak_memory_reserved_gib, s.peak_reserved_gib, 1e-9) << s.change;
+  }
+  // Already resharding to 8 ranks: only resharding further (the whole group) can save memory.
+  std::vector<std::string> eight = job;
+  eight.push_back("fsdp.reshard_after_forward=8");
+  const Advised b = Advise(path, eight);
+  for (const FitSuggestion& s : b.advice.suggestions) EXPECT_EQ(ReshardRanksOf(s), 0) << s.change;
 }
 
 }  // namespace

@@ -83,10 +83,11 @@ TEST(PrefetchRulesTest, TheKeptOutputIsFreedByTheNextCopyOut) {
   ASSERT_GE(kept, 0);
   EXPECT_EQ(s.buffers[kept].free_op, out2);
   EXPECT_EQ(s.buffers[kept].free_when, MemoryEffect::When::kStart);
-  // The last one is released by the root's post-forward, at the end of forward.
+  // The last one is released by the root's post-forward, at the end of forward: after the
+  // loss, its own op (compute:2), which transformers computes inside the root.
   kept = kept_by(Index(s, "fwd/model.layers.3/copy_out"));
   ASSERT_GE(kept, 0);
-  EXPECT_EQ(s.ops[s.buffers[kept].free_op].op_id, "fwd/root/compute:1");
+  EXPECT_EQ(s.ops[s.buffers[kept].free_op].op_id, "fwd/root/compute:2");
 }
 
 TEST(PrefetchRulesTest, BackwardListReplacesTheImplicitPrefetchAndDepthZeroIsTheDefault) {
@@ -111,7 +112,7 @@ TEST(PrefetchRulesTest, RootPrefetchesTheLastLayerAsBackwardBegins) {
   ASSERT_GE(ag, 0);
   EXPECT_LT(ag, Index(s, "bwd/root/compute"));
   const Buffer& params = s.buffers[s.ops[ag].collective.output_buffer];
-  EXPECT_EQ(s.ops[params.alloc_op].op_id, "fwd/root/compute:1");
+  EXPECT_EQ(s.ops[params.alloc_op].op_id, "fwd/root/compute:2");  // the loss, the last one
   EXPECT_FALSE(DependsOn(s, Index(s, "bwd/model.layers.3/copy_in"), Index(s, "bwd/root/compute")));
 }
 

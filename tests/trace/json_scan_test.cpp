@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <charconv>
+#include <string>
+#include <vector>
+
 #include "tests/trace/json_scan_dom.h"
 
 namespace shardscope {
@@ -94,6 +99,43 @@ TEST(JsonScan, DeepNestingDoesNotRecurse) {
   } counter;
   EXPECT_TRUE(trace_internal::ScanJson(deep, &counter));
   EXPECT_EQ(counter.max_depth, 100000);
+}
+
+// Plain decimals take the fast path (mantissa / 10^k); it must round as from_chars does.
+TEST(JsonScan, FastDecimalsRoundAsFromChars) {
+  std::vector<std::string> texts = {"0.0",
+                                    "-0.0",
+                                    "123.456",
+                                    "0.1",
+                                    "0.3",
+                                    "1.000000001",
+                                    "99999999999999.9",
+                                    "0.000001",
+                                    "-7.25",
+                                    "1234567.891",
+                                    "0.0000000000000000000001"};
+  uint64_t x = 42;
+  for (int i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int decimals = static_cast<int>((x >> 60) % 8);
+    const uint64_t mantissa = (x >> 10) % 100000000000000ULL;  // 14 digits (+ a 0)
+    std::string digits = std::to_string(mantissa);
+    while (static_cast<int>(digits.size()) <= decimals) digits = "0" + digits;
+    texts.push_back(digits.substr(0, digits.size() - decimals) + "." +
+                    digits.substr(digits.size() - decimals) + (decimals == 0 ? "0" : ""));
+  }
+  for (const std::string& t : texts) {
+    double fast = 0, slow = 0;
+    ASSERT_TRUE(trace_internal::scan_detail::FastDecimal(t.data(), t.data() + t.size(), &fast))
+        << t;
+    ASSERT_EQ(std::from_chars(t.data(), t.data() + t.size(), slow).ec, std::errc()) << t;
+    EXPECT_EQ(std::bit_cast<uint64_t>(fast), std::bit_cast<uint64_t>(slow)) << t;
+  }
+  // Beyond 15 significant digits or with an exponent: the general path.
+  double d = 0;
+  for (const std::string t : {"1234567890123456.5", "1.5e3", "0.12345678901234567"}) {
+    EXPECT_FALSE(trace_internal::scan_detail::FastDecimal(t.data(), t.data() + t.size(), &d)) << t;
+  }
 }
 
 }  // namespace

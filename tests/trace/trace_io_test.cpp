@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "core/util/json_guard.h"
 #include "tests/trace/trace_test_util.h"
 
 namespace shardscope {
@@ -183,6 +187,76 @@ TEST(TraceReader, BadInputsGiveCleanErrors) {
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
     EXPECT_NE(r.status().message().find(c.expected), std::string::npos)
         << "input: " << c.text << "\nmessage: " << r.status().message();
+  }
+}
+
+// The depth guard runs inside the one scan (no second pass over the text): what it refuses is
+// refused with its own message (key path and line), whatever else the text gets wrong, and
+// nesting at its limit still reads.
+TEST(TraceReader, DepthGuardMessagesAreTheGuards) {
+  const std::string head =
+      R"({"metadata":{"format":"shardscope-trace/1","kind":"predicted","tool_version":"t",)";
+  const std::string events =
+      R"("traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2}]})";
+  auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') + "1" +
+           std::string(static_cast<size_t>(levels), ']');
+  };
+  // metadata.deep sits at depth 2: kMaxJsonDepth levels in all is the most that reads.
+  const std::string at_limit = head + R"("deep":)" + nested(kMaxJsonDepth - 2) + "}," + events;
+  auto ok = ParseTrace(at_limit, "t.json");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  const std::string too_deep = head + R"("deep":)" + nested(kMaxJsonDepth - 1) + "}," + events;
+  const Status guard = CheckJsonText(too_deep, "t.json");
+  ASSERT_FALSE(guard.ok());
+  auto deep = ParseTrace(too_deep, "t.json");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().message(), guard.message());
+  EXPECT_NE(deep.status().message().find("metadata.deep"), std::string::npos);
+  // An event error before the deep part: the guard's message still wins.
+  const std::string both =
+      R"({"traceEvents":[{"ph":"X","name":"a","pid":"x","tid":1,"ts":1,"dur":2},)"
+      R"({"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{"k":)" +
+      nested(100000) + "}}]}";
+  auto r = ParseTrace(both, "t.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), CheckJsonText(both, "t.json").message());
+  // A number beyond a double.
+  const std::string huge = R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1e400,)"
+                           R"("dur":2}],"metadata":{}})";
+  auto h = ParseTrace(huge, "t.json");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(h.status().message(), CheckJsonText(huge, "t.json").message());
+  EXPECT_NE(h.status().message().find("1e400"), std::string::npos);
+}
+
+// SortEvents orders by (rank, lane, start, longer first) and keeps the order of equal events,
+// as one stable sort does, whether the lanes arrive interleaved, in order or reversed.
+TEST(TraceModel, SortEventsIsAStableSortByRankLaneStart) {
+  Trace t;
+  uint64_t x = 12345;
+  auto next = [&x] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>(x >> 33);
+  };
+  for (int i = 0; i < 3000; ++i) {
+    const int rank = static_cast<int>(next() % 3);
+    const int lane = 1 + static_cast<int>(next() % 3);
+    // By time mostly (as a file holds them), some starts repeated and some out of order.
+    const int64_t start = i < 2000 ? i * 10 + (next() % 4 == 0 ? -15 : 0) : next() % 500;
+    WorkEvent& e = t.AddWork(rank, lane, "k", "", start, next() % 3);
+    e.bytes = i;  // the original position, to check stability
+  }
+  std::vector<WorkEvent> want = t.events;
+  std::stable_sort(want.begin(), want.end(), [](const WorkEvent& a, const WorkEvent& b) {
+    return std::tie(a.rank, a.lane, a.start_ns, b.dur_ns) <
+           std::tie(b.rank, b.lane, b.start_ns, a.dur_ns);
+  });
+  t.SortEvents();
+  ASSERT_EQ(t.events.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(t.events[i].bytes, want[i].bytes) << "position " << i;
   }
 }
 

@@ -49,6 +49,62 @@ TEST(TraceStats, ExposedCommunicationByIntervalArithmetic) {
   EXPECT_EQ(s.exposed_comm_ns, 70000);
 }
 
+TEST(TraceStats, CommunicationByPurposeAndTheMostExposedOps) {
+  Trace t = testing::SmallTrace();
+  // A TP all-reduce on the compute stream, rank 0, while nothing else runs: [120, 140) µs.
+  t.AddWork(0, kLaneCompute, "ncclAllReduce", "fwd/layers.1/tp_all_reduce", 120000, 20000);
+  t.SortEvents();
+  const TraceStats s = ComputeStats(t);
+  const StepStats& st = s.steps[0];
+  EXPECT_EQ(st.busy_by_purpose_ns.at("fsdp_all_gather"), 70000);
+  EXPECT_EQ(st.exposed_by_purpose_ns.at("fsdp_all_gather"), 20000);  // [100,120)
+  EXPECT_EQ(st.exposed_by_purpose_ns.at("fsdp_reduce_scatter"), 50000);
+  EXPECT_EQ(st.busy_by_purpose_ns.at("tp"), 20000);
+  EXPECT_EQ(st.exposed_by_purpose_ns.at("tp"), 20000);
+  EXPECT_EQ(st.busy_by_purpose_ns.count("ep"), 0u);
+  // Most exposed first, each op's own exposure; equal ones by start: the reduce-scatter, the
+  // all-gather, the TP all-reduce.
+  ASSERT_EQ(st.exposed_ops.size(), 3u);
+  EXPECT_EQ(st.exposed_ops[0].op_id, "bwd/layers.1/reduce_scatter");
+  EXPECT_EQ(st.exposed_ops[0].exposed_ns, 50000);
+  EXPECT_EQ(st.exposed_ops[0].dur_ns, 60000);
+  EXPECT_EQ(st.exposed_ops[0].purpose, "fsdp_reduce_scatter");
+  EXPECT_EQ(st.exposed_ops[1].op_id, "fwd/layers.1/all_gather");
+  EXPECT_EQ(st.exposed_ops[1].exposed_ns, 20000);
+  EXPECT_EQ(st.exposed_ops[2].purpose, "tp");
+  EXPECT_EQ(st.exposed_ops[2].exposed_ns, 20000);
+  const nlohmann::json j = StatsToJson(s);
+  EXPECT_EQ(j["steps"][0]["exposed_by_purpose_ns"]["tp"], 20000);
+  EXPECT_EQ(j["steps"][0]["exposed_ops"][0]["op_id"], "bwd/layers.1/reduce_scatter");
+}
+
+TEST(TraceStats, SeriesMaximaAndPeaksByPhase) {
+  Trace t = testing::SmallTrace();
+  // A backward compute event and an activation series that peaks there, after the allocated
+  // peak at 50 µs.
+  t.AddWork(0, kLaneCompute, "bwd layers.1", "bwd/layers.1/compute", 260000, 30000);
+  t.AddCounter(0, 270000, "activations_bytes", 3000);
+  t.AddCounter(0, 270000, "allocated_bytes", 4000);
+  t.SortEvents();
+  const TraceStats s = ComputeStats(t);
+  const MemoryPeak& m = s.memory[0];
+  EXPECT_EQ(m.peak_bytes, 5000);
+  EXPECT_EQ(m.at_peak_bytes.at("unsharded_params_bytes"), 4000);
+  EXPECT_EQ(m.max_bytes.at("unsharded_params_bytes"), 4000);
+  EXPECT_EQ(m.max_bytes.at("activations_bytes"), 3000);  // 0 at the peak, 3000 later
+  EXPECT_EQ(m.at_peak_bytes.count("activations_bytes"), 0u);
+  ASSERT_EQ(m.by_phase.count("forward"), 1u);
+  EXPECT_EQ(m.by_phase.at("forward").peak_bytes, 5000);
+  EXPECT_EQ(m.by_phase.at("forward").time_ns, 50000);
+  ASSERT_EQ(m.by_phase.count("backward"), 1u);
+  EXPECT_EQ(m.by_phase.at("backward").peak_bytes, 4000);
+  EXPECT_EQ(m.by_phase.at("backward").time_ns, 270000);
+  EXPECT_EQ(m.by_phase.count("optimizer"), 0u);
+  const nlohmann::json j = StatsToJson(s);
+  EXPECT_EQ(j["memory"][0]["peak_by_phase"]["backward"]["peak_bytes"], 4000);
+  EXPECT_EQ(j["memory"][0]["max_bytes"]["activations_bytes"], 3000);
+}
+
 TEST(TraceStats, OverlapNeverDoubleCounts) {
   // Two communication lanes busy at once while compute is idle: exposed is the union (10 µs),
   // not the sum (20 µs) and not compute + comm − wall.

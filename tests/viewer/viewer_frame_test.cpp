@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include <memory>
+#include <string>
 
 #include "tests/viewer/viewer_test_util.h"
 #include "viewer/panels.h"
@@ -54,6 +55,25 @@ TEST_F(FrameTest, PanelsRecordWhereLanesAndPeakAre) {
   EXPECT_LT(p.peak_marker_x[1], 0);
   EXPECT_TRUE(p.first_delta_cell.valid());
   EXPECT_EQ(p.first_delta_ns, 50);  // the top row by impact
+}
+
+// What a software renderer is handed stays small: A's memory has three samples, so however
+// many pixel columns the panel spans it draws a box per run of columns and a segment per level
+// stretch (a box and line points per column would be thousands of vertices).
+TEST_F(FrameTest, MemoryPanelDrawsRunsNotColumns) {
+  Frame();
+  Frame();
+  const ImDrawData* d = ImGui::GetDrawData();
+  ASSERT_NE(d, nullptr);
+  int memory_vertices = -1;
+  for (int i = 0; i < d->CmdListsCount; ++i) {
+    if (std::string(d->CmdLists[i]->_OwnerName) == "Memory") {
+      memory_vertices = d->CmdLists[i]->VtxBuffer.Size;
+    }
+  }
+  ASSERT_GE(memory_vertices, 0) << "no Memory window";
+  EXPECT_GT(s.probes.memory_plot.x1 - s.probes.memory_plot.x0, 900);
+  EXPECT_LT(memory_vertices, 1500);
 }
 
 TEST_F(FrameTest, WheelZoomsAtTheCursorAndKeysPan) {

@@ -204,6 +204,31 @@ TEST_F(CompareTest, RangeLimitsTableAndSummary) {
   EXPECT_EQ(s.summary[0].exposed_comm_ns, 0);
 }
 
+// A range is accounted by kind, as `stats` accounts the step: a TP all-reduce issued on the
+// compute stream is communication (exposed: nothing else computes meanwhile), and the worst
+// rank's figures are reported.
+TEST(Summary, RangeClassifiesByKindNotLane) {
+  Trace t;
+  t.AddMarker(0, 0, "step_begin");
+  t.AddWork(0, kLaneCompute, "gemm", "fwd/a/compute", 0, 100);
+  t.AddWork(0, kLaneCompute, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "fwd/a/all_reduce", 100,
+            40);
+  t.AddWork(0, kLaneAllGather, "ncclAllGather", "fwd/b/all_gather", 20, 30);  // hidden
+  t.AddWork(1, kLaneCompute, "gemm", "fwd/a/compute", 0, 100);
+  t.AddWork(1, kLaneAllGather, "ncclAllGather", "fwd/b/all_gather", 90, 30);  // 20 exposed
+  const TraceView v = MakeTraceView(std::move(t), "t");
+  const SummaryFigures f = ComputeSummary(v, TimeRange{0, 200});
+  EXPECT_EQ(f.step_ns, 200);
+  EXPECT_EQ(f.exposed_comm_ns, 40);  // rank 0: the all-reduce on the compute lane
+  EXPECT_DOUBLE_EQ(f.overlap_ratio, 30.0 / 70.0);
+  // Over the whole step the range figures are the statistics' (one step, worst rank).
+  EXPECT_EQ(f.exposed_comm_ns, v.stats.exposed_comm_ns);
+  // Cut to [110, 200): rank 0 has 30 exposed, rank 1 10.
+  const SummaryFigures cut = ComputeSummary(v, TimeRange{110, 200});
+  EXPECT_EQ(cut.exposed_comm_ns, 30);
+  EXPECT_DOUBLE_EQ(cut.overlap_ratio, 0.0);
+}
+
 TEST(Memory, PeaksAndDownsamplingKeepTheMaximum) {
   const TraceView a = MakeTraceView(PredictedPair(), "");
   const MemoryModel& m = a.memory;

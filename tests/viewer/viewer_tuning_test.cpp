@@ -32,6 +32,43 @@ TEST(Tuning, KnobsRoundTripThroughOverrides) {
   EXPECT_EQ(KnobsFromScenario(*again, again->resolved), k);
 }
 
+// FSDP2's int reshard_after_forward (a group of d ranks dividing the shard group) stays an int
+// through the knobs, the overrides and the written scenario; unchecking writes false.
+TEST(Tuning, ReshardAfterForwardKeepsItsIntForm) {
+  const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/dense_llama3_8b.json";
+  Result<Scenario> sc = LoadScenario(path, {"fsdp.reshard_after_forward=2"});
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  TuningKnobs k = KnobsFromScenario(*sc, sc->resolved);
+  EXPECT_TRUE(k.reshard_after_forward);
+  EXPECT_EQ(k.reshard_after_forward_ranks, 2);
+  Result<Scenario> again = LoadScenario(path, KnobOverrides(k));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->fsdp.reshard_after_forward_ranks, 2);
+  EXPECT_EQ(KnobsFromScenario(*again, again->resolved), k);
+
+  Result<std::string> text = ReadFile(path);
+  ASSERT_TRUE(text.ok());
+  const Tuner tuner(nlohmann::json::parse(*text), path,
+                    std::filesystem::path(path).parent_path().string());
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("viewer_reshard_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(tuner.WriteScenario(dir + "/tuned.json", k).ok());
+  Result<std::string> written = ReadFile(dir + "/tuned.json");
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(nlohmann::json::parse(*written)["fsdp"]["reshard_after_forward"], 2);
+  Result<Scenario> back = LoadScenario(dir + "/tuned.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->fsdp.reshard_after_forward_ranks, 2);
+
+  k.reshard_after_forward = false;  // the group size is kept for when it is checked again
+  ASSERT_TRUE(tuner.WriteScenario(dir + "/off.json", k).ok());
+  Result<std::string> off = ReadFile(dir + "/off.json");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(nlohmann::json::parse(*off)["fsdp"]["reshard_after_forward"], false);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Tuning, AChangeGivesANewPredictionAndKeepsTheOldAsGhost) {
   ViewerState s;
   ViewerOptions o;

@@ -34,6 +34,7 @@ struct RecommendArgs {
   std::string scenarios;
   std::string prices;
   int threads = 0;
+  bool exact = false;
   bool progress = false;
 };
 
@@ -66,6 +67,7 @@ Status RunRecommend(const RecommendArgs& args) {
   SS_ASSIGN_OR_RETURN(o.objective, sim::ParseObjective(args.objective));
   o.top = args.top;
   o.threads = args.threads;
+  o.exact = args.exact;
   sim::PriceTable prices = sim::DefaultPriceTable();
   if (!args.prices.empty()) {
     SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
@@ -146,6 +148,8 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--prices", args->prices,
                   "price table (shardscope-prices/1 JSON) instead of the built-in one");
   sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+  sub->add_flag("--exact", args->exact,
+                "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_flag("--progress", args->progress,
                 "draw the progress bar on stderr even when it is not a terminal");
   registry.Add(sub, [args] { return RunRecommend(*args); });

@@ -1,5 +1,5 @@
 // `shardscope simulate [SCENARIO] [--trace FILE] [--summary FILE] [--set path=value ...]
-// [--require-fit] [--margin GIB]`: predicts one training step (formats.md §2 summary, §3
+// [--require-fit] [--margin GIB] [--exact]`: predicts one training step (formats.md §2 summary, §3
 // trace); when the job does not fit or fits with less headroom than the margin, prints the fit
 // advisor's answer (sim/advisor/fit_advisor.h) and adds it to the summary as "advice".
 #include <fmt/core.h>
@@ -15,6 +15,7 @@
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
 #include "sim/advisor/fit_advisor.h"
+#include "sim/advisor/fit_cause.h"
 #include "sim/engine/simulator.h"
 #include "tools/shardscope/command.h"
 
@@ -31,12 +32,47 @@ struct SimulateArgs {
   std::string summary;
   std::vector<std::string> sets;
   bool require_fit = false;
+  bool exact = false;
   double margin_gib = 2.0;
 };
 
 std::string Bar(double fraction, int width) {
   const int n = std::clamp(static_cast<int>(fraction * width + 0.5), 0, width);
   return std::string(n, '#') + std::string(width - n, '.');
+}
+
+// The verdict's reason in a few words: what to cut (the advice below says it in full), not
+// the allocation that happened to cross the line.
+std::string ShortCause(const sim::FitCause& cause) {
+  if (cause.persistent_exceeds) {
+    return fmt::format("persistent state alone, {:.2f} GiB, is over the {:.2f} GiB usable",
+                       cause.persistent_gib, cause.usable_gib);
+  }
+  std::string what;
+  for (const sim::CategoryGib& c : cause.dominant) {
+    what += fmt::format("{}{} {:.2f} GiB", what.empty() ? "" : ", ", c.category, c.gib);
+  }
+  return fmt::format("peak in the {}: {}", cause.peak_phase, what.empty() ? "?" : what);
+}
+
+// Exposure a user asks about ("why did a deeper prefetch change nothing?"): the collectives
+// behind it by op_id, once it is more than 1% of the step.
+void PrintExposedCollectives(const sim::Summary& s) {
+  if (s.exposed_collectives.empty() || s.exposed_comm_s * 100 <= s.step_time_s) return;
+  fmt::print("Exposed communication {:.1f} ms, most exposed collectives:\n",
+             s.exposed_comm_s * 1e3);
+  for (const sim::Summary::ExposedCollective& e : s.exposed_collectives) {
+    fmt::print("  {:8.3f} ms of {:8.3f} ms  {:<20} {}{}\n", e.exposed_s * 1e3, e.duration_s * 1e3,
+               e.purpose, e.op_id, e.edge_exposed_s * 2 > e.exposed_s ? "  (step edge)" : "");
+  }
+  if (s.edge_exposed_comm_s * 2 > s.exposed_comm_s) {
+    fmt::print(
+        "  {:.1f} of the {:.1f} ms lie at the step's edges: the first all-gathers (before the "
+        "forward reaches its second unit) and the last reduce-scatters (after the backward leaves "
+        "its second-to-last unit) have no compute to hide under, so no prefetch depth changes "
+        "them\n",
+        s.edge_exposed_comm_s * 1e3, s.exposed_comm_s * 1e3);
+  }
 }
 
 void PrintSummary(const sim::Simulation& sim) {
@@ -71,6 +107,13 @@ void PrintSummary(const sim::Simulation& sim) {
   for (const auto& [k, v] : s.comm_s)
     busy += fmt::format("{}{} {:.4f} s", busy.empty() ? "" : ", ", k, v);
   fmt::print("{}\n", busy.empty() ? "none" : busy);
+  if (!s.comm_by_purpose_s.empty()) {
+    fmt::print("  by purpose         (exposed of busy)\n");
+    for (const auto& [purpose, busy_s] : s.comm_by_purpose_s) {
+      fmt::print("    {:<20} {:9.4f} s of {:.4f} s\n", purpose,
+                 s.exposed_comm_by_purpose_s.at(purpose), busy_s);
+    }
+  }
   fmt::print("  overlap ratio      {:10.1f}%   idle {:.4f} s\n", 100.0 * s.overlap_ratio, s.idle_s);
   if (s.overlap_stretch_s > 0) {
     fmt::print(
@@ -85,23 +128,25 @@ void PrintSummary(const sim::Simulation& sim) {
   fmt::print(
       "  peak reserved      {:10.2f} GiB (estimate); usable {:.2f} of {:.2f} GiB HBM -> {}\n",
       s.peak_memory_reserved_gib, s.usable_gib, s.hbm_gib,
-      s.fits ? "fits" : "DOES NOT FIT (overflow: " + s.overflow_category + ")");
+      s.fits ? "fits" : "DOES NOT FIT (" + ShortCause(sim::AnalyzeFit(sim)) + ")");
   fmt::print("  allocated peak by phase:\n");
   for (int p = 0; p < kNumStepPhases; ++p) {
     const sim::Summary::PhasePeakFigures& f = s.phase_peaks[p];
     fmt::print("    {:<17} {:8.2f} GiB  {}\n", StepPhaseName(static_cast<StepPhase>(p)),
                f.allocated_gib, f.op.empty() ? "(no allocation)" : f.op);
   }
-  fmt::print("  at the allocated peak, by category:\n");
+  fmt::print("  at the allocated peak, by category (and the category's own step maximum):\n");
   const double total = std::max(s.peak_memory_allocated_gib, 1e-9);
   for (int c = 0; c < kNumMemCategories; ++c) {
     const double g = s.memory_at_peak_gib[c];
-    fmt::print("    {:<17} {:8.2f} GiB  {}\n", MemCategoryName(static_cast<MemCategory>(c)), g,
-               Bar(g / total, 40));
+    fmt::print("    {:<17} {:8.2f} GiB  {}  max {:.2f} GiB\n",
+               MemCategoryName(static_cast<MemCategory>(c)), g, Bar(g / total, 40),
+               s.memory_max_by_category_gib[c]);
   }
   if (s.host_memory_gib > 0) {
     fmt::print("  pinned host memory {:10.2f} GiB (offload; not part of HBM)\n", s.host_memory_gib);
   }
+  PrintExposedCollectives(s);
   if (!s.warnings.empty()) {
     fmt::print("Warnings:\n");
     for (const std::string& w : s.warnings) fmt::print("  - {}\n", w);
@@ -127,7 +172,14 @@ Status RunSimulate(const SimulateArgs& args) {
   SS_ASSIGN_OR_RETURN(Scenario scenario, std::move(scenario_or));
   sim::SimulateOptions options;
   options.keep_memory_samples = !args.trace.empty();
+  // A trace is always drawn from the whole step.
+  options.exact = args.exact || !args.trace.empty();
   SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateScenario(scenario, options));
+  if (sim.steady_state && sim::JudgeFit(sim.summary, args.margin_gib) != sim::FitVerdict::kFits) {
+    // The fit advisor reads the step's memory op by op: give it the whole step.
+    options.exact = true;
+    SS_ASSIGN_OR_RETURN(sim, sim::SimulateScenario(scenario, options));
+  }
   PrintSummary(sim);
   nlohmann::json summary_json = sim::SummaryToJson(sim.summary);
   if (sim::JudgeFit(sim.summary, args.margin_gib) != sim::FitVerdict::kFits) {
@@ -168,6 +220,8 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--require-fit", args->require_fit, "exit 1 when the job does not fit in memory");
+  sub->add_flag("--exact", args->exact,
+                "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_option("--margin", args->margin_gib,
                   "GiB of headroom under which a job that fits still gets fit advice (default 2)")
       ->check(CLI::NonNegativeNumber);

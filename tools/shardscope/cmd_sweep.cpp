@@ -1,7 +1,8 @@
 // `shardscope sweep SCENARIO --vary path=v1,v2,… [--vary …] [--set …] [--objective O] [--top K]
 // [--csv F] [--json F] [--prices F] [--threads N] [--progress]`: every combination of the axes
 // simulated on all cores (sim/explore/sweep.h), invalid ones counted by reason, those that fit
-// ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md.
+// ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md. Under mpirun
+// the combinations are split over the ranks and rank 0 prints (tools/shardscope/sweep_ranks.h).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/launch.h"
 #include "core/util/file_io.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/sweep.h"
@@ -16,6 +18,7 @@
 #include "sim/explore/vary.h"
 #include "tools/shardscope/command.h"
 #include "tools/shardscope/progress_bar.h"
+#include "tools/shardscope/sweep_ranks.h"
 
 namespace shardscope::cli {
 namespace {
@@ -30,6 +33,7 @@ struct SweepArgs {
   std::string json;
   std::string prices;
   int threads = 0;
+  bool exact = false;
   bool progress = false;
 };
 
@@ -50,16 +54,21 @@ Status RunSweepCommand(const SweepArgs& args) {
   }
   sim::SweepOptions options;
   options.threads = args.threads;
+  options.exact = args.exact;
   options.objective = objective;
   options.prices = &prices;
+  // Under a launcher only rank 0 reports (the others' share is gathered there).
+  const bool root = backend::DetectLaunch().world_rank == 0;
   ProgressBar bar("sweep");
-  if (args.progress || StderrIsTty()) {
+  if (root && (args.progress || StderrIsTty())) {
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
   }
-  fmt::print(stderr, "sweep: {} combinations of {} axes\n", count, axes.size());
-  Result<sim::SweepResult> result = sim::RunSweep(base, axes, options);
+  if (root) fmt::print(stderr, "sweep: {} combinations of {} axes\n", count, axes.size());
+  bool print = true;
+  Result<sim::SweepResult> result = SweepOverRanks(base, axes, options, &print);
   bar.Finish();
   if (!result.ok()) return result.status();
+  if (!print) return Status::Ok();
   sim::SweepReport report;
   report.scenario = base.source;
   for (const sim::VaryAxis& a : axes) report.paths.push_back(a.path);
@@ -102,6 +111,8 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--prices", args->prices,
                   "price table (shardscope-prices/1 JSON) instead of the built-in one");
   sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+  sub->add_flag("--exact", args->exact,
+                "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_flag("--progress", args->progress,
                 "draw the progress bar on stderr even when it is not a terminal");
   registry.Add(sub, [args] { return RunSweepCommand(*args); });

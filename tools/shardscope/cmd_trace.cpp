@@ -58,6 +58,16 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
     for (const auto& [kind, ns] : st.exposed_by_kind_ns) {
       fmt::print("{:>22} exposed {} of {} busy\n", kind, Ms(ns), Ms(st.busy_by_kind_ns.at(kind)));
     }
+    if (!st.exposed_by_purpose_ns.empty()) fmt::print("{:>22}\n", "by purpose:");
+    for (const auto& [purpose, ns] : st.exposed_by_purpose_ns) {
+      fmt::print("{:>22} exposed {} of {} busy\n", purpose, Ms(ns),
+                 Ms(st.busy_by_purpose_ns.at(purpose)));
+    }
+    if (!st.exposed_ops.empty()) fmt::print("{:>22}\n", "most exposed:");
+    for (const StepStats::ExposedOp& o : st.exposed_ops) {
+      fmt::print("{:>22} exposed of {} {:<20} {}\n", Ms(o.exposed_ns), Ms(o.dur_ns), o.purpose,
+                 o.op_id.empty() ? o.name : o.op_id);
+    }
   }
   if (!s.collectives.empty()) {
     fmt::print("\ncollectives\n{:<16} {:>8} {:>14} {:>12} {:>12}\n", "kind", "count", "bytes",
@@ -78,7 +88,19 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
     fmt::print("\nmemory peak, rank {} ({}): {} at {} µs\n", m.rank, m.key, GiB(m.peak_bytes),
                FormatNsAsUs(m.time_ns));
     for (const std::string& r : m.running) fmt::print("  running: {}\n", r);
-    for (const auto& [k, v] : m.at_peak_bytes) fmt::print("  {:<24} {}\n", k, GiB(v));
+    fmt::print("  {:<24} {:>14} {:>14}\n", "series", "at the peak", "step maximum");
+    for (const auto& [k, v] : m.at_peak_bytes) {
+      const auto max = m.max_bytes.find(k);
+      fmt::print("  {:<24} {:>14} {:>14}\n", k, GiB(v),
+                 max == m.max_bytes.end() ? "" : GiB(max->second));
+    }
+    if (!m.by_phase.empty()) fmt::print("  peak by phase (of the compute event last started):\n");
+    for (const char* phase : {"forward", "backward", "optimizer"}) {
+      const auto it = m.by_phase.find(phase);
+      if (it == m.by_phase.end()) continue;
+      fmt::print("    {:<22} {} at {} µs\n", phase, GiB(it->second.peak_bytes),
+                 FormatNsAsUs(it->second.time_ns));
+    }
   }
   if (!json_path.empty()) {
     nlohmann::json j = StatsToJson(s);

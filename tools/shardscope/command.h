@@ -43,5 +43,6 @@ void RegisterViewCommand(CLI::App& app, CommandRegistry& registry);    // the vi
 void RegisterRunCommand(CLI::App& app, CommandRegistry& registry);     // the real backend
 void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry);
 void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry);
+void RegisterCalibrateCommand(CLI::App& app, CommandRegistry& registry);
 
 }  // namespace shardscope::cli

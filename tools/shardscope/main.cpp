@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   cli::RegisterRunCommand(app, registry);
   cli::RegisterSweepCommand(app, registry);
   cli::RegisterRecommendCommand(app, registry);
+  cli::RegisterCalibrateCommand(app, registry);
 
   try {
     app.parse(argc, argv);

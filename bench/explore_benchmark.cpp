@@ -1,0 +1,181 @@
+// Search speed (issue 14): a sweep over a grid of 1,000 Llama 3 70B variants on 1,024 H100s
+// (tp, pp, dp_replicate, checkpointing, prefetch, micro-batches, 1F1B / interleaved) on two
+// threads, reported as variants/s (target ≥ 1,000/s on 2 cores); the same grid one variant at a
+// time for the latency spread (median, p90, max); and a GPT-3-175B-like job with TP 8, PP 8 and
+// 8..64 micro-batches (target: 64 in ≤ 15 ms).
+//
+// Run: build-rel/bench/explore_benchmark --benchmark_repetitions=3
+//          --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/config/scenario.h"
+#include "sim/engine/simulator.h"
+#include "sim/explore/sweep.h"
+
+namespace shardscope::sim {
+namespace {
+
+constexpr int kGridSize = 1000;
+
+nlohmann::json Llama70bOn1024() {
+  nlohmann::json j = DefaultScenarioJson();
+  j["model"] = "llama3-70b";
+  j["cluster"]["nodes"] = 128;
+  return j;
+}
+
+// Every combination of the axes, then kGridSize of them evenly spaced: each axis keeps all its
+// values in the grid. One sequence per micro-batch; without a pipeline the micro-batches are
+// gradient-accumulation steps.
+std::vector<std::vector<std::string>> Grid70b() {
+  std::vector<std::vector<std::string>> all;
+  for (int pp : {1, 2, 4, 8}) {
+    for (const char* sched : {"1f1b", "interleaved_1f1b"}) {
+      if (pp == 1 && std::string(sched) != "1f1b") continue;
+      for (int tp : {1, 2, 4, 8}) {
+        for (int rep : {1, 2, 8}) {
+          for (const char* ac : {"none", "selective_op", "selective_op:2", "full"}) {
+            for (int prefetch : {1, 2}) {
+              for (int mult : {1, 2, 4}) {
+                const int micro = pp * mult;
+                const bool interleaved = std::string(sched) != "1f1b";
+                all.push_back({
+                    "parallelism.tp=" + std::to_string(tp),
+                    "parallelism.pp=" + std::to_string(pp),
+                    "parallelism.dp_replicate=" + std::to_string(rep),
+                    "parallelism.dp_shard=-1",
+                    std::string("parallelism.pp_schedule=") + sched,
+                    "parallelism.pp_virtual_stages=" + std::to_string(interleaved ? 2 : 1),
+                    "parallelism.pp_microbatches=" + std::to_string(pp > 1 ? micro : 1),
+                    "training.local_batch=" + std::to_string(pp > 1 ? micro : 1),
+                    "training.grad_accum=" + std::to_string(pp > 1 ? 1 : micro),
+                    std::string("training.activation_checkpoint=") + ac,
+                    "fsdp.forward_prefetch_depth=" + std::to_string(prefetch),
+                    "fsdp.backward_prefetch_depth=" + std::to_string(prefetch),
+                });
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> grid;
+  for (int i = 0; i < kGridSize; ++i) grid.push_back(all[i * all.size() / kGridSize]);
+  return grid;
+}
+
+SweepBase Base(const nlohmann::json& doc) {
+  SweepBase base;
+  base.doc = doc;
+  base.source = "<bench>";
+  base.base_dir = ".";
+  return base;
+}
+
+void BM_Grid70b_Sweep2Threads(benchmark::State& state) {
+  const SweepBase base = Base(Llama70bOn1024());
+  const std::vector<std::vector<std::string>> grid = Grid70b();
+  SweepOptions options;
+  options.threads = 2;
+  int64_t variants = 0;
+  for (auto _ : state) {
+    Result<SweepResult> r = RunVariants(base, grid, options);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().message().c_str());
+      return;
+    }
+    variants += static_cast<int64_t>(grid.size());
+    state.counters["invalid"] = static_cast<double>(r->invalid);
+    state.counters["fitting"] = static_cast<double>(r->fitting);
+  }
+  state.counters["variants_per_s"] =
+      benchmark::Counter(static_cast<double>(variants), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Grid70b_Sweep2Threads)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Iterations(1);
+
+// One variant at a time, as a sweep runs them (memory peaks only): the latency spread.
+void BM_Grid70b_Latency(benchmark::State& state) {
+  const nlohmann::json doc = Llama70bOn1024();
+  const std::vector<std::vector<std::string>> grid = Grid70b();
+  std::vector<double> ms;
+  SimulateOptions options;
+  options.keep_memory_samples = false;
+  options.exact = false;  // as RunVariants
+  for (auto _ : state) {
+    ms.clear();
+    for (const std::vector<std::string>& sets : grid) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<Scenario> sc = ParseScenario(doc, "<bench>", ".", sets);
+      if (sc.ok()) benchmark::DoNotOptimize(SimulateScenario(*sc, options).ok());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(ms.begin(), ms.end());
+  state.counters["median_ms"] = ms[ms.size() / 2];
+  state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
+  state.counters["max_ms"] = ms.back();
+}
+BENCHMARK(BM_Grid70b_Latency)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// GPT-3 175B shapes (96 layers, hidden 12288, vocab padded to 51,200) on 1,024 H100s: TP 8 × PP 8 ×
+// dp_shard 16, one 2,048-token sequence per micro-batch, range(0) micro-batches (1F1B); range(1) =
+// 1: the whole step (--exact), 0: the steady-state extrapolation sweeps use.
+void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
+  nlohmann::json j = Llama70bOn1024();
+  j["model"] = {{"hf",
+                 {{"model_type", "llama"},
+                  {"architectures", {"LlamaForCausalLM"}},
+                  {"hidden_size", 12288},
+                  {"intermediate_size", 49152},
+                  {"num_hidden_layers", 96},
+                  {"num_attention_heads", 96},
+                  {"num_key_value_heads", 96},
+                  {"vocab_size", 51200},
+                  {"rms_norm_eps", 1e-5},
+                  {"tie_word_embeddings", false}}}};
+  j["parallelism"]["tp"] = 8;
+  j["parallelism"]["pp"] = 8;
+  j["parallelism"]["dp_shard"] = -1;
+  j["parallelism"]["pp_microbatches"] = state.range(0);
+  j["training"]["local_batch"] = state.range(0);
+  j["training"]["seq_len"] = 2048;
+  Result<Scenario> sc = ParseScenario(j, "<bench>", ".");
+  if (!sc.ok()) {
+    state.SkipWithError(sc.status().message().c_str());
+    return;
+  }
+  SimulateOptions options;
+  options.keep_memory_samples = false;
+  options.exact = state.range(1) != 0;
+  for (auto _ : state) {
+    Result<Simulation> sim = SimulateScenario(*sc, options);
+    if (!sim.ok()) {
+      state.SkipWithError(sim.status().message().c_str());
+      return;
+    }
+    state.counters["ops"] = static_cast<double>(sim->schedule.ops.size());
+    state.counters["step_s"] = sim->summary.step_time_s;
+    state.counters["reserved_gib"] = sim->summary.peak_memory_reserved_gib;
+  }
+}
+BENCHMARK(BM_Gpt3_175b_Tp8Pp8)
+    ->ArgsProduct({{8, 16, 32, 64}, {1, 0}})
+    ->ArgNames({"micro", "exact"})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace shardscope::sim
+
+BENCHMARK_MAIN();

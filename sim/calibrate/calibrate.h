@@ -1,0 +1,69 @@
+// `calibrate`: fits the cost model's free figures (free_figures.h) to measured traces and run
+// tables (calibration_inputs.h), per GPU type, and says how much better the fitted model
+// predicts what it was not fitted on.
+//
+// Contents:
+//   CalibrateOptions  folds, the residuals' assumed spread
+//   FittedFigure      one figure: default, fitted value, its standard deviation
+//   GpuCalibration    the fit of one GPU type: figures, cross-validated errors, the file
+//   CalibrateReport   every GPU's fit + notes on the inputs
+//   Calibrate         inputs → report
+//
+// Residuals are log(predicted / measured) over `residual_sd` (a 5% spread by default), so an
+// operation of 10 µs and a step of 2 s weigh alike; each figure's prior (free_figures.h)
+// regularises towards the catalog default. A figure the inputs do not inform (its Jacobian
+// column carries less than 1% of its prior's information) is left at its default and out of
+// the file. Cross-validation: the observations' groups (operations, run rows) are dealt into
+// `folds` folds in a fixed shuffled order; each fold is predicted by a fit on the others, and
+// the median |predicted / measured - 1| over all held-out observations is compared with the
+// same error of the catalog defaults ("before").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "sim/calibrate/calibration_inputs.h"
+#include "sim/cost/calibration.h"
+
+namespace shardscope::calibrate {
+
+struct CalibrateOptions {
+  int folds = 5;
+  double residual_sd = 0.05;
+};
+
+struct FittedFigure {
+  std::string key;
+  double default_value = 0;
+  double value = 0;
+  double sd = 0;            // one standard deviation of value (normal equations)
+  bool identified = false;  // false: the inputs do not inform it; left at its default
+};
+
+struct ErrorStats {
+  int count = 0;
+  double median = 0;  // of |predicted / measured - 1|
+  double p90 = 0;
+};
+
+struct GpuCalibration {
+  std::string gpu;
+  int samples = 0;
+  int observations = 0;
+  std::vector<FittedFigure> figures;
+  ErrorStats fit_before, fit_after;  // on every observation, defaults vs the full fit
+  int folds = 0;                     // 0: too few groups to cross-validate
+  ErrorStats cv_before, cv_after;    // held-out
+  bool worse = false;                // cv_after.median > cv_before.median
+  Calibration calibration;           // what `--out` writes
+};
+
+struct CalibrateReport {
+  std::vector<GpuCalibration> gpus;  // by GPU name
+  std::vector<std::string> notes;
+};
+
+Result<CalibrateReport> Calibrate(const CalibrationInputs& inputs, const CalibrateOptions& options);
+
+}  // namespace shardscope::calibrate

@@ -1,0 +1,50 @@
+// Bounded, regularised nonlinear least squares (Levenberg-Marquardt on Eigen): the solver
+// under `calibrate`, knowing nothing of cost models.
+//
+// Contents:
+//   ResidualFn          z → the data residuals (already divided by their standard deviation)
+//   LeastSquaresProblem start/prior, bounds and the residual function
+//   LeastSquaresResult  the solution, its covariance, the residuals' cost
+//   SolveLeastSquares   minimises |r(z)|² + Σ ((z - prior) / prior_sd)² with lo <= z <= hi
+//
+// The Jacobian is taken by forward differences (step `fd_step` in z); each step solves
+// (JᵀJ + P + μ·diag) δ = -(Jᵀr + P(z - prior)), P = diag(1 / prior_sd²), and projects z + δ
+// onto the bounds. The covariance is s²·(JᵀJ + P)⁻¹ at the solution, s² the data cost over
+// its degrees of freedom (at least 1): the normal equations' estimate, scaled by the misfit.
+#pragma once
+
+#include <Eigen/Dense>
+#include <functional>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace shardscope::calibrate {
+
+using ResidualFn = std::function<Result<Eigen::VectorXd>(const Eigen::VectorXd& z)>;
+
+struct LeastSquaresProblem {
+  Eigen::VectorXd prior;     // also the start
+  Eigen::VectorXd prior_sd;  // > 0
+  Eigen::VectorXd lo, hi;
+  ResidualFn residuals;
+  int max_iterations = 40;
+  double fd_step = 1e-2;
+  double tolerance = 1e-7;  // relative decrease of the cost that ends the iterations
+};
+
+struct LeastSquaresResult {
+  Eigen::VectorXd z;
+  Eigen::MatrixXd covariance;
+  Eigen::MatrixXd jacobian;  // of the data residuals at z
+  double data_cost = 0;      // |r(z)|²
+  int iterations = 0;
+};
+
+Result<LeastSquaresResult> SolveLeastSquares(const LeastSquaresProblem& problem);
+
+// The data residuals' Jacobian at `z` by forward differences (what the solver uses).
+Result<Eigen::MatrixXd> NumericJacobian(const ResidualFn& f, const Eigen::VectorXd& z,
+                                        const Eigen::VectorXd& r0, double step);
+
+}  // namespace shardscope::calibrate

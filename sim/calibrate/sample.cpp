@@ -1,0 +1,175 @@
+#include "sim/calibrate/sample.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "core/model/model_source.h"
+#include "core/plan/planner.h"
+#include "core/schedule/op_kind.h"
+#include "core/schedule/schedule_options.h"
+#include "sim/cost/cost_model.h"
+
+namespace shardscope::calibrate {
+namespace {
+
+struct Built {
+  ModelTree tree;
+  Schedule schedule;
+};
+
+// The schedule `shardscope run` executes for `rank` (rank < 0: the simulator's own roles).
+Result<Built> BuildFor(const Scenario& sc, int rank) {
+  ModelBuildOptions build;
+  build.tp = sc.parallelism.tp;
+  build.ep = sc.parallelism.ep;
+  Built b;
+  SS_ASSIGN_OR_RETURN(b.tree, LoadModel(sc.model, build));
+  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, b.tree));
+  if (rank < 0) {
+    SS_ASSIGN_OR_RETURN(b.schedule, BuildScenarioSchedule(sc, b.tree, plan));
+  } else {
+    ScheduleOptions so = ScheduleOptionsFromScenario(sc);
+    so.rank = rank;
+    SS_ASSIGN_OR_RETURN(b.schedule, BuildSchedule(b.tree, plan, so));
+  }
+  return b;
+}
+
+// Catalog hardware and default figures of the scenario; calibration files the scenario names
+// are left out: a fit starts from, and is regularised towards, the catalog.
+Status FillPricing(const Scenario& sc, const ModelTree& tree, Sample* s) {
+  Result<Hardware> hw = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
+  if (!hw.ok()) return hw.status().WithContext(sc.source + ": cluster.gpu");
+  s->hw = *hw;
+  s->gpu = sc.cluster.gpu;
+  s->defaults = DefaultCostParams(s->hw);
+  if (sc.training.attention_backend == AttentionBackend::kCudnn) {
+    SS_RETURN_IF_ERROR(UseCudnnAttention(s->hw, &s->defaults).WithContext(sc.source));
+  }
+  SS_ASSIGN_OR_RETURN(sim::ScenarioPricing pricing, sim::PriceScenario(sc, tree));
+  s->ctx = pricing.ctx;
+  s->ctx.keep_memory_samples = false;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<double>> Sample::Predict(const CostParams& params) const {
+  std::unique_ptr<CostModel> cost = MakeDefaultCostModel(hw, params);
+  SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateSchedule(schedule, *cost, ctx));
+  std::vector<double> out;
+  if (figure == Figure::kOpDuration) {
+    for (int op : op_index) {
+      out.push_back(static_cast<double>(sim.timeline.ops[op].duration_ns()));
+    }
+    if (step_observed) out.push_back(sim.summary.step_time_s);
+  } else if (figure == Figure::kStepTime) {
+    out.push_back(sim.summary.step_time_s);
+  } else {
+    out.push_back(sim.summary.tokens_per_s_per_gpu);
+  }
+  return out;
+}
+
+Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
+  PreparedInputs p;
+  int group = 0;
+  for (const TraceInput& t : inputs.traces) {
+    Sample s;
+    s.source = fmt::format("{} rank {}", t.path, t.rank);
+    SS_ASSIGN_OR_RETURN(Built b, BuildFor(t.scenario, t.rank));
+    SS_RETURN_IF_ERROR(FillPricing(t.scenario, b.tree, &s));
+    // (op_id, occurrence) → op of the rank's one role.
+    std::map<std::pair<std::string, int>, int> index;
+    std::map<std::string, int> seen;
+    for (size_t i = 0; i < b.schedule.ops.size(); ++i) {
+      const ScheduleOp& op = b.schedule.ops[i];
+      if (op.type == OpType::kWait || op.op_id.empty()) continue;
+      index[{op.op_id, seen[op.op_id]++}] = static_cast<int>(i);
+    }
+    int unmatched = 0;
+    std::map<std::pair<int, std::pair<int, int>>, int64_t> shapes;
+    for (const MeasuredOp& m : t.ops) {
+      auto it = index.find({m.op_id, m.occurrence});
+      if (it == index.end()) {
+        ++unmatched;
+        continue;
+      }
+      const ScheduleOp& op = b.schedule.ops[it->second];
+      s.op_index.push_back(it->second);
+      s.observations.push_back(static_cast<int>(p.observations.size()));
+      p.observations.push_back({static_cast<int>(p.samples.size()),
+                                fmt::format("{} {}", s.source, m.op_id),
+                                static_cast<double>(m.dur_ns), group++});
+      if (IsCollective(op.type) && op.group >= 0 && op.bytes > 0) {
+        const GroupShape g =
+            GroupShapeOf(b.schedule.groups[op.group], s.ctx.gpus_per_node, s.hw.node.nvlink_domain);
+        if (g.size > 1) {
+          int64_t& largest = shapes[{static_cast<int>(op.type), {g.ranks_per_node, g.nodes}}];
+          largest = std::max(largest, op.bytes);
+        }
+      }
+    }
+    for (const auto& [key, bytes] : shapes) {
+      s.observed_shapes.push_back(
+          {{static_cast<OpType>(key.first), key.second.first, key.second.second}, bytes});
+    }
+    if (s.op_index.empty()) {
+      return InvalidInput(fmt::format(
+          "{}: no operation matches the scenario's schedule by op_id (is metadata.scenario the "
+          "scenario this trace ran?)",
+          s.source));
+    }
+    if (unmatched > 0) {
+      p.notes.push_back(
+          fmt::format("{}: {} of {} operations have no op_id in the schedule; left out", s.source,
+                      unmatched, t.ops.size()));
+    }
+    if (t.step_time_s > 0) {
+      s.step_observed = true;
+      s.observations.push_back(static_cast<int>(p.observations.size()));
+      p.observations.push_back({static_cast<int>(p.samples.size()),
+                                fmt::format("{} step_time_s", s.source), t.step_time_s, group++,
+                                std::sqrt(static_cast<double>(s.op_index.size()))});
+    }
+    s.schedule = std::move(b.schedule);
+    p.samples.push_back(std::move(s));
+  }
+  for (const RunInput& r : inputs.runs) {
+    Sample s;
+    s.source = r.source;
+    SS_ASSIGN_OR_RETURN(Built b, BuildFor(r.scenario, -1));
+    SS_RETURN_IF_ERROR(FillPricing(r.scenario, b.tree, &s));
+    double measured = 0;
+    if (r.step_time_s) {
+      s.figure = Sample::Figure::kStepTime;
+      measured = *r.step_time_s;
+    } else if (r.tokens_per_s_per_gpu) {
+      s.figure = Sample::Figure::kTokensPerS;
+      measured = *r.tokens_per_s_per_gpu;
+    } else {
+      p.notes.push_back(r.source + ": peak memory only: not a cost-model figure, not fitted");
+      continue;
+    }
+    if (r.peak_memory_reserved_gib) {
+      p.notes.push_back(r.source + ": peak memory read, not fitted (no free figure moves it)");
+    }
+    s.observations.push_back(static_cast<int>(p.observations.size()));
+    p.observations.push_back(
+        {static_cast<int>(p.samples.size()),
+         fmt::format(
+             "{} {}", r.source,
+             s.figure == Sample::Figure::kStepTime ? "step_time_s" : "tokens_per_s_per_gpu"),
+         measured, group++});
+    s.schedule = std::move(b.schedule);
+    p.samples.push_back(std::move(s));
+  }
+  if (p.observations.empty()) {
+    return InvalidInput("calibrate: the inputs hold no step time, tokens/s or operation to fit");
+  }
+  return p;
+}
+
+}  // namespace shardscope::calibrate

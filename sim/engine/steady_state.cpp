@@ -1,0 +1,108 @@
+#include "sim/engine/steady_state.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace shardscope::sim {
+namespace {
+
+// Peaks are sums of the same buffers in both runs, so "equal" is equal to rounding.
+bool Same(double x, double y) { return std::abs(x - y) <= 1e-9 * std::max(1.0, std::abs(y)); }
+
+// The affine extension through (a, x_a) and (b, x_b), at M.
+struct Line {
+  double a, b, m;
+  double operator()(double xa, double xb) const { return xb + (xb - xa) * (m - b) / (b - a); }
+};
+
+std::map<std::string, double> Extend(const std::map<std::string, double>& a,
+                                     const std::map<std::string, double>& b, const Line& at) {
+  std::map<std::string, double> out;
+  for (const auto& [k, vb] : b) {
+    const auto it = a.find(k);
+    out[k] = std::max(0.0, at(it == a.end() ? 0.0 : it->second, vb));
+  }
+  return out;
+}
+
+// A peak that happens at the same time in both runs is in the warm-up and stays there; one
+// that moves is past the periodic middle and moves with it.
+double PeakTime(double ta, double tb, const Line& at) { return Same(ta, tb) ? tb : at(ta, tb); }
+
+}  // namespace
+
+std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
+  const ParallelismConfig& p = sc.parallelism;
+  SteadyStateRuns runs;
+  if (p.pp > 1) {
+    if (p.pp_schedule == PpSchedule::kGPipe || sc.training.grad_accum != 1) return std::nullopt;
+    // 1F1B repeats per micro-batch once the pipeline is full (pp in flight) and the caching
+    // allocator's reserve has settled (past pp micro-batches on GPT-3-sized stages); the
+    // interleaved schedule per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp
+    // forwards) needs two.
+    if (p.pp_schedule == PpSchedule::k1F1B) {
+      runs = {p.pp_microbatches, 2 * p.pp, 2 * p.pp + 1};
+    } else {
+      runs = {p.pp_microbatches, 2 * p.pp, 3 * p.pp};
+    }
+  } else {
+    // The first accumulation step allocates the sharded gradients and the caching allocator's
+    // reserve settles in the third (its blocks split and coalesce differently before).
+    runs = {sc.training.grad_accum, 3, 4};
+  }
+  // Worth it only when the two short runs are shorter than the step.
+  if (runs.a + runs.b >= runs.total) return std::nullopt;
+  return runs;
+}
+
+Scenario WithMicroBatches(const Scenario& sc, int micro_batches) {
+  Scenario out = sc;
+  if (sc.parallelism.pp > 1) {
+    const int64_t per_micro = sc.training.local_batch / sc.parallelism.pp_microbatches;
+    out.parallelism.pp_microbatches = micro_batches;
+    out.training.local_batch = per_micro * micro_batches;
+  } else {
+    out.training.grad_accum = micro_batches;
+  }
+  return out;
+}
+
+std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& account_a,
+                                          const Summary& b, const StepAccount& account_b,
+                                          const SteadyStateRuns& runs, double peak_flops) {
+  if (a.role != b.role || a.fits != b.fits ||
+      !Same(a.peak_memory_allocated_gib, b.peak_memory_allocated_gib) ||
+      !Same(a.peak_memory_reserved_gib, b.peak_memory_reserved_gib)) {
+    return std::nullopt;
+  }
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    if (!Same(a.memory_at_peak_gib[c], b.memory_at_peak_gib[c])) return std::nullopt;
+  }
+  const Line at{static_cast<double>(runs.a), static_cast<double>(runs.b),
+                static_cast<double>(runs.total)};
+  Summary s = b;
+  s.tokens_per_step = b.tokens_per_step / runs.b * runs.total;
+  s.step_time_s = at(a.step_time_s, b.step_time_s);
+  s.compute_s = at(a.compute_s, b.compute_s);
+  s.exposed_comm_s = at(a.exposed_comm_s, b.exposed_comm_s);
+  s.idle_s = at(a.idle_s, b.idle_s);
+  s.exposed_copy_s = at(a.exposed_copy_s, b.exposed_copy_s);
+  s.host_compute_s = at(a.host_compute_s, b.host_compute_s);
+  s.overlap_stretch_s = at(a.overlap_stretch_s, b.overlap_stretch_s);
+  const double comm = at(static_cast<double>(account_a.comm_ns), account_b.comm_ns);
+  const double overlapped =
+      at(static_cast<double>(account_a.overlapped_comm_ns), account_b.overlapped_comm_ns);
+  s.overlap_ratio = comm > 0 ? overlapped / comm : 0.0;
+  s.compute_by_kind_s = Extend(a.compute_by_kind_s, b.compute_by_kind_s, at);
+  s.comm_s = Extend(a.comm_s, b.comm_s, at);
+  s.exposed_comm_by_kind_s = Extend(a.exposed_comm_by_kind_s, b.exposed_comm_by_kind_s, at);
+  s.peak_memory_time_s = PeakTime(a.peak_memory_time_s, b.peak_memory_time_s, at);
+  for (int p = 0; p < kNumStepPhases; ++p) {
+    s.phase_peaks[p].time_s = PeakTime(a.phase_peaks[p].time_s, b.phase_peaks[p].time_s, at);
+  }
+  SetStepRates(peak_flops, &s);
+  return s;
+}
+
+}  // namespace shardscope::sim

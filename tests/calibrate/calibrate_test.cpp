@@ -1,0 +1,243 @@
+// `calibrate` end to end in the library: figures recovered from synthetic traces the simulator
+// made with perturbed figures plus noise, run tables' errors naming file and field, and a fit
+// whose held-out error gets worse being reported as such.
+#include "sim/calibrate/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "core/config/scenario.h"
+#include "core/trace/trace_io.h"
+#include "core/util/file_io.h"
+#include "sim/calibrate/calibration_inputs.h"
+#include "sim/cost/calibration.h"
+#include "sim/engine/simulator.h"
+
+namespace shardscope::calibrate {
+namespace {
+
+std::string TempDir() {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("shardscope-calibrate-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// A small Llama-shaped model on 4 H100s: GEMMs from a few hundred to a few thousand wide, so
+// the GEMM curve, attention, elementwise and streaming work and the collectives all show.
+nlohmann::json Small(int seq_len, int batch, int hidden = 1024) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "model": {"hf": {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+              "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 3,
+              "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 32000,
+              "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
+              "tie_word_embeddings": false}},
+    "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 4},
+    "training": {"activation_checkpoint": "none"}
+  })");
+  j["model"]["hf"]["hidden_size"] = hidden;
+  j["model"]["hf"]["intermediate_size"] = hidden * 11 / 4;
+  j["training"]["seq_len"] = seq_len;
+  j["training"]["local_batch"] = batch;
+  return j;
+}
+
+// The "true" figures the synthetic measurements are made with.
+const char* kTruth = R"({
+  "compute": {"gemm_efficiency": 0.70, "gemm_ramp_us": 0.9, "attention_efficiency": 0.42,
+              "memory_bound_efficiency": 0.70, "elementwise_efficiency": 0.47,
+              "kernel_overhead_us": 2.6, "unit_overhead_us": 41, "overlap_slowdown": 1.3},
+  "collectives": {"overrides": [
+    {"op": "all_gather", "ranks_per_node": 4, "nodes": 1, "latency_us": 31, "busbw_gbps": 180},
+    {"op": "reduce_scatter", "ranks_per_node": 4, "nodes": 1, "latency_us": 27,
+     "busbw_gbps": 150}]}
+})";
+
+// Simulates `doc` under the true figures and writes its trace with every operation's
+// duration multiplied by exp(N(0, noise)).
+std::string SyntheticTrace(const nlohmann::json& doc, const std::string& dir,
+                           const std::string& name, double noise, uint32_t seed) {
+  const std::string truth_path = dir + "/truth.json";
+  EXPECT_TRUE(WriteFileAtomic(truth_path, kTruth).ok());
+  nlohmann::json with_truth = doc;
+  with_truth["cluster"]["cost_model"] = truth_path;
+  Result<Scenario> sc = ParseScenario(with_truth, name, dir);
+  EXPECT_TRUE(sc.ok()) << sc.status().message();
+  Result<sim::Simulation> sim = sim::SimulateScenario(*sc);
+  EXPECT_TRUE(sim.ok()) << sim.status().message();
+  Trace t = sim::SimulationTrace(*sim, "test");
+  // The trace states the scenario without the truth: calibrate must find it.
+  Result<Scenario> plain = ParseScenario(doc, name, dir);
+  EXPECT_TRUE(plain.ok());
+  t.metadata.scenario = plain->resolved;
+  t.metadata.kind = "measured";
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0.0, noise);
+  for (WorkEvent& e : t.events) {
+    e.dur_ns = std::max<int64_t>(1, std::llround(static_cast<double>(e.dur_ns) * std::exp(n(rng))));
+  }
+  const std::string path = dir + "/" + name + ".trace.json";
+  EXPECT_TRUE(WriteTrace(t, path).ok());
+  return path;
+}
+
+TEST(CalibrateTest, RecoversKnownFiguresFromSyntheticTracesWithin2Percent) {
+  const std::string dir = TempDir();
+  // Widths and lengths vary so that the GEMM curve (small GEMMs: its ramp; large: its cap),
+  // attention (quadratic in the sequence) and
+  // the collectives' latency and bandwidth separate.
+  std::vector<std::string> paths;
+  uint32_t seed = 1;
+  for (int hidden : {256, 512, 1024, 2048}) {
+    for (const auto& [seq, batch] :
+         std::vector<std::pair<int, int>>{{64, 2}, {512, 1}, {2048, 2}}) {
+      paths.push_back(SyntheticTrace(Small(seq, batch, hidden), dir,
+                                     "h" + std::to_string(hidden) + "s" + std::to_string(seq),
+                                     0.004, seed++));
+    }
+  }
+  Result<CalibrationInputs> in = LoadCalibrationInputs(paths);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  Result<CalibrateReport> r = Calibrate(*in, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->gpus.size(), 1u);
+  const GpuCalibration& g = r->gpus[0];
+  const std::map<std::string, double> truth = {{"compute.gemm_efficiency", 0.70},
+                                               {"compute.gemm_ramp_us", 0.9},
+                                               {"compute.attention_efficiency", 0.42},
+                                               {"compute.memory_bound_efficiency", 0.70},
+                                               {"compute.elementwise_efficiency", 0.47},
+                                               {"compute.kernel_overhead_us", 2.6},
+                                               {"compute.unit_overhead_us", 41},
+                                               {"compute.overlap_slowdown", 1.3},
+                                               {"collectives.all_gather[4x1].latency_us", 31},
+                                               {"collectives.all_gather[4x1].busbw_gbps", 180},
+                                               {"collectives.reduce_scatter[4x1].latency_us", 27},
+                                               {"collectives.reduce_scatter[4x1].busbw_gbps", 150}};
+  int checked = 0;
+  for (const FittedFigure& f : g.figures) {
+    auto it = truth.find(f.key);
+    if (it == truth.end()) continue;
+    ASSERT_TRUE(f.identified) << f.key;
+    EXPECT_NEAR(f.value / it->second, 1.0, 0.02)
+        << f.key << ": fitted " << f.value << " ± " << f.sd << ", true " << it->second
+        << ", default " << f.default_value;
+    EXPECT_GT(f.sd, 0) << f.key;
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(truth.size()));
+  EXPECT_LT(g.cv_after.median, g.cv_before.median);
+  EXPECT_LT(g.cv_after.median, 0.01);  // the noise is 0.4%
+  EXPECT_FALSE(g.worse);
+  // The file it writes reads back and names the fitted figures.
+  const std::string text = CalibrationToJson(g.calibration);
+  Result<Calibration> back = ParseCalibration(text, "fitted.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_NEAR(back->overrides["compute"]["gemm_efficiency"].get<double>(), 0.70, 0.014);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CalibrateTest, HeldOutErrorGettingWorseIsReported) {
+  // Four runs measured exactly as the defaults predict, one three times slower: every fold
+  // that holds out a faithful run fits towards the outlier and predicts the held-out run worse.
+  const std::string dir = TempDir();
+  Result<Scenario> sc = ParseScenario(Small(512, 1), "run", dir);
+  ASSERT_TRUE(sc.ok());
+  Result<sim::Simulation> sim = sim::SimulateScenario(*sc);
+  ASSERT_TRUE(sim.ok());
+  const double t = sim->summary.step_time_s;
+  nlohmann::json runs = {{"format", "shardscope-runs/1"}, {"runs", nlohmann::json::array()}};
+  const double factors[] = {1, 1, 1, 1, 3};
+  for (int i = 0; i < 5; ++i) {
+    runs["runs"].push_back({{"id", "r" + std::to_string(i)},
+                            {"scenario", Small(512, 1)},
+                            {"measured", {{"step_time_s", t * factors[i]}}}});
+  }
+  const std::string path = dir + "/runs.json";
+  ASSERT_TRUE(WriteFileAtomic(path, runs.dump()).ok());
+  Result<CalibrationInputs> in = LoadCalibrationInputs({path});
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(in->runs.size(), 5u);
+  Result<CalibrateReport> r = Calibrate(*in, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_EQ(r->gpus[0].folds, 5);
+  EXPECT_TRUE(r->gpus[0].worse) << r->gpus[0].cv_before.median << " -> "
+                                << r->gpus[0].cv_after.median;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CalibrateTest, RunTableErrorsNameFileAndField) {
+  const std::string ok_scenario = Small(128, 1).dump();
+  auto err = [&](const std::string& text) {
+    Result<std::vector<RunInput>> r = ParseRunsJson(text, "runs.json", ".");
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(err(R"({"format": "shardscope-runs/2", "runs": []})"),
+            "runs.json: format: expected \"shardscope-runs/1\"");
+  EXPECT_EQ(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" +
+                ok_scenario + R"(, "measured": {"step_time_s": -1}}]})"),
+            "runs.json: runs[0].measured.step_time_s: expected a positive number, got -1");
+  EXPECT_EQ(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" +
+                ok_scenario + R"(, "measured": {"step_time": 1}}]})"),
+            "runs.json: runs[0].measured.step_time: unknown key (expected one of step_time_s, "
+            "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
+  EXPECT_EQ(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" +
+                ok_scenario + R"(, "measured": {}}]})"),
+            "runs.json: runs[0].measured: no measured figure (expected one of step_time_s, "
+            "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
+  EXPECT_NE(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": {"model":
+            "llama3-8b", "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
+            "training": {"seq_len": "long"}}, "measured": {"step_time_s": 1}}]})")
+                .find("runs.json: runs[0].scenario"),
+            std::string::npos);
+
+  Result<std::vector<RunInput>> csv =
+      ParseRunsCsv("id,scenario,step_time_s\na,missing.json,1.5\n", "runs.csv", ".");
+  ASSERT_FALSE(csv.ok());
+  EXPECT_NE(csv.status().message().find("runs.csv: line 2: column scenario"), std::string::npos)
+      << csv.status().message();
+  csv = ParseRunsCsv("id,scenario,step_time\n", "runs.csv", ".");
+  ASSERT_FALSE(csv.ok());
+  EXPECT_EQ(csv.status().message(),
+            "runs.csv: line 1: column 'step_time': unknown (expected id, scenario, step_time_s, "
+            "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
+}
+
+TEST(CalibrateTest, CsvRunTableReadsScenarioPathsAndEmptyCells) {
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/a.json", Small(128, 1).dump()).ok());
+  Result<std::vector<RunInput>> r =
+      ParseRunsCsv("id,scenario,step_time_s,tokens_per_s_per_gpu\nx,a.json,,5000\ny,a.json,0.25,\n",
+                   "runs.csv", dir);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_FALSE((*r)[0].step_time_s.has_value());
+  EXPECT_DOUBLE_EQ(*(*r)[0].tokens_per_s_per_gpu, 5000);
+  EXPECT_DOUBLE_EQ(*(*r)[1].step_time_s, 0.25);
+  EXPECT_EQ((*r)[1].scenario.training.seq_len, 128);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CalibrateTest, TraceWithoutScenarioIsBadInput) {
+  const std::string dir = TempDir();
+  Trace t;
+  t.metadata.kind = "measured";
+  t.AddWork(0, kLaneCompute, "x", "fwd/x", 0, 100);
+  ASSERT_TRUE(WriteTrace(t, dir + "/t.json").ok());
+  Result<CalibrationInputs> in = LoadCalibrationInputs({dir + "/t.json"});
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(in.status().message().find(dir + "/t.json: metadata.scenario: missing"),
+            std::string::npos)
+      << in.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace shardscope::calibrate

@@ -1,0 +1,163 @@
+// The steady-state fast path (sim/engine/steady_state.h) against the whole step: within 0.1%
+// in step time and peak memory (allocated and reserved) on random pipeline / accumulation jobs
+// and on every golden scenario with its micro-batches raised until the fast path applies; and
+// the fast path is really taken there, and never for GPipe or a job with few micro-batches.
+#include "sim/engine/steady_state.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/config/scenario.h"
+#include "sim/engine/simulator.h"
+
+namespace shardscope::sim {
+namespace {
+
+using nlohmann::json;
+
+// Llama-shaped, 8 blocks (so pp 4 × 2 virtual stages has a block per chunk).
+json SmallJob() {
+  json j = DefaultScenarioJson();
+  j["model"] = {{"hf",
+                 {{"model_type", "llama"},
+                  {"architectures", {"LlamaForCausalLM"}},
+                  {"hidden_size", 1024},
+                  {"intermediate_size", 3584},
+                  {"num_hidden_layers", 8},
+                  {"num_attention_heads", 8},
+                  {"num_key_value_heads", 4},
+                  {"vocab_size", 32000},
+                  {"max_position_embeddings", 4096},
+                  {"rms_norm_eps", 1e-5},
+                  {"tie_word_embeddings", false}}}};
+  j["training"]["seq_len"] = 2048;
+  j["cluster"]["nodes"] = 2;
+  return j;
+}
+
+Result<Simulation> Run(const Scenario& sc, bool exact) {
+  SimulateOptions o;
+  o.keep_memory_samples = false;
+  o.exact = exact;
+  return SimulateScenario(sc, o);
+}
+
+void ExpectClose(double fast, double exact, const std::string& what, const std::string& job) {
+  EXPECT_NEAR(fast, exact, 1e-3 * std::abs(exact)) << what << " of " << job;
+}
+
+// Runs `sc` both ways; the fast path must be taken and agree.
+void ExpectSameStep(const Scenario& sc, const std::string& job) {
+  ASSERT_TRUE(PlanSteadyState(sc).has_value()) << job;
+  Result<Simulation> exact = Run(sc, true);
+  ASSERT_TRUE(exact.ok()) << job << ": " << exact.status().message();
+  Result<Simulation> fast = Run(sc, false);
+  ASSERT_TRUE(fast.ok()) << job << ": " << fast.status().message();
+  EXPECT_FALSE(exact->steady_state.has_value());
+  ASSERT_TRUE(fast->steady_state.has_value()) << job << ": fell back to the whole step";
+  const Summary& e = exact->summary;
+  const Summary& f = fast->summary;
+  ExpectClose(f.step_time_s, e.step_time_s, "step time", job);
+  ExpectClose(f.peak_memory_allocated_gib, e.peak_memory_allocated_gib, "peak allocated", job);
+  ExpectClose(f.peak_memory_reserved_gib, e.peak_memory_reserved_gib, "peak reserved", job);
+  ExpectClose(f.compute_s, e.compute_s, "compute", job);
+  ExpectClose(f.tokens_per_s_per_gpu, e.tokens_per_s_per_gpu, "tokens/s/GPU", job);
+  EXPECT_EQ(f.tokens_per_step, e.tokens_per_step) << job;
+  EXPECT_EQ(f.fits, e.fits) << job;
+  EXPECT_EQ(f.role, e.role) << job;
+  EXPECT_EQ(f.scenario, e.scenario) << job;
+}
+
+TEST(SteadyStateTest, RandomPipelinesAndAccumulationMatchTheWholeStep) {
+  std::mt19937 rng(14);
+  auto pick = [&](std::vector<int> v) { return v[rng() % v.size()]; };
+  for (int trial = 0; trial < 10; ++trial) {
+    const int pp = pick({1, 2, 4});
+    const bool interleaved = pp > 1 && rng() % 2 == 0;
+    const int micro = pp > 1 ? pp * pick({6, 7, 8}) : pick({8, 9, 12});  // past a + b
+    std::vector<std::string> sets = {
+        "parallelism.pp=" + std::to_string(pp),
+        "parallelism.tp=" + std::to_string(pick({1, 2})),
+        "training.activation_checkpoint=" + std::string(pick({0, 1}) ? "selective_op" : "full"),
+        "fsdp.forward_prefetch_depth=" + std::to_string(pick({1, 2})),
+    };
+    if (pp > 1) {
+      sets.push_back(std::string("parallelism.pp_schedule=") +
+                     (interleaved ? "interleaved_1f1b" : "1f1b"));
+      sets.push_back("parallelism.pp_virtual_stages=" + std::to_string(interleaved ? 2 : 1));
+      sets.push_back("parallelism.pp_microbatches=" + std::to_string(micro));
+      sets.push_back("training.local_batch=" + std::to_string(micro));
+    } else {
+      sets.push_back("training.grad_accum=" + std::to_string(micro));
+    }
+    std::string job;
+    for (const std::string& s : sets) job += s + " ";
+    Result<Scenario> sc = ParseScenario(SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+    ASSERT_TRUE(sc.ok()) << job << ": " << sc.status().message();
+    ExpectSameStep(*sc, job);
+  }
+}
+
+TEST(SteadyStateTest, GoldenScenariosWithMoreMicroBatchesMatchTheWholeStep) {
+  const std::filesystem::path traces = std::filesystem::path(SHARDSCOPE_SOURCE_DIR) / "traces";
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(traces)) {
+    const std::filesystem::path file = entry.path() / "scenario.json";
+    if (!std::filesystem::exists(file)) continue;
+    Result<Scenario> base = LoadScenario(file.string());
+    ASSERT_TRUE(base.ok()) << base.status().message();
+    // Raise the micro-batch count past the fast path's threshold (pp 1: accumulation steps).
+    const int pp = base->parallelism.pp;
+    const std::vector<std::string> sets =
+        pp > 1 ? std::vector<std::string>{"parallelism.pp_microbatches=" + std::to_string(6 * pp),
+                                          "training.local_batch=" + std::to_string(6 * pp)}
+               : std::vector<std::string>{"training.grad_accum=9"};
+    Result<Scenario> sc = LoadScenario(file.string(), sets);
+    ASSERT_TRUE(sc.ok()) << file << ": " << sc.status().message();
+    ExpectSameStep(*sc, file.string());
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+TEST(SteadyStateTest, NoFastPathForGPipeOrFewMicroBatches) {
+  auto plan = [](std::vector<std::string> sets) {
+    Result<Scenario> sc = ParseScenario(SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+    EXPECT_TRUE(sc.ok()) << sc.status().message();
+    return sc.ok() ? PlanSteadyState(*sc) : std::nullopt;
+  };
+  EXPECT_FALSE(plan({"parallelism.pp=2", "parallelism.pp_schedule=gpipe",
+                     "parallelism.pp_microbatches=16", "training.local_batch=16"}));
+  EXPECT_FALSE(
+      plan({"parallelism.pp=2", "parallelism.pp_microbatches=9", "training.local_batch=9"}));
+  EXPECT_FALSE(plan({"training.grad_accum=7"}));
+  const std::optional<SteadyStateRuns> runs =
+      plan({"parallelism.pp=2", "parallelism.pp_microbatches=16", "training.local_batch=16"});
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->total, 16);
+  EXPECT_LT(runs->a, runs->b);
+  EXPECT_LT(runs->b, 16);
+}
+
+TEST(SteadyStateTest, WithMicroBatchesKeepsTheMicroBatchSize) {
+  Result<Scenario> sc = ParseScenario(
+      SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR,
+      {"parallelism.pp=2", "parallelism.pp_microbatches=8", "training.local_batch=16"});
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  const Scenario s = WithMicroBatches(*sc, 4);
+  EXPECT_EQ(s.parallelism.pp_microbatches, 4);
+  EXPECT_EQ(s.training.local_batch, 8);
+  Result<Scenario> flat = ParseScenario(SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR,
+                                        {"training.grad_accum=8", "training.local_batch=2"});
+  ASSERT_TRUE(flat.ok());
+  const Scenario f = WithMicroBatches(*flat, 3);
+  EXPECT_EQ(f.training.grad_accum, 3);
+  EXPECT_EQ(f.training.local_batch, 2);
+}
+
+}  // namespace
+}  // namespace shardscope::sim

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `sweep` under mpirun: the combinations split over the ranks and gathered on rank 0 give the
+# same output, byte for byte (table, CSV, JSON), as one process; the other ranks print nothing.
+#   sweep_mpi_test.sh SHARDSCOPE MPIRUN [MPIRUN FLAGS...]
+set -euo pipefail
+ss=$1
+shift
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cat >"$out/job.json" <<JSON
+{"model": {"hf_config": "$PWD/tests/backend_mpi/scenarios/tiny_llama.config.json"},
+ "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 4},
+ "training": {"local_batch": 1, "seq_len": 256, "activation_checkpoint": "none"}}
+JSON
+# 15 combinations over 4 ranks (4, 4, 4 and 3 each), a few invalid ones (tp 3 of 4 GPUs).
+axes=(--vary training.seq_len=128,256,512,1024,2048 --vary parallelism.tp=1,2,3 --vary training.local_batch=1
+      --vary fsdp.reshard_after_forward=true)
+mkdir "$out/one" "$out/np4"
+(cd "$out/one" && "$ss" sweep ../job.json "${axes[@]}" --vary cluster.nodes=1 --top 0 \
+   --csv s.csv --json s.json >table.txt)
+(cd "$out/np4" && "$@" -np 4 "$ss" sweep ../job.json "${axes[@]}" --vary cluster.nodes=1 \
+   --top 0 --csv s.csv --json s.json >table.txt 2>split.txt)
+cat "$out/np4/split.txt"
+grep -q "rank 3 of 4 simulates 3 of the 15 combinations" "$out/np4/split.txt"
+for f in table.txt s.csv s.json; do
+  cmp "$out/one/$f" "$out/np4/$f" || { diff "$out/one/$f" "$out/np4/$f" | head -20; exit 1; }
+done
+grep -q "CSV written to s.csv" "$out/np4/table.txt"
+[[ $(grep -c "CSV written" "$out/np4/table.txt") -eq 1 ]] || { echo "more than one rank printed"; exit 1; }
+echo "sweep_mpi_test: 4 ranks give the one-process output byte for byte ($(wc -l <"$out/one/s.csv") CSV lines)"

@@ -1,0 +1,152 @@
+#include "tools/shardscope/sweep_ranks.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "backend/launch.h"
+#if defined(SHARDSCOPE_HAVE_MPI)
+#include "backend/comm/mpi_roll_call.h"  // MpiWorld holds one
+#include "backend/comm/mpi_world.h"
+#endif
+
+namespace shardscope::cli {
+namespace {
+
+// JSON has no infinity or NaN: those travel as strings, so every double comes back as it was.
+nlohmann::json Number(double x) {
+  if (std::isfinite(x)) return x;
+  return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+}
+double NumberFrom(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  return s == "inf" ? HUGE_VAL : -HUGE_VAL;
+}
+nlohmann::json Optional(const std::optional<double>& v) {
+  return v ? Number(*v) : nlohmann::json();
+}
+std::optional<double> OptionalFrom(const nlohmann::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<double>(NumberFrom(j));
+}
+
+#if defined(SHARDSCOPE_HAVE_MPI)
+// Every rank's `text`, in rank order (two all-gathers: the lengths, then the padded texts).
+Result<std::vector<std::string>> GatherTexts(const backend::MpiWorld& world,
+                                             const std::string& text) {
+  const int64_t length = static_cast<int64_t>(text.size());
+  SS_ASSIGN_OR_RETURN(std::vector<char> lengths, world.AllGatherBytes(&length, sizeof(length)));
+  int64_t longest = 0;
+  std::vector<int64_t> sizes(world.size());
+  for (int r = 0; r < world.size(); ++r) {
+    std::memcpy(&sizes[r], lengths.data() + r * sizeof(int64_t), sizeof(int64_t));
+    longest = std::max(longest, sizes[r]);
+  }
+  std::string padded = text;
+  padded.resize(static_cast<size_t>(std::max<int64_t>(longest, 1)), ' ');
+  SS_ASSIGN_OR_RETURN(std::vector<char> all,
+                      world.AllGatherBytes(padded.data(), static_cast<int64_t>(padded.size())));
+  std::vector<std::string> out;
+  for (int r = 0; r < world.size(); ++r) {
+    out.emplace_back(all.data() + r * padded.size(), static_cast<size_t>(sizes[r]));
+  }
+  return out;
+}
+#endif
+
+}  // namespace
+
+nlohmann::json VariantToJson(const sim::VariantResult& v) {
+  const sim::VariantFigures& f = v.figures;
+  return {{"sets", v.sets},
+          {"outcome", static_cast<int>(v.outcome)},
+          {"reason", v.reason},
+          {"message", v.message},
+          {"gpu", f.gpu},
+          {"world_size", f.world_size},
+          {"figures",
+           {Number(f.tokens_per_s_per_gpu), Number(f.step_time_s), Number(f.peak_reserved_gib),
+            Number(f.usable_gib), Number(f.headroom_gib), Number(f.exposed_comm_s),
+            Number(f.compute_s), Number(f.idle_s), Number(f.mfu), Number(f.s_per_mtok)}},
+          {"usd_per_gpu_hour", Optional(f.usd_per_gpu_hour)},
+          {"cost_per_mtok_usd", Optional(f.cost_per_mtok_usd)}};
+}
+
+sim::VariantResult VariantFromJson(const nlohmann::json& j) {
+  sim::VariantResult v;
+  v.sets = j["sets"].get<std::vector<std::string>>();
+  v.outcome = static_cast<sim::VariantOutcome>(j["outcome"].get<int>());
+  v.reason = j["reason"].get<std::string>();
+  v.message = j["message"].get<std::string>();
+  sim::VariantFigures& f = v.figures;
+  f.gpu = j["gpu"].get<std::string>();
+  f.world_size = j["world_size"].get<int>();
+  const nlohmann::json& x = j["figures"];
+  double* fields[] = {&f.tokens_per_s_per_gpu,
+                      &f.step_time_s,
+                      &f.peak_reserved_gib,
+                      &f.usable_gib,
+                      &f.headroom_gib,
+                      &f.exposed_comm_s,
+                      &f.compute_s,
+                      &f.idle_s,
+                      &f.mfu,
+                      &f.s_per_mtok};
+  for (size_t i = 0; i < std::size(fields); ++i) *fields[i] = NumberFrom(x[i]);
+  f.usd_per_gpu_hour = OptionalFrom(j["usd_per_gpu_hour"]);
+  f.cost_per_mtok_usd = OptionalFrom(j["cost_per_mtok_usd"]);
+  return v;
+}
+
+Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
+                                        const std::vector<sim::VaryAxis>& axes,
+                                        const sim::SweepOptions& options, bool* print) {
+  *print = true;
+  const backend::LaunchInfo launch = backend::DetectLaunch();
+#if defined(SHARDSCOPE_HAVE_MPI)
+  if (launch.launched() && launch.world_size > 1) {
+    SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::MpiWorld> world, backend::MpiWorld::Init(launch));
+    const int n = world->size();
+    const int rank = world->rank();
+    SS_ASSIGN_OR_RETURN(const int64_t count, sim::CombinationCount(axes));
+    std::vector<std::vector<std::string>> mine;
+    for (int64_t i = rank; i < count; i += n) mine.push_back(sim::CombinationSets(axes, i));
+    fmt::print(stderr, "sweep: rank {} of {} simulates {} of the {} combinations\n", rank, n,
+               mine.size(), count);
+    sim::SweepOptions local = options;
+    if (rank != 0) local.progress = nullptr;
+    // An error (the same on every rank: the inputs are) still joins the gathers below, so no
+    // rank waits for one that left.
+    Result<sim::SweepResult> part = sim::RunVariants(base, std::move(mine), local);
+    nlohmann::json sent = nlohmann::json::array();
+    if (part.ok()) {
+      for (const sim::VariantResult& v : part->variants) sent.push_back(VariantToJson(v));
+    }
+    SS_ASSIGN_OR_RETURN(std::vector<std::string> texts, GatherTexts(*world, sent.dump()));
+    if (!part.ok()) return part.status();
+    *print = rank == 0;
+    if (rank != 0) return sim::SweepResult();
+    std::vector<nlohmann::json> parts;
+    for (const std::string& t : texts) parts.push_back(nlohmann::json::parse(t));
+    sim::SweepResult result = std::move(*part);
+    result.variants.assign(static_cast<size_t>(count), sim::VariantResult());
+    for (int r = 0; r < n; ++r) {
+      for (size_t k = 0; k < parts[r].size(); ++k) {
+        result.variants[static_cast<size_t>(r) + k * n] = VariantFromJson(parts[r][k]);
+      }
+    }
+    sim::FinishSweep(options.objective, &result);
+    return result;
+  }
+#else
+  (void)launch;
+#endif
+  return sim::RunSweep(base, axes, options);
+}
+
+}  // namespace shardscope::cli
