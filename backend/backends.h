@@ -29,7 +29,7 @@ Result<std::unique_ptr<Device>> MakeHostDevice(const DeviceOptions& options);
 
 #if defined(SHARDSCOPE_HAVE_CUDA)
 // backend_cuda defines SHARDSCOPE_HAVE_CUDA_DEVICE once it provides this (`run` calls it then).
-// RuntimeError naming `--device cpu` when no GPU answers.
+// RuntimeError saying no GPU answers (the `run` command adds the `--device cpu` hint, once).
 Result<std::unique_ptr<Device>> MakeCudaDevice(const DeviceOptions& options);
 #endif
 

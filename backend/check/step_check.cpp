@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "backend/check/reduction_rule.h"
 #include "backend/device/deterministic.h"
@@ -50,16 +51,30 @@ float GradIn(int rank, const ParamLayout& p, int64_t row, int64_t col, DType red
                                                       GradValue(rank, p.fqn, row * p.cols + col))});
 }
 
-// torch.optim.AdamW (foreach, step 1 from zero moments) on one element, in double.
-double AdamWStep(double p, double g, const ExecOptions& o, int step) {
+// torch.optim.AdamW (foreach) run `steps` times from zero moments with the same gradient
+// every step, in double; the parameter rounded to its dtype and the moments to float32 after
+// each step, as the device stores them.
+double AdamWSteps(double p, double g, DType own, const ExecOptions& o, int steps) {
   const double lr = o.lr, b1 = o.beta1, b2 = o.beta2;
-  p *= 1.0 - lr * o.weight_decay;
-  const double m = (1.0 - b1) * g;
-  const double v = (1.0 - b2) * g * g;
-  const double bc1 = 1.0 - std::pow(b1, step);
-  const double bc2 = 1.0 - std::pow(b2, step);
-  const double denom = std::sqrt(v) / std::sqrt(bc2) + o.eps;
-  return p - (lr / bc1) * m / denom;
+  double m = 0, v = 0;
+  for (int t = 1; t <= steps; ++t) {
+    p *= 1.0 - lr * o.weight_decay;
+    m = static_cast<float>(m + (1.0 - b1) * (g - m));
+    v = static_cast<float>(b2 * v + (1.0 - b2) * g * g);
+    const double bc1 = 1.0 - std::pow(b1, t);
+    const double bc2 = 1.0 - std::pow(b2, t);
+    const double denom = std::sqrt(v) / std::sqrt(bc2) + o.eps;
+    p = RoundTo(own, p - (lr / bc1) * m / denom);
+  }
+  return p;
+}
+
+// The relative tolerance of a value of `dtype` after `steps` optimizer steps: the device's
+// float32 arithmetic may round each step's result one last bit away from the double
+// reference, and those differences add up; bfloat16 holds at most a rounding of its own.
+double Tolerance(DType dtype, int steps) {
+  if (dtype == DType::kFloat32) return 1e-6 * std::max(1, steps);
+  return steps <= 1 ? 0x1p-8 : 0x1p-7;
 }
 
 // Collects mismatches (the first few as text) and counts comparisons.
@@ -104,8 +119,9 @@ std::string Where(const ParamLayout& p, int64_t row, int64_t col, const char* pa
 std::string CheckReport::Text(int rank) const {
   return fmt::format(
       "check: rank {}: {} all-gathers, {} reduce-scatters, {} all-reduces, {} optimizer "
-      "tensors verified ({} elements){}",
+      "tensors verified ({} elements){}{}",
       rank, all_gathers, reduce_scatters, all_reduces, optimizer_tensors, elements,
+      steps > 1 ? fmt::format(" over {} steps", steps) : "",
       mismatches == 0 ? ": all as the plan promises"
                       : fmt::format(": {} elements differ", mismatches));
 }
@@ -115,38 +131,67 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   rank_ = s_.roles.empty() ? 0 : s_.roles[0].rank;
   // The unit's shard index is this rank's position in its all-gather's group (as the executor
   // derives it), its persistent buffers matched by unit and size as the executor does.
-  std::map<std::string, int> shard_index, reduce_scatter, reduce_scatters;
+  std::map<std::string, int> shard_index, reduction, reductions;
+  std::map<std::string, int> hsdp, replicate_reduce;
+  std::set<std::string> local;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const ScheduleOp& op = s_.ops[i];
-    if (op.group < 0) continue;
+    const std::string label = OpUnitLabel(op);
+    if (op.group < 0) {
+      // No peers (S == 1): the op whose end allocates the reduction's output casts into it.
+      if (IsCollective(op.type)) continue;
+      for (const MemoryEffect& e : op.memory) {
+        if (e.when == MemoryEffect::When::kEnd && e.bytes > 0 &&
+            e.category == MemCategory::kCommBuffers) {
+          reduction.insert_or_assign(label, static_cast<int>(i));
+          ++reductions[label];
+          local.insert(label);
+        }
+      }
+      continue;
+    }
     const ProcessGroup& g = s_.groups[op.group];
     const int pos =
         static_cast<int>(std::find(g.ranks.begin(), g.ranks.end(), rank_) - g.ranks.begin());
     if (op.type == OpType::kAllGather && op.collective.output_buffer >= 0) {
-      shard_index.emplace(UnitOpLabel(op.unit), pos);
+      shard_index.emplace(label, pos);
     } else if (op.type == OpType::kReduceScatter && op.collective.output_buffer >= 0) {
-      reduce_scatter.emplace(UnitOpLabel(op.unit), static_cast<int>(i));
-      ++reduce_scatters[UnitOpLabel(op.unit)];
+      reduction.emplace(label, static_cast<int>(i));
+      ++reductions[label];
+    } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0) {
+      // HSDP reduces the reduced shard (a comm buffer), replicate params their gradients.
+      const bool shard =
+          s_.buffers[op.collective.output_buffer].category == MemCategory::kCommBuffers;
+      (shard ? hsdp : replicate_reduce).emplace(label, static_cast<int>(i));
     }
   }
-  for (const UnitPlan& u : plan_.units) {
-    const std::string label = UnitOpLabel(u.fqn);
+  scheduled_ = ScheduledUnits(plan_);
+  for (const ScheduledUnit& su : scheduled_) {
+    const std::string& label = su.label;
     UnitRef& r = units_[label];
-    r.plan = &u;
+    r.plan = &su.plan;
     const auto it = shard_index.find(label);
-    r.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
-    if (const auto rs = reduce_scatter.find(label); rs != reduce_scatter.end()) {
-      r.reduce_scatter = rs->second;
-      // One reduce-scatter in a step of several micro-steps: the others accumulated.
+    r.layout = MakeUnitLayout(su.plan, it == shard_index.end() ? 0 : it->second, label);
+    if (const auto rs = reduction.find(label); rs != reduction.end()) {
+      r.reduction = rs->second;
+      r.local_reduction = local.count(label) > 0;
+      // One reduction in a step of several micro-steps: the others accumulated.
       const int micro = s_.ops[rs->second].micro_step;
-      if (reduce_scatters[label] == 1 && micro > 0) r.micro_steps = micro + 1;
+      if (reductions[label] == 1 && micro > 0) r.micro_steps = micro + 1;
+    }
+    if (const auto h = hsdp.find(label); h != hsdp.end()) r.hsdp_all_reduce = h->second;
+    if (const auto a = replicate_reduce.find(label); a != replicate_reduce.end()) {
+      r.replicate_all_reduce = a->second;
     }
   }
   for (const Buffer& b : s_.buffers) {
-    if (b.alloc_op >= 0 || b.category != MemCategory::kShardedParams || b.host) continue;
+    if (b.alloc_op >= 0 || b.category != MemCategory::kShardedParams) continue;
     auto it = units_.find(b.unit);
     if (it == units_.end()) continue;
     UnitRef& r = it->second;
+    // An offloaded unit's shard lives on the host (its step runs there); a device copy of it
+    // is the H2D op's, never persistent.
+    if (b.host != r.plan->offload) continue;
     if (r.shard < 0 && b.bytes == r.layout.sizes.shard_bytes) {
       r.shard = b.id;
     } else if (r.replicate < 0 && b.bytes == r.layout.sizes.replicate_bytes) {
@@ -155,8 +200,8 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   }
 }
 
-const StepChecker::UnitRef* StepChecker::UnitOf(const std::string& unit_fqn) const {
-  const auto it = units_.find(UnitOpLabel(unit_fqn));
+const StepChecker::UnitRef* StepChecker::UnitOf(const ScheduleOp& op) const {
+  const auto it = units_.find(OpUnitLabel(op));
   return it == units_.end() ? nullptr : &it->second;
 }
 
@@ -171,23 +216,24 @@ Status StepChecker::Copy(const ExecContext& ctx, Lane lane, int buffer, std::vec
 }
 
 Status StepChecker::AfterOp(int i, const ExecContext& ctx) {
-  if (ctx.step != 0) return Status::Ok();
   const ScheduleOp& op = s_.ops[i];
-  if (op.type == OpType::kOptimizer && !op.on_host) {
+  if (op.type == OpType::kOptimizer) {
+    if (static_cast<int>(optimized_.size()) <= ctx.step) optimized_.resize(ctx.step + 1);
     for (const auto& [label, u] : units_) {
       for (int id : {u.shard, u.replicate}) {
-        if (id >= 0) SS_RETURN_IF_ERROR(Copy(ctx, op.lane, id, final_params_[id]));
+        if (id >= 0) SS_RETURN_IF_ERROR(Copy(ctx, op.lane, id, optimized_[ctx.step][id]));
       }
     }
     return Status::Ok();
   }
   const bool checked = op.type == OpType::kAllGather || op.type == OpType::kReduceScatter ||
                        op.type == OpType::kAllReduce;
-  if (!checked || op.collective.output_buffer < 0 || UnitOf(op.unit) == nullptr) {
+  if (!checked || op.collective.output_buffer < 0 || UnitOf(op) == nullptr) {
     return Status::Ok();
   }
   Snapshot snap;
   snap.op = i;
+  snap.step = ctx.step;
   collectives_.push_back(std::move(snap));
   Snapshot& s = collectives_.back();
   if (op.type == OpType::kReduceScatter && op.collective.input_buffer >= 0) {
@@ -201,37 +247,63 @@ Status StepChecker::AfterRun(const ExecContext&) { return Status::Ok(); }
 Status StepChecker::Verify(CheckReport* report) const {
   *report = CheckReport{};
   Tally tally{report, rank_};
-  // Reduced gradient element (unit, param, row of the local tensor, col) after the unit's
-  // reduce-scatter and, with HSDP, its all-reduce: what the optimizer reads.
-  std::map<const UnitRef*, int> hsdp_all_reduce;  // unit → its HSDP all-reduce op
 
-  // The reduce-scatter reference for a shard group shifted by `offset` world ranks (a replica).
-  auto reduce_scatter_ref = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
-                                int offset) -> float {
-    const ScheduleOp& rs = s_.ops[u.reduce_scatter];
+  // The shard group's reduction of a parameter element for the replica shifted by `offset`
+  // world ranks: the reduce-scatter's rule over the group, or, without peers, the local cast.
+  auto shard_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
+                           int offset) -> float {
+    if (row >= p.rows) return 0.0f;
+    if (u.local_reduction)
+      return GradIn(rank_ + offset, p, row, col, p.reduce_dtype, u.micro_steps);
+    const ScheduleOp& rs = s_.ops[u.reduction];
     const ProcessGroup& g = s_.groups[rs.group];
     const ReductionRule rule(rs.collective, g.size());
     double sum = 0;
-    if (row < p.rows) {
-      for (int m : g.ranks)
-        sum += rule.Input(GradIn(m + offset, p, row, col, rs.collective.dtype, u.micro_steps));
-    }
+    for (int m : g.ranks)
+      sum += rule.Input(GradIn(m + offset, p, row, col, rs.collective.dtype, u.micro_steps));
     return rule.Output(sum);
   };
-  auto hsdp_ref = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
-                      const ScheduleOp& ar) -> float {
+  // With HSDP, the replicate group's reduction of the replicas' shard reductions.
+  auto hsdp_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row,
+                          int64_t col) -> float {
+    const ScheduleOp& ar = s_.ops[u.hsdp_all_reduce];
     const ProcessGroup& g = s_.groups[ar.group];
     const ReductionRule rule(ar.collective, g.size());
     double sum = 0;
-    for (int q : g.ranks) sum += rule.Input(reduce_scatter_ref(u, p, row, col, q - rank_));
+    for (int q : g.ranks) sum += rule.Input(shard_reduced(u, p, row, col, q - rank_));
     return rule.Output(sum);
+  };
+  // A replicate parameter's gradient after its all-reduce (or, on one rank, as backward wrote
+  // it), in the dtype its buffer holds.
+  auto replicate_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row,
+                               int64_t col) -> float {
+    if (u.replicate_all_reduce < 0) return GradIn(rank_, p, row, col, p.gather_dtype);
+    const ScheduleOp& ar = s_.ops[u.replicate_all_reduce];
+    const DType d = ar.collective.dtype;
+    const ReductionRule rule(ar.collective, s_.groups[ar.group].size());
+    const DType held = s_.buffers[ar.collective.output_buffer].dtype;
+    const DType stored = Checkable(held) ? held : d;
+    double sum = 0;
+    for (int m : s_.groups[ar.group].ranks) sum += rule.Input(GradIn(m, p, row, col, d));
+    return RoundTo(stored, rule.Output(sum));
+  };
+  // The parameter element after `steps` optimizer steps (the gradient the optimizer reads is
+  // the reduction landed in the parameter's dtype).
+  auto param_after = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
+                         bool replicate, int steps) -> double {
+    const double p0 = RoundTo(p.own_dtype, ParamValue(p.fqn, row * p.cols + col));
+    if (steps == 0 || !p.requires_grad) return p0;
+    if (!replicate && u.reduction < 0) return p0;  // no reduced gradient: not stepped
+    const float reduced = replicate                ? replicate_reduced(u, p, row, col)
+                          : u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col)
+                                                   : shard_reduced(u, p, row, col, 0);
+    return AdamWSteps(p0, RoundTo(p.own_dtype, reduced), p.own_dtype, exec_, steps);
   };
 
   for (const Snapshot& snap : collectives_) {
     const ScheduleOp& op = s_.ops[snap.op];
-    const UnitRef& u = *UnitOf(op.unit);
+    const UnitRef& u = *UnitOf(op);
     const UnitLayout& L = u.layout;
-    const ProcessGroup& g = s_.groups[op.group];
     const int S = L.sizes.shard_group;
     if (op.type == OpType::kAllGather) {
       ++report->all_gathers;
@@ -242,9 +314,19 @@ Status StepChecker::Verify(CheckReport* report) const {
           for (int64_t r = 0; r < p.shard_rows; ++r) {
             const int64_t row = slot * p.shard_rows + r;
             for (int64_t c = 0; c < p.cols; ++c) {
-              const float want = row < p.rows ? ParamIn(p, row, c, p.gather_dtype) : 0.0f;
-              tally.Compare(op.op_id, Where(p, row, c, "gathered", slot),
-                            Load(p.gather_dtype, base, r * p.cols + c), want);
+              const std::string what = Where(p, row, c, "gathered", slot);
+              const float got = Load(p.gather_dtype, base, r * p.cols + c);
+              if (row >= p.rows) {
+                tally.Compare(op.op_id, what, got, 0.0f);
+              } else if (snap.step == 0) {
+                tally.Compare(op.op_id, what, got, ParamIn(p, row, c, p.gather_dtype));
+              } else {
+                const double want =
+                    RoundTo(p.gather_dtype, param_after(u, p, row, c, false, snap.step));
+                // One rounding more than the parameter: the cast to the gather dtype.
+                tally.Near(op.op_id, what, got, want, want,
+                           Tolerance(p.gather_dtype, snap.step + 1));
+              }
             }
           }
         }
@@ -276,7 +358,7 @@ Status StepChecker::Verify(CheckReport* report) const {
           const int64_t row = p.first_row + r;
           for (int64_t c = 0; c < p.cols; ++c) {
             tally.Compare(op.op_id, Where(p, row, c, "reduced", -1), Load(d, base, r * p.cols + c),
-                          reduce_scatter_ref(u, p, row, c, 0));
+                          shard_reduced(u, p, row, c, 0));
           }
         }
       }
@@ -284,9 +366,8 @@ Status StepChecker::Verify(CheckReport* report) const {
       ++report->all_reduces;
       const DType d = op.collective.dtype;
       if (!Checkable(d)) continue;
-      const bool hsdp = g.dims == std::vector<std::string>{"fsdp_replicate"};
-      if (hsdp && u.reduce_scatter >= 0) {
-        hsdp_all_reduce[&u] = snap.op;
+      if (snap.op == u.hsdp_all_reduce) {
+        if (u.reduction < 0) continue;
         for (const ParamLayout& p : L.params) {
           if (!p.requires_grad || p.reduce_offset < 0) continue;
           const char* base = snap.output.data() + p.reduce_offset;
@@ -294,15 +375,14 @@ Status StepChecker::Verify(CheckReport* report) const {
             const int64_t row = p.first_row + r;
             for (int64_t c = 0; c < p.cols; ++c) {
               tally.Compare(op.op_id, Where(p, row, c, "replica-reduced", -1),
-                            Load(d, base, r * p.cols + c), hsdp_ref(u, p, row, c, op));
+                            Load(d, base, r * p.cols + c), hsdp_reduced(u, p, row, c));
             }
           }
         }
-      } else {
+      } else if (snap.op == u.replicate_all_reduce) {
         // Replicate params: whole gradients over the data-parallel group, reduced in the
         // reduce dtype; the buffer keeps the gradients' dtype (cast in and back out when the
         // two differ, the cast copy having no buffer of its own).
-        const ReductionRule rule(op.collective, g.size());
         const DType held = s_.buffers[op.collective.output_buffer].dtype;
         const DType stored = Checkable(held) ? held : d;
         for (const ParamLayout& p : L.replicate) {
@@ -310,11 +390,9 @@ Status StepChecker::Verify(CheckReport* report) const {
           const int64_t first = p.grad_offset / DTypeBytes(p.gather_dtype);
           for (int64_t row = 0; row < p.rows; ++row) {
             for (int64_t c = 0; c < p.cols; ++c) {
-              double sum = 0;
-              for (int m : g.ranks) sum += rule.Input(GradIn(m, p, row, c, d));
               tally.Compare(op.op_id, Where(p, row, c, "all-reduced", -1),
                             Load(stored, snap.output.data(), first + row * p.cols + c),
-                            RoundTo(stored, rule.Output(sum)));
+                            replicate_reduced(u, p, row, c));
             }
           }
         }
@@ -322,38 +400,41 @@ Status StepChecker::Verify(CheckReport* report) const {
     }
   }
 
-  // The optimizer: every shard (and replicate tensor) after step 1 of AdamW.
-  for (const auto& [label, u] : units_) {
-    if (u.plan->offload) continue;  // stepped on the host from host buffers
-    const auto hsdp = hsdp_all_reduce.find(&u);
-    if (const auto it = final_params_.find(u.shard); it != final_params_.end()) {
-      for (const ParamLayout& p : u.layout.params) {
-        if (!Checkable(p.own_dtype)) continue;
-        ++report->optimizer_tensors;
-        const double rel = p.own_dtype == DType::kFloat32 ? 1e-6 : 0x1p-8;
-        const char* base = it->second.data() + p.shard_offset;
-        for (int64_t r = 0; r < p.shard_rows; ++r) {
-          const int64_t row = p.first_row + r;
-          for (int64_t c = 0; c < p.cols; ++c) {
-            const float got = Load(p.own_dtype, base, r * p.cols + c);
-            const std::string what = Where(p, row, c, "updated parameter", -1);
-            if (r >= p.valid_rows) {
-              tally.Compare("step/optimizer", what, got, 0.0f);
-              continue;
+  // The optimizer, every step: every shard and replicate tensor after step k + 1 of AdamW.
+  report->steps = static_cast<int>(optimized_.size());
+  for (size_t step = 0; step < optimized_.size(); ++step) {
+    const int steps = static_cast<int>(step) + 1;
+    const std::string op_id =
+        optimized_.size() > 1 ? fmt::format("step/optimizer (step {})", steps) : "step/optimizer";
+    for (const auto& [label, u] : units_) {
+      auto verify = [&](int buffer, const std::vector<ParamLayout>& params, bool replicate) {
+        const auto it = optimized_[step].find(buffer);
+        if (it == optimized_[step].end()) return;
+        for (const ParamLayout& p : params) {
+          if (!Checkable(p.own_dtype)) continue;
+          ++report->optimizer_tensors;
+          const double rel = Tolerance(p.own_dtype, steps);
+          const char* base = it->second.data() + p.shard_offset;
+          for (int64_t r = 0; r < p.shard_rows; ++r) {
+            const int64_t row = p.first_row + r;
+            for (int64_t c = 0; c < p.cols; ++c) {
+              const float got = Load(p.own_dtype, base, r * p.cols + c);
+              const std::string what = Where(
+                  p, row, c, replicate ? "updated replicate parameter" : "updated parameter", -1);
+              if (r >= p.valid_rows) {
+                tally.Compare(op_id, what, got, 0.0f);
+                continue;
+              }
+              const double before = param_after(u, p, row, c, replicate, steps - 1);
+              tally.Near(op_id, what, got, param_after(u, p, row, c, replicate, steps), before,
+                         rel);
             }
-            const double p0 = RoundTo(p.own_dtype, ParamValue(p.fqn, row * p.cols + c));
-            if (!p.requires_grad || u.reduce_scatter < 0) {
-              tally.Compare("step/optimizer", what, got, static_cast<float>(p0));
-              continue;
-            }
-            const float reduced = hsdp != hsdp_all_reduce.end()
-                                      ? hsdp_ref(u, p, row, c, s_.ops[hsdp->second])
-                                      : reduce_scatter_ref(u, p, row, c, 0);
-            const double grad = RoundTo(p.own_dtype, reduced);
-            tally.Near("step/optimizer", what, got, AdamWStep(p0, grad, exec_, 1), p0, rel);
           }
         }
-      }
+      };
+      verify(u.shard, u.layout.params, false);
+      // An offloaded unit's replicate params stay on the device, outside the host step.
+      if (!u.plan->offload) verify(u.replicate, u.layout.replicate, true);
     }
   }
   if (report->mismatches == 0) return Status::Ok();

@@ -11,14 +11,22 @@
 //   - every HSDP all-reduce yields the reduction, over the replicate group, of the replicas'
 //     reduce-scatter outputs; replicate parameters' all-reduce the reduction of all ranks'
 //     whole gradients;
-//   - the AdamW step left on each shard what a reference AdamW
-//     (torch's _multi_tensor_adamw, double precision) computes on the full tensor from the
-//     reference parameters and the reduced gradient: float32 relative difference <= 1e-6
-//     (of the larger of the parameter before and after), padding rows still zero. AdamW is
-//     elementwise, so the full tensor's reference is evaluated at the elements this rank holds.
-// Not verified: the optimizer's update of replicate params (their all-reduce is), units with
-// CPU offload (stepped on the host). The first step is verified (its references start from the
-// initial values; later steps run but their parameters depend on the earlier updates).
+//   - the AdamW step left on each shard, and on each replicate parameter, what a reference
+//     AdamW (torch's _multi_tensor_adamw, double precision, the parameter rounded to its dtype
+//     after each step) computes on the full tensor from the reference parameters and the
+//     reduced gradient: float32 relative difference <= 1e-6 per step run (of the larger of
+//     the parameter before and after), padding rows still zero. AdamW is elementwise, so the
+//     full tensor's reference is evaluated at the elements this rank holds. Units with CPU
+//     offload are checked alike (their step runs on the host buffers).
+// Every step of `--steps N` is verified: the executor's gradients are the same every step
+// (they do not depend on the parameters), so step k's references are the reference AdamW
+// iterated k times. From the second step on the gathered parameters are compared within the
+// same tolerance (the device's float32 arithmetic and the double reference may round an
+// element's last bit apart), the gradients' collectives stay bit-exact.
+// A unit without peers (a shard group of one) has no reduce-scatter: its reduction is the
+// local cast of chunk_cat into the reduce dtype, which the references follow.
+// Not verified: the replicate parameters of an offloaded unit (kept on the device, their
+// gradients never reach the host step).
 //
 // Contents:
 //   StepChecker    the executor's observer: copies each checked op's buffers right after the
@@ -41,6 +49,7 @@ namespace shardscope::backend {
 
 struct CheckReport {
   int all_gathers = 0, reduce_scatters = 0, all_reduces = 0, optimizer_tensors = 0;
+  int steps = 0;                              // steps whose optimizer update was verified
   int64_t elements = 0;                       // elements compared
   int64_t mismatches = 0;                     // elements that differed
   std::vector<std::string> first_mismatches;  // at most kMaxListed, in op order
@@ -63,25 +72,31 @@ class StepChecker final : public ExecObserver {
  private:
   struct Snapshot {
     int op = -1;
+    int step = 0;
     std::vector<char> input, output;  // bytes copied after the op
   };
   struct UnitRef {
     const UnitPlan* plan = nullptr;
     UnitLayout layout;
     int shard = -1, replicate = -1;  // persistent buffer ids (as the executor matches them)
-    int reduce_scatter = -1;         // its reduce-scatter op (the shard group, the spec)
+    int reduction = -1;              // its reduce-scatter op, or without peers chunk_cat's
+    bool local_reduction = false;    // no peers: the reduction is chunk_cat's local cast
+    int hsdp_all_reduce = -1;        // the all-reduce of its reduced shard over the replicas
+    int replicate_all_reduce = -1;   // its replicate params' all-reduce (-1: one rank)
     int micro_steps = 1;             // micro-steps its reduction carries (accumulation)
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
-  const UnitRef* UnitOf(const std::string& unit_fqn) const;
+  const UnitRef* UnitOf(const ScheduleOp& op) const;
 
   const Schedule& s_;
   const Plan& plan_;
   ExecOptions exec_;
   int rank_ = 0;
-  std::map<std::string, UnitRef> units_;  // by UnitOpLabel
+  std::vector<ScheduledUnit> scheduled_;  // what units_ point into (set once)
+  std::map<std::string, UnitRef> units_;  // by label (Buffer::unit)
   std::vector<Snapshot> collectives_;
-  std::map<int, std::vector<char>> final_params_;  // buffer id → bytes after the optimizer
+  // Per step: buffer id → bytes after the optimizer.
+  std::vector<std::map<int, std::vector<char>>> optimized_;
 };
 
 }  // namespace shardscope::backend

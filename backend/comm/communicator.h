@@ -5,7 +5,8 @@
 //
 // Contents:
 //   CollectiveCall   what one ScheduleOp's collective runs (from its CollectiveSpec) + buffers
-//   Communicator     AllGather / ReduceScatter / AllReduce / AllToAll / Send / Recv / Wait
+//   Communicator     AllGather / ReduceScatter / AllReduce / AllToAll / Send / Recv / Wait,
+//                    Begin/EndP2PGroup (a send and a receive that progress together)
 //   IssueCollective  dispatches a call on its type
 //   CollectiveCallOf builds the call of a schedule op (buffers resolved by the caller)
 //   CommFactory      makes the communicators of a rank's groups (collective over the world)
@@ -71,6 +72,16 @@ class Communicator {
   virtual Status AllToAll(const CollectiveCall& call) = 0;
   virtual Status Send(const CollectiveCall& call) = 0;
   virtual Status Recv(const CollectiveCall& call) = 0;
+
+  // Brackets point-to-point calls that must progress together (a send and the receive after
+  // it, possibly on another communicator: 1F1B's send-forward / receive-backward): between
+  // the two, calls are only collected, and every one is enqueued at the end. NCCL needs it
+  // (ncclGroupStart / ncclGroupEnd: without it two ranks each sending first wait on each
+  // other's receive); transports whose sends do not wait for the receive (MPI's buffered
+  // sends, the emulated one) need nothing. The bracket is the calling thread's: it may begin
+  // on one communicator and end on another.
+  virtual Status BeginP2PGroup() { return Status::Ok(); }
+  virtual Status EndP2PGroup() { return Status::Ok(); }
 
   // Blocks until every call issued so far completed here. RuntimeError naming the op_id and
   // the group when one fails (a peer died, an NCCL async error) or is still running after

@@ -11,8 +11,10 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "backend/check/reduction_rule.h"
 #include "backend/comm/mpi_groups.h"
@@ -120,6 +122,13 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::condition_variable cv_;
   int pending_ = 0;
   Status first_error_;
+  // Sends in flight (Issue posts them, Wait completes them): each from its own copy.
+  struct InFlightSend {
+    MPI_Request req = MPI_REQUEST_NULL;
+    std::vector<char> data;
+    CollectiveCall call;
+  };
+  std::vector<std::unique_ptr<InFlightSend>> sends_;  // under mu_
 };
 
 class MpiCommunicator final : public Communicator {
@@ -217,7 +226,16 @@ Status Channel::Wait(std::chrono::nanoseconds timeout) {
         fmt::format("rank {}: {} collective(s) on group '{}' still pending after {}",
                     factory_->world_rank(), pending_, group_.name, Seconds(bound)));
   }
-  return first_error_;
+  std::vector<std::unique_ptr<InFlightSend>> sends;
+  sends.swap(sends_);
+  Status status = first_error_;
+  lock.unlock();
+  // The buffered sends: delivered once the peers received them (each its own watchdog).
+  for (auto& send : sends) {
+    Status s = Complete(send->req, send->call);
+    if (!s.ok() && status.ok()) status = s;
+  }
+  return status;
 }
 
 Status Channel::Fault(const CollectiveCall& call, const std::string& what) {
@@ -340,8 +358,19 @@ Status Channel::Issue(const CollectiveCall& call) {
     }
     case OpType::kSend: {
       SS_ASSIGN_OR_RETURN(const int bytes, MpiCount(call.count * esize, call));
-      rc = MPI_Isend(call.input, bytes, MPI_BYTE, call.peer, 0, comm_, &req);
-      break;
+      // A send is buffered (schedule.h: its receive is a join point on it, rule 3: p2p does
+      // not hold the communicator): it leaves from a copy and the lane goes on without waiting
+      // for the peer's receive. Otherwise two stages sending to each other (1F1B: stage 0's
+      // next activation, stage 1's gradient) would each wait for the other's receive.
+      auto send = std::make_unique<InFlightSend>();
+      const char* in = static_cast<const char*>(call.input);
+      send->data.assign(in, in + bytes);
+      send->call = call;
+      rc = MPI_Isend(send->data.data(), bytes, MPI_BYTE, call.peer, 0, comm_, &send->req);
+      if (rc != MPI_SUCCESS) break;
+      std::lock_guard lock(mu_);
+      sends_.push_back(std::move(send));
+      return Status::Ok();
     }
     case OpType::kRecv: {
       SS_ASSIGN_OR_RETURN(const int bytes, MpiCount(call.count * esize, call));

@@ -390,7 +390,7 @@ Result<std::unique_ptr<Device>> MakeCudaDevice(const DeviceOptions& options) {
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
     return RuntimeError(fmt::format(
-        "no CUDA device answers ({}); run on the CPU with --device cpu",
+        "no CUDA device answers ({})",
         err != cudaSuccess ? fmt::format("cudaGetDeviceCount: {}", cudaGetErrorString(err))
                            : std::string("cudaGetDeviceCount returned 0")));
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -78,6 +79,15 @@ Result<std::vector<unsigned char>> ScalarBytes(double v, DType d) {
   }
   return out;
 }
+
+// The calling thread's open ncclGroupStart bracket (NCCL's group state is per thread too):
+// inside it ncclSend / ncclRecv return before their work is on the stream, so what must
+// follow that work on the stream (completion events, scratch frees) waits for the group's end.
+struct P2PGroup {
+  bool open = false;
+  std::vector<std::function<Status()>> after_end;
+};
+thread_local P2PGroup t_p2p_group;
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -175,6 +185,24 @@ class NcclCommunicator final : public Communicator {
     SS_RETURN_IF_ERROR(
         Nccl(c, ncclRecv(out, static_cast<size_t>(c.count), type, c.peer, comm_, Stream(c))));
     return Finish(c, std::move(scratch));
+  }
+
+  Status BeginP2PGroup() override {
+    if (t_p2p_group.open) return InvalidInput("NCCL: a point-to-point group is already open");
+    SS_RETURN_IF_ERROR(NcclStatus(ncclGroupStart(), "ncclGroupStart"));
+    t_p2p_group.open = true;
+    return Status::Ok();
+  }
+
+  Status EndP2PGroup() override {
+    if (!t_p2p_group.open) return InvalidInput("NCCL: no point-to-point group is open");
+    t_p2p_group.open = false;
+    std::vector<std::function<Status()>> after;
+    after.swap(t_p2p_group.after_end);
+    // The group's sends and receives are enqueued here, all at once: none waits on another.
+    SS_RETURN_IF_ERROR(NcclStatus(ncclGroupEnd(), "ncclGroupEnd", comm_));
+    for (auto& f : after) SS_RETURN_IF_ERROR(f());
+    return Status::Ok();
   }
 
   Status Wait(std::chrono::nanoseconds timeout) override {
@@ -292,8 +320,18 @@ class NcclCommunicator final : public Communicator {
     return const_cast<void*>(p);
   }
 
-  // Records the call's completion for Wait; scratch returns to the cache after it.
+  // Records the call's completion for Wait; scratch returns to the cache after it. Inside a
+  // point-to-point group, once the group's end has enqueued the call.
   Status Finish(const CollectiveCall& c, std::vector<DeviceBuffer> scratch) {
+    if (t_p2p_group.open) {
+      t_p2p_group.after_end.push_back([this, c, scratch = std::move(scratch)]() mutable {
+        return Enqueued(c, std::move(scratch));
+      });
+      return Status::Ok();
+    }
+    return Enqueued(c, std::move(scratch));
+  }
+  Status Enqueued(const CollectiveCall& c, std::vector<DeviceBuffer> scratch) {
     Pending p{c.op_id, nullptr};
     SS_RETURN_IF_ERROR(
         CudaStatus(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), c.op_id));

@@ -1,6 +1,7 @@
 #include "backend/exec/executor.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <time.h>
 
 #include <algorithm>
@@ -20,6 +21,21 @@ int64_t ThreadCpuNs() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// The peer of a pipeline send / receive: its position in the pair's group. The schedule
+// builder (EmitPipeline) gives each hop "pp:<from>-><to>" the two ranks at this rank's place
+// in the two stages; a send goes to the other one, a receive comes from it (a hop within one
+// stage, pp = 1 with virtual stages, is this rank itself).
+Result<int> PipelinePeer(const ScheduleOp& op, const ProcessGroup& g, int rank) {
+  const auto me = std::find(g.ranks.begin(), g.ranks.end(), rank);
+  if (me == g.ranks.end() || g.size() > 2) {
+    return InvalidInput(fmt::format(
+        "schedule: {} '{}' on group '{}' (ranks [{}]): a pipeline hop is rank {} and its peer",
+        OpTypeName(op.type), op.op_id, g.name, fmt::join(g.ranks, ", "), rank));
+  }
+  const auto peer = std::find_if(g.ranks.begin(), g.ranks.end(), [&](int r) { return r != rank; });
+  return static_cast<int>((peer == g.ranks.end() ? me : peer) - g.ranks.begin());
 }
 
 // Where one parameter's unsharded gradient lies: a buffer id and a byte offset into it.
@@ -75,6 +91,8 @@ class Runner {
   // The effects at `when` in the schedule's order (how the simulator applies them).
   void LogEffects(int op, MemoryEffect::When when);
   Status IssueOp(int op);
+  void PairSendsWithReceives();
+  Status EndP2PGroup();  // closes the open point-to-point group, if any
   Status IssueCompute(int op);
   Status IssueCollective(int op);
   Status IssueCopyIn(int op);
@@ -92,7 +110,9 @@ class Runner {
   Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
   // Writes this rank's gradient values into the `fresh` buffers.
   Status FillGradients(const std::vector<int>& fresh, Lane lane);
-  Status LandGradients(UnitData& u, Lane lane);
+  // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones).
+  Status LandGradients(UnitData& u, char* dst, Lane lane);
+  Status LandReplicateGradients(UnitData& u, Lane lane);
   ExecContext Context(int step) const {
     ExecContext c;
     c.schedule = &s_;
@@ -124,6 +144,11 @@ class Runner {
   // dependent ops on other lanes wait for (end_ times the op).
   std::vector<std::shared_ptr<DeviceEvent>> ready_;
   std::vector<int> comm_last_;  // per group: the last collective issued that holds it
+  // Per send: the receive issued with it as one point-to-point group (-1: alone); per
+  // receive, whether it is such a send's partner (issued with it, skipped in order).
+  std::vector<int> p2p_partner_;
+  std::vector<char> p2p_paired_recv_;
+  Communicator* p2p_group_ = nullptr;  // the open group's communicator (its send's)
   std::vector<MemoryLogEntry> log_;
   StepRun run_;
 };
@@ -146,20 +171,19 @@ Status Runner::Prepare() {
   std::map<std::string, int> shard_index;
   for (const ScheduleOp& op : s_.ops) {
     if (op.type == OpType::kAllGather && op.group >= 0 && op.collective.output_buffer >= 0) {
-      shard_index.emplace(UnitOpLabel(op.unit), comms_[op.group]->rank());
+      shard_index.emplace(OpUnitLabel(op), comms_[op.group]->rank());
     }
   }
-  for (const UnitPlan& u : plan_.units) {
-    const std::string label = UnitOpLabel(u.fqn);
-    auto it = shard_index.find(label);
-    unit_by_label_[label] = static_cast<int>(units_.size());
+  for (const ScheduledUnit& u : ScheduledUnits(plan_)) {
+    auto it = shard_index.find(u.label);
+    unit_by_label_[u.label] = static_cast<int>(units_.size());
     UnitData d;
-    d.layout = MakeUnitLayout(u, it == shard_index.end() ? 0 : it->second);
+    d.layout = MakeUnitLayout(u.plan, it == shard_index.end() ? 0 : it->second, u.label);
     units_.push_back(std::move(d));
   }
   unit_of_op_.assign(s_.ops.size(), -1);
   for (size_t i = 0; i < s_.ops.size(); ++i) {
-    auto it = unit_by_label_.find(UnitOpLabel(s_.ops[i].unit));
+    auto it = unit_by_label_.find(OpUnitLabel(s_.ops[i]));
     if (it != unit_by_label_.end()) unit_of_op_[i] = it->second;  // "" is the root's
   }
   // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:
@@ -235,7 +259,37 @@ Status Runner::Prepare() {
       if (s_.ops[d].type == OpType::kCopyIn) gather_target_[d] = op.collective.output_buffer;
     }
   }
+  PairSendsWithReceives();
   return Status::Ok();
+}
+
+void Runner::PairSendsWithReceives() {
+  // A send whose lane's next op is a receive goes out with it as one group (1F1B's
+  // send-forward / receive-backward pair, as torch's batch_isend_irecv): the two stages of a
+  // hop each send before they receive, and NCCL's sends wait for the peer's receive. The
+  // receive may be issued right after the send when nothing of this rank that it depends on
+  // comes later in the order (its deps are the peer's send; its lane predecessor is the send).
+  const size_t n = s_.ops.size();
+  p2p_partner_.assign(n, -1);
+  p2p_paired_recv_.assign(n, 0);
+  std::vector<int> position(n, -1);
+  for (size_t k = 0; k < order_.size(); ++k) position[order_[k]] = static_cast<int>(k);
+  std::vector<int> next_on_lane(n, -1), last_on_lane(kNumLanes + 1, -1);
+  for (int i : order_) {
+    const int lane = static_cast<int>(s_.ops[i].lane);
+    if (last_on_lane[lane] >= 0) next_on_lane[last_on_lane[lane]] = i;
+    last_on_lane[lane] = i;
+  }
+  for (int i : order_) {
+    const int j = next_on_lane[i];
+    if (s_.ops[i].type != OpType::kSend || j < 0 || s_.ops[j].type != OpType::kRecv) continue;
+    const bool ready = std::all_of(s_.ops[j].deps.begin(), s_.ops[j].deps.end(), [&](int d) {
+      return position[d] < 0 || position[d] < position[i];  // another role's, or issued
+    });
+    if (!ready) continue;
+    p2p_partner_[i] = j;
+    p2p_paired_recv_[j] = 1;
+  }
 }
 
 Status Runner::Materialise() {
@@ -383,11 +437,10 @@ Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane) {
   return Status::Ok();
 }
 
-Status Runner::LandGradients(UnitData& u, Lane lane) {
+Status Runner::LandGradients(UnitData& u, char* dst, Lane lane) {
   // The reduced shard (reduce dtype) becomes the parameter's .grad in its own dtype.
-  if (u.sharded_grads < 0 || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
+  if (dst == nullptr || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
   const char* src = static_cast<const char*>(live_[u.reduced].data);
-  char* dst = static_cast<char*>(live_[u.sharded_grads].data);
   std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
   int64_t out = 0;
   for (const ParamLayout& p : u.layout.params) {
@@ -397,6 +450,32 @@ Status Runner::LandGradients(UnitData& u, Lane lane) {
     a.dst_dtype = p.own_dtype;
     a.segments.push_back({src + p.reduce_offset, dst + out, p.shard_numel()});
     out += p.shard_numel() * DTypeBytes(p.own_dtype);
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
+  return Status::Ok();
+}
+
+Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
+  // Replicate params' reduced gradients (whole, gather dtype) become their .grad in their own
+  // dtype, after the shard's in the unit's sharded gradients (UnitSizes::sharded_grad_bytes).
+  if (u.sharded_grads < 0 || live_[u.sharded_grads].data == nullptr || u.replicate_grads < 0 ||
+      live_[u.replicate_grads].data == nullptr) {
+    return Status::Ok();
+  }
+  const char* src = static_cast<const char*>(live_[u.replicate_grads].data);
+  char* dst = static_cast<char*>(live_[u.sharded_grads].data);
+  int64_t out = 0;
+  for (const ParamLayout& p : u.layout.params) {
+    if (p.requires_grad) out += p.shard_numel() * DTypeBytes(p.own_dtype);
+  }
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  for (const ParamLayout& p : u.layout.replicate) {
+    if (!p.requires_grad) continue;
+    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.own_dtype}];
+    a.src_dtype = p.gather_dtype;
+    a.dst_dtype = p.own_dtype;
+    a.segments.push_back({src + p.grad_offset, dst + out, p.rows * p.cols});
+    out += p.rows * p.cols * DTypeBytes(p.own_dtype);
   }
   for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
   return Status::Ok();
@@ -486,12 +565,28 @@ Status Runner::IssueCollective(int i) {
       c.input = ws;
       c.output = ws + c.count * comm.size() * elem;
       if (op.type == OpType::kSend || op.type == OpType::kRecv) {
-        const int me = comm.rank();
-        c.peer = comm.size() > 1 ? 1 - std::min(me, 1) : 0;
+        SS_ASSIGN_OR_RETURN(c.peer, PipelinePeer(op, s_.groups[op.group], rank_));
+      }
+      if (op.type == OpType::kSend && p2p_partner_[i] >= 0) {
+        SS_RETURN_IF_ERROR(comm.BeginP2PGroup());
+        p2p_group_ = &comm;
+      }
+      if (op.type == OpType::kRecv && p2p_paired_recv_[i] && p2p_group_ != nullptr) {
+        // The group ends with its receive, before the receive's end event is recorded.
+        const Status issued = backend::IssueCollective(comm, c);
+        const Status ended = EndP2PGroup();
+        SS_RETURN_IF_ERROR(issued);
+        return ended;
       }
       break;
   }
   return backend::IssueCollective(comm, c);
+}
+
+Status Runner::EndP2PGroup() {
+  Communicator* open = p2p_group_;
+  p2p_group_ = nullptr;
+  return open == nullptr ? Status::Ok() : open->EndP2PGroup();
 }
 
 Status Runner::IssueOptimizer(int i) {
@@ -502,27 +597,40 @@ Status Runner::IssueOptimizer(int i) {
     const std::string& name = s_.modules[item.module];  // "optimizer:<unit label>"
     const size_t colon = name.find(':');
     UnitData* u = colon == std::string::npos ? nullptr : UnitOf(name.substr(colon + 1));
-    if (u == nullptr || u->shard < 0 || u->exp_avg < 0 || u->exp_avg_sq < 0 ||
-        u->sharded_grads < 0 || live_[u->sharded_grads].data == nullptr) {
+    // An offloaded unit steps on the host, from the gradients its D2H copy landed there.
+    const int grads_id = u == nullptr            ? -1
+                         : u->sharded_grads >= 0 ? u->sharded_grads
+                                                 : u->host_grads;
+    if (u == nullptr || u->shard < 0 || u->exp_avg < 0 || u->exp_avg_sq < 0 || grads_id < 0 ||
+        live_[grads_id].data == nullptr) {
       continue;  // SGD, or a unit without reduced gradients this step
     }
     char* params = static_cast<char*>(live_[u->shard].data);
-    const char* grads = static_cast<const char*>(live_[u->sharded_grads].data);
+    const char* grads = static_cast<const char*>(live_[grads_id].data);
     float* m = static_cast<float*>(live_[u->exp_avg].data);
     float* v = static_cast<float*>(live_[u->exp_avg_sq].data);
     std::map<DType, AdamWArgs> by_dtype;
-    int64_t g = 0;
-    for (const ParamLayout& p : u->layout.params) {
-      if (!p.requires_grad) continue;
+    int64_t g = 0;  // byte offset of the next tensor's gradient
+    auto add = [&](const ParamLayout& p, char* param, int64_t numel) {
       AdamWArgs& a = by_dtype[p.own_dtype];
       a.param_dtype = a.grad_dtype = p.own_dtype;
       a.state_dtype = DType::kFloat32;
       a.lr = o_.lr, a.beta1 = o_.beta1, a.beta2 = o_.beta2, a.eps = o_.eps;
       a.weight_decay = o_.weight_decay;
       a.step = step_ + 1;
-      a.tensors.push_back({params + p.shard_offset, grads + g, m + p.optim_offset,
-                           v + p.optim_offset, p.shard_numel()});
-      g += p.shard_numel() * DTypeBytes(p.own_dtype);
+      a.tensors.push_back({param, grads + g, m + p.optim_offset, v + p.optim_offset, numel});
+      g += numel * DTypeBytes(p.own_dtype);
+    };
+    for (const ParamLayout& p : u->layout.params) {
+      if (p.requires_grad) add(p, params + p.shard_offset, p.shard_numel());
+    }
+    // Replicate params (whole tensors; their gradients follow the shard's). An offloaded
+    // unit's stay on the device and never reach the host step.
+    if (u->replicate >= 0 && !s_.buffers[u->shard].host) {
+      char* whole = static_cast<char*>(live_[u->replicate].data);
+      for (const ParamLayout& p : u->layout.replicate) {
+        if (p.requires_grad) add(p, whole + p.shard_offset, p.rows * p.cols);
+      }
     }
     for (auto& [d, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.AdamW(op.lane, a));
   }
@@ -675,7 +783,16 @@ Status Runner::AfterEnd(int i) {
           ChunkCat(*u, live_[e.buffer].data, op.lane, AccumulatedMicroSteps(*u, op)));
     } else if (b.category == MemCategory::kShardedGrads && !b.host) {
       u->sharded_grads = e.buffer;
-      SS_RETURN_IF_ERROR(LandGradients(*u, op.lane));
+      SS_RETURN_IF_ERROR(
+          LandGradients(*u, static_cast<char*>(live_[u->sharded_grads].data), op.lane));
+    }
+  }
+  // The replicate params' gradients are final where they are freed after the reduction (their
+  // all-reduce, or on one rank the unit's last backward); a micro-step without sync frees them
+  // before any sharded gradients exist this step.
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == u->replicate_grads) {
+      SS_RETURN_IF_ERROR(LandReplicateGradients(*u, op.lane));
     }
   }
   return Status::Ok();
@@ -726,9 +843,17 @@ Status Runner::IssueOp(int i) {
     case OpType::kCopyD2H:
       if (u != nullptr && u->host_grads >= 0 && u->reduced >= 0 &&
           live_[u->reduced].data != nullptr) {
-        SS_RETURN_IF_ERROR(
-            dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
-                        std::min(live_[u->host_grads].bytes, live_[u->reduced].bytes)));
+        const bool same_dtype =
+            std::all_of(u->layout.params.begin(), u->layout.params.end(),
+                        [](const ParamLayout& p) { return p.reduce_dtype == p.own_dtype; });
+        if (same_dtype) {
+          SS_RETURN_IF_ERROR(
+              dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
+                          std::min(live_[u->host_grads].bytes, live_[u->reduced].bytes)));
+        } else {  // the copy casts to the parameters' dtype on its way
+          SS_RETURN_IF_ERROR(
+              LandGradients(*u, static_cast<char*>(live_[u->host_grads].data), op.lane));
+        }
       }
       break;
     case OpType::kWait:
@@ -775,8 +900,16 @@ Status Runner::Step(int step) {
   const int64_t issue_begin = ThreadCpuNs();
   int issued = 0;
   for (int i : order_) {
+    if (p2p_paired_recv_[i]) continue;  // issued with its send
     Status st = IssueOp(i);
+    const int partner = p2p_partner_[i];
+    if (st.ok() && partner >= 0) {
+      ++issued;
+      i = partner;
+      st = IssueOp(i);
+    }
     if (!st.ok()) {
+      (void)EndP2PGroup();  // a failure inside a pair leaves no group open
       failure = st;
       failed = i;
       break;

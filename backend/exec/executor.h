@@ -19,6 +19,10 @@
 //     kernels at their shapes, the collective through its communicator, copies as
 //     memcpys); record an end event; apply kEnd memory effects (a free waits for the end
 //     event of the op that frees: record_stream);
+//   - a pipeline send whose lane's next op is a receive is issued with it, as one
+//     point-to-point group (Communicator::BeginP2PGroup: NCCL's sends wait for the peer's
+//     receive, and 1F1B's two stages of a hop each send first); its peer is the other rank
+//     of the hop's group;
 //   - nothing else: the schedule decides what runs where and after what.
 // Data: sharded parameters are DeterministicValue(SeedOf(FQN), element index of the local
 // tensor) in their dtype, padding rows zero (param_state.h), optimizer moments zero;

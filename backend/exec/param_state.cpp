@@ -5,13 +5,40 @@
 #include <algorithm>
 
 #include "backend/device/deterministic.h"
+#include "core/schedule/model_chunks.h"
 #include "core/trace/op_id.h"
 
 namespace shardscope::backend {
 
-UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index) {
+std::vector<ScheduledUnit> ScheduledUnits(const Plan& plan) {
+  std::vector<ScheduledUnit> out;
+  const int chunks = std::max<int>(1, static_cast<int>(plan.pipeline_chunks.size()));
+  // Only the split of units and root parameters is wanted here: no work to split with it.
+  Result<ModelChunks> split =
+      plan.units.empty()
+          ? Result<ModelChunks>(InvalidInput("plan: no units"))
+          : SplitIntoChunks(plan, std::vector<UnitWork>(plan.units.size()), {}, chunks);
+  if (!split.ok()) {
+    // A plan the schedule builder could not have split either: its units as they are.
+    for (const UnitPlan& u : plan.units) out.push_back({UnitOpLabel(u.fqn), u});
+    return out;
+  }
+  ModelChunks& m = split.value();
+  for (size_t i = 0; i < m.units.size(); ++i) {
+    out.push_back({m.labels[i], std::move(m.units[i])});
+  }
+  return out;
+}
+
+std::string OpUnitLabel(const ScheduleOp& op) {
+  if (!op.unit.empty()) return UnitOpLabel(op.unit);
+  Result<OpId> id = ParseOpId(op.op_id);
+  return id.ok() && !id.value().unit.empty() ? id.value().unit : UnitOpLabel("");
+}
+
+UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index, const std::string& label) {
   UnitLayout u;
-  u.label = UnitOpLabel(unit.fqn);
+  u.label = label.empty() ? UnitOpLabel(unit.fqn) : label;
   u.sizes = ComputeUnitSizes(unit);
   u.shard_index = shard_index;
   const int S = std::max(1, u.sizes.shard_group);

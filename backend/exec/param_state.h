@@ -7,6 +7,8 @@
 // Contents:
 //   ParamLayout     one parameter: dtypes, rows, columns, byte offsets in each buffer
 //   UnitLayout      one unit: its parameters, sizes (core/schedule/unit_sizes.h), shard index
+//   ScheduledUnit / ScheduledUnits   the units a schedule's buffers belong to (per-chunk roots)
+//   OpUnitLabel     the label of the unit an op belongs to (a chunk root's too)
 //   MakeUnitLayout  UnitPlan + this rank's position in the unit's shard group → UnitLayout
 //   ParamSeed / GradSeed   the seeds of DeterministicValue for a parameter / a rank's gradient
 //   ParamValue / GradValue the reference value of element `index` of the local tensor
@@ -26,6 +28,7 @@
 
 #include "core/model/dtype.h"
 #include "core/plan/plan.h"
+#include "core/schedule/schedule.h"
 #include "core/schedule/unit_sizes.h"
 
 namespace shardscope::backend {
@@ -63,7 +66,23 @@ struct UnitLayout {
   int64_t reduce_block_bytes = 0;  // one reduce-scatter block
 };
 
-UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index);
+// A unit as the schedule holds it: its op_id label (Buffer::unit) and its plan. With
+// pipelining the plan's root is one root per model chunk ("root.chunk<c>", each managing the
+// root parameters of its chunk), split as the schedule builder splits it
+// (core/schedule/model_chunks.h); otherwise the plan's units unchanged.
+struct ScheduledUnit {
+  std::string label;
+  UnitPlan plan;
+};
+std::vector<ScheduledUnit> ScheduledUnits(const Plan& plan);
+
+// The label of the unit `op` belongs to, as its buffers carry it: the unit part of its op_id,
+// which names a chunk root ("root.chunk<c>") where ScheduleOp::unit holds only the root's
+// FQN; step-level ops get the root's label.
+std::string OpUnitLabel(const ScheduleOp& op);
+
+// `unit` labelled `label` (UnitOpLabel of its FQN when empty).
+UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index, const std::string& label = "");
 
 uint64_t ParamSeed(const std::string& fqn);
 uint64_t GradSeed(int rank, const std::string& fqn);

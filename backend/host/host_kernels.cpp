@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/device/deterministic.h"
-#include "backend/host/host_dtype.h"
+#include "backend/device/dtype_access.h"
 
 namespace shardscope::backend::host {
 namespace {

@@ -1,5 +1,6 @@
 // The host device's kernels, run synchronously on the calling (lane) thread: Eigen GEMMs in
-// fp32, everything else as plain loops with fp32 math over the typed buffers (host_dtype.h).
+// fp32, everything else as plain loops with fp32 math over the typed buffers
+// (backend/device/dtype_access.h).
 //
 // Contents: one function per kernel of kernel_args.h.
 #pragma once

@@ -8,9 +8,9 @@
 #include <map>
 
 #include "backend/device/deterministic.h"
+#include "backend/device/dtype_access.h"
 #include "backend/exec/issue_order.h"
 #include "backend/exec/param_state.h"
-#include "backend/host/host_dtype.h"
 #include "exec_test_util.h"
 #include "sim/engine/memory_tracker.h"
 

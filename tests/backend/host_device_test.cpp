@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/backends.h"
-#include "backend/host/host_dtype.h"
+#include "backend/device/dtype_access.h"
 #include "sim/engine/caching_allocator.h"
 
 namespace shardscope::backend {

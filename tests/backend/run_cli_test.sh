@@ -42,6 +42,8 @@ expect 2 "" "$bin" run "$one" --device tpu
 rc=$?
 if [ "$rc" -ne 0 ]; then
   [ "$rc" -eq 3 ] && grep -q -- "--device cpu" "$dir/out" || { cat "$dir/out"; fail "--device cuda without a GPU: exit $rc"; }
+  # The hint once, not once per layer that saw the error.
+  [ "$(grep -o -- "--device cpu" "$dir/out" | wc -l)" -eq 1 ] || { cat "$dir/out"; fail "--device cuda without a GPU names --device cpu more than once"; }
 fi
 expect 3 "out of memory at op '" "$bin" run "$eight" --device cpu --emulate-world 8 --memory-limit 0.004 --trace "$dir/oom.json"
 [ -s "$dir/oom.json" ] || fail "no trace written up to the out-of-memory op"

@@ -4,10 +4,10 @@
 // agree with the host bit for bit; SiLU (expf) and the norms' parallel sums agree to rounding.
 #include <string>
 
-#include "backend/cuda/kernels/dtype_access.cuh"
 #include "backend/cuda/kernels/kernel_util.cuh"
 #include "backend/cuda/kernels/kernels.h"
 #include "backend/device/deterministic.h"
+#include "backend/device/dtype_access.h"
 
 namespace shardscope::backend::cuda {
 namespace {
@@ -22,43 +22,46 @@ __global__ void RmsNormKernel(const void* __restrict__ x, const void* __restrict
   const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
   float ss = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = LoadAs(x, dtype, base + c);
+    const float v = LoadAsFloat(x, dtype, base + c);
     ss += v * v;
   }
   ss = BlockSum(ss, scratch);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float wv = w ? LoadAs(w, dtype, c) : 1.0f;
-    StoreAs(y, dtype, base + c, __fmul_rn(__fmul_rn(LoadAs(x, dtype, base + c), inv), wv));
+    const float wv = w ? LoadAsFloat(w, dtype, c) : 1.0f;
+    StoreFromFloat(y, dtype, base + c,
+                   __fmul_rn(__fmul_rn(LoadAsFloat(x, dtype, base + c), inv), wv));
   }
 }
 
 __global__ void EltwiseKernel(EltwiseOp op, int64_t n, DType dtype, const void* x0, const void* x1,
                               void* y, float alpha, float beta) {
   SS_GRID_STRIDE(i, n) {
-    const float x = LoadAs(x0, dtype, i);
+    const float x = LoadAsFloat(x0, dtype, i);
     float v = 0.0f;
     switch (op) {
       case EltwiseOp::kScaleAdd:
-        v = __fadd_rn(__fmul_rn(alpha, x), __fmul_rn(beta, x1 ? LoadAs(x1, dtype, i) : 1.0f));
+        v = __fadd_rn(__fmul_rn(alpha, x), __fmul_rn(beta, x1 ? LoadAsFloat(x1, dtype, i) : 1.0f));
         break;
       case EltwiseOp::kMul:
-        v = __fmul_rn(x, LoadAs(x1, dtype, i));
+        v = __fmul_rn(x, LoadAsFloat(x1, dtype, i));
         break;
       case EltwiseOp::kSilu:
         v = x / (1.0f + expf(-x));
         break;
       case EltwiseOp::kSiluMul:
-        v = __fmul_rn(x / (1.0f + expf(-x)), LoadAs(x1, dtype, i));
+        v = __fmul_rn(x / (1.0f + expf(-x)), LoadAsFloat(x1, dtype, i));
         break;
     }
-    StoreAs(y, dtype, i, v);
+    StoreFromFloat(y, dtype, i, v);
   }
 }
 
 __global__ void FillKernel(void* dst, DType dtype, int64_t n, uint64_t seed, int64_t first,
                            float scale) {
-  SS_GRID_STRIDE(i, n) { StoreAs(dst, dtype, i, DeterministicValue(seed, first + i) * scale); }
+  SS_GRID_STRIDE(i, n) {
+    StoreFromFloat(dst, dtype, i, DeterministicValue(seed, first + i) * scale);
+  }
 }
 
 __device__ __forceinline__ uint64_t GlobalTimerNs() {

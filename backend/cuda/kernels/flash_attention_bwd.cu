@@ -158,13 +158,9 @@ __global__ void __launch_bounds__(kAttnThreads) FlashBackwardKernel(const BwdPar
 
 template <int kB>
 Status LaunchBackward(const BwdParams& p, int64_t batch, int64_t smem_bytes, cudaStream_t stream) {
-  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashBackwardKernel<kB>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem_bytes)));
   dim3 grid(static_cast<unsigned>((p.kv_seq + kB - 1) / kB), static_cast<unsigned>(p.kv_heads),
             static_cast<unsigned>(batch));
-  FlashBackwardKernel<kB><<<grid, kAttnThreads, smem_bytes, stream>>>(p);
-  return LaunchStatus("FlashBackwardKernel");
+  return LaunchFlash(FlashBackwardKernel<kB>, "FlashBackwardKernel", grid, p, smem_bytes, stream);
 }
 
 int64_t DqAccBytes(const AttentionArgs& s) {
@@ -221,18 +217,12 @@ Status FlashAttentionBackward(const AttentionArgs& a, void* workspace, cudaStrea
                     scale,
                     scale * attn::kLog2e,
                     attn::AttnMask{a.q_seq, a.kv_seq, a.kv_seq - a.q_seq, a.window, a.causal}};
-  SS_ASSIGN_OR_RETURN(int64_t max_smem, attn::MaxSmemPerBlock());
   const int64_t smem64 = attn::BackwardSmemBytes(64, p.d, p.dv);
   const int64_t smem32 = attn::BackwardSmemBytes(32, p.d, p.dv);
-  if (smem64 <= max_smem) {
-    SS_RETURN_IF_ERROR(attn::LaunchBackward<64>(p, a.batch, smem64, stream));
-  } else if (smem32 <= max_smem) {
-    SS_RETURN_IF_ERROR(attn::LaunchBackward<32>(p, a.batch, smem32, stream));
-  } else {
-    return RuntimeError("attention backward needs " + std::to_string(smem32) +
-                        " bytes of shared memory per block; the device allows " +
-                        std::to_string(max_smem));
-  }
+  SS_ASSIGN_OR_RETURN(const int block_rows,
+                      attn::FlashBlockRows(smem64, smem32, "attention backward"));
+  SS_RETURN_IF_ERROR(block_rows == 64 ? attn::LaunchBackward<64>(p, a.batch, smem64, stream)
+                                      : attn::LaunchBackward<32>(p, a.batch, smem32, stream));
   return CastFloatToBf16(dq_acc, static_cast<attn::bf16*>(a.d_q), dq_elems, stream);
 }
 

@@ -7,15 +7,19 @@
 //   AttnMask         which (query, key) pairs are visible; the tile ranges worth visiting
 //   SmemCarver       shared-memory layout, the same on host (size) and device (pointers)
 //   MaxSmemPerBlock  the dynamic shared memory a block of the current device may opt into
+//   LaunchFlash      one flash kernel over its grid, opted in to its dynamic shared memory
+//   FlashBlockRows   the block size (64 or 32 rows) whose shared memory the device allows
 #pragma once
 
 #include <cuda_bf16.h>
 #include <mma.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "backend/cuda/kernels/flash_attention.h"
+#include "backend/cuda/kernels/kernel_util.cuh"
 
 namespace shardscope::backend::cuda::attn {
 
@@ -127,5 +131,27 @@ class SmemCarver {
 };
 
 Result<int64_t> MaxSmemPerBlock();  // flash_attention_fwd.cu
+
+// `kernel` over `grid`, kAttnThreads per block, with `smem_bytes` of dynamic shared memory
+// (above 48 KiB a kernel must opt in to it first).
+template <typename Params>
+Status LaunchFlash(void (*kernel)(Params), const char* name, dim3 grid, const Params& p,
+                   int64_t smem_bytes, cudaStream_t stream) {
+  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem_bytes)));
+  kernel<<<grid, kAttnThreads, smem_bytes, stream>>>(p);
+  return LaunchStatus(name);
+}
+
+// 64 when a block of 64 rows fits the device's shared memory (`smem64` bytes), else 32 when
+// 32 rows do; RuntimeError naming `what` and the sizes otherwise.
+inline Result<int> FlashBlockRows(int64_t smem64, int64_t smem32, const char* what) {
+  SS_ASSIGN_OR_RETURN(int64_t max_smem, MaxSmemPerBlock());
+  if (smem64 <= max_smem) return 64;
+  if (smem32 <= max_smem) return 32;
+  return RuntimeError(std::string(what) + " needs " + std::to_string(smem32) +
+                      " bytes of shared memory per block; the device allows " +
+                      std::to_string(max_smem));
+}
 
 }  // namespace shardscope::backend::cuda::attn

@@ -135,13 +135,9 @@ __global__ void __launch_bounds__(kAttnThreads) FlashForwardKernel(const FwdPara
 
 template <int kB>
 Status LaunchForward(const FwdParams& p, int64_t batch, int64_t smem_bytes, cudaStream_t stream) {
-  SS_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(FlashForwardKernel<kB>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem_bytes)));
   dim3 grid(static_cast<unsigned>((p.q_seq + kB - 1) / kB), static_cast<unsigned>(p.heads),
             static_cast<unsigned>(batch));
-  FlashForwardKernel<kB><<<grid, kAttnThreads, smem_bytes, stream>>>(p);
-  return LaunchStatus("FlashForwardKernel");
+  return LaunchFlash(FlashForwardKernel<kB>, "FlashForwardKernel", grid, p, smem_bytes, stream);
 }
 
 }  // namespace
@@ -211,14 +207,12 @@ Status FlashAttentionForward(const AttentionArgs& a, cudaStream_t stream) {
                     static_cast<int>(a.v_head_dim),
                     SoftmaxScale(a) * attn::kLog2e,
                     attn::AttnMask{a.q_seq, a.kv_seq, a.kv_seq - a.q_seq, a.window, a.causal}};
-  SS_ASSIGN_OR_RETURN(int64_t max_smem, attn::MaxSmemPerBlock());
   const int64_t smem64 = attn::ForwardSmemBytes(64, p.d, p.dv);
-  if (smem64 <= max_smem) return attn::LaunchForward<64>(p, a.batch, smem64, stream);
   const int64_t smem32 = attn::ForwardSmemBytes(32, p.d, p.dv);
-  if (smem32 <= max_smem) return attn::LaunchForward<32>(p, a.batch, smem32, stream);
-  return RuntimeError("attention forward needs " + std::to_string(smem32) +
-                      " bytes of shared memory per block; the device allows " +
-                      std::to_string(max_smem));
+  SS_ASSIGN_OR_RETURN(const int block_rows,
+                      attn::FlashBlockRows(smem64, smem32, "attention forward"));
+  return block_rows == 64 ? attn::LaunchForward<64>(p, a.batch, smem64, stream)
+                          : attn::LaunchForward<32>(p, a.batch, smem32, stream);
 }
 
 }  // namespace shardscope::backend::cuda

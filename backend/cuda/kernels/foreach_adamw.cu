@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cuda/kernels/dtype_access.cuh"
 #include "backend/cuda/kernels/foreach_adamw.h"
 #include "backend/cuda/kernels/kernel_util.cuh"
+#include "backend/device/dtype_access.h"
 
 namespace shardscope::backend::cuda {
 namespace {
@@ -27,17 +27,17 @@ static_assert(sizeof(TensorTable) + sizeof(Scalars) < 32000,
 __global__ void AdamWKernel(const __grid_constant__ TensorTable table, const Scalars s) {
   const AdamWTensor t = table.t[blockIdx.y];
   SS_GRID_STRIDE(i, t.elements) {
-    const float g = LoadAs(t.grad, s.grad_dtype, i);
-    float p = __fmul_rn(LoadAs(t.param, s.param_dtype, i), s.decay);
-    float m = LoadAs(t.exp_avg, s.state_dtype, i);
-    float v = LoadAs(t.exp_avg_sq, s.state_dtype, i);
+    const float g = LoadAsFloat(t.grad, s.grad_dtype, i);
+    float p = __fmul_rn(LoadAsFloat(t.param, s.param_dtype, i), s.decay);
+    float m = LoadAsFloat(t.exp_avg, s.state_dtype, i);
+    float v = LoadAsFloat(t.exp_avg_sq, s.state_dtype, i);
     m = __fadd_rn(m, __fmul_rn(s.one_minus_beta1, __fsub_rn(g, m)));  // lerp(m, g, 1 − β1)
     v = __fadd_rn(__fmul_rn(v, s.beta2), __fmul_rn(__fmul_rn(s.one_minus_beta2, g), g));
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.bc2_sqrt), s.eps);
     p = __fsub_rn(p, __fmul_rn(s.step_size, __fdiv_rn(m, denom)));
-    StoreAs(t.param, s.param_dtype, i, p);
-    StoreAs(t.exp_avg, s.state_dtype, i, m);
-    StoreAs(t.exp_avg_sq, s.state_dtype, i, v);
+    StoreFromFloat(t.param, s.param_dtype, i, p);
+    StoreFromFloat(t.exp_avg, s.state_dtype, i, m);
+    StoreFromFloat(t.exp_avg_sq, s.state_dtype, i, v);
   }
 }
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
-#include "backend/cuda/kernels/dtype_access.cuh"
 #include "backend/cuda/kernels/kernel_util.cuh"
 #include "backend/cuda/kernels/kernels.h"
+#include "backend/device/dtype_access.h"
 
 namespace shardscope::backend::cuda {
 namespace {
@@ -51,10 +51,10 @@ __global__ void CastCopyKernel(const __grid_constant__ SegmentTable table, DType
   SS_GRID_STRIDE(i, s.elements) {
     float v = 0.0f;
     if (s.src != nullptr) {
-      v = LoadAs(s.src, src_type, i);
+      v = LoadAsFloat(s.src, src_type, i);
       if (scale != 1.0f) v = __fmul_rn(scale, v);
     }
-    StoreAs(s.dst, dst_type, i, v);
+    StoreFromFloat(s.dst, dst_type, i, v);
   }
 }
 

@@ -2,9 +2,9 @@
 // shared memory; operands read through LoadAs so any floating dtype and either layout works.
 #include <algorithm>
 
-#include "backend/cuda/kernels/dtype_access.cuh"
 #include "backend/cuda/kernels/gemm_fallback.h"
 #include "backend/cuda/kernels/kernel_util.cuh"
+#include "backend/device/dtype_access.h"
 
 namespace shardscope::backend::cuda {
 namespace {
@@ -39,14 +39,14 @@ __global__ void FallbackGemmKernel(const FallbackParams p) {
       const int64_t row = row0 + i, kk = k0 + tx;
       float va = 0.0f;
       if (row < p.m && kk < p.k) {
-        va = LoadAs(p.a, p.ab, a_base + (p.trans_a ? kk * p.m + row : row * p.k + kk));
+        va = LoadAsFloat(p.a, p.ab, a_base + (p.trans_a ? kk * p.m + row : row * p.k + kk));
       }
       sa[i][tx] = va;
       // B(kb, col): stored [k][n], or [n][k] with trans_b.
       const int64_t kb = k0 + i, col = col0 + tx;
       float vb = 0.0f;
       if (kb < p.k && col < p.n) {
-        vb = LoadAs(p.b, p.ab, b_base + (p.trans_b ? col * p.k + kb : kb * p.n + col));
+        vb = LoadAsFloat(p.b, p.ab, b_base + (p.trans_b ? col * p.k + kb : kb * p.n + col));
       }
       sb[i][tx] = vb;
     }
@@ -64,9 +64,9 @@ __global__ void FallbackGemmKernel(const FallbackParams p) {
     if (row >= p.m) continue;
     const int64_t i = batch * p.stride_c + row * p.n + col;
     float v = p.alpha * acc[r];
-    if (p.beta != 0.0f) v += p.beta * LoadAs(p.c, p.out, i);
-    if (p.bias) v += LoadAs(p.bias, p.out, col);
-    StoreAs(p.c, p.out, i, v);
+    if (p.beta != 0.0f) v += p.beta * LoadAsFloat(p.c, p.out, i);
+    if (p.bias) v += LoadAsFloat(p.bias, p.out, col);
+    StoreFromFloat(p.c, p.out, i, v);
   }
 }
 

@@ -1,20 +1,31 @@
-// Element access of the host kernels: load any floating DType as float, store float back with
-// the rounding every device uses (deterministic.h), integer types by value.
+// Typed element access for buffers whose element type is a run-time DType, in one header for
+// the host kernels and the CUDA kernels alike (`__host__ __device__` under nvcc), so both
+// devices load and round the same way: any floating type loads as float; a float stores back
+// with the rounding every device uses (deterministic.h for bfloat16, IEEE round to nearest
+// even for float16), integers truncated toward zero (through int32 for the narrow ones). The
+// type is uniform across a kernel launch, so the switch never diverges.
 //
 // Contents:
-//   LoadAsFloat / StoreFromFloat   one element of a typed buffer
-//   HalfBitsToFloat / FloatToHalfBits   IEEE binary16 (round to nearest even)
+//   LoadAsFloat / StoreFromFloat         one element of a typed buffer
+//   HalfBitsToFloat / FloatToHalfBits    IEEE binary16 (round to nearest even)
+//   IsFloatingDType                      the types Eltwise, AdamW and the norms accept
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#include "backend/device/deterministic.h"
+#include "backend/device/deterministic.h"  // SS_HOST_DEVICE, the bfloat16 rounding
 #include "core/model/dtype.h"
+
+#if defined(__CUDACC__)
+#define SS_DTYPE_INLINE __host__ __device__ __forceinline__
+#else
+#define SS_DTYPE_INLINE inline
+#endif
 
 namespace shardscope::backend {
 
-inline float HalfBitsToFloat(uint16_t h) {
+SS_HOST_DEVICE inline float HalfBitsToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;
@@ -36,13 +47,13 @@ inline float HalfBitsToFloat(uint16_t h) {
     u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
   }
   float f;
-  std::memcpy(&f, &u, sizeof(f));
+  memcpy(&f, &u, sizeof(f));
   return f;
 }
 
-inline uint16_t FloatToHalfBits(float f) {
+SS_HOST_DEVICE inline uint16_t FloatToHalfBits(float f) {
   uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
+  memcpy(&u, &f, sizeof(u));
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
   if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00 : 0x7c00);
@@ -64,7 +75,7 @@ inline uint16_t FloatToHalfBits(float f) {
   return sign | static_cast<uint16_t>(h);
 }
 
-inline float LoadAsFloat(const void* p, DType d, int64_t i) {
+SS_DTYPE_INLINE float LoadAsFloat(const void* p, DType d, int64_t i) {
   switch (d) {
     case DType::kFloat32:
       return static_cast<const float*>(p)[i];
@@ -85,7 +96,7 @@ inline float LoadAsFloat(const void* p, DType d, int64_t i) {
   }
 }
 
-inline void StoreFromFloat(void* p, DType d, int64_t i, float v) {
+SS_DTYPE_INLINE void StoreFromFloat(void* p, DType d, int64_t i, float v) {
   switch (d) {
     case DType::kFloat32:
       static_cast<float*>(p)[i] = v;
@@ -106,12 +117,17 @@ inline void StoreFromFloat(void* p, DType d, int64_t i, float v) {
       static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
       return;
     case DType::kInt8:
-      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int32_t>(v));
       return;
     default:
-      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
       return;
   }
+}
+
+// The types Eltwise, AdamW and the norms accept.
+SS_HOST_DEVICE inline bool IsFloatingDType(DType d) {
+  return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kFloat16;
 }
 
 }  // namespace shardscope::backend
