@@ -1,8 +1,10 @@
 #include "sim/engine/steady_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace shardscope::sim {
 namespace {
@@ -28,6 +30,15 @@ std::map<std::string, double> Extend(const std::map<std::string, double>& a,
 
 // A peak that happens at the same time in both runs is in the warm-up and stays there; one
 // that moves is past the periodic middle and moves with it.
+bool SameCollectives(const std::vector<Summary::ExposedCollective>& a,
+                     const std::vector<Summary::ExposedCollective>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].op_id != b[i].op_id || !Same(a[i].exposed_s, b[i].exposed_s)) return false;
+  }
+  return true;
+}
+
 double PeakTime(double ta, double tb, const Line& at) { return Same(ta, tb) ? tb : at(ta, tb); }
 
 }  // namespace
@@ -77,7 +88,10 @@ std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& a
     return std::nullopt;
   }
   for (int c = 0; c < kNumMemCategories; ++c) {
-    if (!Same(a.memory_at_peak_gib[c], b.memory_at_peak_gib[c])) return std::nullopt;
+    if (!Same(a.memory_at_peak_gib[c], b.memory_at_peak_gib[c]) ||
+        !Same(a.memory_max_by_category_gib[c], b.memory_max_by_category_gib[c])) {
+      return std::nullopt;
+    }
   }
   const Line at{static_cast<double>(runs.a), static_cast<double>(runs.b),
                 static_cast<double>(runs.total)};
@@ -97,6 +111,16 @@ std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& a
   s.compute_by_kind_s = Extend(a.compute_by_kind_s, b.compute_by_kind_s, at);
   s.comm_s = Extend(a.comm_s, b.comm_s, at);
   s.exposed_comm_by_kind_s = Extend(a.exposed_comm_by_kind_s, b.exposed_comm_by_kind_s, at);
+  s.comm_by_purpose_s = Extend(a.comm_by_purpose_s, b.comm_by_purpose_s, at);
+  s.exposed_comm_by_purpose_s =
+      Extend(a.exposed_comm_by_purpose_s, b.exposed_comm_by_purpose_s, at);
+  s.edge_exposed_comm_s = std::max(0.0, at(a.edge_exposed_comm_s, b.edge_exposed_comm_s));
+  // The most exposed collectives are named by op_id, and an op_id carries its micro-batch: a
+  // list the two runs agree on (warm-up and edges) holds for the whole step; one that moves
+  // with the count would name ops of the short run, so none is listed (--exact lists them).
+  if (!SameCollectives(a.exposed_collectives, b.exposed_collectives)) {
+    s.exposed_collectives.clear();
+  }
   s.peak_memory_time_s = PeakTime(a.peak_memory_time_s, b.peak_memory_time_s, at);
   for (int p = 0; p < kNumStepPhases; ++p) {
     s.phase_peaks[p].time_s = PeakTime(a.phase_peaks[p].time_s, b.phase_peaks[p].time_s, at);

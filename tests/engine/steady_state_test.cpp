@@ -66,6 +66,23 @@ void ExpectSameStep(const Scenario& sc, const std::string& job) {
   ExpectClose(f.peak_memory_reserved_gib, e.peak_memory_reserved_gib, "peak reserved", job);
   ExpectClose(f.compute_s, e.compute_s, "compute", job);
   ExpectClose(f.tokens_per_s_per_gpu, e.tokens_per_s_per_gpu, "tokens/s/GPU", job);
+  ExpectClose(f.exposed_comm_s, e.exposed_comm_s, "exposed communication", job);
+  ExpectClose(f.edge_exposed_comm_s, e.edge_exposed_comm_s, "edge exposure", job);
+  for (const auto& [purpose, seconds] : e.comm_by_purpose_s) {
+    ExpectClose(f.comm_by_purpose_s.at(purpose), seconds, purpose + " busy time", job);
+  }
+  EXPECT_EQ(f.comm_by_purpose_s.size(), e.comm_by_purpose_s.size()) << job;
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    ExpectClose(f.memory_max_by_category_gib[c], e.memory_max_by_category_gib[c],
+                "category maximum", job);
+  }
+  // An extrapolated list of exposed collectives is either the whole step's or none.
+  if (!f.exposed_collectives.empty()) {
+    ASSERT_EQ(f.exposed_collectives.size(), e.exposed_collectives.size()) << job;
+    for (size_t i = 0; i < e.exposed_collectives.size(); ++i) {
+      EXPECT_EQ(f.exposed_collectives[i].op_id, e.exposed_collectives[i].op_id) << job;
+    }
+  }
   EXPECT_EQ(f.tokens_per_step, e.tokens_per_step) << job;
   EXPECT_EQ(f.fits, e.fits) << job;
   EXPECT_EQ(f.role, e.role) << job;
