@@ -43,24 +43,9 @@ std::vector<double> FigureSet::DefaultZ() const {
   return z;
 }
 
-std::string CollectiveName(OpType type) {
-  switch (type) {
-    case OpType::kAllGather:
-      return "all_gather";
-    case OpType::kReduceScatter:
-      return "reduce_scatter";
-    case OpType::kAllReduce:
-      return "all_reduce";
-    case OpType::kAllToAll:
-      return "all_to_all";
-    case OpType::kSend:
-      return "send";
-    case OpType::kRecv:
-      return "recv";
-    default:
-      return "unknown";
-  }
-}
+// The schedule's own name of the op type: what the cost-model file's `collectives.overrides`
+// entries say in `op` (cost-model.md).
+std::string CollectiveName(OpType type) { return std::string(OpTypeName(type)); }
 
 FigureSet ComputeFigures(const CostParams& d, bool collective_scales) {
   FigureSet set;
