@@ -50,7 +50,7 @@ struct UnitData {
   int shard = -1, replicate = -1, exp_avg = -1, exp_avg_sq = -1;  // persistent buffer ids
   int host_grads = -1;                                            // offload: host gradients
   int gathered = -1;                                              // the live all-gather buffer
-  int device_shard = -1;                 // offload: the shard copied to the device
+  int device_shard = -1;  // offload: the shard copied to the device
   // Unsharded gradients of the current micro-step: the buffers that hold them (one per
   // backward chunk that produced some, as the schedule declares them: Buffer::grads_of) and,
   // per layout.params entry, where its gradient lies.

@@ -83,9 +83,9 @@ struct Segment {
 struct UnitState {
   bool gathered = false;
   int params_buffer = -1;
-  int ready_op = -1;  // compute waits for this op before using the parameters
+  int ready_op = -1;     // compute waits for this op before using the parameters
   int grad_buffer = -1;  // the unsharded gradients of the first chunk to run backward
-  std::vector<int> later_grad_buffers;  // those of the unit's later backward chunks
+  std::vector<int> later_grad_buffers;     // those of the unit's later backward chunks
   std::vector<char> grad_group_allocated;  // per GradGroups entry, this micro-step
   int replicate_grad_buffer = -1;
   int accum_buffer = -1;
@@ -620,9 +620,8 @@ class RoleEmitter::Impl {
   }
   bool LossOnly(int u, const struct Segment& seg) const {
     if (seg.kind != Segment::Kind::kChunk || seg.entries.empty()) return false;
-    return std::all_of(seg.entries.begin(), seg.entries.end(), [&](int e) {
-      return in_.work[u].entries[e].item.kind == OpKind::kLoss;
-    });
+    return std::all_of(seg.entries.begin(), seg.entries.end(),
+                       [&](int e) { return in_.work[u].entries[e].item.kind == OpKind::kLoss; });
   }
 
   void EmitComms(int u, std::string_view phase, const std::vector<CommSpec>& comms,
@@ -707,8 +706,8 @@ class RoleEmitter::Impl {
   void BackwardChunk(int u, const struct Segment& seg, int index) {
     UnitState& st = state_[u];
     const CheckpointMode mode = ModeOf(u);
-    ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                          Id("bwd", u, op_what::kCompute, index), "backward", u);
+    ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kCompute, index),
+                          "backward", u);
     int64_t workspace = 0;
     // selective_op may add a recomputed item before each backward one.
     op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * seg.entries.size());
@@ -716,8 +715,7 @@ class RoleEmitter::Impl {
     for (auto e = seg.entries.rbegin(); e != seg.entries.rend(); ++e) {
       const ComputeItem& fwd = in_.work[u].entries[*e].item;
       if (mode == CheckpointMode::kSelectiveOp &&
-          (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
-           recomputed_mm_[u][*e])) {
+          (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation || recomputed_mm_[u][*e])) {
         ComputeItem again = fwd;
         again.recompute = true;
         op.items.push_back(std::move(again));
@@ -726,8 +724,8 @@ class RoleEmitter::Impl {
       item.backward = true;
       op.items.push_back(std::move(item));
       if (fwd.kind != OpKind::kLoss) {
-        workspace = std::max(workspace, std::max(fwd.cost.workspace_bytes,
-                                                 fwd.cost.backward_workspace_bytes));
+        workspace = std::max(workspace,
+                             std::max(fwd.cost.workspace_bytes, fwd.cost.backward_workspace_bytes));
       }
       only_loss = only_loss && fwd.kind == OpKind::kLoss;
     }
@@ -736,8 +734,8 @@ class RoleEmitter::Impl {
       st.recompute_buffer = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries,
                                   SelectiveRegeneratedBytes(u), in_.compute_dtype, u);
     }
-    int ws =
-        Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace, DType::kUInt8, u);
+    int ws = Alloc(op, MemoryEffect::When::kStart, MemCategory::kTemporaries, workspace,
+                   DType::kUInt8, u);
     Free(op, MemoryEffect::When::kEnd, ws);
     AllocLossTensors(u, seg, op, /*backward=*/true);
     Free(op, MemoryEffect::When::kEnd, st.chunk_activation_buffers[micro_][seg.chunk]);
@@ -1119,10 +1117,10 @@ class RoleEmitter::Impl {
       recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
   std::vector<std::vector<GradGroup>> grad_groups_;  // per unit: GradGroups
-  std::map<std::string, int> index_of_;  // unit FQN → index
-  std::vector<int> barrier_;             // deps for the next compute-lane op
-  std::vector<int> reductions_;          // ops the end-of-backward wait joins
-  std::vector<int> sharded_grads_;       // reduced gradients, live until the optimizer's end
+  std::map<std::string, int> index_of_;              // unit FQN → index
+  std::vector<int> barrier_;                         // deps for the next compute-lane op
+  std::vector<int> reductions_;                      // ops the end-of-backward wait joins
+  std::vector<int> sharded_grads_;  // reduced gradients, live until the optimizer's end
   int prev_reduce_scatter_ = -1;
   int last_compute_ = -1;
   int ag_wait_ = -1;  // the op the all-gather streams were last ordered after (a copy-out)

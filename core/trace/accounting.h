@@ -48,7 +48,7 @@ struct StepAccount {
   int64_t overlapped_comm_ns = 0;
   int64_t exposed_copy_ns = 0;  // h2d / d2h copies while neither compute nor communication runs
   std::array<int64_t, kNumWorkKinds> busy_by_kind_ns{};
-  std::array<int64_t, kNumWorkKinds> exposed_by_kind_ns{};  // 0 for compute and host
+  std::array<int64_t, kNumWorkKinds> exposed_by_kind_ns{};     // 0 for compute and host
   std::array<int64_t, kNumCommPurposes> busy_by_purpose_ns{};  // kNone's entry stays 0
   std::array<int64_t, kNumCommPurposes> exposed_by_purpose_ns{};
   // overlapped / comm (0 without communication).

@@ -217,14 +217,13 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism, threads);
   tbb::task_arena arena(threads);
   arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 1),
-                      [&](const tbb::blocked_range<int64_t>& range) {
-                        for (int64_t i = range.begin(); i != range.end(); ++i) {
-                          result.variants[i] =
-                              Evaluate(base, std::move(sets[i]), prices, options.exact);
-                          finished_one();
-                        }
-                      });
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, total, 1), [&](const tbb::blocked_range<int64_t>& range) {
+          for (int64_t i = range.begin(); i != range.end(); ++i) {
+            result.variants[i] = Evaluate(base, std::move(sets[i]), prices, options.exact);
+            finished_one();
+          }
+        });
   });
   if (options.progress) options.progress(total, total);
   FinishSweep(options.objective, &result);

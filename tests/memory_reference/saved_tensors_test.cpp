@@ -161,8 +161,8 @@ TEST(SavedTensorsTest, RootPreBackwardFollowsTheLossPlacement) {
 }
 
 TEST(SavedTensorsTest, ScenarioFieldIsValidated) {
-  nlohmann::json job = Job({{"builtin", "llama3-8b"}, {"implementation", "torchtitan"}}, "full",
-                           1024);
+  nlohmann::json job =
+      Job({{"builtin", "llama3-8b"}, {"implementation", "torchtitan"}}, "full", 1024);
   Result<Scenario> ok = ParseScenario(job, "job.json", ".");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->model.implementation, Implementation::kTorchtitan);
@@ -173,7 +173,8 @@ TEST(SavedTensorsTest, ScenarioFieldIsValidated) {
   EXPECT_NE(bad.status().message().find("transformers or torchtitan"), std::string::npos);
   nlohmann::json doc = Job("llama3-8b", "full", 1024);
   ASSERT_TRUE(ApplyOverride(doc, "model.implementation=torchtitan").ok());
-  EXPECT_EQ(doc["model"], nlohmann::json({{"builtin", "llama3-8b"}, {"implementation", "torchtitan"}}));
+  EXPECT_EQ(doc["model"],
+            nlohmann::json({{"builtin", "llama3-8b"}, {"implementation", "torchtitan"}}));
 }
 
 }  // namespace
