@@ -30,6 +30,12 @@ expect_error 2 "config.json: JSON nested deeper than 512 levels at x" "$bin" pla
 printf '{"step_time_s": 1.0}\n' > "$out/a.json"
 expect_error 2 "deep_summary.json: JSON nested deeper than 512 levels" \
   "$bin" diff "$out/a.json" "$out/deep_summary.json"
+{ printf '{"format": "shardscope-tree/1", "config": {"x": '; nest 100000 '[' ']'
+  printf '}, "root": {"name": "", "class": "M"}}\n'; } > "$out/deep.tree.json"
+expect_error 2 "deep.tree.json: JSON nested deeper than 512 levels at config.x" "$bin" model "$out/deep.tree.json"
+{ printf '{"metadata": {"format": "shardscope-trace/1", "x": '; nest 100000 '[' ']'
+  printf '}, "traceEvents": []}\n'; } > "$out/deep.trace.json"
+expect_error 2 "deep.trace.json: JSON nested deeper than 512 levels at metadata.x" "$bin" stats "$out/deep.trace.json"
 # Huge figures in a summary print as they are, never wrapped through int64.
 printf '{"step_time_s": 1e300}\n' > "$out/huge_summary.json"
 "$bin" diff "$out/a.json" "$out/huge_summary.json" > "$out/diff" 2>&1
@@ -49,6 +55,9 @@ expect_error 2 "gpus_per_node 1024 for" "$bin" plan "$out/job.json" --set cluste
 expect_error 2 "cluster.cost_model: empty path" "$bin" plan "$out/job.json" --set 'cluster.cost_model=""'
 expect_error 2 "nope.json: cannot open" "$bin" plan "$out/job.json" --set cluster.cost_model=nope.json
 
+printf '{"x":\n' > "$out/broken_cost.json"
+expect_error 2 "broken_cost.json: not valid JSON" "$bin" plan "$out/job.json" --set cluster.cost_model=broken_cost.json
+
 # Absurd sizes: the field and the valid range, not a wrapped number or minutes of work.
 expect_error 2 "fsdp.forward_prefetch_depth = 2147483647 (expected 0 to 1024)" \
   "$bin" plan "$out/job.json" --set fsdp.forward_prefetch_depth=2147483647
@@ -56,6 +65,14 @@ expect_error 2 "training.seq_len = 2147483647 (expected 1 to 16777216)" \
   "$bin" simulate "$out/job.json" --set training.seq_len=2147483647
 expect_error 2 "training.grad_accum = 100000 (expected 1 to 1024)" \
   "$bin" simulate "$out/job.json" --set training.grad_accum=100000
+expect_error 2 "parallelism.pp_microbatches = 100000 (expected 1 to 1024)" \
+  "$bin" simulate "$out/job.json" --set parallelism.pp_microbatches=100000
+expect_error 2 "training.local_batch = 2147483647 (expected 1 to 65536)" \
+  "$bin" simulate "$out/job.json" --set training.local_batch=2147483647
+expect_error 2 "training.local_batch·training.seq_len = 65536·16777216 = 1099511627776 tokens per microbatch" \
+  "$bin" simulate "$out/job.json" --set training.local_batch=65536 --set training.seq_len=16777216
+expect_error 2 "job.json: cluster: 16777216·8 GPUs is more than 2^24" \
+  "$bin" plan "$out/job.json" --set cluster.nodes=16777216 --set parallelism.dp_replicate=16777216
 expect_error 2 "parallelism.dp_shard = 18446744073709551615 is outside the 64-bit integer range" \
   "$bin" plan "$out/job.json" --set parallelism.dp_shard=18446744073709551615
 
@@ -63,6 +80,10 @@ expect_error 2 "parallelism.dp_shard = 18446744073709551615 is outside the 64-bi
 expect_error 2 "tp=3 does not divide num_attention_heads (32)" "$bin" model llama3-8b --tp 3
 printf '{"model": "llama3-8b", "cluster": {"nodes": 2}, "parallelism": {"tp": 16, "dp_shard": 1}}\n' > "$out/tp16.json"
 expect_error 2 "tp=16 does not divide num_key_value_heads (8)" "$bin" plan "$out/tp16.json"
+
+# Context parallelism gives each rank two equal chunks of the sequence.
+expect_error 2 "training.seq_len = 8192 is not divisible by 2·parallelism.cp = 6" \
+  "$bin" plan "$out/job.json" --set cluster.nodes=3 --set parallelism.cp=3 --set training.seq_len=8192
 
 # Expert sizes only with experts: an edp_shard without ep, or ep on a dense model, is refused
 # (both used to be accepted and silently meaningless).
@@ -73,19 +94,23 @@ expect_error 2 "job.json: parallelism.ep = 8 (edp_shard = 1): the model has no r
 
 # Module-tree op dimensions are bounded; within the bounds, a product past 64 bits is refused
 # where it would form, never priced as a wrapped (negative) duration.
-tree() {  # tree FILE HEAD_IN HEAD_OUT: a tiny model whose head is IN x OUT
+# Blocks of the tiny model: one with a parameter and no op, one with a linear op.
+noop_block() { printf '{"name": "%s", "class": "Block", "params": [{"name": "scale", "shape": [64], "dtype": "float32"}]}' "$1"; }
+fc_block() { printf '{"name": "%s", "class": "Block", "children": [
+    {"name": "fc", "class": "Linear", "op": {"kind": "linear", "in": 64, "out": 64},
+     "params": [{"name": "weight", "shape": [64, 64], "dtype": "float32"}]}]}' "$1"; }
+# tree FILE HEAD_IN HEAD_OUT [LAYERS]: a tiny model whose head is IN x OUT and whose
+# gradient-checkpointed ModuleList holds LAYERS (default: a block without an op, then one with).
+tree() {
   printf '{"format": "shardscope-tree/1", "config": {"model_type": "toy"}, "root": {"name": "",
  "class": "Toy", "op": {"kind": "loss", "vocab": 128}, "children": [
  {"name": "model", "class": "ToyModel", "gradient_checkpointing": true, "children": [
   {"name": "emb", "class": "Embedding", "op": {"kind": "embedding", "vocab": 128, "dim": 64},
    "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]},
-  {"name": "layers", "class": "ModuleList", "children": [
-   {"name": "0", "class": "Block", "params": [{"name": "scale", "shape": [64], "dtype": "float32"}]},
-   {"name": "1", "class": "Block", "children": [
-    {"name": "fc", "class": "Linear", "op": {"kind": "linear", "in": 64, "out": 64},
-     "params": [{"name": "weight", "shape": [64, 64], "dtype": "float32"}]}]}]}]},
+  {"name": "layers", "class": "ModuleList", "children": [%s]}]},
  {"name": "head", "class": "Linear", "op": {"kind": "linear", "in": %s, "out": %s},
-  "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]}]}}\n' "$2" "$3" > "$1"
+  "params": [{"name": "weight", "shape": [128, 64], "dtype": "float32"}]}]}}\n' \
+    "${4:-$(noop_block 0), $(fc_block 1)}" "$2" "$3" > "$1"
 }
 tree "$out/wide.tree.json" 4611686018427387904 4611686018427387904
 printf '{"model": {"module_tree": "wide.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/wide.json"
@@ -96,13 +121,21 @@ expect_error 2 "module 'head': op cost: linear op on 16384 tokens per micro-batc
   "$bin" simulate "$out/wide.json"
 grep -q -- "negative duration" "$out/stderr" && { cat "$out/stderr"; fail "a wrapped duration"; }
 
-# A checkpointed block with a parameter and no op (model.layers.0 above) plans, schedules and
-# simulates: it used to fail with "frees buffer 16 which is not live".
-tree "$out/ok.tree.json" 64 128
-printf '{"model": {"module_tree": "ok.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' > "$out/ok.json"
-for ac in none full selective_op selective_layer:1; do
-  "$bin" simulate "$out/ok.json" --set training.activation_checkpoint=$ac > "$out/stdout" 2> "$out/stderr" ||
-    { cat "$out/stderr"; fail "checkpointed block without an op, $ac: exit $?"; }
+# A checkpointed block with a parameter and no op plans, schedules and simulates, first, last
+# or alone in the layers, whatever the checkpointing, accumulation, pipelining and loss
+# placement: it used to fail with "frees buffer 16 which is not live".
+tree "$out/first.tree.json" 64 128
+tree "$out/last.tree.json" 64 128 "$(fc_block 0), $(noop_block 1)"
+tree "$out/only.tree.json" 64 128 "$(noop_block 0), $(noop_block 1)"
+for t in first last only; do
+  printf '{"model": {"module_tree": "%s.tree.json"}, "cluster": {"gpus_per_node": 2}}\n' $t > "$out/$t.json"
+  for ac in none full selective_op selective_layer:1; do
+    for more in training.grad_accum=1 training.grad_accum=2 parallelism.pp=2 model.implementation=torchtitan; do
+      "$bin" simulate "$out/$t.json" --set training.activation_checkpoint=$ac --set $more \
+        > "$out/stdout" 2> "$out/stderr" ||
+        { cat "$out/stderr"; fail "checkpointed block without an op ($t), $ac, $more: exit $?"; }
+    done
+  done
 done
 
 # What an input expands into is bounded: 40 levels each registering the one below twice are
