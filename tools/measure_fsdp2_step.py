@@ -96,12 +96,15 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads, kv_heads, ffn, eps):
+    """torchtitan's decoder block. tools/memtracker_reference.py builds it with its own attention
+    (enable_gqa SDPA, head_dim from the config) and norm (the fused kernel's saved tensors)."""
+
+    def __init__(self, dim, heads, kv_heads, ffn, eps, attention=None, norm=RMSNorm):
         super().__init__()
-        self.attention = Attention(dim, heads, kv_heads)
+        self.attention = attention if attention is not None else Attention(dim, heads, kv_heads)
         self.feed_forward = FeedForward(dim, ffn)
-        self.attention_norm = RMSNorm(dim, eps)
-        self.ffn_norm = RMSNorm(dim, eps)
+        self.attention_norm = norm(dim, eps)
+        self.ffn_norm = norm(dim, eps)
 
     def forward(self, x, freqs):
         h = x + self.attention(self.attention_norm(x), freqs)

@@ -154,10 +154,12 @@ def load_config(model, configs_dir):
 def titan_llama(cfg):
     """torchtitan's Llama 3 (torchtitan/models/llama3 + models/common): complex RoPE on fp32
     q/k, SDPA with enable_gqa, nn.RMSNorm, SwiGLU w2(silu(w1(x)) * w3(x)), output head; the loss
-    is outside the model (components/loss.py: cross_entropy(pred.float(), labels, sum))."""
+    is outside the model (components/loss.py: cross_entropy(pred.float(), labels, sum)). The
+    block and its feed-forward are tools/measure_fsdp2_step.py's, given this attention and norm."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    from measure_fsdp2_step import Block
 
     dim, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv = cfg.get("num_key_value_heads", heads)
@@ -212,33 +214,13 @@ def titan_llama(cfg):
                                                enable_gqa=kv != heads)
             return self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
 
-    class FeedForward(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w1 = nn.Linear(dim, ffn, bias=False)
-            self.w2 = nn.Linear(ffn, dim, bias=False)
-            self.w3 = nn.Linear(dim, ffn, bias=False)
-
-        def forward(self, x):
-            return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.attention = Attention()
-            self.feed_forward = FeedForward()
-            self.attention_norm = RMSNorm(dim, eps=eps)
-            self.ffn_norm = RMSNorm(dim, eps=eps)
-
-        def forward(self, x, freqs):
-            h = x + self.attention(self.attention_norm(x), freqs)
-            return h + self.feed_forward(self.ffn_norm(h))
-
     class Transformer(nn.Module):
         def __init__(self):
             super().__init__()
             self.tok_embeddings = nn.Embedding(vocab, dim)
-            self.layers = nn.ModuleDict({str(i): Block() for i in range(cfg["num_hidden_layers"])})
+            self.layers = nn.ModuleDict({
+                str(i): Block(dim, heads, kv, ffn, eps, attention=Attention(), norm=RMSNorm)
+                for i in range(cfg["num_hidden_layers"])})
             self.norm = RMSNorm(dim, eps=eps)
             self.output = nn.Linear(dim, vocab, bias=False)
             theta = cfg.get("rope_theta", 500000.0)

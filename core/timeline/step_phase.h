@@ -3,22 +3,18 @@
 // another (the loss backward, typically).
 //
 // Contents:
-//   StepPhase       forward, loss, backward, optimizer
-//   StepPhaseName   "forward", "loss", "backward", "optimizer"
-//   StepPhaseOf     the phase of one schedule op
-//   PhasePeak       the highest allocated bytes while ops of one phase applied memory effects
+//   StepPhase, StepPhaseName   the phases and their names (core/trace/step_phase_name.h)
+//   StepPhaseOf                the phase of one schedule op
+//   PhasePeak                  the highest allocated bytes while ops of one phase applied memory
+//                              effects
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 
 #include "core/schedule/schedule.h"
+#include "core/trace/step_phase_name.h"
 
 namespace shardscope {
-
-enum class StepPhase : int { kForward, kLoss, kBackward, kOptimizer };
-constexpr int kNumStepPhases = 4;
-std::string_view StepPhaseName(StepPhase phase);
 
 // Ops holding the loss's work (forward or backward) are the loss phase; otherwise the op_id's
 // phase: fwd → forward, bwd → backward, step (the end-of-backward wait and the optimizer) →

@@ -8,7 +8,7 @@
 
 #include "core/trace/accounting.h"
 #include "core/trace/comm_purpose.h"
-#include "core/trace/op_id.h"
+#include "core/trace/step_phase_name.h"
 #include "core/trace/work_kind.h"
 
 namespace shardscope {
@@ -58,17 +58,8 @@ std::vector<StepStats::ExposedOp> ExposedOps(const Trace& trace,
 // The op_id phase of a compute-lane event as the summary names phases ("" when it has none).
 std::string_view EventPhase(const Trace& trace, const WorkEvent& e) {
   if (e.op_id == kEmptyStr) return "";
-  const Result<OpId> id = ParseOpId(trace.Str(e.op_id));
-  if (!id.ok()) return "";
-  switch (id->phase) {
-    case OpPhase::kForward:
-      return "forward";
-    case OpPhase::kBackward:
-      return "backward";
-    case OpPhase::kStep:
-      return "optimizer";
-  }
-  return "";
+  const std::optional<StepPhase> phase = StepPhaseOfOpId(trace.Str(e.op_id));
+  return phase ? StepPhaseName(*phase) : "";
 }
 
 void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>& events,

@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/schedule/schedule.h"
-#include "core/trace/op_id.h"
+#include "core/trace/step_phase_name.h"
 
 namespace shardscope::sim {
 namespace {
@@ -14,17 +15,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 double Gib(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 
 std::string PhaseOf(const std::string& op) {
-  Result<OpId> id = ParseOpId(op);
-  if (!id.ok()) return "initial state";
-  switch (id->phase) {
-    case OpPhase::kForward:
-      return "forward";
-    case OpPhase::kBackward:
-      return "backward";
-    case OpPhase::kStep:
-      return "optimizer step";
-  }
-  return "initial state";
+  const std::optional<StepPhase> phase = StepPhaseOfOpId(op);
+  return phase ? std::string(StepPhaseName(*phase)) : "initial state";
 }
 
 std::string JoinCategories(const std::vector<CategoryGib>& cats, double total_gib) {

@@ -42,7 +42,7 @@ struct FitCause {
   std::vector<CategoryGib> dominant;
   double peak_allocated_gib = 0;
   std::string peak_op;     // op_id whose allocation reached the peak, or "(initial state)"
-  std::string peak_phase;  // "forward", "backward", "optimizer step" or "initial state"
+  std::string peak_phase;  // "forward", "backward", "optimizer" or "initial state"
   std::string text;        // one sentence for the command line
 };
 

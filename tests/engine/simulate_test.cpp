@@ -8,6 +8,7 @@
 #include "core/trace/trace_io.h"
 #include "sim/engine/simulator.h"
 #include "sim/hardware/hardware.h"
+#include "tests/engine/small_job.h"
 
 namespace shardscope::sim {
 namespace {
@@ -15,23 +16,7 @@ namespace {
 using nlohmann::json;
 
 // Llama-shaped, 4 blocks, small enough to simulate in milliseconds.
-json SmallJob() {
-  json j = DefaultScenarioJson();
-  j["model"] = {{"hf",
-                 {{"model_type", "llama"},
-                  {"architectures", {"LlamaForCausalLM"}},
-                  {"hidden_size", 1024},
-                  {"intermediate_size", 3584},
-                  {"num_hidden_layers", 4},
-                  {"num_attention_heads", 8},
-                  {"num_key_value_heads", 4},
-                  {"vocab_size", 32000},
-                  {"max_position_embeddings", 4096},
-                  {"rms_norm_eps", 1e-5},
-                  {"tie_word_embeddings", false}}}};
-  j["training"]["seq_len"] = 2048;
-  return j;
-}
+json SmallJob() { return testing::SmallJob(4); }
 
 Result<Simulation> RunJob(const json& doc, const std::vector<std::string>& sets = {}) {
   SS_ASSIGN_OR_RETURN(Scenario sc, ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets));

@@ -13,6 +13,7 @@
 
 #include "core/config/scenario.h"
 #include "sim/engine/simulator.h"
+#include "tests/engine/small_job.h"
 
 namespace shardscope::sim {
 namespace {
@@ -21,20 +22,7 @@ using nlohmann::json;
 
 // Llama-shaped, 8 blocks (so pp 4 × 2 virtual stages has a block per chunk).
 json SmallJob() {
-  json j = DefaultScenarioJson();
-  j["model"] = {{"hf",
-                 {{"model_type", "llama"},
-                  {"architectures", {"LlamaForCausalLM"}},
-                  {"hidden_size", 1024},
-                  {"intermediate_size", 3584},
-                  {"num_hidden_layers", 8},
-                  {"num_attention_heads", 8},
-                  {"num_key_value_heads", 4},
-                  {"vocab_size", 32000},
-                  {"max_position_embeddings", 4096},
-                  {"rms_norm_eps", 1e-5},
-                  {"tie_word_embeddings", false}}}};
-  j["training"]["seq_len"] = 2048;
+  json j = testing::SmallJob(8);
   j["cluster"]["nodes"] = 2;
   return j;
 }

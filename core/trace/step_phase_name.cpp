@@ -1,0 +1,35 @@
+#include "core/trace/step_phase_name.h"
+
+#include "core/trace/op_id.h"
+
+namespace shardscope {
+
+std::string_view StepPhaseName(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::kForward:
+      return "forward";
+    case StepPhase::kLoss:
+      return "loss";
+    case StepPhase::kBackward:
+      return "backward";
+    case StepPhase::kOptimizer:
+      return "optimizer";
+  }
+  return "?";
+}
+
+std::optional<StepPhase> StepPhaseOfOpId(std::string_view op_id) {
+  const Result<OpId> id = ParseOpId(op_id);
+  if (!id.ok()) return std::nullopt;
+  switch (id->phase) {
+    case OpPhase::kForward:
+      return StepPhase::kForward;
+    case OpPhase::kBackward:
+      return StepPhase::kBackward;
+    case OpPhase::kStep:
+      return StepPhase::kOptimizer;
+  }
+  return std::nullopt;
+}
+
+}  // namespace shardscope
