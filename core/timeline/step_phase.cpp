@@ -19,9 +19,6 @@ std::string_view StepPhaseName(StepPhase phase) {
 }
 
 StepPhase StepPhaseOf(const ScheduleOp& op) {
-  for (const ComputeItem& item : op.items) {
-    if (item.kind == OpKind::kLoss) return StepPhase::kLoss;
-  }
   if (op.type == OpType::kOptimizer) return StepPhase::kOptimizer;
   const Result<OpId> id = ParseOpId(op.op_id);
   if (!id.ok()) return StepPhase::kForward;  // not a schedule op_id: no phase to read
@@ -29,6 +26,9 @@ StepPhase StepPhaseOf(const ScheduleOp& op) {
     case OpPhase::kForward:
       return StepPhase::kForward;
     case OpPhase::kBackward:
+      for (const ComputeItem& item : op.items) {
+        if (item.kind == OpKind::kLoss) return StepPhase::kLoss;
+      }
       return StepPhase::kBackward;
     case OpPhase::kStep:
       return StepPhase::kOptimizer;
