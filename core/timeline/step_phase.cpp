@@ -3,12 +3,15 @@
 namespace shardscope {
 
 StepPhase StepPhaseOf(const ScheduleOp& op) {
-  for (const ComputeItem& item : op.items) {
-    if (item.kind == OpKind::kLoss) return StepPhase::kLoss;
-  }
   if (op.type == OpType::kOptimizer) return StepPhase::kOptimizer;
-  // Not a schedule op_id: no phase to read.
-  return StepPhaseOfOpId(op.op_id).value_or(StepPhase::kForward);
+  const std::optional<StepPhase> phase = StepPhaseOfOpId(op.op_id);
+  if (!phase) return StepPhase::kForward;  // not a schedule op_id: no phase to read
+  if (*phase == StepPhase::kBackward) {
+    for (const ComputeItem& item : op.items) {
+      if (item.kind == OpKind::kLoss) return StepPhase::kLoss;
+    }
+  }
+  return *phase;
 }
 
 }  // namespace shardscope

@@ -16,9 +16,13 @@
 
 namespace shardscope {
 
-// Ops holding the loss's work (forward or backward) are the loss phase; otherwise the op_id's
-// phase: fwd → forward, bwd → backward, step (the end-of-backward wait and the optimizer) →
-// optimizer. Pipeline sends and receives belong to the pass they carry.
+// The op_id's phase: fwd → forward, bwd → backward, step (the end-of-backward wait and the
+// optimizer) → optimizer; except that backward ops holding the loss's backward are the loss
+// phase. The loss forward stays in the forward phase, as FSDPMemTracker's reference sees it
+// (tools/memtracker_reference.py: the forward runs until the loss is returned, the loss phase
+// until the head's backward starts), so a reshard knob's forward peak, reached at the loss
+// forward with every kept unit still gathered, is comparable. Pipeline sends and receives
+// belong to the pass they carry.
 StepPhase StepPhaseOf(const ScheduleOp& op);
 
 struct PhasePeak {

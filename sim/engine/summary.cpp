@@ -121,8 +121,9 @@ nlohmann::json SummaryToJson(const Summary& s) {
        "backward's second-to-last unit ends: the first all-gathers and last reduce-scatters, "
        "which no prefetch depth can hide"},
       {"peak_memory_by_phase",
-       "the same role's allocated peak within forward, loss (ops holding the loss), backward "
-       "and optimizer (the end-of-backward wait and the step), with when and at which op"},
+       "the same role's allocated peak within forward (to the end of the loss forward), loss "
+       "(the loss backward), backward and optimizer (the end-of-backward wait and the step), "
+       "with when and at which op"},
       {"host_memory_gib", "pinned host memory (CPU offload), not included in the HBM figures"},
       {"host_compute_s", "CPU work (offloaded optimizer step); the GPU counts it as idle"},
       {"fits", "peak reserved estimate <= usable HBM (HBM minus CUDA context and NCCL reserve)"},
