@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/trace/op_id.h"
+#include "core/trace/op_id_view.h"
 
 namespace shardscope {
 namespace {
@@ -68,8 +69,8 @@ CommPurpose PurposeOfDims(std::span<const std::string> dims, WorkKind kind) {
 CommPurpose PurposeOfOpId(std::string_view op_id, WorkKind kind) {
   if (!IsCommunication(kind)) return CommPurpose::kNone;
   if (op_id.empty()) return PurposeOfKind(kind);
-  const Result<OpId> id = ParseOpId(op_id);
-  if (!id.ok()) return PurposeOfKind(kind);
+  const std::optional<OpIdView> id = ParseOpIdView(op_id);
+  if (!id) return PurposeOfKind(kind);
   std::string_view what = id->what;
   // Checkpointing repeats a unit's forward collectives in backward as "recompute_<what>".
   if (StartsWith(what, "recompute_")) what.remove_prefix(std::string_view("recompute_").size());

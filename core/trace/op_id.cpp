@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "core/trace/op_id_view.h"
+
 namespace shardscope {
 namespace {
 
@@ -70,51 +72,116 @@ std::string MakeOpId(OpPhase phase, std::string_view unit, std::string_view what
   return out;
 }
 
-Result<OpId> ParseOpId(std::string_view text) {
-  OpId id;
+namespace {
+
+// Why a text is not an op_id; kNone when it is one.
+enum class Flaw {
+  kNone,
+  kMicroPrefix,
+  kNoPhaseSlash,
+  kUnknownPhase,
+  kNoUnit,
+  kEmptyUnit,
+  kSlashInUnit,
+  kStepWithUnit,
+  kBadIndex,
+  kEmptyWhat
+};
+
+// The one parser behind ParseOpId and ParseOpIdView; `phase_text` is what stood where the phase
+// goes (for kUnknownPhase's message).
+Flaw ParseParts(std::string_view text, OpIdView& id, std::string_view& phase_text) {
   std::string_view rest = text;
   if (rest.starts_with("mb")) {
     const size_t slash = rest.find('/');
     if (slash == std::string_view::npos || !ParseCount(rest.substr(2, slash - 2), id.micro)) {
-      return Malformed(text, "the micro-batch prefix is not mb<k>/");
+      return Flaw::kMicroPrefix;
     }
     rest.remove_prefix(slash + 1);
   }
   const size_t first = rest.find('/');
-  if (first == std::string_view::npos) return Malformed(text, "no '/' after the phase");
-  const std::string_view phase = rest.substr(0, first);
-  if (phase == "fwd") {
+  if (first == std::string_view::npos) return Flaw::kNoPhaseSlash;
+  phase_text = rest.substr(0, first);
+  if (phase_text == "fwd") {
     id.phase = OpPhase::kForward;
-  } else if (phase == "bwd") {
+  } else if (phase_text == "bwd") {
     id.phase = OpPhase::kBackward;
-  } else if (phase == "step") {
+  } else if (phase_text == "step") {
     id.phase = OpPhase::kStep;
   } else {
-    return Malformed(text, fmt::format("unknown phase '{}'", phase));
+    return Flaw::kUnknownPhase;
   }
   rest.remove_prefix(first + 1);
   std::string_view what = rest;
   if (id.phase != OpPhase::kStep) {
     const size_t last = rest.rfind('/');
-    if (last == std::string_view::npos) return Malformed(text, "no unit part");
+    if (last == std::string_view::npos) return Flaw::kNoUnit;
     const std::string_view unit = rest.substr(0, last);
-    if (unit.empty()) return Malformed(text, "empty unit");
-    if (unit.find('/') != std::string_view::npos) return Malformed(text, "'/' inside the unit");
-    id.unit = std::string(unit);
+    if (unit.empty()) return Flaw::kEmptyUnit;
+    if (unit.find('/') != std::string_view::npos) return Flaw::kSlashInUnit;
+    id.unit = unit;
     what = rest.substr(last + 1);
   } else if (what.find('/') != std::string_view::npos) {
-    return Malformed(text, "a step-level op has no unit part");
+    return Flaw::kStepWithUnit;
   }
   const size_t colon = what.find(':');
   if (colon != std::string_view::npos) {
-    if (!ParseCount(what.substr(colon + 1), id.index) || id.index == 0) {
-      return Malformed(text, "the index after ':' is not a positive integer");
-    }
+    if (!ParseCount(what.substr(colon + 1), id.index) || id.index == 0) return Flaw::kBadIndex;
     what = what.substr(0, colon);
   }
-  if (what.empty()) return Malformed(text, "empty operation name");
-  id.what = std::string(what);
+  if (what.empty()) return Flaw::kEmptyWhat;
+  id.what = what;
+  return Flaw::kNone;
+}
+
+std::string FlawText(Flaw flaw, std::string_view phase_text) {
+  switch (flaw) {
+    case Flaw::kMicroPrefix:
+      return "the micro-batch prefix is not mb<k>/";
+    case Flaw::kNoPhaseSlash:
+      return "no '/' after the phase";
+    case Flaw::kUnknownPhase:
+      return fmt::format("unknown phase '{}'", phase_text);
+    case Flaw::kNoUnit:
+      return "no unit part";
+    case Flaw::kEmptyUnit:
+      return "empty unit";
+    case Flaw::kSlashInUnit:
+      return "'/' inside the unit";
+    case Flaw::kStepWithUnit:
+      return "a step-level op has no unit part";
+    case Flaw::kBadIndex:
+      return "the index after ':' is not a positive integer";
+    case Flaw::kEmptyWhat:
+      return "empty operation name";
+    case Flaw::kNone:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<OpId> ParseOpId(std::string_view text) {
+  OpIdView view;
+  std::string_view phase_text;
+  if (const Flaw flaw = ParseParts(text, view, phase_text); flaw != Flaw::kNone) {
+    return Malformed(text, FlawText(flaw, phase_text));
+  }
+  OpId id;
+  id.micro = view.micro;
+  id.phase = view.phase;
+  id.unit = std::string(view.unit);
+  id.what = std::string(view.what);
+  id.index = view.index;
   return id;
+}
+
+std::optional<OpIdView> ParseOpIdView(std::string_view text) {
+  OpIdView view;
+  std::string_view phase_text;
+  if (ParseParts(text, view, phase_text) != Flaw::kNone) return std::nullopt;
+  return view;
 }
 
 std::string UnitOpLabel(const std::string& unit_fqn) {

@@ -1,6 +1,7 @@
 #include "core/trace/step_phase_name.h"
 
 #include "core/trace/op_id.h"
+#include "core/trace/op_id_view.h"
 
 namespace shardscope {
 
@@ -19,8 +20,8 @@ std::string_view StepPhaseName(StepPhase phase) {
 }
 
 std::optional<StepPhase> StepPhaseOfOpId(std::string_view op_id) {
-  const Result<OpId> id = ParseOpId(op_id);
-  if (!id.ok()) return std::nullopt;
+  const std::optional<OpIdView> id = ParseOpIdView(op_id);  // once per op: no copies
+  if (!id) return std::nullopt;
   switch (id->phase) {
     case OpPhase::kForward:
       return StepPhase::kForward;

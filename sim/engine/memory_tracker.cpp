@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -20,8 +21,10 @@ struct LiveBuffer {
 
 class RoleState {
  public:
-  RoleState(const CategoryBytes& initial, const MemoryOptions& options)
+  // `table_size`: the schedule's buffer table; ids below it are looked up in a flat array.
+  RoleState(const CategoryBytes& initial, const MemoryOptions& options, size_t table_size)
       : allocator_(options.capacity_bytes), keep_samples_(options.keep_samples) {
+    table_.resize(table_size);
     mem_.initial_bytes = initial;
     bytes_ = initial;
     for (int c = 0; c < kNumMemCategories; ++c) {
@@ -59,8 +62,7 @@ class RoleState {
         }
       }
       if (e.buffer >= 0) {
-        auto [it, inserted] = named_.emplace(e.buffer, buf);
-        if (!inserted) {
+        if (!InsertNamed(e.buffer, buf)) {
           return InvalidInput(fmt::format(
               "schedule: op '{}' allocates buffer {} which is already live", op.op_id, e.buffer));
         }
@@ -72,12 +74,12 @@ class RoleState {
     } else if (e.bytes < 0) {
       LiveBuffer buf;
       if (e.buffer >= 0) {
-        auto it = named_.find(e.buffer);
-        if (it == named_.end()) {
+        LiveBuffer* live = FindNamed(e.buffer);
+        if (live == nullptr) {
           return InvalidInput(fmt::format("schedule: op '{}' frees buffer {} which is not live",
                                           op.op_id, e.buffer));
         }
-        buf = it->second;
+        buf = *live;
         if (buf.bytes != -e.bytes || buf.category != e.category) {
           return InvalidInput(fmt::format(
               "schedule: op '{}' frees buffer {} as {} bytes of category {}, but it was allocated "
@@ -85,7 +87,7 @@ class RoleState {
               "{} bytes of category {}",
               op.op_id, e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
         }
-        named_.erase(it);
+        EraseNamed(e.buffer);
       } else {
         auto it = anonymous_.find({c, -e.bytes});
         if (it == anonymous_.end() || it->second.empty()) {
@@ -116,13 +118,39 @@ class RoleState {
 
   RoleMemory Finish() {
     mem_.final_bytes = bytes_;
-    int live = static_cast<int>(named_.size());
+    int live = table_live_ + static_cast<int>(named_.size());
     for (const auto& [key, list] : anonymous_) live += static_cast<int>(list.size());
     mem_.live_buffers_at_end = live;
     return std::move(mem_);
   }
 
  private:
+  // Named live buffers: the table's ids in `table_` (one slot per id, a step's buffers are
+  // looked up once per effect), any other id in `named_`.
+  bool InsertNamed(int id, const LiveBuffer& buf) {
+    if (static_cast<size_t>(id) >= table_.size()) return named_.emplace(id, buf).second;
+    Slot& slot = table_[id];
+    if (slot.live) return false;
+    slot = {buf, true};
+    ++table_live_;
+    return true;
+  }
+  LiveBuffer* FindNamed(int id) {
+    if (static_cast<size_t>(id) >= table_.size()) {
+      auto it = named_.find(id);
+      return it == named_.end() ? nullptr : &it->second;
+    }
+    return table_[id].live ? &table_[id].buffer : nullptr;
+  }
+  void EraseNamed(int id) {
+    if (static_cast<size_t>(id) >= table_.size()) {
+      named_.erase(id);
+      return;
+    }
+    table_[id].live = false;
+    --table_live_;
+  }
+
   void RecordPeaks(int64_t t, int op_index) {
     for (int c = 0; c < kNumMemCategories; ++c)
       mem_.max_bytes[c] = std::max(mem_.max_bytes[c], bytes_[c]);
@@ -157,6 +185,12 @@ class RoleState {
   int64_t allocated_ = 0;
   int oom_seen_ = 0;
   bool changed_ = false;
+  struct Slot {
+    LiveBuffer buffer;
+    bool live = false;
+  };
+  std::vector<Slot> table_;
+  int table_live_ = 0;
   std::unordered_map<int, LiveBuffer> named_;
   std::map<std::pair<int, int64_t>, std::vector<LiveBuffer>> anonymous_;
 };
@@ -177,18 +211,18 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
             fmt::format("schedule: role {}: initial memory of category {} is negative", r, c));
       }
     }
-    states.emplace_back(initial, options);
+    states.emplace_back(initial, options, schedule.buffers.size());
   }
-  std::vector<StepPhase> phases;
-  phases.reserve(schedule.ops.size());
-  for (const ScheduleOp& op : schedule.ops) phases.push_back(StepPhaseOf(op));
   for (const Transition& tr : timeline.log) {
     const ScheduleOp& op = schedule.ops[tr.op];
     RoleState& st = states[op.role];
     const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
+    // The phase only where an effect applies (most transitions have none).
+    std::optional<StepPhase> phase;
     for (const MemoryEffect& e : op.memory) {
       if (e.when != when) continue;
-      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, phases[tr.op], e, tr.time_ns));
+      if (!phase) phase = StepPhaseOf(op);
+      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, *phase, e, tr.time_ns));
     }
     st.EndTransition(tr.time_ns);
   }

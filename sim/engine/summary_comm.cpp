@@ -7,6 +7,7 @@
 #include "core/schedule/op_kind.h"
 #include "core/timeline/op_accounting.h"
 #include "core/trace/op_id.h"
+#include "core/trace/op_id_view.h"
 
 namespace shardscope::sim {
 namespace {
@@ -36,8 +37,8 @@ StepEdges FindStepEdges(const Schedule& schedule, const Timeline& timeline, int 
     const ScheduleOp& op = schedule.ops[i];
     const OpTiming& t = timeline.ops[i];
     if (op.role != role || t.start_ns < 0 || !IsModuleCompute(op)) continue;
-    const Result<OpId> id = ParseOpId(op.op_id);
-    if (!id.ok()) continue;
+    const std::optional<OpIdView> id = ParseOpIdView(op.op_id);
+    if (!id) continue;
     if (id->phase == OpPhase::kForward) fwd.push_back({t.start_ns, t.end_ns, &op.unit});
     if (id->phase == OpPhase::kBackward) bwd.push_back({t.start_ns, t.end_ns, &op.unit});
   }
