@@ -26,10 +26,12 @@
 //   - nothing else: the schedule decides what runs where and after what.
 // Data: sharded parameters are DeterministicValue(SeedOf(FQN), element index of the local
 // tensor) in their dtype, padding rows zero (param_state.h), optimizer moments zero;
-// gradients are DeterministicValue(SeedOf("grad:<rank>:<FQN>"), index), written by the op
+// gradients are DeterministicValue(GradSeed(rank, FQN, micro-step), index), written by the op
 // that allocates the unsharded-gradient buffer holding them (the schedule names each buffer's
 // parameters, Buffer::grads_of: a backward chunk's, or the rest at the unit's end), before the
-// reduce copy-in reads them.
+// reduce copy-in reads them. Micro-steps without sync add them up in the unit's accumulator
+// (the op that frees a micro-step's gradients folds them in, whichever unit's op it is) and
+// reduce the sum; replicate params' sum replaces their last micro-step's gradient.
 // Compute reads the gathered parameters and writes real outputs into the op's buffers (or a
 // per-lane workspace the schedule does not track, reported apart); the math is the shape's,
 // not the model's.
