@@ -145,6 +145,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   // derives it), its persistent buffers matched by unit and size as the executor does.
   std::map<std::string, int> shard_index, reduction, reductions;
   std::map<std::string, int> hsdp, replicate_reduce;
+  std::map<std::string, std::vector<int>> micros;
   std::set<std::string> local;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const ScheduleOp& op = s_.ops[i];
@@ -155,8 +156,9 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       for (const MemoryEffect& e : op.memory) {
         if (e.when == MemoryEffect::When::kEnd && e.bytes > 0 &&
             e.category == MemCategory::kCommBuffers) {
-          reduction.emplace(label, static_cast<int>(i));  // the first lands, as a reduce-scatter's
+          reduction.emplace(label, static_cast<int>(i));
           ++reductions[label];
+          micros[label].push_back(op.micro_step);
           local.insert(label);
         }
       }
@@ -170,6 +172,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
     } else if (op.type == OpType::kReduceScatter && op.collective.output_buffer >= 0) {
       reduction.emplace(label, static_cast<int>(i));
       ++reductions[label];
+      micros[label].push_back(op.micro_step);
     } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0) {
       // HSDP reduces the reduced shard (a comm buffer), replicate params their gradients.
       const bool shard =
@@ -195,6 +198,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       // One reduction in a step of several micro-steps: the others accumulated.
       const int micro = s_.ops[rs->second].micro_step;
       if (reductions[label] == 1 && micro > 0) r.micro_steps = micro + 1;
+      r.reduction_micros = micros[label];
     }
     if (const auto h = hsdp.find(label); h != hsdp.end()) r.hsdp_all_reduce = h->second;
     if (const auto a = replicate_reduce.find(label); a != replicate_reduce.end()) {
@@ -342,13 +346,25 @@ Status StepChecker::Verify(CheckReport* report) const {
     }
     return RoundTo(stored, rule.Output(sum));
   };
-  // The gradient the optimizer reads: the reduction landed in the parameter's dtype.
+  // The gradient the optimizer reads: the reduction landed in the parameter's dtype. With a
+  // reduction every micro-step each one is added to the first (fp32 math, FSDP2's
+  // `sharded_param.grad += new_sharded_grad`); an offloaded unit's host gradients hold the
+  // last one (the D2H copy overwrites them).
   auto landed = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
                     bool replicate) -> float {
-    const float reduced = replicate                ? replicate_reduced(u, p, row, col)
-                          : u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col)
-                                                   : shard_reduced(u, p, row, col, 0);
-    return RoundTo(p.own_dtype, reduced);
+    if (replicate) return RoundTo(p.own_dtype, replicate_reduced(u, p, row, col));
+    auto reduced = [&](int micro) {
+      return u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col, micro)
+                                    : shard_reduced(u, p, row, col, 0, micro);
+    };
+    const std::vector<int>& micros = u.reduction_micros;
+    if (micros.size() <= 1) return RoundTo(p.own_dtype, reduced(-1));
+    if (u.plan->offload) return RoundTo(p.own_dtype, reduced(micros.back()));
+    float acc = RoundTo(p.own_dtype, reduced(micros[0]));
+    for (size_t k = 1; k < micros.size(); ++k) {
+      acc = RoundTo(p.own_dtype, RoundTo(DType::kFloat32, double{acc} + reduced(micros[k])));
+    }
+    return acc;
   };
   // The parameter element and its moments after `steps` optimizer steps.
   auto state_after = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,

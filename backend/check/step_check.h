@@ -89,6 +89,7 @@ class StepChecker final : public ExecObserver {
     int hsdp_all_reduce = -1;        // the all-reduce of its reduced shard over the replicas
     int replicate_all_reduce = -1;   // its replicate params' all-reduce (-1: one rank)
     int micro_steps = 1;             // micro-steps its reduction carries (accumulation)
+    std::vector<int> reduction_micros;  // the micro-step of each reduction (sync every one)
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
   const UnitRef* UnitOf(const ScheduleOp& op) const;

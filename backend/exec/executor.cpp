@@ -90,7 +90,14 @@ class Runner {
                       std::shared_ptr<DeviceEvent> ready);
   // The effects at `when` in the schedule's order (how the simulator applies them).
   void LogEffects(int op, MemoryEffect::When when);
+  // An op in two parts: its start and its work (IssueOp), then its end event, the observer,
+  // its end effects and the data that follows (FinishOp). A send issued in one group with
+  // the receive after it finishes after that receive's IssueOp, which closes the group: NCCL
+  // enqueues a group's calls only at ncclGroupEnd, so an end event recorded inside the
+  // group would precede the send's kernel on the stream (its buffers freed, its dependents
+  // started, while NCCL still reads them).
   Status IssueOp(int op);
+  Status FinishOp(int op);
   void PairSendsWithReceives();
   Status EndP2PGroup();  // closes the open point-to-point group, if any
   Status IssueCompute(int op);
@@ -120,8 +127,9 @@ class Runner {
   Status ChunkCat(UnitData& u, void* dst, Lane lane);
   // Writes this rank's gradient values into the `fresh` buffers (at micro-step `micro`).
   Status FillGradients(const std::vector<int>& fresh, Lane lane, int micro);
-  // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones).
-  Status LandGradients(UnitData& u, char* dst, Lane lane);
+  // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones);
+  // with `accumulate` added to what a reduction of an earlier micro-step left there.
+  Status LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate = false);
   Status LandReplicateGradients(UnitData& u, Lane lane);
   ExecContext Context(int step) const {
     ExecContext c;
@@ -468,7 +476,7 @@ Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane, int micro
   return Status::Ok();
 }
 
-Status Runner::LandGradients(UnitData& u, char* dst, Lane lane) {
+Status Runner::LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate) {
   // The reduced shard (reduce dtype) becomes the parameter's .grad in its own dtype.
   if (dst == nullptr || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
   const char* src = static_cast<const char*>(live_[u.reduced].data);
@@ -479,6 +487,7 @@ Status Runner::LandGradients(UnitData& u, char* dst, Lane lane) {
     FsdpCopyArgs& a = by_dtype[{p.reduce_dtype, p.own_dtype}];
     a.src_dtype = p.reduce_dtype;
     a.dst_dtype = p.own_dtype;
+    a.accumulate = accumulate;
     a.segments.push_back({src + p.reduce_offset, dst + out, p.shard_numel()});
     out += p.shard_numel() * DTypeBytes(p.own_dtype);
   }
@@ -825,6 +834,7 @@ Status Runner::AfterEnd(int i) {
       SS_RETURN_IF_ERROR(Fold(*w, op.lane, true, true));
     }
   }
+  std::vector<const UnitData*> landed;  // units whose first reduction lands here
   for (const MemoryEffect& e : op.memory) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
@@ -838,7 +848,21 @@ Status Runner::AfterEnd(int i) {
       w->sharded_grads = e.buffer;
       SS_RETURN_IF_ERROR(
           LandGradients(*w, static_cast<char*>(live_[w->sharded_grads].data), op.lane));
+      landed.push_back(w);
     }
+  }
+  // A later micro-step's reduction (sync every micro-step) ends where its output is freed:
+  // FSDP2 adds it to the sharded gradient the first one left.
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0) continue;
+    UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
+    if (w == nullptr || e.buffer != w->reduced || w->sharded_grads < 0 ||
+        live_[w->sharded_grads].data == nullptr ||
+        std::find(landed.begin(), landed.end(), w) != landed.end()) {
+      continue;
+    }
+    SS_RETURN_IF_ERROR(LandGradients(*w, static_cast<char*>(live_[w->sharded_grads].data), op.lane,
+                                     /*accumulate=*/true));
   }
   // The replicate params' gradients are final where they are freed after the reduction (their
   // all-reduce, or on one rank the unit's last backward); a micro-step without sync frees them
@@ -918,7 +942,11 @@ Status Runner::IssueOp(int i) {
       break;
   }
   // The backward that allocates a unit's gradients writes them (this rank's values).
-  SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane, op.micro_step));
+  return FillGradients(fresh, op.lane, op.micro_step);
+}
+
+Status Runner::FinishOp(int i) {
+  const ScheduleOp& op = s_.ops[i];
   SS_ASSIGN_OR_RETURN(end_[i], dev_.Record(op.lane));
   if (o_.observer != nullptr) SS_RETURN_IF_ERROR(o_.observer->AfterOp(i, Context(step_)));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, true, nullptr));
@@ -959,10 +987,18 @@ Status Runner::Step(int step) {
     Status st = IssueOp(i);
     const int partner = p2p_partner_[i];
     if (st.ok() && partner >= 0) {
+      // The pair is one group: the receive's work closes it, then both finish.
       ++issued;
+      const int send = i;
       i = partner;
       st = IssueOp(i);
+      if (st.ok()) {
+        i = send;
+        st = FinishOp(i);
+      }
+      if (st.ok()) i = partner;
     }
+    if (st.ok()) st = FinishOp(i);
     if (!st.ok()) {
       (void)EndP2PGroup();  // a failure inside a pair leaves no group open
       failure = st;

@@ -22,7 +22,9 @@
 //   - a pipeline send whose lane's next op is a receive is issued with it, as one
 //     point-to-point group (Communicator::BeginP2PGroup: NCCL's sends wait for the peer's
 //     receive, and 1F1B's two stages of a hop each send first); its peer is the other rank
-//     of the hop's group;
+//     of the hop's group. The pair finishes together once the receive closed the group (the
+//     send's end event, observer and end effects after the group's end: NCCL enqueues a
+//     group's calls only there, possibly on two communicators, one per hop);
 //   - nothing else: the schedule decides what runs where and after what.
 // Data: sharded parameters are DeterministicValue(SeedOf(FQN), element index of the local
 // tensor) in their dtype, padding rows zero (param_state.h), optimizer moments zero;

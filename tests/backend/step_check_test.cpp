@@ -136,6 +136,13 @@ TEST(StepCheckTest, ReplicateParamsAccumulateOverMicroStepsWithoutSync) {
   EXPECT_EQ(report.steps, 2);
 }
 
+TEST(StepCheckTest, AccumulationWithSyncAddsEachMicroStepsReduction) {
+  CheckReport report;
+  const Status st = CheckRun("one_rank_accum_sync.json", 2, &report);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(report.steps, 2);
+}
+
 // Scales every landed sharded gradient by `factor` just before the optimizer step (at the
 // wait for the reductions): a wrong gradient scaling factor, as a missing 1/N would be.
 class ScaleGradients final : public ExecObserver {
