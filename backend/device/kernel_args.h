@@ -118,8 +118,8 @@ struct CopySegment {
 struct FsdpCopyArgs {
   DType src_dtype = DType::kBFloat16, dst_dtype = DType::kBFloat16;
   float scale = 1.0f;
-  bool accumulate = false;
   std::vector<CopySegment> segments;
+  bool accumulate = false;  // last: the positional initialisers before it stay as they were
 };
 
 struct AdamWTensor {
