@@ -42,19 +42,30 @@ bool Checkable(DType dtype) { return dtype == DType::kFloat32 || dtype == DType:
 float ParamIn(const ParamLayout& p, int64_t row, int64_t col, DType to) {
   return RoundTo(to, RoundTo(p.own_dtype, ParamValue(p.fqn, row * p.cols + col)));
 }
-// `micro_steps` > 1: gradient accumulation without sync, whose unsharded accumulator (reduce
-// dtype) holds the sum of that many micro-steps' gradients, the same deterministic values
-// each time (backend/exec/executor.h).
-float GradIn(int rank, const ParamLayout& p, int64_t row, int64_t col, DType reduce,
+// The gradient of micro-step `first`; with `micro_steps` > 1 (gradient accumulation without
+// sync) the sum the unsharded accumulator (reduce dtype) holds after micro-steps first, first
+// + 1, ...: each one's deterministic values (backend/exec/executor.h) added one after another
+// as FSDP2's `unsharded_accumulated_grad += grad` does (fp32 math, rounded to the reduce
+// dtype each time).
+float GradIn(int rank, const ParamLayout& p, int64_t row, int64_t col, DType reduce, int first = 0,
              int micro_steps = 1) {
-  return RoundTo(reduce, micro_steps * double{RoundTo(p.gather_dtype,
-                                                      GradValue(rank, p.fqn, row * p.cols + col))});
+  auto grad = [&](int micro) {
+    return RoundTo(p.gather_dtype, GradValue(rank, p.fqn, row * p.cols + col, micro));
+  };
+  float acc = RoundTo(reduce, grad(first));
+  for (int m = first + 1; m < first + micro_steps; ++m) {
+    acc = RoundTo(reduce, RoundTo(DType::kFloat32, double{acc} + grad(m)));
+  }
+  return acc;
 }
 
 // torch.optim.AdamW (foreach) run `steps` times from zero moments with the same gradient
 // every step, in double; the parameter rounded to its dtype and the moments to float32 after
 // each step, as the device stores them.
-double AdamWSteps(double p, double g, DType own, const ExecOptions& o, int steps) {
+struct AdamWState {
+  double param = 0, exp_avg = 0, exp_avg_sq = 0;
+};
+AdamWState AdamWSteps(double p, double g, DType own, const ExecOptions& o, int steps) {
   const double lr = o.lr, b1 = o.beta1, b2 = o.beta2;
   double m = 0, v = 0;
   for (int t = 1; t <= steps; ++t) {
@@ -66,7 +77,7 @@ double AdamWSteps(double p, double g, DType own, const ExecOptions& o, int steps
     const double denom = std::sqrt(v) / std::sqrt(bc2) + o.eps;
     p = RoundTo(own, p - (lr / bc1) * m / denom);
   }
-  return p;
+  return {p, m, v};
 }
 
 // The relative tolerance of a value of `dtype` after `steps` optimizer steps: the device's
@@ -129,10 +140,12 @@ std::string CheckReport::Text(int rank) const {
 StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecOptions& exec)
     : s_(schedule), plan_(plan), exec_(exec) {
   rank_ = s_.roles.empty() ? 0 : s_.roles[0].rank;
+  for (const ScheduleOp& op : s_.ops) last_micro_ = std::max(last_micro_, op.micro_step);
   // The unit's shard index is this rank's position in its all-gather's group (as the executor
   // derives it), its persistent buffers matched by unit and size as the executor does.
   std::map<std::string, int> shard_index, reduction, reductions;
   std::map<std::string, int> hsdp, replicate_reduce;
+  std::map<std::string, std::vector<int>> micros;
   std::set<std::string> local;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const ScheduleOp& op = s_.ops[i];
@@ -143,8 +156,9 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       for (const MemoryEffect& e : op.memory) {
         if (e.when == MemoryEffect::When::kEnd && e.bytes > 0 &&
             e.category == MemCategory::kCommBuffers) {
-          reduction.insert_or_assign(label, static_cast<int>(i));
+          reduction.emplace(label, static_cast<int>(i));
           ++reductions[label];
+          micros[label].push_back(op.micro_step);
           local.insert(label);
         }
       }
@@ -158,11 +172,17 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
     } else if (op.type == OpType::kReduceScatter && op.collective.output_buffer >= 0) {
       reduction.emplace(label, static_cast<int>(i));
       ++reductions[label];
+      micros[label].push_back(op.micro_step);
     } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0) {
       // HSDP reduces the reduced shard (a comm buffer), replicate params their gradients.
       const bool shard =
           s_.buffers[op.collective.output_buffer].category == MemCategory::kCommBuffers;
-      (shard ? hsdp : replicate_reduce).emplace(label, static_cast<int>(i));
+      // The last replicate all-reduce lands (each micro-step's, with sync every micro-step).
+      if (shard) {
+        hsdp.emplace(label, static_cast<int>(i));
+      } else {
+        replicate_reduce.insert_or_assign(label, static_cast<int>(i));
+      }
     }
   }
   scheduled_ = ScheduledUnits(plan_);
@@ -178,10 +198,25 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       // One reduction in a step of several micro-steps: the others accumulated.
       const int micro = s_.ops[rs->second].micro_step;
       if (reductions[label] == 1 && micro > 0) r.micro_steps = micro + 1;
+      r.reduction_micros = micros[label];
     }
     if (const auto h = hsdp.find(label); h != hsdp.end()) r.hsdp_all_reduce = h->second;
     if (const auto a = replicate_reduce.find(label); a != replicate_reduce.end()) {
       r.replicate_all_reduce = a->second;
+    }
+  }
+  for (const Buffer& b : s_.buffers) {
+    auto it = units_.find(b.unit);
+    if (it == units_.end()) continue;
+    UnitRef& r = it->second;
+    // The moments (persistent, exp_avg first as the executor takes them) and the sharded
+    // gradients the optimizer reads: landed on the device in the step, or, offloaded, the
+    // persistent host buffer the D2H copy fills.
+    if (b.category == MemCategory::kOptimizer && b.alloc_op < 0) {
+      (r.exp_avg < 0 ? r.exp_avg : r.exp_avg_sq) = b.id;
+    } else if (b.category == MemCategory::kShardedGrads &&
+               (r.plan->offload ? b.host && b.alloc_op < 0 : !b.host && b.alloc_op >= 0)) {
+      r.sharded_grads = b.id;
     }
   }
   for (const Buffer& b : s_.buffers) {
@@ -220,8 +255,13 @@ Status StepChecker::AfterOp(int i, const ExecContext& ctx) {
   if (op.type == OpType::kOptimizer) {
     if (static_cast<int>(optimized_.size()) <= ctx.step) optimized_.resize(ctx.step + 1);
     for (const auto& [label, u] : units_) {
-      for (int id : {u.shard, u.replicate}) {
+      for (int id : {u.shard, u.replicate, u.exp_avg, u.exp_avg_sq}) {
         if (id >= 0) SS_RETURN_IF_ERROR(Copy(ctx, op.lane, id, optimized_[ctx.step][id]));
+      }
+      // The gradients the step read (still live: the optimizer's end frees them).
+      if (u.sharded_grads >= 0 && ctx.buffer(u.sharded_grads).data != nullptr) {
+        SS_RETURN_IF_ERROR(
+            Copy(ctx, op.lane, u.sharded_grads, optimized_[ctx.step][u.sharded_grads]));
       }
     }
     return Status::Ok();
@@ -250,54 +290,93 @@ Status StepChecker::Verify(CheckReport* report) const {
 
   // The shard group's reduction of a parameter element for the replica shifted by `offset`
   // world ranks: the reduce-scatter's rule over the group, or, without peers, the local cast.
+  // `micro`: the micro-step of the reduction (-1: the unit's, whose result the optimizer
+  // reads); with accumulation it carries the micro-steps up to it.
   auto shard_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
-                           int offset) -> float {
+                           int offset, int micro = -1) -> float {
     if (row >= p.rows) return 0.0f;
+    if (micro < 0) micro = s_.ops[u.reduction].micro_step;
+    const int first = micro - (u.micro_steps - 1);
     if (u.local_reduction)
-      return GradIn(rank_ + offset, p, row, col, p.reduce_dtype, u.micro_steps);
+      return GradIn(rank_ + offset, p, row, col, p.reduce_dtype, first, u.micro_steps);
     const ScheduleOp& rs = s_.ops[u.reduction];
     const ProcessGroup& g = s_.groups[rs.group];
     const ReductionRule rule(rs.collective, g.size());
     double sum = 0;
-    for (int m : g.ranks)
-      sum += rule.Input(GradIn(m + offset, p, row, col, rs.collective.dtype, u.micro_steps));
+    for (int m : g.ranks) {
+      sum += rule.Input(GradIn(m + offset, p, row, col, rs.collective.dtype, first, u.micro_steps));
+    }
     return rule.Output(sum);
   };
   // With HSDP, the replicate group's reduction of the replicas' shard reductions.
-  auto hsdp_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row,
-                          int64_t col) -> float {
+  auto hsdp_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
+                          int micro = -1) -> float {
     const ScheduleOp& ar = s_.ops[u.hsdp_all_reduce];
     const ProcessGroup& g = s_.groups[ar.group];
     const ReductionRule rule(ar.collective, g.size());
     double sum = 0;
-    for (int q : g.ranks) sum += rule.Input(shard_reduced(u, p, row, col, q - rank_));
+    for (int q : g.ranks) sum += rule.Input(shard_reduced(u, p, row, col, q - rank_, micro));
     return rule.Output(sum);
   };
   // A replicate parameter's gradient after its all-reduce (or, on one rank, as backward wrote
   // it), in the dtype its buffer holds.
-  auto replicate_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row,
-                               int64_t col) -> float {
-    if (u.replicate_all_reduce < 0) return GradIn(rank_, p, row, col, p.gather_dtype);
+  // With accumulation the gradient is the micro-steps' sum (in the accumulator's reduce
+  // dtype) held in the gradients' dtype, which the all-reduce then casts to its own.
+  // Without accumulation, the gradient of micro-step `micro` (-1: the last one, whose
+  // reduction lands).
+  auto replicate_grad = [&](const UnitRef& u, int rank, const ParamLayout& p, int64_t row,
+                            int64_t col, DType d, int micro) -> float {
+    if (u.micro_steps <= 1) return GradIn(rank, p, row, col, d, micro < 0 ? last_micro_ : micro);
+    return RoundTo(
+        d, RoundTo(p.gather_dtype, GradIn(rank, p, row, col, p.reduce_dtype, 0, u.micro_steps)));
+  };
+  auto replicate_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
+                               int micro = -1) -> float {
+    if (u.replicate_all_reduce < 0) {
+      return replicate_grad(u, rank_, p, row, col, p.gather_dtype, micro);
+    }
     const ScheduleOp& ar = s_.ops[u.replicate_all_reduce];
     const DType d = ar.collective.dtype;
     const ReductionRule rule(ar.collective, s_.groups[ar.group].size());
     const DType held = s_.buffers[ar.collective.output_buffer].dtype;
     const DType stored = Checkable(held) ? held : d;
     double sum = 0;
-    for (int m : s_.groups[ar.group].ranks) sum += rule.Input(GradIn(m, p, row, col, d));
+    for (int m : s_.groups[ar.group].ranks) {
+      sum += rule.Input(replicate_grad(u, m, p, row, col, d, micro));
+    }
     return RoundTo(stored, rule.Output(sum));
   };
-  // The parameter element after `steps` optimizer steps (the gradient the optimizer reads is
-  // the reduction landed in the parameter's dtype).
+  // The gradient the optimizer reads: the reduction landed in the parameter's dtype. With a
+  // reduction every micro-step each one is added to the first (fp32 math, FSDP2's
+  // `sharded_param.grad += new_sharded_grad`); an offloaded unit's host gradients hold the
+  // last one (the D2H copy overwrites them).
+  auto landed = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
+                    bool replicate) -> float {
+    if (replicate) return RoundTo(p.own_dtype, replicate_reduced(u, p, row, col));
+    auto reduced = [&](int micro) {
+      return u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col, micro)
+                                    : shard_reduced(u, p, row, col, 0, micro);
+    };
+    const std::vector<int>& micros = u.reduction_micros;
+    if (micros.size() <= 1) return RoundTo(p.own_dtype, reduced(-1));
+    if (u.plan->offload) return RoundTo(p.own_dtype, reduced(micros.back()));
+    float acc = RoundTo(p.own_dtype, reduced(micros[0]));
+    for (size_t k = 1; k < micros.size(); ++k) {
+      acc = RoundTo(p.own_dtype, RoundTo(DType::kFloat32, double{acc} + reduced(micros[k])));
+    }
+    return acc;
+  };
+  // The parameter element and its moments after `steps` optimizer steps.
+  auto state_after = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
+                         bool replicate, int steps) -> AdamWState {
+    const double p0 = RoundTo(p.own_dtype, ParamValue(p.fqn, row * p.cols + col));
+    if (steps == 0 || !p.requires_grad) return {p0, 0, 0};
+    if (!replicate && u.reduction < 0) return {p0, 0, 0};  // no reduced gradient: not stepped
+    return AdamWSteps(p0, landed(u, p, row, col, replicate), p.own_dtype, exec_, steps);
+  };
   auto param_after = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
                          bool replicate, int steps) -> double {
-    const double p0 = RoundTo(p.own_dtype, ParamValue(p.fqn, row * p.cols + col));
-    if (steps == 0 || !p.requires_grad) return p0;
-    if (!replicate && u.reduction < 0) return p0;  // no reduced gradient: not stepped
-    const float reduced = replicate                ? replicate_reduced(u, p, row, col)
-                          : u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col)
-                                                   : shard_reduced(u, p, row, col, 0);
-    return AdamWSteps(p0, RoundTo(p.own_dtype, reduced), p.own_dtype, exec_, steps);
+    return state_after(u, p, row, col, replicate, steps).param;
   };
 
   for (const Snapshot& snap : collectives_) {
@@ -343,7 +422,10 @@ Status StepChecker::Verify(CheckReport* report) const {
             for (int64_t r = 0; r < p.shard_rows; ++r) {
               const int64_t row = block * p.shard_rows + r;
               for (int64_t c = 0; c < p.cols; ++c) {
-                const float want = row < p.rows ? GradIn(rank_, p, row, c, d, u.micro_steps) : 0.0f;
+                const float want = row < p.rows
+                                       ? GradIn(rank_, p, row, c, d,
+                                                op.micro_step - (u.micro_steps - 1), u.micro_steps)
+                                       : 0.0f;
                 tally.Compare(op.op_id, Where(p, row, c, "reduce-scatter input", block),
                               Load(d, base, r * p.cols + c), want);
               }
@@ -358,7 +440,7 @@ Status StepChecker::Verify(CheckReport* report) const {
           const int64_t row = p.first_row + r;
           for (int64_t c = 0; c < p.cols; ++c) {
             tally.Compare(op.op_id, Where(p, row, c, "reduced", -1), Load(d, base, r * p.cols + c),
-                          shard_reduced(u, p, row, c, 0));
+                          shard_reduced(u, p, row, c, 0, op.micro_step));
           }
         }
       }
@@ -375,7 +457,8 @@ Status StepChecker::Verify(CheckReport* report) const {
             const int64_t row = p.first_row + r;
             for (int64_t c = 0; c < p.cols; ++c) {
               tally.Compare(op.op_id, Where(p, row, c, "replica-reduced", -1),
-                            Load(d, base, r * p.cols + c), hsdp_reduced(u, p, row, c));
+                            Load(d, base, r * p.cols + c),
+                            hsdp_reduced(u, p, row, c, op.micro_step));
             }
           }
         }
@@ -392,7 +475,7 @@ Status StepChecker::Verify(CheckReport* report) const {
             for (int64_t c = 0; c < p.cols; ++c) {
               tally.Compare(op.op_id, Where(p, row, c, "all-reduced", -1),
                             Load(stored, snap.output.data(), first + row * p.cols + c),
-                            replicate_reduced(u, p, row, c));
+                            replicate_reduced(u, p, row, c, op.micro_step));
             }
           }
         }
@@ -406,28 +489,70 @@ Status StepChecker::Verify(CheckReport* report) const {
     const int steps = static_cast<int>(step) + 1;
     const std::string op_id =
         optimized_.size() > 1 ? fmt::format("step/optimizer (step {})", steps) : "step/optimizer";
+    const std::map<int, std::vector<char>>& saved = optimized_[step];
+    auto bytes_of = [&](int buffer) -> const char* {
+      const auto it = saved.find(buffer);
+      return it == saved.end() ? nullptr : it->second.data();
+    };
     for (const auto& [label, u] : units_) {
+      // The optimizer's input and state, laid out as the executor steps them: the gradients
+      // one tensor after another (the shard's, then the replicate params'), the moments at
+      // each parameter's optim_offset (float32).
+      const char* grads = bytes_of(u.sharded_grads);
+      const char* exp_avg = bytes_of(u.exp_avg);
+      const char* exp_avg_sq = bytes_of(u.exp_avg_sq);
+      int64_t grad_at = 0;
       auto verify = [&](int buffer, const std::vector<ParamLayout>& params, bool replicate) {
-        const auto it = optimized_[step].find(buffer);
-        if (it == optimized_[step].end()) return;
+        const char* updated = bytes_of(buffer);
+        if (updated == nullptr) return;
+        const char* part = replicate ? "replicate parameter" : "parameter";
         for (const ParamLayout& p : params) {
+          const int64_t rows = replicate ? p.rows : p.shard_rows;
+          const char* grad = grads != nullptr ? grads + grad_at : nullptr;
+          if (p.requires_grad) grad_at += rows * p.cols * DTypeBytes(p.own_dtype);
           if (!Checkable(p.own_dtype)) continue;
           ++report->optimizer_tensors;
           const double rel = Tolerance(p.own_dtype, steps);
-          const char* base = it->second.data() + p.shard_offset;
-          for (int64_t r = 0; r < p.shard_rows; ++r) {
+          const char* base = updated + p.shard_offset;
+          const bool stepped = p.requires_grad && (replicate || u.reduction >= 0);
+          for (int64_t r = 0; r < rows; ++r) {
             const int64_t row = p.first_row + r;
+            const bool padding = r >= p.valid_rows;
             for (int64_t c = 0; c < p.cols; ++c) {
-              const float got = Load(p.own_dtype, base, r * p.cols + c);
-              const std::string what = Where(
-                  p, row, c, replicate ? "updated replicate parameter" : "updated parameter", -1);
-              if (r >= p.valid_rows) {
+              const int64_t e = r * p.cols + c;
+              const float got = Load(p.own_dtype, base, e);
+              const std::string what =
+                  Where(p, row, c, fmt::format("updated {}", part).c_str(), -1);
+              if (padding) {
                 tally.Compare(op_id, what, got, 0.0f);
-                continue;
+              } else {
+                const double before = param_after(u, p, row, c, replicate, steps - 1);
+                tally.Near(op_id, what, got, param_after(u, p, row, c, replicate, steps), before,
+                           rel);
               }
-              const double before = param_after(u, p, row, c, replicate, steps - 1);
-              tally.Near(op_id, what, got, param_after(u, p, row, c, replicate, steps), before,
-                         rel);
+              if (!stepped) continue;
+              // AdamW's update hardly depends on the gradient's scale (m / sqrt(v), eps
+              // 1e-8), so the gradient it read and the moments it kept are compared on their
+              // own magnitudes: a wrong scaling factor shows there.
+              if (grad != nullptr) {
+                const float want = padding ? 0.0f : landed(u, p, row, c, replicate);
+                tally.Compare(op_id,
+                              Where(p, row, c, fmt::format("gradient of {}", part).c_str(), -1),
+                              Load(p.own_dtype, grad, e), want);
+              }
+              const AdamWState want =
+                  padding ? AdamWState{} : state_after(u, p, row, c, replicate, steps);
+              if (exp_avg != nullptr) {
+                tally.Near(op_id, Where(p, row, c, fmt::format("exp_avg of {}", part).c_str(), -1),
+                           Load(DType::kFloat32, exp_avg, p.optim_offset + e), want.exp_avg,
+                           want.exp_avg, rel);
+              }
+              if (exp_avg_sq != nullptr) {
+                tally.Near(op_id,
+                           Where(p, row, c, fmt::format("exp_avg_sq of {}", part).c_str(), -1),
+                           Load(DType::kFloat32, exp_avg_sq, p.optim_offset + e), want.exp_avg_sq,
+                           want.exp_avg_sq, rel);
+              }
             }
           }
         }

@@ -15,7 +15,10 @@
 //     AdamW (torch's _multi_tensor_adamw, double precision, the parameter rounded to its dtype
 //     after each step) computes on the full tensor from the reference parameters and the
 //     reduced gradient: float32 relative difference <= 1e-6 per step run (of the larger of
-//     the parameter before and after), padding rows still zero. AdamW is elementwise, so the
+//     the parameter before and after), padding rows still zero; the gradient it read (the
+//     landed reduction, bit-exact) and the moments it left (exp_avg, exp_avg_sq: the same
+//     relative tolerance, of their own magnitudes) too, since the update itself hardly
+//     depends on the gradient's scale (m / sqrt(v), eps 1e-8). AdamW is elementwise, so the
 //     full tensor's reference is evaluated at the elements this rank holds. Units with CPU
 //     offload are checked alike (their step runs on the host buffers).
 // Every step of `--steps N` is verified: the executor's gradients are the same every step
@@ -79,11 +82,14 @@ class StepChecker final : public ExecObserver {
     const UnitPlan* plan = nullptr;
     UnitLayout layout;
     int shard = -1, replicate = -1;  // persistent buffer ids (as the executor matches them)
+    int exp_avg = -1, exp_avg_sq = -1;  // the optimizer's moments (persistent)
+    int sharded_grads = -1;             // the gradients the optimizer reads
     int reduction = -1;              // its reduce-scatter op, or without peers chunk_cat's
     bool local_reduction = false;    // no peers: the reduction is chunk_cat's local cast
     int hsdp_all_reduce = -1;        // the all-reduce of its reduced shard over the replicas
     int replicate_all_reduce = -1;   // its replicate params' all-reduce (-1: one rank)
     int micro_steps = 1;             // micro-steps its reduction carries (accumulation)
+    std::vector<int> reduction_micros;  // the micro-step of each reduction (sync every one)
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
   const UnitRef* UnitOf(const ScheduleOp& op) const;
@@ -92,6 +98,7 @@ class StepChecker final : public ExecObserver {
   const Plan& plan_;
   ExecOptions exec_;
   int rank_ = 0;
+  int last_micro_ = 0;                    // the step's last micro-step
   std::vector<ScheduledUnit> scheduled_;  // what units_ point into (set once)
   std::map<std::string, UnitRef> units_;  // by label (Buffer::unit)
   std::vector<Snapshot> collectives_;

@@ -112,10 +112,14 @@ struct CopySegment {
 // copy-in (local shard, cast to param_dtype, into its slot of the all-gather buffer), copy-out
 // (all-gather output into the unsharded parameters), reduce copy-in (unsharded gradients,
 // cast to the reduce dtype, padded, into the reduce-scatter input). Segments do not overlap.
+// With `accumulate`, dst = cast<dst>(dst + scale · src) in fp32 (torch's in-place `+=` with
+// type promotion: FSDP2's unsharded gradient accumulator over micro-steps without sync);
+// a segment without src leaves dst as it is.
 struct FsdpCopyArgs {
   DType src_dtype = DType::kBFloat16, dst_dtype = DType::kBFloat16;
   float scale = 1.0f;
   std::vector<CopySegment> segments;
+  bool accumulate = false;  // last: the positional initialisers before it stay as they were
 };
 
 struct AdamWTensor {

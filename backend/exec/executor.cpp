@@ -90,7 +90,14 @@ class Runner {
                       std::shared_ptr<DeviceEvent> ready);
   // The effects at `when` in the schedule's order (how the simulator applies them).
   void LogEffects(int op, MemoryEffect::When when);
+  // An op in two parts: its start and its work (IssueOp), then its end event, the observer,
+  // its end effects and the data that follows (FinishOp). A send issued in one group with
+  // the receive after it finishes after that receive's IssueOp, which closes the group: NCCL
+  // enqueues a group's calls only at ncclGroupEnd, so an end event recorded inside the
+  // group would precede the send's kernel on the stream (its buffers freed, its dependents
+  // started, while NCCL still reads them).
   Status IssueOp(int op);
+  Status FinishOp(int op);
   void PairSendsWithReceives();
   Status EndP2PGroup();  // closes the open point-to-point group, if any
   Status IssueCompute(int op);
@@ -98,20 +105,31 @@ class Runner {
   Status IssueCopyIn(int op);
   Status IssueOptimizer(int op);
   Status AfterEnd(int op);
-  // Micro-steps whose gradients `op`'s reduction carries (1 without accumulation).
-  int AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const;
-  Status Accumulate(UnitData& u, const ScheduleOp& op);
+  // Whether the unit's unsharded accumulator (micro-steps without sync) is live.
+  bool Accumulating(const UnitData& u) const {
+    return u.accum >= 0 && live_[u.accum].data != nullptr;
+  }
+  // Where parameter `p`'s sum lies in the accumulator (reduce dtype; replicate params after
+  // the unit's padded gradients, UnitSizes::replicate_reduce_bytes of them).
+  char* AccumAt(const UnitData& u, const ParamLayout& p, bool replicate) const;
+  // accumulator += this micro-step's gradients that live buffers hold (FSDP2's
+  // unsharded_accumulated_grad += grad): with `params` the parameters', with `replicate` the
+  // replicate parameters'.
+  Status Fold(UnitData& u, Lane lane, bool params, bool replicate);
   // The unsharded-gradient buffers `op` allocates at `when`, noted in its unit's UnitData
   // (the accumulator of micro-steps without sync apart): appended to `fresh`.
   Status NoteGradients(int op, MemoryEffect::When when, std::vector<int>& fresh);
   // Parameter `p`'s unsharded gradient (index into layout.params), nullptr when no live
   // buffer holds it.
   const char* GradOf(const UnitData& u, size_t p) const;
-  Status ChunkCat(UnitData& u, void* dst, Lane lane, double scale);
-  // Writes this rank's gradient values into the `fresh` buffers.
-  Status FillGradients(const std::vector<int>& fresh, Lane lane);
-  // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones).
-  Status LandGradients(UnitData& u, char* dst, Lane lane);
+  // The reduction's input: this micro-step's gradients, or with an accumulator their sum over
+  // the micro-steps (this one folded in first).
+  Status ChunkCat(UnitData& u, void* dst, Lane lane);
+  // Writes this rank's gradient values into the `fresh` buffers (at micro-step `micro`).
+  Status FillGradients(const std::vector<int>& fresh, Lane lane, int micro);
+  // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones);
+  // with `accumulate` added to what a reduction of an earlier micro-step left there.
+  Status LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate = false);
   Status LandReplicateGradients(UnitData& u, Lane lane);
   ExecContext Context(int step) const {
     ExecContext c;
@@ -130,6 +148,7 @@ class Runner {
   const ExecOptions& o_;
   int rank_ = 0;
   int step_ = 0;
+  int last_micro_ = 0;  // the step's last micro-step (accumulation, pipeline micro-batches)
   std::vector<int> order_;
   std::vector<DeviceBuffer> live_;
   std::vector<UnitData> units_;
@@ -165,6 +184,7 @@ Status Runner::Prepare() {
                                     s_.groups.size()));
   }
   rank_ = s_.roles[0].rank;
+  for (const ScheduleOp& op : s_.ops) last_micro_ = std::max(last_micro_, op.micro_step);
   SS_ASSIGN_OR_RETURN(order_, IssueOrder(s_, 0));
   live_.assign(s_.buffers.size(), DeviceBuffer{});
   // Units and the shard index of this rank in each (its all-gather's communicator).
@@ -369,31 +389,34 @@ void Runner::LogEffects(int i, MemoryEffect::When when) {
   }
 }
 
-Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane, double scale) {
+Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane) {
   // FSDP2's chunk_cat: per rank block i, each parameter's rows [i·shard_rows, (i+1)·shard_rows)
-  // of its gradient, cast to the reduce dtype, zero beyond its n0 rows.
+  // of its gradient, cast to the reduce dtype, zero beyond its n0 rows. With an accumulator
+  // (micro-steps without sync) FSDP2 first adds this micro-step's gradient to it and reduces
+  // the sum, already in the reduce dtype.
+  const bool accumulated = Accumulating(u);
+  if (accumulated) SS_RETURN_IF_ERROR(Fold(u, lane, true, false));
   std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
   const int S = std::max(1, u.layout.sizes.shard_group);
   for (size_t k = 0; k < u.layout.params.size(); ++k) {
     const ParamLayout& p = u.layout.params[k];
     if (!p.requires_grad) continue;
-    const char* grad = GradOf(u, k);
+    const char* grad = accumulated ? AccumAt(u, p, false) : GradOf(u, k);
     if (grad == nullptr) {
       return InvalidInput(
           fmt::format("schedule: unit '{}' reduces the gradient of {}, which no live buffer holds",
                       u.layout.label, p.fqn));
     }
-    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
-    a.src_dtype = p.gather_dtype;
+    const DType from = accumulated ? p.reduce_dtype : p.gather_dtype;
+    FsdpCopyArgs& a = by_dtype[{from, p.reduce_dtype}];
+    a.src_dtype = from;
     a.dst_dtype = p.reduce_dtype;
-    a.scale = static_cast<float>(scale);
     for (int i = 0; i < S; ++i) {
       char* block = static_cast<char*>(dst) + i * u.layout.reduce_block_bytes + p.reduce_offset;
       const int64_t first = i * p.shard_rows;
       const int64_t valid = std::clamp<int64_t>(p.rows - first, 0, p.shard_rows);
       if (valid > 0) {
-        a.segments.push_back(
-            {grad + first * p.cols * DTypeBytes(p.gather_dtype), block, valid * p.cols});
+        a.segments.push_back({grad + first * p.cols * DTypeBytes(from), block, valid * p.cols});
       }
       if (valid < p.shard_rows) {
         a.segments.push_back({nullptr, block + valid * p.cols * DTypeBytes(p.reduce_dtype),
@@ -412,7 +435,7 @@ const char* Runner::GradOf(const UnitData& u, size_t p) const {
   return static_cast<const char*>(live_[slot.buffer].data) + slot.offset;
 }
 
-Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane) {
+Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane, int micro) {
   for (int id : fresh) {
     char* base = static_cast<char*>(live_[id].data);
     UnitData* found = UnitOf(s_.buffers[id].unit);
@@ -431,13 +454,29 @@ Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane) {
         offset = u.grad_at[k].offset;
       }
       SS_RETURN_IF_ERROR(dev_.Fill(lane, FillArgs{base + offset, p.gather_dtype, p.rows * p.cols,
-                                                  GradSeed(rank_, p.fqn), 0, 1.0f}));
+                                                  GradSeed(rank_, p.fqn, micro), 0, 1.0f}));
+    }
+    if (replicate && micro == last_micro_ && Accumulating(u)) {
+      // The last micro-step of an accumulation: the replicate params' gradients, which the
+      // schedule reduces where they lie, become the sum over the micro-steps (summed in the
+      // accumulator's reduce dtype, then held in theirs).
+      UnitData& w = *found;
+      SS_RETURN_IF_ERROR(Fold(w, lane, false, true));
+      std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+      for (const ParamLayout& p : u.layout.replicate) {
+        if (!p.requires_grad) continue;
+        FsdpCopyArgs& a = by_dtype[{p.reduce_dtype, p.gather_dtype}];
+        a.src_dtype = p.reduce_dtype;
+        a.dst_dtype = p.gather_dtype;
+        a.segments.push_back({AccumAt(w, p, true), base + p.grad_offset, p.rows * p.cols});
+      }
+      for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
     }
   }
   return Status::Ok();
 }
 
-Status Runner::LandGradients(UnitData& u, char* dst, Lane lane) {
+Status Runner::LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate) {
   // The reduced shard (reduce dtype) becomes the parameter's .grad in its own dtype.
   if (dst == nullptr || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
   const char* src = static_cast<const char*>(live_[u.reduced].data);
@@ -448,6 +487,7 @@ Status Runner::LandGradients(UnitData& u, char* dst, Lane lane) {
     FsdpCopyArgs& a = by_dtype[{p.reduce_dtype, p.own_dtype}];
     a.src_dtype = p.reduce_dtype;
     a.dst_dtype = p.own_dtype;
+    a.accumulate = accumulate;
     a.segments.push_back({src + p.reduce_offset, dst + out, p.shard_numel()});
     out += p.shard_numel() * DTypeBytes(p.own_dtype);
   }
@@ -536,7 +576,7 @@ Status Runner::IssueCollective(int i) {
     case OpType::kReduceScatter:
       if (in != nullptr && u != nullptr && !u->grads.empty()) {
         // chunk_cat into the input the schedule allocates at the reduce-scatter's start.
-        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane, AccumulatedMicroSteps(*u, op)));
+        SS_RETURN_IF_ERROR(ChunkCat(*u, in, op.lane));
       }
       c.input = in != nullptr ? in : ws;
       c.output = out != nullptr ? out : ws + comm.size() * c.count * elem;
@@ -679,7 +719,9 @@ Status Runner::NoteGradients(int i, MemoryEffect::When when, std::vector<int>& f
     UnitData* u = UnitOf(b.unit);  // the buffer's unit, whichever op allocates it
     if (u == nullptr) continue;
     if (b.grads_of.empty()) {
-      u->accum = e.buffer;  // micro-steps without sync: the unit's unsharded accumulator
+      // Micro-steps without sync: the unit's unsharded accumulator, from zero.
+      u->accum = e.buffer;
+      SS_RETURN_IF_ERROR(dev_.Memset(op.lane, live_[e.buffer].data, 0, live_[e.buffer].bytes));
       continue;
     }
     // Where each listed parameter's gradient lies: one after another, in the listed order.
@@ -724,31 +766,37 @@ Status Runner::NoteGradients(int i, MemoryEffect::When when, std::vector<int>& f
   return Status::Ok();
 }
 
-int Runner::AccumulatedMicroSteps(const UnitData& u, const ScheduleOp& op) const {
-  const bool accumulating = u.accum >= 0 && live_[u.accum].data != nullptr;
-  return accumulating ? op.micro_step + 1 : 1;
+char* Runner::AccumAt(const UnitData& u, const ParamLayout& p, bool replicate) const {
+  char* acc = static_cast<char*>(live_[u.accum].data);
+  const UnitSizes& z = u.layout.sizes;
+  const int64_t base =
+      replicate ? z.grad_numel * std::max(1, z.shard_group) * z.reduce_dtype_bytes : 0;
+  return acc + base + p.grad_offset / DTypeBytes(p.gather_dtype) * DTypeBytes(p.reduce_dtype);
 }
 
-Status Runner::Accumulate(UnitData& u, const ScheduleOp& op) {
-  // The accumulator after micro-step m holds the sum of m + 1 micro-steps' gradients. This
-  // rank's gradients are the same deterministic values every micro-step, so that sum is
-  // (m + 1) · g, which the cast writes exactly (g has fewer mantissa bits than the reduce
-  // dtype): the accumulator's bytes are read and written as FSDP2's accumulation does.
-  char* acc = static_cast<char*>(live_[u.accum].data);
+Status Runner::Fold(UnitData& u, Lane lane, bool params, bool replicate) {
   std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
-  for (size_t k = 0; k < u.layout.params.size(); ++k) {
-    const ParamLayout& p = u.layout.params[k];
-    const char* g = GradOf(u, k);
-    if (!p.requires_grad || g == nullptr) continue;
+  auto add = [&](const ParamLayout& p, const char* g, int64_t elements, bool rep) {
     FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
     a.src_dtype = p.gather_dtype;
     a.dst_dtype = p.reduce_dtype;
-    a.scale = static_cast<float>(op.micro_step + 1);
-    const int64_t elements = p.grad_offset / DTypeBytes(p.gather_dtype);
-    a.segments.push_back({g, acc + elements * DTypeBytes(p.reduce_dtype),
-                          std::max<int64_t>(1, u.layout.sizes.shard_group) * p.shard_numel()});
+    a.accumulate = true;
+    a.segments.push_back({g, AccumAt(u, p, rep), elements});
+  };
+  for (size_t k = 0; params && k < u.layout.params.size(); ++k) {
+    const ParamLayout& p = u.layout.params[k];
+    const char* g = GradOf(u, k);
+    if (p.requires_grad && g != nullptr) {
+      add(p, g, std::max(1, u.layout.sizes.shard_group) * p.shard_numel(), false);
+    }
   }
-  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
+  if (replicate && u.replicate_grads >= 0 && live_[u.replicate_grads].data != nullptr) {
+    const char* base = static_cast<const char*>(live_[u.replicate_grads].data);
+    for (const ParamLayout& p : u.layout.replicate) {
+      if (p.requires_grad) add(p, base + p.grad_offset, p.rows * p.cols, true);
+    }
+  }
+  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
   return Status::Ok();
 }
 
@@ -760,39 +808,70 @@ Status Runner::AfterEnd(int i) {
   // written before anything below reads them.
   std::vector<int> fresh;
   SS_RETURN_IF_ERROR(NoteGradients(i, MemoryEffect::When::kEnd, fresh));
-  SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane));
-  UnitData* u = UnitOfOp(op);
-  if (u == nullptr) return Status::Ok();
-  if (u->accum >= 0 && live_[u->accum].data != nullptr && !IsCollective(op.type)) {
-    // A micro-step without sync: the gradients freed here fold into the accumulator.
+  SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane, op.micro_step));
+  // Everything below follows the buffers' units, not the op's: a unit's post-backward effects
+  // may sit on another unit's op (a pipeline chunk root's on its nested unit's last backward).
+  auto frees = [&](int id) {
+    return id >= 0 && std::any_of(op.memory.begin(), op.memory.end(), [&](const MemoryEffect& e) {
+             return e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == id;
+           });
+  };
+  if (!IsCollective(op.type)) {
+    // A micro-step without sync: the gradients freed here fold into their unit's accumulator,
+    // unless this op also frees it (the last micro-step: its reduction below reads the sum).
+    std::vector<const UnitData*> folded;
     for (const MemoryEffect& e : op.memory) {
-      if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 &&
-          std::find(u->grads.begin(), u->grads.end(), e.buffer) != u->grads.end()) {
-        SS_RETURN_IF_ERROR(Accumulate(*u, op));
-        break;
+      if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0 ||
+          e.category != MemCategory::kUnshardedGrads) {
+        continue;
       }
+      UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
+      if (w == nullptr || e.buffer == w->accum || !Accumulating(*w) || frees(w->accum) ||
+          std::find(folded.begin(), folded.end(), w) != folded.end()) {
+        continue;
+      }
+      folded.push_back(w);
+      SS_RETURN_IF_ERROR(Fold(*w, op.lane, true, true));
     }
   }
+  std::vector<const UnitData*> landed;  // units whose first reduction lands here
   for (const MemoryEffect& e : op.memory) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
+    UnitData* w = UnitOf(b.unit);
+    if (w == nullptr) continue;
     if (b.category == MemCategory::kCommBuffers && !IsCollective(op.type)) {
       // S == 1: the reduction is a local cast into its output.
-      u->reduced = e.buffer;
-      SS_RETURN_IF_ERROR(
-          ChunkCat(*u, live_[e.buffer].data, op.lane, AccumulatedMicroSteps(*u, op)));
+      w->reduced = e.buffer;
+      SS_RETURN_IF_ERROR(ChunkCat(*w, live_[e.buffer].data, op.lane));
     } else if (b.category == MemCategory::kShardedGrads && !b.host) {
-      u->sharded_grads = e.buffer;
+      w->sharded_grads = e.buffer;
       SS_RETURN_IF_ERROR(
-          LandGradients(*u, static_cast<char*>(live_[u->sharded_grads].data), op.lane));
+          LandGradients(*w, static_cast<char*>(live_[w->sharded_grads].data), op.lane));
+      landed.push_back(w);
     }
+  }
+  // A later micro-step's reduction (sync every micro-step) ends where its output is freed:
+  // FSDP2 adds it to the sharded gradient the first one left.
+  for (const MemoryEffect& e : op.memory) {
+    if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0) continue;
+    UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
+    if (w == nullptr || e.buffer != w->reduced || w->sharded_grads < 0 ||
+        live_[w->sharded_grads].data == nullptr ||
+        std::find(landed.begin(), landed.end(), w) != landed.end()) {
+      continue;
+    }
+    SS_RETURN_IF_ERROR(LandGradients(*w, static_cast<char*>(live_[w->sharded_grads].data), op.lane,
+                                     /*accumulate=*/true));
   }
   // The replicate params' gradients are final where they are freed after the reduction (their
   // all-reduce, or on one rank the unit's last backward); a micro-step without sync frees them
   // before any sharded gradients exist this step.
   for (const MemoryEffect& e : op.memory) {
-    if (e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == u->replicate_grads) {
-      SS_RETURN_IF_ERROR(LandReplicateGradients(*u, op.lane));
+    if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0) continue;
+    UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
+    if (w != nullptr && e.buffer == w->replicate_grads) {
+      SS_RETURN_IF_ERROR(LandReplicateGradients(*w, op.lane));
     }
   }
   return Status::Ok();
@@ -863,7 +942,11 @@ Status Runner::IssueOp(int i) {
       break;
   }
   // The backward that allocates a unit's gradients writes them (this rank's values).
-  SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane));
+  return FillGradients(fresh, op.lane, op.micro_step);
+}
+
+Status Runner::FinishOp(int i) {
+  const ScheduleOp& op = s_.ops[i];
   SS_ASSIGN_OR_RETURN(end_[i], dev_.Record(op.lane));
   if (o_.observer != nullptr) SS_RETURN_IF_ERROR(o_.observer->AfterOp(i, Context(step_)));
   SS_RETURN_IF_ERROR(ApplyEffects(i, MemoryEffect::When::kEnd, true, nullptr));
@@ -904,10 +987,18 @@ Status Runner::Step(int step) {
     Status st = IssueOp(i);
     const int partner = p2p_partner_[i];
     if (st.ok() && partner >= 0) {
+      // The pair is one group: the receive's work closes it, then both finish.
       ++issued;
+      const int send = i;
       i = partner;
       st = IssueOp(i);
+      if (st.ok()) {
+        i = send;
+        st = FinishOp(i);
+      }
+      if (st.ok()) i = partner;
     }
+    if (st.ok()) st = FinishOp(i);
     if (!st.ok()) {
       (void)EndP2PGroup();  // a failure inside a pair leaves no group open
       failure = st;

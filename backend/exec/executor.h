@@ -22,14 +22,18 @@
 //   - a pipeline send whose lane's next op is a receive is issued with it, as one
 //     point-to-point group (Communicator::BeginP2PGroup: NCCL's sends wait for the peer's
 //     receive, and 1F1B's two stages of a hop each send first); its peer is the other rank
-//     of the hop's group;
+//     of the hop's group. The pair finishes together once the receive closed the group (the
+//     send's end event, observer and end effects after the group's end: NCCL enqueues a
+//     group's calls only there, possibly on two communicators, one per hop);
 //   - nothing else: the schedule decides what runs where and after what.
 // Data: sharded parameters are DeterministicValue(SeedOf(FQN), element index of the local
 // tensor) in their dtype, padding rows zero (param_state.h), optimizer moments zero;
-// gradients are DeterministicValue(SeedOf("grad:<rank>:<FQN>"), index), written by the op
+// gradients are DeterministicValue(GradSeed(rank, FQN, micro-step), index), written by the op
 // that allocates the unsharded-gradient buffer holding them (the schedule names each buffer's
 // parameters, Buffer::grads_of: a backward chunk's, or the rest at the unit's end), before the
-// reduce copy-in reads them.
+// reduce copy-in reads them. Micro-steps without sync add them up in the unit's accumulator
+// (the op that frees a micro-step's gradients folds them in, whichever unit's op it is) and
+// reduce the sum; replicate params' sum replaces their last micro-step's gradient.
 // Compute reads the gathered parameters and writes real outputs into the op's buffers (or a
 // per-lane workspace the schedule does not track, reported apart); the math is the shape's,
 // not the model's.

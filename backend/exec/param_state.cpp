@@ -101,14 +101,15 @@ UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index, const std::stri
 }
 
 uint64_t ParamSeed(const std::string& fqn) { return SeedOf(fqn); }
-uint64_t GradSeed(int rank, const std::string& fqn) {
-  return SeedOf(fmt::format("grad:{}:{}", rank, fqn));
+uint64_t GradSeed(int rank, const std::string& fqn, int micro) {
+  return SeedOf(micro == 0 ? fmt::format("grad:{}:{}", rank, fqn)
+                           : fmt::format("grad:{}:{}:mb{}", rank, fqn, micro));
 }
 float ParamValue(const std::string& fqn, int64_t index) {
   return DeterministicValue(ParamSeed(fqn), index);
 }
-float GradValue(int rank, const std::string& fqn, int64_t index) {
-  return DeterministicValue(GradSeed(rank, fqn), index);
+float GradValue(int rank, const std::string& fqn, int64_t index, int micro) {
+  return DeterministicValue(GradSeed(rank, fqn, micro), index);
 }
 
 }  // namespace shardscope::backend

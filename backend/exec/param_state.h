@@ -11,6 +11,8 @@
 //   OpUnitLabel     the label of the unit an op belongs to (a chunk root's too)
 //   MakeUnitLayout  UnitPlan + this rank's position in the unit's shard group → UnitLayout
 //   ParamSeed / GradSeed   the seeds of DeterministicValue for a parameter / a rank's gradient
+//                          at one micro-step (each micro-step's differ, so a sum over them
+//                          that drops or repeats one is seen)
 //   ParamValue / GradValue the reference value of element `index` of the local tensor
 //
 // Layout (FSDP2, _fsdp_param.py / _fsdp_collectives.py): a parameter's local tensor (after the
@@ -85,9 +87,9 @@ std::string OpUnitLabel(const ScheduleOp& op);
 UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index, const std::string& label = "");
 
 uint64_t ParamSeed(const std::string& fqn);
-uint64_t GradSeed(int rank, const std::string& fqn);
+uint64_t GradSeed(int rank, const std::string& fqn, int micro = 0);
 // Element `index` (row-major over the local tensor) of a parameter / of `rank`'s gradient.
 float ParamValue(const std::string& fqn, int64_t index);
-float GradValue(int rank, const std::string& fqn, int64_t index);
+float GradValue(int rank, const std::string& fqn, int64_t index, int micro = 0);
 
 }  // namespace shardscope::backend

@@ -244,6 +244,15 @@ Status Cast(const CastArgs& a) {
 Status FsdpCopy(const FsdpCopyArgs& a) {
   for (const CopySegment& s : a.segments) {
     if (s.dst == nullptr) return InvalidInput("fsdp copy kernel: a segment without dst");
+    if (a.accumulate) {
+      if (s.src == nullptr) continue;
+      for (int64_t i = 0; i < s.elements; ++i) {
+        const float v = LoadAsFloat(s.src, a.src_dtype, i);
+        StoreFromFloat(s.dst, a.dst_dtype, i,
+                       LoadAsFloat(s.dst, a.dst_dtype, i) + (a.scale != 1.0f ? a.scale * v : v));
+      }
+      continue;
+    }
     if (s.src == nullptr) {
       std::memset(s.dst, 0, s.elements * DTypeBytes(a.dst_dtype));
       continue;

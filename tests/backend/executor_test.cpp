@@ -126,15 +126,18 @@ void ExpectAdamW(int steps, const char* scenario = "one_rank.json", int micro_st
   for (const ParamLayout& p : layout.params) {
     for (int64_t i = 0; i < p.valid_rows * p.cols; ++i) {
       const int64_t index = p.first_row * p.cols + i;
-      // The gradient as it travels: compute dtype, reduce dtype, the parameter's dtype.
-      // Summed over the micro-steps in the reduce dtype.
-      float g = GradValue(0, p.fqn, index);
-      for (DType d : {p.gather_dtype, p.reduce_dtype, p.own_dtype}) {
+      // The gradient as it travels: compute dtype, summed over the micro-steps (each its
+      // own values) in the reduce dtype, the parameter's dtype.
+      auto round = [](DType d, float x) {
         char cell[8];
-        StoreFromFloat(cell, d, 0, g);
-        g = LoadAsFloat(cell, d, 0);
-        if (d == p.gather_dtype) g *= static_cast<float>(micro_steps);
+        StoreFromFloat(cell, d, 0, x);
+        return LoadAsFloat(cell, d, 0);
+      };
+      float g = 0.0f;
+      for (int m = 0; m < micro_steps; ++m) {
+        g = round(p.reduce_dtype, g + round(p.gather_dtype, GradValue(0, p.fqn, index, m)));
       }
+      g = round(p.own_dtype, g);
       const double want =
           ReferenceAdamW(ParamValue(p.fqn, index), g, p.requires_grad ? steps : 0, o);
       const double got = LoadAsFloat(reader.bytes.data() + p.shard_offset, p.own_dtype, i);

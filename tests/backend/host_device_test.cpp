@@ -153,6 +153,31 @@ TEST(HostDeviceTest, GemmAndCastsAgainstDirectComputation) {
   EXPECT_EQ(Bf16BitsToFloat(y[1]), 1.0f + 4.0f / 256);
 }
 
+TEST(HostDeviceTest, AccumulatingCopyAddsInFloatAndRoundsOnce) {
+  // dst = cast(dst + scale · src): the gradient accumulator's `+=` (fp32 math, one rounding
+  // to dst's dtype); a segment without src leaves dst alone.
+  auto dev = Host();
+  const uint16_t g[2] = {FloatToBf16Bits(0.5f), FloatToBf16Bits(-3.0f)};
+  float acc[2] = {1.0f, 0x1p-30f};
+  uint16_t narrow[2] = {FloatToBf16Bits(1.0f), FloatToBf16Bits(2.0f)};
+  FsdpCopyArgs a;
+  a.src_dtype = DType::kBFloat16;
+  a.dst_dtype = DType::kFloat32;
+  a.accumulate = true;
+  a.segments = {{g, acc, 2}};
+  ASSERT_TRUE(dev->FsdpCopy(Lane::kCompute, a).ok());
+  FsdpCopyArgs to_bf16 = a;
+  to_bf16.dst_dtype = DType::kBFloat16;
+  to_bf16.scale = 1.0f / 512;  // 1 + 2^-10 is below half a bfloat16 step: rounds back to 1
+  to_bf16.segments = {{g, narrow, 1}, {nullptr, narrow + 1, 1}};
+  ASSERT_TRUE(dev->FsdpCopy(Lane::kCompute, to_bf16).ok());
+  ASSERT_TRUE(dev->Synchronize(kTimeout).ok());
+  EXPECT_EQ(acc[0], 1.5f);
+  EXPECT_EQ(acc[1], -3.0f);  // 2^-30 is far below float32's step at 3: rounded away
+  EXPECT_EQ(Bf16BitsToFloat(narrow[0]), 1.0f);
+  EXPECT_EQ(Bf16BitsToFloat(narrow[1]), 2.0f);
+}
+
 TEST(HostDeviceTest, AttentionBackwardMatchesFiniteDifferences) {
   auto dev = Host();
   AttentionArgs a;

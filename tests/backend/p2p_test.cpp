@@ -63,11 +63,29 @@ class Recording final : public Communicator {
   std::vector<Call>* log_;
 };
 
+// Logs each op's end as the executor reaches it ("finish"): its end event, observer and end
+// effects come together.
+class FinishLog final : public ExecObserver {
+ public:
+  explicit FinishLog(std::vector<Call>* log) : log_(log) {}
+  Status AfterOp(int op, const ExecContext& ctx) override {
+    log_->push_back({"finish", ctx.schedule->ops[op].op_id, -1, ""});
+    return Status::Ok();
+  }
+  Status AfterRun(const ExecContext&) override { return Status::Ok(); }
+
+ private:
+  std::vector<Call>* log_;
+};
+
 std::vector<Call> RunStage(int rank) {
   auto job = LoadJob("two_stages.json", rank);
   std::vector<Call> log;
   for (auto& c : job->comms) c = std::make_unique<Recording>(std::move(c), &log);
-  const StepRun run = RunJob(*job);
+  FinishLog finish(&log);
+  ExecOptions options;
+  options.observer = &finish;
+  const StepRun run = RunJob(*job, options);
   EXPECT_TRUE(run.failure.ok()) << run.failure.message();
   return log;
 }
@@ -87,7 +105,8 @@ TEST(PipelineP2PTest, PeersAreTheOtherRankOfTheHop) {
 
 TEST(PipelineP2PTest, ASendFollowedByAReceiveGoesOutAsOneGroup) {
   for (int rank : {0, 1}) {
-    const std::vector<Call> log = RunStage(rank);
+    std::vector<Call> log = RunStage(rank);
+    std::erase_if(log, [](const Call& c) { return c.what == "finish"; });
     int groups = 0;
     for (size_t k = 0; k < log.size(); ++k) {
       if (log[k].what != "begin") {
@@ -107,6 +126,30 @@ TEST(PipelineP2PTest, ASendFollowedByAReceiveGoesOutAsOneGroup) {
     // then receives micro-batch 0's gradient; stage 1 sends that gradient then receives
     // micro-batch 1's activations.
     EXPECT_EQ(groups, 1) << "rank " << rank;
+  }
+}
+
+TEST(PipelineP2PTest, AGroupedSendFinishesOnlyAfterTheGroupEnds) {
+  // NCCL enqueues a group's calls at ncclGroupEnd: the send's end event (and the frees and
+  // dependents that wait for it) must come after that, not between the send and the receive.
+  for (int rank : {0, 1}) {
+    const std::vector<Call> log = RunStage(rank);
+    int checked = 0;
+    for (size_t k = 0; k < log.size(); ++k) {
+      if (log[k].what != "begin") continue;
+      ASSERT_LT(k + 3, log.size());
+      const std::string send = log[k + 1].op_id, recv = log[k + 2].op_id;
+      ASSERT_EQ(log[k + 1].what, "send");
+      EXPECT_EQ(log[k + 3].what, "end") << "nothing finishes inside the group, rank " << rank;
+      // Both finish after the end, the send first.
+      std::vector<std::string> finished;
+      for (size_t j = k + 1; j < log.size() && finished.size() < 2; ++j) {
+        if (log[j].what == "finish") finished.push_back(log[j].op_id);
+      }
+      EXPECT_EQ(finished, (std::vector<std::string>{send, recv})) << "rank " << rank;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 1) << "rank " << rank;
   }
 }
 

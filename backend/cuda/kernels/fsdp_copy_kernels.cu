@@ -44,16 +44,19 @@ __global__ void CopyBytesKernel(const __grid_constant__ SegmentTable table, int6
   }
 }
 
-// dst = cast(scale · src) per element (scale 1: no multiply, so casts are exact roundings).
+// dst = cast(scale · src) per element (scale 1: no multiply, so casts are exact roundings);
+// with `accumulate`, dst = cast(dst + scale · src), a segment without src left as it is.
 __global__ void CastCopyKernel(const __grid_constant__ SegmentTable table, DType src_type,
-                               DType dst_type, float scale) {
+                               DType dst_type, float scale, bool accumulate) {
   const CopySegment s = table.seg[blockIdx.y];
+  if (accumulate && s.src == nullptr) return;
   SS_GRID_STRIDE(i, s.elements) {
     float v = 0.0f;
     if (s.src != nullptr) {
       v = LoadAsFloat(s.src, src_type, i);
       if (scale != 1.0f) v = __fmul_rn(scale, v);
     }
+    if (accumulate) v = __fadd_rn(LoadAsFloat(s.dst, dst_type, i), v);
     StoreFromFloat(s.dst, dst_type, i, v);
   }
 }
@@ -66,7 +69,7 @@ Status FsdpCopy(const FsdpCopyArgs& a, cudaStream_t stream) {
       return InvalidInput("fsdp copy kernel: a segment without dst or with a negative count");
     }
   }
-  const bool raw = a.src_dtype == a.dst_dtype && a.scale == 1.0f;
+  const bool raw = a.src_dtype == a.dst_dtype && a.scale == 1.0f && !a.accumulate;
   if (!raw && !(IsFloatingDType(a.src_dtype) && IsFloatingDType(a.dst_dtype))) {
     return InvalidInput(std::string("fsdp copy kernel: cannot cast ") +
                         std::string(DTypeName(a.src_dtype)) + " to " +
@@ -89,7 +92,8 @@ Status FsdpCopy(const FsdpCopyArgs& a, cudaStream_t stream) {
     if (raw) {
       CopyBytesKernel<<<grid, kThreads, 0, stream>>>(table, elem_bytes);
     } else {
-      CastCopyKernel<<<grid, kThreads, 0, stream>>>(table, a.src_dtype, a.dst_dtype, a.scale);
+      CastCopyKernel<<<grid, kThreads, 0, stream>>>(table, a.src_dtype, a.dst_dtype, a.scale,
+                                                    a.accumulate);
     }
     SS_RETURN_IF_ERROR(LaunchStatus(raw ? "CopyBytesKernel" : "CastCopyKernel"));
   }
