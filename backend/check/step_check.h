@@ -81,14 +81,14 @@ class StepChecker final : public ExecObserver {
   struct UnitRef {
     const UnitPlan* plan = nullptr;
     UnitLayout layout;
-    int shard = -1, replicate = -1;  // persistent buffer ids (as the executor matches them)
+    int shard = -1, replicate = -1;     // persistent buffer ids (as the executor matches them)
     int exp_avg = -1, exp_avg_sq = -1;  // the optimizer's moments (persistent)
     int sharded_grads = -1;             // the gradients the optimizer reads
-    int reduction = -1;              // its reduce-scatter op, or without peers chunk_cat's
-    bool local_reduction = false;    // no peers: the reduction is chunk_cat's local cast
-    int hsdp_all_reduce = -1;        // the all-reduce of its reduced shard over the replicas
-    int replicate_all_reduce = -1;   // its replicate params' all-reduce (-1: one rank)
-    int micro_steps = 1;             // micro-steps its reduction carries (accumulation)
+    int reduction = -1;                 // its reduce-scatter op, or without peers chunk_cat's
+    bool local_reduction = false;       // no peers: the reduction is chunk_cat's local cast
+    int hsdp_all_reduce = -1;           // the all-reduce of its reduced shard over the replicas
+    int replicate_all_reduce = -1;      // its replicate params' all-reduce (-1: one rank)
+    int micro_steps = 1;                // micro-steps its reduction carries (accumulation)
     std::vector<int> reduction_micros;  // the micro-step of each reduction (sync every one)
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
