@@ -38,6 +38,28 @@ Result<int> PipelinePeer(const ScheduleOp& op, const ProcessGroup& g, int rank) 
   return static_cast<int>((peer == g.ranks.end() ? me : peer) - g.ranks.begin());
 }
 
+// FsdpCopy's segments grouped by (source dtype, destination dtype): one launch per pair, as
+// the copy kernels take one dtype pair each (FSDP2's foreach copies are per dtype too).
+class GroupedCopies {
+ public:
+  explicit GroupedCopies(bool accumulate = false) : accumulate_(accumulate) {}
+  void Add(DType from, DType to, CopySegment segment) {
+    FsdpCopyArgs& a = by_dtype_[{from, to}];
+    a.src_dtype = from;
+    a.dst_dtype = to;
+    a.accumulate = accumulate_;
+    a.segments.push_back(segment);
+  }
+  Status Issue(Device& dev, Lane lane) const {
+    for (const auto& [key, a] : by_dtype_) SS_RETURN_IF_ERROR(dev.FsdpCopy(lane, a));
+    return Status::Ok();
+  }
+
+ private:
+  bool accumulate_;
+  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype_;
+};
+
 // Where one parameter's unsharded gradient lies: a buffer id and a byte offset into it.
 struct GradSlot {
   int buffer = -1;
@@ -396,7 +418,7 @@ Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane) {
   // the sum, already in the reduce dtype.
   const bool accumulated = Accumulating(u);
   if (accumulated) SS_RETURN_IF_ERROR(Fold(u, lane, true, false));
-  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  GroupedCopies copies;
   const int S = std::max(1, u.layout.sizes.shard_group);
   for (size_t k = 0; k < u.layout.params.size(); ++k) {
     const ParamLayout& p = u.layout.params[k];
@@ -408,24 +430,22 @@ Status Runner::ChunkCat(UnitData& u, void* dst, Lane lane) {
                       u.layout.label, p.fqn));
     }
     const DType from = accumulated ? p.reduce_dtype : p.gather_dtype;
-    FsdpCopyArgs& a = by_dtype[{from, p.reduce_dtype}];
-    a.src_dtype = from;
-    a.dst_dtype = p.reduce_dtype;
     for (int i = 0; i < S; ++i) {
       char* block = static_cast<char*>(dst) + i * u.layout.reduce_block_bytes + p.reduce_offset;
       const int64_t first = i * p.shard_rows;
       const int64_t valid = std::clamp<int64_t>(p.rows - first, 0, p.shard_rows);
       if (valid > 0) {
-        a.segments.push_back({grad + first * p.cols * DTypeBytes(from), block, valid * p.cols});
+        copies.Add(from, p.reduce_dtype,
+                   {grad + first * p.cols * DTypeBytes(from), block, valid * p.cols});
       }
       if (valid < p.shard_rows) {
-        a.segments.push_back({nullptr, block + valid * p.cols * DTypeBytes(p.reduce_dtype),
-                              (p.shard_rows - valid) * p.cols});
+        copies.Add(from, p.reduce_dtype,
+                   {nullptr, block + valid * p.cols * DTypeBytes(p.reduce_dtype),
+                    (p.shard_rows - valid) * p.cols});
       }
     }
   }
-  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
-  return Status::Ok();
+  return copies.Issue(dev_, lane);
 }
 
 const char* Runner::GradOf(const UnitData& u, size_t p) const {
@@ -462,15 +482,13 @@ Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane, int micro
       // accumulator's reduce dtype, then held in theirs).
       UnitData& w = *found;
       SS_RETURN_IF_ERROR(Fold(w, lane, false, true));
-      std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+      GroupedCopies copies;
       for (const ParamLayout& p : u.layout.replicate) {
         if (!p.requires_grad) continue;
-        FsdpCopyArgs& a = by_dtype[{p.reduce_dtype, p.gather_dtype}];
-        a.src_dtype = p.reduce_dtype;
-        a.dst_dtype = p.gather_dtype;
-        a.segments.push_back({AccumAt(w, p, true), base + p.grad_offset, p.rows * p.cols});
+        copies.Add(p.reduce_dtype, p.gather_dtype,
+                   {AccumAt(w, p, true), base + p.grad_offset, p.rows * p.cols});
       }
-      for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
+      SS_RETURN_IF_ERROR(copies.Issue(dev_, lane));
     }
   }
   return Status::Ok();
@@ -480,19 +498,14 @@ Status Runner::LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate)
   // The reduced shard (reduce dtype) becomes the parameter's .grad in its own dtype.
   if (dst == nullptr || u.reduced < 0 || live_[u.reduced].data == nullptr) return Status::Ok();
   const char* src = static_cast<const char*>(live_[u.reduced].data);
-  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  GroupedCopies copies(accumulate);
   int64_t out = 0;
   for (const ParamLayout& p : u.layout.params) {
     if (!p.requires_grad) continue;
-    FsdpCopyArgs& a = by_dtype[{p.reduce_dtype, p.own_dtype}];
-    a.src_dtype = p.reduce_dtype;
-    a.dst_dtype = p.own_dtype;
-    a.accumulate = accumulate;
-    a.segments.push_back({src + p.reduce_offset, dst + out, p.shard_numel()});
+    copies.Add(p.reduce_dtype, p.own_dtype, {src + p.reduce_offset, dst + out, p.shard_numel()});
     out += p.shard_numel() * DTypeBytes(p.own_dtype);
   }
-  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
-  return Status::Ok();
+  return copies.Issue(dev_, lane);
 }
 
 Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
@@ -508,17 +521,13 @@ Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
   for (const ParamLayout& p : u.layout.params) {
     if (p.requires_grad) out += p.shard_numel() * DTypeBytes(p.own_dtype);
   }
-  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  GroupedCopies copies;
   for (const ParamLayout& p : u.layout.replicate) {
     if (!p.requires_grad) continue;
-    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.own_dtype}];
-    a.src_dtype = p.gather_dtype;
-    a.dst_dtype = p.own_dtype;
-    a.segments.push_back({src + p.grad_offset, dst + out, p.rows * p.cols});
+    copies.Add(p.gather_dtype, p.own_dtype, {src + p.grad_offset, dst + out, p.rows * p.cols});
     out += p.rows * p.cols * DTypeBytes(p.own_dtype);
   }
-  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
-  return Status::Ok();
+  return copies.Issue(dev_, lane);
 }
 
 Status Runner::IssueCopyIn(int i) {
@@ -540,15 +549,12 @@ Status Runner::IssueCopyIn(int i) {
   const char* src = static_cast<const char*>(live_[src_id].data);
   const int64_t slot = op.lane == Lane::kAllGather ? u->layout.shard_index : 0;
   char* dst = static_cast<char*>(live_[u->gathered].data) + slot * u->layout.shard_slot_bytes;
-  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  GroupedCopies copies;
   for (const ParamLayout& p : u->layout.params) {
-    FsdpCopyArgs& a = by_dtype[{p.own_dtype, p.gather_dtype}];
-    a.src_dtype = p.own_dtype;
-    a.dst_dtype = p.gather_dtype;
-    a.segments.push_back({src + p.shard_offset, dst + p.gather_offset, p.shard_numel()});
+    copies.Add(p.own_dtype, p.gather_dtype,
+               {src + p.shard_offset, dst + p.gather_offset, p.shard_numel()});
   }
-  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(op.lane, a));
-  return Status::Ok();
+  return copies.Issue(dev_, op.lane);
 }
 
 Status Runner::IssueCollective(int i) {
@@ -775,13 +781,9 @@ char* Runner::AccumAt(const UnitData& u, const ParamLayout& p, bool replicate) c
 }
 
 Status Runner::Fold(UnitData& u, Lane lane, bool params, bool replicate) {
-  std::map<std::pair<DType, DType>, FsdpCopyArgs> by_dtype;
+  GroupedCopies copies(/*accumulate=*/true);
   auto add = [&](const ParamLayout& p, const char* g, int64_t elements, bool rep) {
-    FsdpCopyArgs& a = by_dtype[{p.gather_dtype, p.reduce_dtype}];
-    a.src_dtype = p.gather_dtype;
-    a.dst_dtype = p.reduce_dtype;
-    a.accumulate = true;
-    a.segments.push_back({g, AccumAt(u, p, rep), elements});
+    copies.Add(p.gather_dtype, p.reduce_dtype, {g, AccumAt(u, p, rep), elements});
   };
   for (size_t k = 0; params && k < u.layout.params.size(); ++k) {
     const ParamLayout& p = u.layout.params[k];
@@ -796,8 +798,7 @@ Status Runner::Fold(UnitData& u, Lane lane, bool params, bool replicate) {
       if (p.requires_grad) add(p, base + p.grad_offset, p.rows * p.cols, true);
     }
   }
-  for (auto& [key, a] : by_dtype) SS_RETURN_IF_ERROR(dev_.FsdpCopy(lane, a));
-  return Status::Ok();
+  return copies.Issue(dev_, lane);
 }
 
 // Data that follows an op's end on its lane (outside its measured time): the gradients
