@@ -145,7 +145,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   // derives it), its persistent buffers matched by unit and size as the executor does.
   std::map<std::string, int> shard_index, reduction, reductions;
   std::map<std::string, int> hsdp, replicate_reduce;
-  std::map<std::string, std::vector<int>> micros;
+  std::map<std::string, std::vector<int>> micros, replicate_micros;
   std::set<std::string> local;
   for (size_t i = 0; i < s_.ops.size(); ++i) {
     const ScheduleOp& op = s_.ops[i];
@@ -182,6 +182,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
         hsdp.emplace(label, static_cast<int>(i));
       } else {
         replicate_reduce.insert_or_assign(label, static_cast<int>(i));
+        replicate_micros[label].push_back(op.micro_step);
       }
     }
   }
@@ -204,6 +205,8 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
     if (const auto a = replicate_reduce.find(label); a != replicate_reduce.end()) {
       r.replicate_all_reduce = a->second;
     }
+    // Without peers the replicate params' gradients land with the unit's local reduction.
+    r.replicate_micros = r.replicate_all_reduce >= 0 ? replicate_micros[label] : r.reduction_micros;
   }
   for (const Buffer& b : s_.buffers) {
     auto it = units_.find(b.unit);
@@ -348,18 +351,17 @@ Status StepChecker::Verify(CheckReport* report) const {
   };
   // The gradient the optimizer reads: the reduction landed in the parameter's dtype. With a
   // reduction every micro-step each one is added to the first (fp32 math, FSDP2's
-  // `sharded_param.grad += new_sharded_grad`); an offloaded unit's host gradients hold the
-  // last one (the D2H copy overwrites them).
+  // `sharded_param.grad += new_sharded_grad`), an offloaded unit's on the host and the
+  // replicate params' alike.
   auto landed = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
                     bool replicate) -> float {
-    if (replicate) return RoundTo(p.own_dtype, replicate_reduced(u, p, row, col));
     auto reduced = [&](int micro) {
+      if (replicate) return replicate_reduced(u, p, row, col, micro);
       return u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col, micro)
                                     : shard_reduced(u, p, row, col, 0, micro);
     };
-    const std::vector<int>& micros = u.reduction_micros;
+    const std::vector<int>& micros = replicate ? u.replicate_micros : u.reduction_micros;
     if (micros.size() <= 1) return RoundTo(p.own_dtype, reduced(-1));
-    if (u.plan->offload) return RoundTo(p.own_dtype, reduced(micros.back()));
     float acc = RoundTo(p.own_dtype, reduced(micros[0]));
     for (size_t k = 1; k < micros.size(); ++k) {
       acc = RoundTo(p.own_dtype, RoundTo(DType::kFloat32, double{acc} + reduced(micros[k])));

@@ -28,6 +28,9 @@
 // element's last bit apart), the gradients' collectives stay bit-exact.
 // A unit without peers (a shard group of one) has no reduce-scatter: its reduction is the
 // local cast of chunk_cat into the reduce dtype, which the references follow.
+// With sync every micro-step each micro-step's reduction is added to the gradients the first
+// one landed (FSDP2's `sharded_param.grad += new_sharded_grad`), on the device, in an
+// offloaded unit's host gradients and in the replicate params' gradients alike.
 // Not verified: the replicate parameters of an offloaded unit (kept on the device, their
 // gradients never reach the host step).
 //
@@ -90,6 +93,7 @@ class StepChecker final : public ExecObserver {
     int replicate_all_reduce = -1;      // its replicate params' all-reduce (-1: one rank)
     int micro_steps = 1;                // micro-steps its reduction carries (accumulation)
     std::vector<int> reduction_micros;  // the micro-step of each reduction (sync every one)
+    std::vector<int> replicate_micros;  // the micro-step of each replicate params' all-reduce
   };
   Status Copy(const ExecContext& ctx, Lane lane, int buffer, std::vector<char>& out);
   const UnitRef* UnitOf(const ScheduleOp& op) const;

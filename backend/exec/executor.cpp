@@ -82,6 +82,10 @@ struct UnitData {
   int accum = -1;          // the unsharded accumulator of micro-steps without sync (reduce dtype)
   int reduced = -1;        // the reduction's output (reduce dtype)
   int sharded_grads = -1;  // landed gradients (own dtype)
+  // Whether a reduction landed this step in the offloaded host gradients / in the replicate
+  // params' part of the sharded gradients: later ones add to it (FSDP2's `.grad +=`; the
+  // optimizer's end stands for zero_grad(set_to_none)).
+  bool host_grads_landed = false, replicate_landed = false;
 };
 
 class Runner {
@@ -152,6 +156,8 @@ class Runner {
   // The reduced shard into `dst` (the sharded gradients, or an offloaded unit's host ones);
   // with `accumulate` added to what a reduction of an earlier micro-step left there.
   Status LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate = false);
+  // The replicate params' reduced gradients into their part of the sharded gradients, added
+  // to an earlier micro-step's (sync every micro-step).
   Status LandReplicateGradients(UnitData& u, Lane lane);
   ExecContext Context(int step) const {
     ExecContext c;
@@ -192,6 +198,13 @@ class Runner {
   Communicator* p2p_group_ = nullptr;  // the open group's communicator (its send's)
   std::vector<MemoryLogEntry> log_;
   StepRun run_;
+  // Whether op `i` frees buffer `id` at its end.
+  bool FreesAtEnd(int i, int id) const {
+    const std::vector<MemoryEffect>& m = s_.ops[i].memory;
+    return id >= 0 && std::any_of(m.begin(), m.end(), [&](const MemoryEffect& e) {
+             return e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == id;
+           });
+  }
 };
 
 Status Runner::Prepare() {
@@ -521,7 +534,8 @@ Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
   for (const ParamLayout& p : u.layout.params) {
     if (p.requires_grad) out += p.shard_numel() * DTypeBytes(p.own_dtype);
   }
-  GroupedCopies copies;
+  GroupedCopies copies(/*accumulate=*/u.replicate_landed);
+  u.replicate_landed = true;
   for (const ParamLayout& p : u.layout.replicate) {
     if (!p.requires_grad) continue;
     copies.Add(p.gather_dtype, p.own_dtype, {src + p.grad_offset, dst + out, p.rows * p.cols});
@@ -812,11 +826,6 @@ Status Runner::AfterEnd(int i) {
   SS_RETURN_IF_ERROR(FillGradients(fresh, op.lane, op.micro_step));
   // Everything below follows the buffers' units, not the op's: a unit's post-backward effects
   // may sit on another unit's op (a pipeline chunk root's on its nested unit's last backward).
-  auto frees = [&](int id) {
-    return id >= 0 && std::any_of(op.memory.begin(), op.memory.end(), [&](const MemoryEffect& e) {
-             return e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == id;
-           });
-  };
   if (!IsCollective(op.type)) {
     // A micro-step without sync: the gradients freed here fold into their unit's accumulator,
     // unless this op also frees it (the last micro-step: its reduction below reads the sum).
@@ -827,7 +836,7 @@ Status Runner::AfterEnd(int i) {
         continue;
       }
       UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
-      if (w == nullptr || e.buffer == w->accum || !Accumulating(*w) || frees(w->accum) ||
+      if (w == nullptr || e.buffer == w->accum || !Accumulating(*w) || FreesAtEnd(i, w->accum) ||
           std::find(folded.begin(), folded.end(), w) != folded.end()) {
         continue;
       }
@@ -921,19 +930,24 @@ Status Runner::IssueOp(int i) {
       }
       break;
     case OpType::kCopyD2H:
+      // The copy of the reduced shard is the one that frees it (the replicate params' copy
+      // frees nothing: their gradients stay on the device). The step's first lands in the
+      // host gradients, a later micro-step's adds to them (FSDP2: `.to("cpu")`, then
+      // `grad._local_tensor += new_sharded_grad` on the host).
       if (u != nullptr && u->host_grads >= 0 && u->reduced >= 0 &&
-          live_[u->reduced].data != nullptr) {
+          live_[u->reduced].data != nullptr && FreesAtEnd(i, u->reduced)) {
         const bool same_dtype =
             std::all_of(u->layout.params.begin(), u->layout.params.end(),
                         [](const ParamLayout& p) { return p.reduce_dtype == p.own_dtype; });
-        if (same_dtype) {
+        if (same_dtype && !u->host_grads_landed) {
           SS_RETURN_IF_ERROR(
               dev_.Memcpy(op.lane, live_[u->host_grads].data, live_[u->reduced].data,
                           std::min(live_[u->host_grads].bytes, live_[u->reduced].bytes)));
-        } else {  // the copy casts to the parameters' dtype on its way
-          SS_RETURN_IF_ERROR(
-              LandGradients(*u, static_cast<char*>(live_[u->host_grads].data), op.lane));
+        } else {  // the copy casts to the parameters' dtype on its way, or adds
+          SS_RETURN_IF_ERROR(LandGradients(*u, static_cast<char*>(live_[u->host_grads].data),
+                                           op.lane, u->host_grads_landed));
         }
+        u->host_grads_landed = true;
       }
       break;
     case OpType::kWait:
@@ -974,6 +988,7 @@ Status Runner::Step(int step) {
     u.grads.clear();
     u.grad_at.clear();
     u.accum = -1;
+    u.host_grads_landed = u.replicate_landed = false;
   }
   const int64_t reserved0 = dev_.memory().reserved_bytes;
   // Every lane starts from one point, so all times share the compute lane's origin.

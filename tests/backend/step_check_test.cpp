@@ -143,6 +143,24 @@ TEST(StepCheckTest, AccumulationWithSyncAddsEachMicroStepsReduction) {
   EXPECT_EQ(report.steps, 2);
 }
 
+// FSDP2 adds each micro-step's reduction to the gradients the first one left, on the host
+// for an offloaded unit (`grad._local_tensor += new_sharded_grad` after the D2H copy) and for
+// the replicate params too: keeping only the last micro-step's fails the gradient compared.
+TEST(StepCheckTest, AccumulationWithSyncAddsEachReductionToOffloadedHostGradients) {
+  CheckReport report;
+  const Status st = CheckRun("one_rank_accum_sync_offload.json", 2, &report);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(report.steps, 2);
+  EXPECT_GT(report.optimizer_tensors, 0);
+}
+
+TEST(StepCheckTest, AccumulationWithSyncAddsEachReductionToReplicateParamsGradients) {
+  CheckReport report;
+  const Status st = CheckRun("one_rank_accum_sync_replicate.json", 2, &report);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(report.steps, 2);
+}
+
 // Scales every landed sharded gradient by `factor` just before the optimizer step (at the
 // wait for the reductions): a wrong gradient scaling factor, as a missing 1/N would be.
 class ScaleGradients final : public ExecObserver {
