@@ -333,16 +333,18 @@ Status StepChecker::Verify(CheckReport* report) const {
     return RoundTo(
         d, RoundTo(p.gather_dtype, GradIn(rank, p, row, col, p.reduce_dtype, 0, u.micro_steps)));
   };
+  // `held`: as the gradients' buffer keeps it (rounded to its dtype); else the reduction in
+  // the reduce dtype, from which the gradient lands (cast once to the parameter's dtype).
   auto replicate_reduced = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
-                               int micro = -1) -> float {
+                               int micro = -1, bool held = true) -> float {
     if (u.replicate_all_reduce < 0) {
       return replicate_grad(u, rank_, p, row, col, p.gather_dtype, micro);
     }
     const ScheduleOp& ar = s_.ops[u.replicate_all_reduce];
     const DType d = ar.collective.dtype;
     const ReductionRule rule(ar.collective, s_.groups[ar.group].size());
-    const DType held = s_.buffers[ar.collective.output_buffer].dtype;
-    const DType stored = Checkable(held) ? held : d;
+    const DType buffer = s_.buffers[ar.collective.output_buffer].dtype;
+    const DType stored = held && Checkable(buffer) ? buffer : d;
     double sum = 0;
     for (int m : s_.groups[ar.group].ranks) {
       sum += rule.Input(replicate_grad(u, m, p, row, col, d, micro));
@@ -356,7 +358,7 @@ Status StepChecker::Verify(CheckReport* report) const {
   auto landed = [&](const UnitRef& u, const ParamLayout& p, int64_t row, int64_t col,
                     bool replicate) -> float {
     auto reduced = [&](int micro) {
-      if (replicate) return replicate_reduced(u, p, row, col, micro);
+      if (replicate) return replicate_reduced(u, p, row, col, micro, /*held=*/false);
       return u.hsdp_all_reduce >= 0 ? hsdp_reduced(u, p, row, col, micro)
                                     : shard_reduced(u, p, row, col, 0, micro);
     };

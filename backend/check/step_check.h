@@ -10,7 +10,8 @@
 //     post-divide): bit-exact;
 //   - every HSDP all-reduce yields the reduction, over the replicate group, of the replicas'
 //     reduce-scatter outputs; replicate parameters' all-reduce the reduction of all ranks'
-//     whole gradients;
+//     whole gradients (in the reduce dtype; their gradient lands from that result, cast once
+//     to the parameter's dtype, whatever dtype their buffer holds);
 //   - the AdamW step left on each shard, and on each replicate parameter, what a reference
 //     AdamW (torch's _multi_tensor_adamw, double precision, the parameter rounded to its dtype
 //     after each step) computes on the full tensor from the reference parameters and the

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "backend/exec/issue_order.h"
 #include "backend/exec/measured_memory.h"
@@ -79,6 +80,9 @@ struct UnitData {
   std::vector<int> grads;
   std::vector<GradSlot> grad_at;
   int replicate_grads = -1;
+  // The replicate params' all-reduce result in the reduce dtype when their gradients are
+  // held in another (Runner::replicate_reduce_), until it lands.
+  const char* replicate_reduced = nullptr;
   int accum = -1;          // the unsharded accumulator of micro-steps without sync (reduce dtype)
   int reduced = -1;        // the reduction's output (reduce dtype)
   int sharded_grads = -1;  // landed gradients (own dtype)
@@ -186,6 +190,9 @@ class Runner {
   std::vector<int> arena_buffer_;   // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
+  // Replicate params' gradients cast to the reduce dtype for their all-reduce (only the
+  // all-reduce lane uses it: one reduction at a time, landed before the next).
+  DeviceBuffer replicate_reduce_;
   std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
   // After the op's end and the data AfterEnd enqueued behind it (landed gradients): what
   // dependent ops on other lanes wait for (end_ times the op).
@@ -265,7 +272,7 @@ Status Runner::Prepare() {
   const size_t n = s_.ops.size();
   arena_buffer_.assign(n, -1);
   arena_need_.assign(n, 0);
-  int64_t workspace = 0;
+  int64_t workspace = 0, replicate_reduce_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = s_.ops[i];
     int64_t need = 0;
@@ -277,11 +284,11 @@ Status Runner::Prepare() {
       const int g = op.group >= 0 ? s_.groups[op.group].size() : 1;
       need = 2 * op.collective.count * g * DTypeBytes(op.collective.dtype);
     } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0 &&
-               s_.buffers[op.collective.output_buffer].bytes <
-                   op.collective.count * DTypeBytes(op.collective.dtype)) {
-      // Replicate params' gradients reduced in a wider dtype: IssueCollective casts them into
-      // the workspace, which must hold the whole reduction.
-      need = op.collective.count * DTypeBytes(op.collective.dtype);
+               s_.buffers[op.collective.output_buffer].dtype != op.collective.dtype) {
+      // Replicate params' gradients held in a dtype other than the reduce dtype: reduced in a
+      // buffer of their own (replicate_reduce_), not in the workspace the compute lane shares.
+      replicate_reduce_bytes =
+          std::max(replicate_reduce_bytes, op.collective.count * DTypeBytes(op.collective.dtype));
     }
     arena_need_[i] = need;
     if (need == 0) continue;
@@ -302,7 +309,16 @@ Status Runner::Prepare() {
     if (!ws.ok()) return ws.status().WithContext("the kernels' workspace, before the step");
     workspace_ = std::move(ws).value();
   }
-  run_.workspace_bytes = workspace;
+  if (replicate_reduce_bytes > 0) {
+    Result<DeviceBuffer> rb =
+        dev_.Allocate(replicate_reduce_bytes, MemCategory::kCommBuffers, Lane::kAllReduce);
+    if (!rb.ok()) {
+      return rb.status().WithContext(
+          "the replicate params' reduce-dtype all-reduce buffer, before the step");
+    }
+    replicate_reduce_ = std::move(rb).value();
+  }
+  run_.workspace_bytes = workspace + replicate_reduce_bytes;
   comm_last_.assign(s_.groups.size(), -1);
   // The all-gather buffer a copy-in fills is its all-gather's output (the schedule's link;
   // under host run-ahead another op allocates it, in program order).
@@ -522,13 +538,17 @@ Status Runner::LandGradients(UnitData& u, char* dst, Lane lane, bool accumulate)
 }
 
 Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
-  // Replicate params' reduced gradients (whole, gather dtype) become their .grad in their own
-  // dtype, after the shard's in the unit's sharded gradients (UnitSizes::sharded_grad_bytes).
+  // Replicate params' reduced gradients (whole) become their .grad in their own dtype, after
+  // the shard's in the unit's sharded gradients (UnitSizes::sharded_grad_bytes): from the
+  // all-reduce's reduce-dtype result when it has one (their buffer holds a rounding of it to
+  // the gather dtype), else from their buffer.
+  const char* reduced_at = std::exchange(u.replicate_reduced, nullptr);
   if (u.sharded_grads < 0 || live_[u.sharded_grads].data == nullptr || u.replicate_grads < 0 ||
       live_[u.replicate_grads].data == nullptr) {
     return Status::Ok();
   }
-  const char* src = static_cast<const char*>(live_[u.replicate_grads].data);
+  const bool reduced = reduced_at != nullptr;
+  const char* src = reduced ? reduced_at : static_cast<const char*>(live_[u.replicate_grads].data);
   char* dst = static_cast<char*>(live_[u.sharded_grads].data);
   int64_t out = 0;
   for (const ParamLayout& p : u.layout.params) {
@@ -538,7 +558,9 @@ Status Runner::LandReplicateGradients(UnitData& u, Lane lane) {
   u.replicate_landed = true;
   for (const ParamLayout& p : u.layout.replicate) {
     if (!p.requires_grad) continue;
-    copies.Add(p.gather_dtype, p.own_dtype, {src + p.grad_offset, dst + out, p.rows * p.cols});
+    const DType from = reduced ? p.reduce_dtype : p.gather_dtype;
+    const int64_t at = p.grad_offset / DTypeBytes(p.gather_dtype) * DTypeBytes(from);
+    copies.Add(from, p.own_dtype, {src + at, dst + out, p.rows * p.cols});
     out += p.rows * p.cols * DTypeBytes(p.own_dtype);
   }
   return copies.Issue(dev_, lane);
@@ -603,19 +625,31 @@ Status Runner::IssueCollective(int i) {
       if (u != nullptr && out != nullptr) u->reduced = op.collective.output_buffer;
       break;
     case OpType::kAllReduce: {
-      const int64_t need = c.count * elem;
-      if (out != nullptr && live_[op.collective.output_buffer].bytes >= need) {
+      const DType from = out != nullptr ? s_.buffers[op.collective.output_buffer].dtype : c.dtype;
+      if (out != nullptr && from == c.dtype) {
         c.input = c.output = out;
       } else if (out != nullptr) {
-        // Replicate params' gradients: cast to the reduce dtype first (no buffer of its own in
-        // the schedule: the workspace holds it), reduce, cast back.
-        const DType from = s_.buffers[op.collective.output_buffer].dtype;
+        // Replicate params' gradients held in another dtype: cast to the reduce dtype once
+        // (their own buffer: the schedule has none), reduce there; the gradients land from
+        // that result, cast once to the parameters' dtype (FSDP2's rounding: reduce dtype
+        // before the reduction, the result to the grad dtype). Their buffer gets the result
+        // too, in its dtype.
+        char* reduce = static_cast<char*>(replicate_reduce_.data);
         const int64_t n = std::min(c.count, live_[op.collective.output_buffer].bytes /
                                                 std::max<int64_t>(1, DTypeBytes(from)));
-        SS_RETURN_IF_ERROR(dev_.Cast(op.lane, CastArgs{n, from, c.dtype, out, ws, 1.0f}));
-        c.input = c.output = ws;
+        if (reduce == nullptr || c.count * elem > replicate_reduce_.bytes) {
+          return InvalidInput(fmt::format(
+              "schedule: all-reduce '{}' casts {} elements its buffer holds in {} to {}: more "
+              "than Prepare sized for",
+              op.op_id, c.count, DTypeName(from), DTypeName(c.dtype)));
+        }
+        SS_RETURN_IF_ERROR(dev_.Cast(op.lane, CastArgs{n, from, c.dtype, out, reduce, 1.0f}));
+        c.input = c.output = reduce;
         SS_RETURN_IF_ERROR(backend::IssueCollective(comm, c));
-        return dev_.Cast(op.lane, CastArgs{n, c.dtype, from, ws, out, 1.0f});
+        if (u != nullptr && op.collective.output_buffer == u->replicate_grads) {
+          u->replicate_reduced = reduce;
+        }
+        return dev_.Cast(op.lane, CastArgs{n, c.dtype, from, reduce, out, 1.0f});
       } else {
         c.input = c.output = ws;
       }
@@ -989,6 +1023,7 @@ Status Runner::Step(int step) {
     u.grad_at.clear();
     u.accum = -1;
     u.host_grads_landed = u.replicate_landed = false;
+    u.replicate_reduced = nullptr;
   }
   const int64_t reserved0 = dev_.memory().reserved_bytes;
   // Every lane starts from one point, so all times share the compute lane's origin.
@@ -1117,6 +1152,8 @@ Status Runner::Release() {
   }
   if (workspace_.data != nullptr) dev_.Free(workspace_);
   workspace_ = DeviceBuffer{};
+  if (replicate_reduce_.data != nullptr) dev_.Free(replicate_reduce_);
+  replicate_reduce_ = DeviceBuffer{};
   return Status::Ok();
 }
 
