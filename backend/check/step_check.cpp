@@ -324,14 +324,16 @@ Status StepChecker::Verify(CheckReport* report) const {
   // A replicate parameter's gradient after its all-reduce (or, on one rank, as backward wrote
   // it), in the dtype its buffer holds.
   // With accumulation the gradient is the micro-steps' sum (in the accumulator's reduce
-  // dtype) held in the gradients' dtype, which the all-reduce then casts to its own.
+  // dtype), which their all-reduce reduces as it is (on one rank: held in their dtype).
   // Without accumulation, the gradient of micro-step `micro` (-1: the last one, whose
   // reduction lands).
   auto replicate_grad = [&](const UnitRef& u, int rank, const ParamLayout& p, int64_t row,
                             int64_t col, DType d, int micro) -> float {
     if (u.micro_steps <= 1) return GradIn(rank, p, row, col, d, micro < 0 ? last_micro_ : micro);
-    return RoundTo(
-        d, RoundTo(p.gather_dtype, GradIn(rank, p, row, col, p.reduce_dtype, 0, u.micro_steps)));
+    const float sum = GradIn(rank, p, row, col, p.reduce_dtype, 0, u.micro_steps);
+    // Their all-reduce reduces the sum as the accumulator holds it; without one they land
+    // from their gradients' buffer.
+    return RoundTo(d, u.replicate_all_reduce >= 0 ? sum : RoundTo(p.gather_dtype, sum));
   };
   // `held`: as the gradients' buffer keeps it (rounded to its dtype); else the reduction in
   // the reduce dtype, from which the gradient lands (cast once to the parameter's dtype).

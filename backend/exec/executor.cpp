@@ -80,8 +80,12 @@ struct UnitData {
   std::vector<int> grads;
   std::vector<GradSlot> grad_at;
   int replicate_grads = -1;
-  // The replicate params' all-reduce result in the reduce dtype when their gradients are
-  // held in another (Runner::replicate_reduce_), until it lands.
+  // Replicate params' gradients held in a dtype other than the reduce dtype: the unit's own
+  // reduce-dtype buffer for their all-reduce (the schedule has none), whether the last
+  // micro-step of an accumulation left their sum there (so the all-reduce reduces it as it
+  // is), and the all-reduce's result there until it lands.
+  DeviceBuffer replicate_reduce;
+  bool replicate_summed = false;
   const char* replicate_reduced = nullptr;
   int accum = -1;          // the unsharded accumulator of micro-steps without sync (reduce dtype)
   int reduced = -1;        // the reduction's output (reduce dtype)
@@ -190,9 +194,6 @@ class Runner {
   std::vector<int> arena_buffer_;   // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
   DeviceBuffer workspace_;
-  // Replicate params' gradients cast to the reduce dtype for their all-reduce (only the
-  // all-reduce lane uses it: one reduction at a time, landed before the next).
-  DeviceBuffer replicate_reduce_;
   std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
   // After the op's end and the data AfterEnd enqueued behind it (landed gradients): what
   // dependent ops on other lanes wait for (end_ times the op).
@@ -273,6 +274,7 @@ Status Runner::Prepare() {
   arena_buffer_.assign(n, -1);
   arena_need_.assign(n, 0);
   int64_t workspace = 0, replicate_reduce_bytes = 0;
+  std::vector<int64_t> replicate_reduce(units_.size(), 0);  // per unit
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = s_.ops[i];
     int64_t need = 0;
@@ -285,10 +287,13 @@ Status Runner::Prepare() {
       need = 2 * op.collective.count * g * DTypeBytes(op.collective.dtype);
     } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0 &&
                s_.buffers[op.collective.output_buffer].dtype != op.collective.dtype) {
-      // Replicate params' gradients held in a dtype other than the reduce dtype: reduced in a
-      // buffer of their own (replicate_reduce_), not in the workspace the compute lane shares.
-      replicate_reduce_bytes =
-          std::max(replicate_reduce_bytes, op.collective.count * DTypeBytes(op.collective.dtype));
+      // Replicate params' gradients held in a dtype other than the reduce dtype: reduced in
+      // their unit's buffer (UnitData::replicate_reduce), not in the workspace the compute
+      // lane shares.
+      if (unit_of_op_[i] >= 0) {
+        int64_t& bytes = replicate_reduce[unit_of_op_[i]];
+        bytes = std::max(bytes, op.collective.count * DTypeBytes(op.collective.dtype));
+      }
     }
     arena_need_[i] = need;
     if (need == 0) continue;
@@ -309,14 +314,17 @@ Status Runner::Prepare() {
     if (!ws.ok()) return ws.status().WithContext("the kernels' workspace, before the step");
     workspace_ = std::move(ws).value();
   }
-  if (replicate_reduce_bytes > 0) {
+  for (size_t k = 0; k < units_.size(); ++k) {
+    if (replicate_reduce[k] == 0) continue;
     Result<DeviceBuffer> rb =
-        dev_.Allocate(replicate_reduce_bytes, MemCategory::kCommBuffers, Lane::kAllReduce);
+        dev_.Allocate(replicate_reduce[k], MemCategory::kCommBuffers, Lane::kAllReduce);
     if (!rb.ok()) {
       return rb.status().WithContext(
-          "the replicate params' reduce-dtype all-reduce buffer, before the step");
+          fmt::format("unit '{}': its replicate params' reduce-dtype buffer, before the step",
+                      units_[k].layout.label));
     }
-    replicate_reduce_ = std::move(rb).value();
+    units_[k].replicate_reduce = std::move(rb).value();
+    replicate_reduce_bytes += replicate_reduce[k];
   }
   run_.workspace_bytes = workspace + replicate_reduce_bytes;
   comm_last_.assign(s_.groups.size(), -1);
@@ -511,13 +519,24 @@ Status Runner::FillGradients(const std::vector<int>& fresh, Lane lane, int micro
       // accumulator's reduce dtype, then held in theirs).
       UnitData& w = *found;
       SS_RETURN_IF_ERROR(Fold(w, lane, false, true));
+      // When they are held in another dtype than the sum, the sum also goes to their
+      // all-reduce's own buffer as it is, so it is reduced without a rounding to theirs
+      // between (the accumulator is freed before that all-reduce may run).
       GroupedCopies copies;
+      char* reduce = static_cast<char*>(w.replicate_reduce.data);
       for (const ParamLayout& p : u.layout.replicate) {
         if (!p.requires_grad) continue;
         copies.Add(p.reduce_dtype, p.gather_dtype,
                    {AccumAt(w, p, true), base + p.grad_offset, p.rows * p.cols});
+        if (reduce != nullptr) {
+          const int64_t at =
+              p.grad_offset / DTypeBytes(p.gather_dtype) * DTypeBytes(p.reduce_dtype);
+          copies.Add(p.reduce_dtype, p.reduce_dtype,
+                     {AccumAt(w, p, true), reduce + at, p.rows * p.cols});
+        }
       }
       SS_RETURN_IF_ERROR(copies.Issue(dev_, lane));
+      w.replicate_summed = reduce != nullptr;
     }
   }
   return Status::Ok();
@@ -634,16 +653,19 @@ Status Runner::IssueCollective(int i) {
         // that result, cast once to the parameters' dtype (FSDP2's rounding: reduce dtype
         // before the reduction, the result to the grad dtype). Their buffer gets the result
         // too, in its dtype.
-        char* reduce = static_cast<char*>(replicate_reduce_.data);
+        char* reduce = u != nullptr ? static_cast<char*>(u->replicate_reduce.data) : nullptr;
         const int64_t n = std::min(c.count, live_[op.collective.output_buffer].bytes /
                                                 std::max<int64_t>(1, DTypeBytes(from)));
-        if (reduce == nullptr || c.count * elem > replicate_reduce_.bytes) {
+        if (reduce == nullptr || c.count * elem > u->replicate_reduce.bytes) {
           return InvalidInput(fmt::format(
               "schedule: all-reduce '{}' casts {} elements its buffer holds in {} to {}: more "
               "than Prepare sized for",
               op.op_id, c.count, DTypeName(from), DTypeName(c.dtype)));
         }
-        SS_RETURN_IF_ERROR(dev_.Cast(op.lane, CastArgs{n, from, c.dtype, out, reduce, 1.0f}));
+        // An accumulation's sum is there already, in the reduce dtype it was summed in.
+        if (!std::exchange(u->replicate_summed, false)) {
+          SS_RETURN_IF_ERROR(dev_.Cast(op.lane, CastArgs{n, from, c.dtype, out, reduce, 1.0f}));
+        }
         c.input = c.output = reduce;
         SS_RETURN_IF_ERROR(backend::IssueCollective(comm, c));
         if (u != nullptr && op.collective.output_buffer == u->replicate_grads) {
@@ -1024,6 +1046,7 @@ Status Runner::Step(int step) {
     u.accum = -1;
     u.host_grads_landed = u.replicate_landed = false;
     u.replicate_reduced = nullptr;
+    u.replicate_summed = false;
   }
   const int64_t reserved0 = dev_.memory().reserved_bytes;
   // Every lane starts from one point, so all times share the compute lane's origin.
@@ -1152,8 +1175,10 @@ Status Runner::Release() {
   }
   if (workspace_.data != nullptr) dev_.Free(workspace_);
   workspace_ = DeviceBuffer{};
-  if (replicate_reduce_.data != nullptr) dev_.Free(replicate_reduce_);
-  replicate_reduce_ = DeviceBuffer{};
+  for (UnitData& u : units_) {
+    if (u.replicate_reduce.data != nullptr) dev_.Free(u.replicate_reduce);
+    u.replicate_reduce = DeviceBuffer{};
+  }
   return Status::Ok();
 }
 
