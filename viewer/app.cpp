@@ -128,12 +128,17 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
 }
 
 void RenderFrame(GlWindow& gl, ViewerState* s, RenderTimes* times) {
+  RenderFrame(
+      gl, [s] { DrawViewerFrame(s); }, times);
+}
+
+void RenderFrame(GlWindow& gl, const std::function<void()>& draw, RenderTimes* times) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
-  DrawViewerFrame(s);
+  draw();
   ImGui::Render();
   const auto t1 = Clock::now();
   int fb_w = 0, fb_h = 0;

@@ -56,6 +56,7 @@ void SetTraces(ViewerState* s, std::shared_ptr<const TraceView> a,
   s->a = std::move(a);
   s->b = std::move(b);
   s->ghost.reset();
+  ++s->traces_generation;
   s->range.reset();
   int64_t end = 1;
   if (s->a) end = std::max(end, s->a->end_ns);
@@ -68,6 +69,7 @@ void SetTraces(ViewerState* s, std::shared_ptr<const TraceView> a,
 void InstallPrediction(ViewerState* s, std::shared_ptr<const TraceView> prediction) {
   s->ghost = std::move(s->a);
   s->a = std::move(prediction);
+  ++s->traces_generation;
   RebuildRows(s);
   RefreshSummary(s);
 }
