@@ -11,7 +11,10 @@ uint64_t RowKey(int rank, StrId op_id) {
 }
 
 void ReindexRows(ViewerState* s) {
-  for (auto& m : s->row_of) m.clear();
+  for (auto& m : s->row_of) {
+    m.clear();
+    m.reserve(s->rows.size());
+  }
   for (size_t i = 0; i < s->rows.size(); ++i) {
     const CompareRow& r = s->rows[i];
     if (r.in_a()) s->row_of[0][RowKey(r.rank, r.id_a)] = static_cast<int>(i);
