@@ -5,6 +5,10 @@
 //           target < 16 ms. With --gl (under xvfb-run) the frame is drawn by OpenGL and
 //           finished (glFinish); without, ImGui builds the frame with no renderer. Each part
 //           is reported: the viewer's CPU work (build) apart from what the renderer costs.
+//           Each zoom twice: the view held still (the timeline's cached boxes re-emitted) and
+//           moved a pixel every frame (merged again). With --gl two baselines of the same size
+//           show what the software rasteriser costs whatever the viewer draws: a blank frame
+//           (clear and present) and one blended full-size rectangle (a window background).
 //   tune    a tuning change (forward prefetch depth toggled) on --scenario, from the request
 //           to the frame drawn with the new prediction; target < 200 ms
 // Usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]
@@ -103,13 +107,13 @@ struct FrameTime {
   double vertices = 0;
 };
 
-FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
+FrameTime TimeFrame(const std::function<void()>& draw, GlWindow* gl) {
   FrameTime t;
   const auto t0 = Clock::now();
   const double c0 = CpuMs();
   if (gl) {
     RenderTimes parts;
-    RenderFrame(*gl, s, &parts);
+    RenderFrame(*gl, draw, &parts);
     t.build_ms = parts.build_ms;
     t.submit_ms = parts.submit_ms;
     const auto f0 = Clock::now();
@@ -121,7 +125,7 @@ FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
   } else {
     ImGui::GetIO().DeltaTime = 1.0f / 60;
     ImGui::NewFrame();
-    DrawViewerFrame(s);
+    draw();
     ImGui::Render();
     t.build_ms = Ms(t0, Clock::now());
   }
@@ -129,6 +133,17 @@ FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
   t.wall_ms = Ms(t0, Clock::now());
   t.cpu_ms = CpuMs() - c0;
   return t;
+}
+
+FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
+  return TimeFrame([s] { DrawViewerFrame(s); }, gl);
+}
+
+// One opaque rectangle over the whole display: what a full-window background fill costs (the
+// viewer's windows draw none; the clear paints their colour).
+void FullSizeRect() {
+  ImGui::GetBackgroundDrawList()->AddRectFilled(ImVec2(0, 0), ImGui::GetIO().DisplaySize,
+                                                IM_COL32(15, 15, 15, 240));
 }
 
 }  // namespace
@@ -223,12 +238,12 @@ int main(int argc, char** argv) {
     io.Fonts->GetTexDataAsRGBA32(&pixels, &fw, &fh);
   }
   // Medians of each part over the reps.
-  auto frames = [&](ViewerState* s, const std::function<void()>& setup) {
+  auto frames = [&](const std::function<void()>& draw, const std::function<void(int)>& setup) {
     std::vector<FrameTime> all;
-    TimeFrame(s, gl.get());  // layout settles on the first frame
+    TimeFrame(draw, gl.get());  // layout settles on the first frame
     for (int r = 0; r < std::max(reps, 5); ++r) {
-      setup();
-      all.push_back(TimeFrame(s, gl.get()));
+      setup(r);
+      all.push_back(TimeFrame(draw, gl.get()));
     }
     auto med = [&](double FrameTime::*field) {
       std::vector<double> v;
@@ -244,18 +259,37 @@ int main(int argc, char** argv) {
     return m;
   };
   const int64_t end = std::max(state.a->end_ns, state.b->end_ns);
-  const FrameTime full = frames(&state, [&] { state.viewport.Fit(0, end); });
-  const FrameTime busy = frames(&state, [&] {
+  const auto draw = [&] { DrawViewerFrame(&state); };
+  const auto full = [&](int) { state.viewport.Fit(0, end); };
+  const auto busy = [&](int) {
     state.viewport.start_ns = end / 2;
     state.viewport.span_ns = 1'000'000;
-  });
-  for (const auto& [what, t] :
-       {std::pair<const char*, FrameTime>{"full zoom-out", full}, {"busy zoom-in (1 ms)", busy}}) {
+  };
+  // The view one pixel further each frame: nothing cached is reusable.
+  const auto moving = [&](const std::function<void(int)>& place) {
+    return [&state, place](int r) {
+      place(r);
+      state.viewport.Pan(r % 2 == 0 ? 1.0 : -1.0);
+    };
+  };
+  std::vector<std::pair<std::string, FrameTime>> results;
+  results.emplace_back("full zoom-out, view still", frames(draw, full));
+  results.emplace_back("full zoom-out, view moving", frames(draw, moving(full)));
+  results.emplace_back("busy zoom-in (1 ms), view still", frames(draw, busy));
+  results.emplace_back("busy zoom-in (1 ms), view moving", frames(draw, moving(busy)));
+  if (gl) {
+    results.emplace_back("baseline: blank frame", frames([] {}, [](int) {}));
+    results.emplace_back("baseline: one full-size filled rectangle",
+                         frames(FullSizeRect, [](int) {}));
+  }
+  const char* lp_threads = std::getenv("LP_NUM_THREADS");
+  for (const auto& [what, t] : results) {
     fmt::print(
-        "frame  {}, {}: median {:.2f} ms wall / {:.2f} ms CPU (all threads) (target 16); parts: "
+        "frame  {}{}, {}: median {:.2f} ms wall / {:.2f} ms CPU (all threads) (target 16); parts: "
         "build {:.2f}, submit {:.2f}, finish {:.2f}, present {:.2f} ms; {:.0f} vertices\n",
-        gl ? "OpenGL (llvmpipe under Xvfb)" : "ImGui without renderer", what, t.wall_ms, t.cpu_ms,
-        t.build_ms, t.submit_ms, t.finish_ms, t.present_ms, t.vertices);
+        gl ? "OpenGL (llvmpipe under Xvfb" : "ImGui without renderer",
+        gl ? fmt::format(", LP_NUM_THREADS={})", lp_threads ? lp_threads : "default") : "", what,
+        t.wall_ms, t.cpu_ms, t.build_ms, t.submit_ms, t.finish_ms, t.present_ms, t.vertices);
   }
 
   ViewerState tuned;

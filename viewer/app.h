@@ -6,7 +6,7 @@
 //   LoadViewerState   traces + scenario → ViewerState (no window; tests and the bench use it)
 //   GlWindow          a GLFW window with its OpenGL 3.3 context and the ImGui backends
 //   OpenGlWindow      opens one (invisible for headless use)
-//   RenderFrame       one ImGui frame of the viewer into the window's back buffer
+//   RenderFrame       one ImGui frame of the viewer (or of any draw call) into the back buffer
 //   SaveScreenshot    glReadPixels of the back buffer (before the swap) → PNG
 //   RunViewer         LoadViewerState + the window or the headless screenshot
 //
@@ -17,6 +17,7 @@
 // buffer read with glReadPixels before the swap.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,8 @@ struct RenderTimes {
   double submit_ms = 0;
 };
 void RenderFrame(GlWindow& window, ViewerState* state, RenderTimes* times = nullptr);
+// The same around `draw` (the bench's baselines: a blank frame, empty windows).
+void RenderFrame(GlWindow& window, const std::function<void()>& draw, RenderTimes* times);
 // Waits for the GPU (software renderer) to finish the frame, for timing.
 void FinishFrame(GlWindow& window);
 Status SaveScreenshot(GlWindow& window, const std::string& path);

@@ -81,7 +81,7 @@ void DrawViewerFrame(ViewerState* s) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float chrome = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y + 8;
   const float timeline_h =
-      std::floor(std::clamp(TimelineContentHeight(*s) + chrome, h * 0.2f, h * 0.44f));
+      std::floor(std::clamp(TimelineContentHeight(s) + chrome, h * 0.2f, h * 0.44f));
   const float memory_h = std::floor(h * 0.68f) - timeline_h;
   const float bottom_y = timeline_h + memory_h;
   const float bottom_h = h - bottom_y;

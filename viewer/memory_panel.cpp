@@ -14,6 +14,7 @@
 namespace shardscope::viewer {
 namespace {
 
+constexpr ImU32 kBandColor = IM_COL32(30, 30, 34, 255);
 constexpr ImU32 kAllocatedColor = IM_COL32(255, 255, 255, 255);
 constexpr ImU32 kReservedColor = IM_COL32(255, 160, 40, 255);
 constexpr ImU32 kHbmColor = IM_COL32(230, 40, 40, 255);
@@ -98,7 +99,6 @@ void DrawMemoryPanel(ViewerState* s) {
     const float by0 = origin.y + band * band_h + 2, by1 = origin.y + (band + 1) * band_h - 2;
     ++band;
     const double px_per_byte = (by1 - by0) / static_cast<double>(scale);
-    dl->AddRectFilled(ImVec2(x0, by0), ImVec2(x1, by1), IM_COL32(30, 30, 34, 255));
     dl->AddText(ImVec2(origin.x + 4, by0), IM_COL32(220, 220, 220, 255), v->label.c_str());
     dl->AddText(ImVec2(origin.x + 4, by0 + 16), IM_COL32(160, 160, 160, 255),
                 fmt::format("peak {}", FormatBytes(m.peak_allocated)).c_str());
@@ -110,19 +110,22 @@ void DrawMemoryPanel(ViewerState* s) {
       dl->AddText(ImVec2(origin.x + 18, ly), IM_COL32(180, 180, 180, 255), m.categories[c].c_str());
     }
     const std::vector<MemoryColumn> cols = DownsampleMemory(m, vp.start_ns, vp.end_ns(), columns);
-    // Columns showing the same sample side by side: one box per category for the run.
+    // Columns showing the same sample side by side: one box per category for the run, and the
+    // band's background only above the stack (each pixel filled once: a software renderer pays
+    // per pixel).
     for (int c = 0, e = 0; c < columns; c = e) {
       const int64_t sample = cols[c].sample;
       for (e = c + 1; e < columns && cols[e].sample == sample;) ++e;
-      if (sample < 0) continue;
+      const float right = e == columns ? x1 : x0 + e;  // the last run takes the sub-pixel rest
       float y = by1;
-      for (size_t k = 0; k < m.categories.size(); ++k) {
+      for (size_t k = 0; sample >= 0 && k < m.categories.size(); ++k) {
         const int64_t val = m.value(static_cast<size_t>(sample), k);
         if (val <= 0) continue;
-        const float top = y - static_cast<float>(val * px_per_byte);
-        dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(x0 + e, y), CategoryColor(k));
+        const float top = std::max(by0, y - static_cast<float>(val * px_per_byte));
+        dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(right, y), CategoryColor(k));
         y = top;
       }
+      if (y > by0) dl->AddRectFilled(ImVec2(x0 + c, by0), ImVec2(right, y), kBandColor);
     }
     ColumnLine(dl, x0, by1, px_per_byte, columns, kAllocatedColor,
                [&](int c) { return cols[c].sample < 0 ? -1 : cols[c].allocated; });

@@ -18,9 +18,17 @@ void VisibleItems(const Track& track, const Viewport& viewport, double merge_px,
       items.begin());
   const int64_t merge_ns =
       std::max<int64_t>(1, static_cast<int64_t>(std::ceil(merge_px * viewport.NsPerPx())));
-  // First index whose prefix max end reaches t: every item before it ends before t.
+  // First index whose prefix max end reaches t: every item before it ends before t. Galloping
+  // from `from`: a run grows by about a pixel's worth of items per step, so the answer is near
+  // and a full binary search over the track (17 steps at 100k items) would mostly be wasted.
   auto first_reaching = [&](size_t from, int64_t t) {
-    return static_cast<size_t>(std::lower_bound(max_end.begin() + from, max_end.begin() + n, t) -
+    size_t lo = from, step = 1;
+    while (lo + step < n && max_end[lo + step - 1] < t) {
+      lo += step;
+      step *= 2;
+    }
+    const size_t hi = std::min(n, lo + step);
+    return static_cast<size_t>(std::lower_bound(max_end.begin() + lo, max_end.begin() + hi, t) -
                                max_end.begin());
   };
   size_t i = first_reaching(0, view_lo + 1);

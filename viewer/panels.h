@@ -31,8 +31,9 @@ ImU32 DeltaColor(double delta_pct);
 inline constexpr float kLabelColumnPx = 150.0f;
 
 void DrawTimelinePanel(ViewerState* s);
-// Pixels the timeline's ruler and rows take (the frame gives spare height to the other panels).
-float TimelineContentHeight(const ViewerState& s);
+// Pixels the timeline's ruler and rows take (the frame gives spare height to the other panels);
+// brings the timeline's cached boxes up to date.
+float TimelineContentHeight(ViewerState* s);
 void DrawMemoryPanel(ViewerState* s);
 void DrawComparePanel(ViewerState* s);
 void DrawSummaryPanel(ViewerState* s);

@@ -134,9 +134,9 @@ void HandlePlotInput(ViewerState* s, float plot_x0, bool hovered, int plot) {
   }
 }
 
-float TimelineContentHeight(const ViewerState& s) {
-  const std::vector<TimelineRow> rows =
-      LayoutTimeline(s.a.get(), s.b.get(), s.mode, kRowPx, kGapPx);
+float TimelineContentHeight(ViewerState* s) {
+  UpdateTimelineCache(*s, kRowPx, kGapPx, kMergePx, &s->timeline_cache);
+  const std::vector<TimelineRow>& rows = s->timeline_cache.rows;
   return kRulerPx + (rows.empty() ? 0.0f : rows.back().y1) + kGapPx;
 }
 
@@ -161,8 +161,9 @@ void DrawTimelinePanel(ViewerState* s) {
   const ImVec2 clip_min = ImGui::GetWindowPos();
   const ImVec2 clip_max(clip_min.x + ImGui::GetWindowWidth(),
                         clip_min.y + ImGui::GetWindowHeight());
-  const std::vector<TimelineRow> rows =
-      LayoutTimeline(s->a.get(), s->b.get(), s->mode, kRowPx, kGapPx);
+  UpdateTimelineCache(*s, kRowPx, kGapPx, kMergePx, &s->timeline_cache);
+  const TimelineDrawCache& cache = s->timeline_cache;
+  const std::vector<TimelineRow>& rows = cache.rows;
   const TraceView* views[2] = {s->a.get(), s->b.get()};
   s->probes.timeline_plot = {x0, clip_min.y, x1, clip_max.y};
   for (auto& v : s->probes.lane_rects) v.clear();
@@ -170,10 +171,10 @@ void DrawTimelinePanel(ViewerState* s) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool plot_hovered = ImGui::IsWindowHovered() && mouse.x >= x0 && mouse.x < x1;
   std::optional<TimelineHit> hit;
-  std::vector<DrawItem> boxes;
 
   cdl->PushClipRect(clip_min, clip_max, true);
-  for (const TimelineRow& row : rows) {
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const TimelineRow& row = rows[r];
     const float ry0 = base.y + row.y0, ry1 = base.y + row.y1;
     if (ry1 < clip_min.y || ry0 > clip_max.y) continue;
     const std::string label = fmt::format("rank {} {}", row.rank, TraceLaneName(row.lane));
@@ -187,21 +188,12 @@ void DrawTimelinePanel(ViewerState* s) {
       }
       s->probes.lane_rects[w].push_back({x0, sy0, x1, sy1});
       s->probes.lane_row_lane[w].push_back(row.lane);
-      if (s->mode == LaneMode::kStacked || w == 0) {
-        // Outside the step on either side, idle within it: each pixel filled once (a software
-        // renderer pays per pixel).
-        const float ix0 = std::clamp(x0 + static_cast<float>(vp.TimeToX(0)), x0, x1);
-        const float ix1 = std::clamp(x0 + static_cast<float>(vp.TimeToX(views[w]->end_ns)), x0, x1);
-        if (ix0 > x0) cdl->AddRectFilled(ImVec2(x0, sy0), ImVec2(ix0, sy1), kOutsideColor);
-        if (ix1 > ix0) cdl->AddRectFilled(ImVec2(ix0, sy0), ImVec2(ix1, sy1), kIdleColor);
-        if (x1 > ix1) cdl->AddRectFilled(ImVec2(ix1, sy0), ImVec2(x1, sy1), kOutsideColor);
+      for (const TimelineSpan& g : cache.background[w][r]) {
+        cdl->AddRectFilled(ImVec2(x0 + g.x0, sy0), ImVec2(x0 + g.x1, sy1),
+                           g.idle ? kIdleColor : kOutsideColor);
       }
-      if (!row.track[w]) continue;
-      VisibleItems(*row.track[w], vp, kMergePx, &boxes);
-      for (const DrawItem& box : boxes) {
-        const float bx0 = std::max(x0, x0 + static_cast<float>(vp.TimeToX(box.start_ns)));
-        const float bx1 =
-            std::min(x1, std::max(bx0 + 1.0f, x0 + static_cast<float>(vp.TimeToX(box.end_ns))));
+      for (const TimelineBox& box : cache.boxes[w][r]) {
+        const float bx0 = x0 + box.x0, bx1 = x0 + box.x1;
         cdl->AddRectFilled(ImVec2(bx0, sy0), ImVec2(bx1, sy1), KindColor(box.kind, box.count > 1));
         if (s->mode == LaneMode::kOverlaid && w == 1) {
           cdl->AddRect(ImVec2(bx0, sy0), ImVec2(bx1, sy1), IM_COL32(255, 255, 255, 200));
@@ -220,39 +212,16 @@ void DrawTimelinePanel(ViewerState* s) {
       }
     }
     // The previous prediction: a strip along the top of A's band.
-    if (s->ghost && views[0]) {
-      if (const Track* gt = s->ghost->FindTrack(row.rank, row.lane)) {
-        VisibleItems(*gt, vp, kMergePx, &boxes);
-        const float gy0 = base.y + row.sub_y0[0] + 1;
-        for (const DrawItem& box : boxes) {
-          const float bx0 = std::max(x0, x0 + static_cast<float>(vp.TimeToX(box.start_ns)));
-          const float bx1 =
-              std::min(x1, std::max(bx0 + 1.0f, x0 + static_cast<float>(vp.TimeToX(box.end_ns))));
-          cdl->AddRectFilled(ImVec2(bx0, gy0), ImVec2(bx1, gy0 + 3), kGhostColor);
-        }
-      }
+    const float gy0 = base.y + row.sub_y0[0] + 1;
+    for (const TimelineBox& box : cache.ghost[r]) {
+      cdl->AddRectFilled(ImVec2(x0 + box.x0, gy0), ImVec2(x0 + box.x1, gy0 + 3), kGhostColor);
     }
   }
   // The selected comparison row, outlined in both traces.
-  if (s->selected_row >= 0) {
-    const CompareRow& r = s->rows[s->selected_row];
-    for (const TimelineRow& row : rows) {
-      if (row.rank != r.rank) continue;
-      for (int w = 0; w < 2; ++w) {
-        if (!views[w]) continue;
-        for (uint32_t ev : s->selected_events[w]) {
-          const WorkEvent& e = views[w]->trace.events[ev];
-          if (e.lane != row.lane) continue;
-          const int64_t st = e.start_ns - views[w]->origin_ns;
-          const float bx0 = x0 + static_cast<float>(vp.TimeToX(st));
-          const float bx1 =
-              std::max(bx0 + 2.0f, x0 + static_cast<float>(vp.TimeToX(st + e.dur_ns)));
-          if (bx1 < x0 || bx0 > x1) continue;
-          cdl->AddRect(ImVec2(bx0 - 1, base.y + row.sub_y0[w]),
-                       ImVec2(bx1 + 1, base.y + row.sub_y1[w]), kSelectColor, 0.0f, 0, 2.0f);
-        }
-      }
-    }
+  for (const TimelineOutline& o : cache.outlines) {
+    const TimelineRow& row = rows[o.row];
+    cdl->AddRect(ImVec2(x0 + o.x0 - 1, base.y + row.sub_y0[o.trace]),
+                 ImVec2(x0 + o.x1 + 1, base.y + row.sub_y1[o.trace]), kSelectColor, 0.0f, 0, 2.0f);
   }
   DrawRangeOverlay(*s, cdl, x0, clip_min.y, clip_max.y);
   cdl->PopClipRect();

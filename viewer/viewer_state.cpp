@@ -11,7 +11,10 @@ uint64_t RowKey(int rank, StrId op_id) {
 }
 
 void ReindexRows(ViewerState* s) {
-  for (auto& m : s->row_of) m.clear();
+  for (auto& m : s->row_of) {
+    m.clear();
+    m.reserve(s->rows.size());
+  }
   for (size_t i = 0; i < s->rows.size(); ++i) {
     const CompareRow& r = s->rows[i];
     if (r.in_a()) s->row_of[0][RowKey(r.rank, r.id_a)] = static_cast<int>(i);
@@ -56,6 +59,7 @@ void SetTraces(ViewerState* s, std::shared_ptr<const TraceView> a,
   s->a = std::move(a);
   s->b = std::move(b);
   s->ghost.reset();
+  ++s->traces_generation;
   s->range.reset();
   int64_t end = 1;
   if (s->a) end = std::max(end, s->a->end_ns);
@@ -68,6 +72,7 @@ void SetTraces(ViewerState* s, std::shared_ptr<const TraceView> a,
 void InstallPrediction(ViewerState* s, std::shared_ptr<const TraceView> prediction) {
   s->ghost = std::move(s->a);
   s->a = std::move(prediction);
+  ++s->traces_generation;
   RebuildRows(s);
   RefreshSummary(s);
 }

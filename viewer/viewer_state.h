@@ -24,6 +24,7 @@
 
 #include "viewer/compare_model.h"
 #include "viewer/summary_model.h"
+#include "viewer/timeline_cache.h"
 #include "viewer/timeline_model.h"
 #include "viewer/trace_view.h"
 #include "viewer/tuner.h"
@@ -51,6 +52,7 @@ struct Probes {
 struct ViewerState {
   std::shared_ptr<const TraceView> a, b;   // A: predicted, B: measured (either may be null)
   std::shared_ptr<const TraceView> ghost;  // the prediction before the last tuning change
+  uint64_t traces_generation = 0;          // counts SetTraces and InstallPrediction calls
   Viewport viewport;
   LaneMode mode = LaneMode::kStacked;
   std::optional<TimeRange> range;
@@ -77,6 +79,7 @@ struct ViewerState {
 
   bool headless = false;
   Probes probes;
+  TimelineDrawCache timeline_cache;  // the timeline's boxes at the last view
 };
 
 // The row of trace `which`'s op `op_id` (an id of that trace's strings, or the text) on

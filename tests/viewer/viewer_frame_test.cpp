@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/viewer/viewer_test_util.h"
 #include "viewer/panels.h"
@@ -152,6 +155,76 @@ TEST_F(FrameTest, DraggingSelectsARangeAndAClickClearsIt) {
   io.MouseDown[0] = false;
   Frame();
   EXPECT_FALSE(s.range.has_value());
+}
+
+// The timeline's boxes are merged once per view: frames that change nothing reuse them, and
+// each of zoom, pan, resize, lane mode, selection and a new prediction rebuilds them.
+TEST_F(FrameTest, TimelineBoxesAreRebuiltOnlyWhenTheViewChanges) {
+  Frame();
+  Frame();
+  const TimelineDrawCache& c = s.timeline_cache;
+  uint64_t builds = c.builds;
+  auto expect_rebuilt = [&](const char* what, bool rebuilt) {
+    Frame();
+    EXPECT_EQ(c.builds, builds + (rebuilt ? 1 : 0)) << what;
+    builds = c.builds;
+  };
+  expect_rebuilt("nothing changed", false);
+  ImGuiIO& io = ImGui::GetIO();
+  io.MousePos = ImVec2(s.probes.timeline_plot.x0 + 50, s.probes.timeline_plot.y0 + 10);
+  expect_rebuilt("hover only", false);
+  s.viewport.ZoomAt(100, 0.5);
+  expect_rebuilt("zoom", true);
+  s.viewport.Pan(7);
+  expect_rebuilt("pan", true);
+  io.DisplaySize = ImVec2(1000, 800);
+  expect_rebuilt("resize", true);
+  expect_rebuilt("resized, still", false);
+  s.mode = LaneMode::kOverlaid;
+  expect_rebuilt("overlaid", true);
+  const double span = static_cast<double>(s.viewport.span_ns);
+  SelectRow(&s, 0);
+  ASSERT_EQ(static_cast<double>(s.viewport.span_ns), span) << "the row fits: no zoom";
+  expect_rebuilt("selection", true);
+  EXPECT_FALSE(c.outlines.empty());
+  SelectRow(&s, -1);
+  expect_rebuilt("selection cleared", true);
+  EXPECT_TRUE(c.outlines.empty());
+  InstallPrediction(&s,
+                    std::make_shared<const TraceView>(MakeTraceView(testing::PredictedPair(), "")));
+  expect_rebuilt("new prediction", true);
+  EXPECT_FALSE(c.ghost.empty());
+}
+
+// Each band's pixels are filled once: the background spans are exactly the gaps between boxes,
+// idle within the step and "outside" beyond it.
+TEST_F(FrameTest, TimelineBackgroundFillsOnlyTheGapsBetweenBoxes) {
+  Frame();
+  Frame();
+  const TimelineDrawCache& c = s.timeline_cache;
+  const float width = static_cast<float>(s.viewport.width_px);
+  for (int w = 0; w < 2; ++w) {
+    for (size_t r = 0; r < c.rows.size(); ++r) {
+      std::vector<std::pair<float, float>> pieces;
+      for (const TimelineBox& b : c.boxes[w][r]) pieces.push_back({b.x0, b.x1});
+      bool any_idle = false;
+      for (const TimelineSpan& g : c.background[w][r]) {
+        pieces.push_back({g.x0, g.x1});
+        any_idle = any_idle || g.idle;
+        for (const TimelineBox& b : c.boxes[w][r]) {
+          EXPECT_TRUE(g.x1 <= b.x0 || g.x0 >= b.x1) << "background under a box";
+        }
+      }
+      EXPECT_TRUE(any_idle);
+      std::sort(pieces.begin(), pieces.end());
+      float covered = 0;
+      for (const auto& [x0, x1] : pieces) {
+        EXPECT_LE(x0, covered + 1e-3f) << "a gap left unfilled";
+        covered = std::max(covered, x1);
+      }
+      EXPECT_NEAR(covered, width, 1e-3f);
+    }
+  }
 }
 
 }  // namespace
