@@ -11,10 +11,6 @@
 namespace shardscope {
 namespace {
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 AdapterRegistry MakeBuiltins() {
   AdapterRegistry r;
   // Qwen2-VL / Qwen2.5-VL: the vision tower is a `gradient_checkpointing` model of its own, so
@@ -62,7 +58,7 @@ std::string NormalizeModelName(std::string_view name) {
                                                                  "pretrainedmodel",
                                                                  "model"};
   for (std::string_view suffix : kSuffixes) {
-    if (EndsWith(out, suffix) && out.size() > suffix.size()) {
+    if (out.ends_with(suffix) && out.size() > suffix.size()) {
       out.resize(out.size() - suffix.size());
       break;
     }

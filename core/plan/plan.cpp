@@ -1,19 +1,10 @@
 #include "core/plan/plan.h"
 
 namespace shardscope {
-namespace {
-
-bool EndsWith(const std::string& s, const char* suffix) {
-  const std::string t(suffix);
-  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
-}
-
-}  // namespace
-
 int MeshSpec::shard_size() const {
   int n = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (EndsWith(dims[i], "shard")) n *= sizes[i];
+    if (dims[i].ends_with("shard")) n *= sizes[i];
   }
   return n;
 }
@@ -21,7 +12,7 @@ int MeshSpec::shard_size() const {
 int MeshSpec::replicate_size() const {
   int n = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (EndsWith(dims[i], "replicate")) n *= sizes[i];
+    if (dims[i].ends_with("replicate")) n *= sizes[i];
   }
   return n;
 }

@@ -25,10 +25,6 @@ CommPurpose PurposeOfKind(WorkKind kind) {
   }
 }
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 }  // namespace
 
 std::string_view CommPurposeName(CommPurpose purpose) {
@@ -73,10 +69,10 @@ CommPurpose PurposeOfOpId(std::string_view op_id, WorkKind kind) {
   if (!id) return PurposeOfKind(kind);
   std::string_view what = id->what;
   // Checkpointing repeats a unit's forward collectives in backward as "recompute_<what>".
-  if (StartsWith(what, "recompute_")) what.remove_prefix(std::string_view("recompute_").size());
-  if (StartsWith(what, "tp_")) return CommPurpose::kTp;
-  if (StartsWith(what, "cp_")) return CommPurpose::kCp;
-  if (StartsWith(what, "ep_")) return CommPurpose::kEp;
+  if (what.starts_with("recompute_")) what.remove_prefix(std::string_view("recompute_").size());
+  if (what.starts_with("tp_")) return CommPurpose::kTp;
+  if (what.starts_with("cp_")) return CommPurpose::kCp;
+  if (what.starts_with("ep_")) return CommPurpose::kEp;
   if (what == op_what::kSend || what == op_what::kRecv) return CommPurpose::kPp;
   return PurposeOfKind(kind);
 }

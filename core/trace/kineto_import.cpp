@@ -28,8 +28,6 @@ Cat CatOf(std::string_view c) {
   return Cat::kOther;
 }
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -59,12 +57,12 @@ bool IsNccl(std::string_view name) {
 }
 
 bool IsAutogradNode(std::string_view name) {
-  return StartsWith(name, "autograd::engine::evaluate_function");
+  return name.starts_with("autograd::engine::evaluate_function");
 }
 
 // A c10d collective issued from the main thread (c10d::_allgather_base_, allreduce_, ...).
 bool IsC10dCollective(std::string_view name) {
-  return StartsWith(name, "c10d::") && CollectiveLane(name) != 0;
+  return name.starts_with("c10d::") && CollectiveLane(name) != 0;
 }
 
 // The op_id `what` of work on a lane that is not compute (the lane's own operation).
@@ -192,7 +190,7 @@ KinetoSink::CommArgs KinetoSink::ReadCommArgs(const RawEvent& e) const {
     // gloo ranges one buffer.
     const int lane = CollectiveLane(name);
     const bool output_first =
-        StartsWith(name, "c10d::") && (lane == kLaneAllGather || lane == kLaneReduceScatter);
+        name.starts_with("c10d::") && (lane == kLaneAllGather || lane == kLaneReduceScatter);
     const int64_t first = DimsNumel(dims[0]);
     const int64_t second = dims.size() > 1 ? DimsNumel(dims[1]) : -1;
     if (c.in_numel < 0) c.in_numel = output_first ? second : first;
@@ -314,9 +312,9 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
   }
   ev.name = trace_->strings.Intern(e.name.text);
   const std::string_view name = e.name.text;
-  if ((ev.cat == Cat::kCpuOp && StartsWith(name, "c10d::")) ||
+  if ((ev.cat == Cat::kCpuOp && name.starts_with("c10d::")) ||
       (ev.cat == Cat::kUserAnnotation &&
-       (StartsWith(name, "gloo:") || StartsWith(name, "nccl:"))) ||
+       (name.starts_with("gloo:") || name.starts_with("nccl:"))) ||
       (ev.cat == Cat::kKernel && IsNccl(name))) {
     ev.comm = static_cast<int32_t>(comms_.size());
     comms_.push_back(ReadCommArgs(e));
@@ -346,7 +344,7 @@ Status KinetoSink::Finish() {
   std::pair<int64_t, int64_t> main{0, 0};
   bool main_found = false;
   for (const Event& e : events_) {
-    if (e.cat == Cat::kUserAnnotation && StartsWith(t.Str(e.name), "ProfilerStep#")) {
+    if (e.cat == Cat::kUserAnnotation && t.Str(e.name).starts_with("ProfilerStep#")) {
       main = {e.pid, e.tid};
       main_found = true;
       break;
@@ -375,7 +373,7 @@ Status KinetoSink::Finish() {
       backward_marks.push_back(e.start_ns);
     }
     if (e.cat != Cat::kUserAnnotation || e.pid != main.first) continue;
-    if (on_main(e) && StartsWith(name, "ProfilerStep#")) {
+    if (on_main(e) && name.starts_with("ProfilerStep#")) {
       steps.push_back(e.start_ns);
       Marker& m = t.AddMarker(rank_, e.start_ns, "step_begin");
       const std::string n(name.substr(13));
@@ -385,12 +383,12 @@ Status KinetoSink::Finish() {
         t.SetExtraArgs(m, {{"step", std::stoll(n)}});
       }
       ++t.import.markers;
-    } else if (StartsWith(name, "FSDP::")) {
+    } else if (name.starts_with("FSDP::")) {
       FsdpLabel label = ParseFsdpLabel(name);
       if (label.kind == FsdpKind::kOther) continue;
       labels.push_back({e.start_ns, e.end_ns(), std::move(label)});
       ++t.import.unit_labels;
-    } else if (StartsWith(name, "Optimizer.step") || StartsWith(name, "Optimizer.zero_grad")) {
+    } else if (name.starts_with("Optimizer.step") || name.starts_with("Optimizer.zero_grad")) {
       optimizer.emplace_back(e.start_ns, e.end_ns());
     }
   }
@@ -477,7 +475,7 @@ Status KinetoSink::Finish() {
         if (IsC10dCollective(name)) c10d.push_back(&e);
       }
       if (!on_main(e) && e.cat == Cat::kUserAnnotation &&
-          (StartsWith(name, "gloo:") || StartsWith(name, "nccl:")) && CollectiveLane(name) != 0) {
+          (name.starts_with("gloo:") || name.starts_with("nccl:")) && CollectiveLane(name) != 0) {
         works.push_back(&e);
       }
     }

@@ -8,8 +8,6 @@
 namespace shardscope::trace_internal {
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 FsdpKind KindOf(std::string_view kind) {
   if (kind == "pre_forward") return FsdpKind::kPreForward;
   if (kind == "post_forward") return FsdpKind::kPostForward;
@@ -42,8 +40,8 @@ FsdpLabel ParseFsdpLabel(std::string_view name) {
   } else if (const auto for_pos = rest.find(" for "); for_pos != std::string_view::npos) {
     kind = rest.substr(0, for_pos);
     fqn = rest.substr(for_pos + 5);
-  } else if (StartsWith(rest, "backward_prefetch for") ||
-             StartsWith(rest, "forward_prefetch for")) {
+  } else if (rest.starts_with("backward_prefetch for") ||
+             rest.starts_with("forward_prefetch for")) {
     kind = rest.substr(0, rest.find(' '));  // "... for " with the root's empty FQN, trimmed
   }
   FsdpLabel label;

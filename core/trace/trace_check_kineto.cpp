@@ -36,7 +36,7 @@ class DetectSink : public trace_internal::RawEventSink {
   bool hint_ = false, decided_ = false, kineto_ = false;
 };
 
-constexpr size_t kMaxListed = 200;
+constexpr size_t kMaxProblemsListed = 200;
 
 class KinetoCheckSink : public trace_internal::RawEventSink {
  public:
@@ -132,7 +132,7 @@ class KinetoCheckSink : public trace_internal::RawEventSink {
   }
   void Problem(std::string p) {
     ++out_->problem_count;
-    if (out_->problems.size() < kMaxListed) out_->problems.push_back(std::move(p));
+    if (out_->problems.size() < kMaxProblemsListed) out_->problems.push_back(std::move(p));
   }
 
   const std::string& source_;

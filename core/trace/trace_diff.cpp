@@ -37,12 +37,12 @@ namespace {
 
 // Lists in a report are capped (the counts stay exact) so two unrelated million-event traces
 // do not produce a gigabyte of text.
-constexpr size_t kMaxListed = 1000;
+constexpr size_t kMaxDifferencesListed = 1000;
 
 void Note(std::vector<std::string>* list, int64_t* count,
           const std::function<std::string()>& text) {
   ++*count;
-  if (list->size() < kMaxListed) list->push_back(text());
+  if (list->size() < kMaxDifferencesListed) list->push_back(text());
 }
 
 Tolerance Make(double rel, double abs, std::string text) {
@@ -396,10 +396,10 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
   auto more_important = [](const Candidate& x, const Candidate& y) {
     return x.over != y.over ? x.over : x.impact > y.impact;
   };
-  if (candidates.size() > kMaxListed) {
-    std::nth_element(candidates.begin(), candidates.begin() + kMaxListed, candidates.end(),
-                     more_important);
-    candidates.resize(kMaxListed);
+  if (candidates.size() > kMaxDifferencesListed) {
+    std::nth_element(candidates.begin(), candidates.begin() + kMaxDifferencesListed,
+                     candidates.end(), more_important);
+    candidates.resize(kMaxDifferencesListed);
   }
   for (const Candidate& c : candidates) {
     const WorkEvent& ea = a.events[c.index];

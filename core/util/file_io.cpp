@@ -15,11 +15,6 @@
 namespace shardscope {
 namespace {
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string TooLarge(const std::string& path, bool gz, size_t max_bytes) {
   return path + (gz ? ": inflates to more than " : ": is larger than ") +
          std::to_string(max_bytes) + " bytes, the limit on any input (set " +
@@ -105,17 +100,17 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     return InvalidInput(path + ": is a directory (expected a file)");
   }
   if (max_bytes == 0) max_bytes = static_cast<size_t>(LimitValue(Limit::kInputBytes));
-  if (EndsWith(path, ".gz")) return ReadGzip(path, max_bytes);
+  if (path.ends_with(".gz")) return ReadGzip(path, max_bytes);
   return ReadPlain(path, max_bytes);
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& text) {
   std::string compressed;
-  if (EndsWith(path, ".gz")) {
+  if (path.ends_with(".gz")) {
     if (text.size() > 0xffffffffu) return RuntimeError(path + ": too large to gzip in one piece");
     SS_ASSIGN_OR_RETURN(compressed, Gzip(path, text));
   }
-  const std::string& contents = EndsWith(path, ".gz") ? compressed : text;
+  const std::string& contents = path.ends_with(".gz") ? compressed : text;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

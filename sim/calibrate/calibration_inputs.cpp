@@ -28,10 +28,6 @@ std::string DirOf(const std::string& path) {
   return p.has_parent_path() ? p.parent_path().string() : std::string(".");
 }
 
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 Result<Scenario> ScenarioFrom(const json& v, const std::string& where, const std::string& base) {
   if (v.is_string()) {
     std::filesystem::path p(v.get<std::string>());
@@ -243,7 +239,7 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
   if (paths.empty()) return InvalidInput("calibrate: no input (measured traces or run tables)");
   CalibrationInputs inputs;
   for (const std::string& path : paths) {
-    if (EndsWith(path, ".csv") || EndsWith(path, ".csv.gz")) {
+    if (path.ends_with(".csv") || path.ends_with(".csv.gz")) {
       SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
       SS_ASSIGN_OR_RETURN(std::vector<RunInput> runs, ParseRunsCsv(text, path, DirOf(path)));
       for (RunInput& r : runs) inputs.runs.push_back(std::move(r));

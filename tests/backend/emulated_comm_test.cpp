@@ -12,7 +12,7 @@
 namespace shardscope::backend {
 namespace {
 
-constexpr auto kTimeout = std::chrono::seconds(30);
+constexpr auto kCommTimeout = std::chrono::seconds(30);
 
 struct Fixture {
   Fixture() {
@@ -61,8 +61,8 @@ TEST(EmulatedCommTest, ReductionsScaleThisRanksOperandAsTheGroupWould) {
   for (int i = 0; i < 3; ++i) ar[i] = static_cast<float>(10 + i);
   avg.input = avg.output = ar.data();
   ASSERT_TRUE(IssueCollective(*comms[0], avg).ok());
-  ASSERT_TRUE(comms[0]->Wait(kTimeout).ok());
-  ASSERT_TRUE(f.device->Synchronize(kTimeout).ok());
+  ASSERT_TRUE(comms[0]->Wait(kCommTimeout).ok());
+  ASSERT_TRUE(f.device->Synchronize(kCommTimeout).ok());
   // Block 2 of the input, summed over 4 ranks after the 0.5 pre-scale.
   EXPECT_EQ(out, (std::vector<float>{12.0f, 14.0f, 16.0f}));
   // The mean of equal operands is the operand; then the post-scale.
@@ -88,7 +88,7 @@ TEST(EmulatedCommTest, HoldsTheLaneForThePredictedTime) {
   auto before = f.device->Record(Lane::kAllGather).value();
   ASSERT_TRUE(IssueCollective(*comms[0], ag).ok());
   auto after = f.device->Record(Lane::kAllGather).value();
-  ASSERT_TRUE(f.device->Synchronize(kTimeout).ok());
+  ASSERT_TRUE(f.device->Synchronize(kCommTimeout).ok());
   const int64_t predicted = f.cost->CollectiveNs(OpType::kAllGather, bytes, GroupShapeOf(g, 8)).ns;
   EXPECT_GE(f.device->ElapsedNs(*before, *after).value(), predicted);
 }

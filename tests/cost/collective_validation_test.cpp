@@ -8,12 +8,11 @@
 #include <cmath>
 #include <string>
 
+#include "core/util/units.h"
 #include "tests/cost/collective_curves.h"
 
 namespace shardscope::testing {
 namespace {
-
-constexpr int64_t kMiB = 1 << 20;
 
 std::string DataPath() {
   return std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/cost/data/collectives.json";

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/util/units.h"
+
 namespace shardscope {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TEST(Catalog, ParsesAndListsEveryGpu) {
   const nlohmann::json j = nlohmann::json::parse(CatalogJson(), nullptr, false);
@@ -88,7 +88,7 @@ TEST(Catalog, H100FiguresFromTheSpec) {
   ASSERT_TRUE(hw.ok());
   EXPECT_DOUBLE_EQ(hw->gpu.peak_bf16_flops, 989e12);
   EXPECT_DOUBLE_EQ(hw->gpu.best_matmul_flops, 794.5e12);
-  EXPECT_NEAR(hw->gpu.hbm_bytes / kGiB, 79.6, 0.01);
+  EXPECT_NEAR(static_cast<double>(hw->gpu.hbm_bytes) / kGiB, 79.6, 0.01);
   EXPECT_DOUBLE_EQ(hw->gpu.hbm_gbps, 3350);
   EXPECT_TRUE(hw->gpu.nvls);
   EXPECT_EQ(hw->gpu.arch, GpuArch::kHopper);
@@ -104,7 +104,7 @@ TEST(Catalog, H100At500WattsIsItsOwnEntry) {
   ASSERT_TRUE(sxm.ok() && meta.ok());
   EXPECT_LT(meta->gpu.best_matmul_flops, sxm->gpu.best_matmul_flops);  // lower sustained clocks
   EXPECT_DOUBLE_EQ(meta->gpu.hbm_gbps, 2400);
-  EXPECT_NEAR(meta->gpu.hbm_bytes / kGiB, 95.04, 0.01);
+  EXPECT_NEAR(static_cast<double>(meta->gpu.hbm_bytes) / kGiB, 95.04, 0.01);
 }
 
 TEST(Catalog, NvlsOnlyFromHopperOn) {

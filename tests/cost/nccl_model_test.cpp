@@ -3,14 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "core/schedule/schedule.h"
+#include "core/util/units.h"
 #include "sim/cost/cost_model.h"
 
 namespace shardscope {
 namespace {
-
-constexpr int64_t kKiB = 1024;
-constexpr int64_t kMiB = 1024 * kKiB;
-constexpr int64_t kGiB = 1024 * kMiB;
 
 NcclSystem System(const char* gpu, bool nvls = true, int gpus_per_node = 8) {
   const Hardware hw = *LookupHardware(gpu, gpus_per_node, 4);

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/util/units.h"
+
 namespace shardscope::sim {
 namespace {
-
-constexpr int64_t kMiB = int64_t{1} << 20;
 
 TEST(CachingAllocatorTest, RoundingAndSegmentSizesFollowTheAllocator) {
   EXPECT_EQ(RoundAllocationBytes(1), 512);

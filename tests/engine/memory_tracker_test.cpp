@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/util/units.h"
 #include "tests/engine/test_schedules.h"
 
 namespace shardscope::sim {
@@ -9,7 +10,6 @@ namespace {
 
 using testing::ScheduleMaker;
 using When = MemoryEffect::When;
-constexpr int64_t kMiB = int64_t{1} << 20;
 
 std::vector<RoleMemory> MustTrack(ScheduleMaker& m, int64_t capacity = 0) {
   auto tl = RunEngine(m.schedule(), m.durations(), EngineOptions{});

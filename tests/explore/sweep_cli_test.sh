@@ -44,7 +44,7 @@ grep -q '^rank,parallelism.tp,training.activation_checkpoint,cluster.nodes,gpu' 
 grep -q "8 combinations; 8 fit" "$out/t1.txt" || fail "counts: $(head -1 "$out/t1.txt")"
 
 # recommend writes scenarios that simulate as reported.
-"$bin" recommend --model llama3.2-1b --seq-len 2048 --global-batch-tokens 32768 --max-gpus 8 \
+"$bin" recommend --model llama3.2-1b --seq-len 2048 --global-batch-tokens 8192 --max-gpus 8 \
   --top 1 --scenarios "$out/plans" > "$out/rec.txt" 2> /dev/null || fail "recommend exit $?"
 [ -f "$out/plans/plan_1.json" ] || fail "no plan_1.json"
 grep -q "bound by" "$out/rec.txt" || fail "no bound printed"

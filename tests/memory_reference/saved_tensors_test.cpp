@@ -10,11 +10,10 @@
 #include "core/model/op_cost.h"
 #include "core/plan/planner.h"
 #include "core/schedule/schedule_options.h"
+#include "core/util/units.h"
 
 namespace shardscope {
 namespace {
-
-constexpr int64_t kMiB = int64_t{1} << 20;
 
 Result<Schedule> FromScenario(const nlohmann::json& doc, ModelTree* tree_out = nullptr) {
   SS_ASSIGN_OR_RETURN(Scenario sc, ParseScenario(doc, "job.json", "."));

@@ -74,17 +74,13 @@ TEST(StatusTest, WithContextPrefixes) {
   EXPECT_TRUE(Status::Ok().WithContext("a.json").ok());
 }
 
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 TEST(StatusTest, TrailRecordsWhereTheErrorWasMadeAndPassed) {
   Status s = Eighth(6);  // 6 → 3 → odd: made in Half, passed by Quarter's second line, Eighth
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "x: expected an even number, got 3");  // the message stays clean
   ASSERT_EQ(s.trail().size(), 3u);
   for (const SourceFrame& f : s.trail())
-    EXPECT_TRUE(EndsWith(f.file, "tests/util/status_test.cpp"));
+    EXPECT_TRUE(std::string_view(f.file).ends_with("tests/util/status_test.cpp"));
   EXPECT_EQ(s.trail()[0].line, kHalfErrorLine);
   EXPECT_EQ(s.trail()[1].line, kQuarterSecondLine);
   EXPECT_EQ(s.trail()[2].line, kEighthLine);
