@@ -92,8 +92,11 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path) {
                         ": metadata.scenario: missing (calibrate needs the scenario the trace "
                         "ran; `shardscope run` and `simulate` write it)");
   }
-  SS_ASSIGN_OR_RETURN(
-      Scenario sc, ParseScenario(t.metadata.scenario, path + ": metadata.scenario", DirOf(path)));
+  // The writer already resolved the scenario's file paths (model, cost model) against its own
+  // working directory, so they are not relative to the trace's folder: resolving them there
+  // again would look for tests/…/tiny_llama.config.json under the trace's folder.
+  SS_ASSIGN_OR_RETURN(Scenario sc,
+                      ParseScenario(t.metadata.scenario, path + ": metadata.scenario", ""));
   t.SortEvents();
   std::map<int, TraceInput> by_rank;
   std::map<std::pair<int, std::string>, int> seen;

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Issue 14's target: a 4-rank CPU run calibrated on its own measured traces predicts a second
+# CPU scenario's step time within 15%.
+#   calibration_predicts.sh SHARDSCOPE SCENARIO_A SCENARIO_B MPIRUN [MPIRUN FLAGS...]
+# A and B are run alternately ROUNDS times (default 3; env CALIBRATION_ROUNDS), so that both
+# see the same machine load; every rank's trace of every A run is calibrated on, B is simulated
+# with that calibration, and the prediction is compared with the median of B's measured step
+# times (rank 0's, the step reported: the last of --steps 2, the first one warms up).
+# Exit 77 when mpirun is missing, as the other mpi tests.
+set -euo pipefail
+shardscope=$1
+scenario_a=$2
+scenario_b=$3
+shift 3
+command -v "$1" >/dev/null 2>&1 || { echo "calibration_predicts: no $1: skipped"; exit 77; }
+rounds=${CALIBRATION_ROUNDS:-3}
+tolerance=0.15
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+step_time() {  # the step time of a measured summary or of simulate's --summary
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_time_s"])' "$1"
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}'; }
+
+a_times=()
+b_times=()
+traces=()
+for r in $(seq 1 "$rounds"); do
+  for s in a b; do
+    scenario=$scenario_a
+    [[ $s == b ]] && scenario=$scenario_b
+    "$@" -np 4 "$shardscope" run "$scenario" --device cpu --steps 2 --timeout 60 \
+      --trace "$out/$s$r.rank{rank}.json" --summary "$out/$s$r.summary{rank}.json" >/dev/null
+    t=$(step_time "$out/$s$r.summary0.json")
+    if [[ $s == a ]]; then
+      a_times+=("$t")
+      for k in 0 1 2 3; do traces+=("$out/a$r.rank$k.json"); done
+    else
+      b_times+=("$t")
+    fi
+  done
+done
+echo "measured A step times (s): ${a_times[*]}"
+echo "measured B step times (s): ${b_times[*]}"
+
+"$shardscope" calibrate "${traces[@]}" --out "$out/cal.json"
+predict() {  # scenario [--set ...]: simulate's step time
+  local scenario=$1
+  shift
+  "$shardscope" simulate "$scenario" --summary "$out/predicted.json" "$@" >/dev/null
+  step_time "$out/predicted.json"
+}
+a_med=$(median "${a_times[@]}")
+b_med=$(median "${b_times[@]}")
+b_before=$(predict "$scenario_b")
+a_after=$(predict "$scenario_a" --set "cluster.cost_model=$out/cal.json")
+b_after=$(predict "$scenario_b" --set "cluster.cost_model=$out/cal.json")
+python3 - "$a_med" "$b_med" "$b_before" "$a_after" "$b_after" "$tolerance" <<'PY'
+import sys
+a_med, b_med, b_before, a_after, b_after, tol = map(float, sys.argv[1:])
+err = lambda p, m: p / m - 1
+print(f"A measured median {a_med:.4f} s, predicted after calibration {a_after:.4f} s "
+      f"({err(a_after, a_med):+.1%})")
+print(f"B measured median {b_med:.4f} s, predicted before calibration {b_before:.4f} s "
+      f"({err(b_before, b_med):+.1%}), after {b_after:.4f} s ({err(b_after, b_med):+.1%})")
+ok = abs(err(b_after, b_med)) <= tol
+print(f"calibration_predicts: B's step time predicted within {tol:.0%}: "
+      + ("yes" if ok else "NO"))
+sys.exit(0 if ok else 1)
+PY
