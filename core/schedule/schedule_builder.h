@@ -69,6 +69,10 @@ struct ScheduleOptions {
   bool reshard_after_backward = true;  // only matters with grad_accum > 1
   bool requires_grad_sync = true;      // false: no reduce-scatter on non-final micro-steps
   OpEstimator estimator = nullptr;     // null → EstimateOp
+  // Whether Buffer::grads_of lists the parameters each gradient buffer holds (what a backend
+  // follows). A simulator reads none of them: without them a step builds with a few string
+  // copies fewer per parameter and micro-batch, and is otherwise the same.
+  bool grad_param_names = true;
   // Which ranks the schedule holds. Unset: one role per pipeline stage, its first rank
   // standing for every rank of the stage (the simulator's mode). Set: the full schedule of
   // this global rank alone (one role whose `rank` is it, ranks_like 1): its own groups'

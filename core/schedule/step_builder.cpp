@@ -839,14 +839,17 @@ class RoleEmitter::Impl {
     }
     std::sort(params.begin(), params.end());
     const int buffer = Alloc(op, when, MemCategory::kUnshardedGrads, bytes, z.gather_dtype, u);
+    const bool names = in_.options->grad_param_names;
     if (buffer >= 0) {
-      for (int p : params) s_.buffers[buffer].grads_of.push_back(Unit(u).params[p].fqn);
+      if (names) {
+        for (int p : params) s_.buffers[buffer].grads_of.push_back(Unit(u).params[p].fqn);
+      }
       (st.grad_buffer < 0 ? st.grad_buffer : st.later_grad_buffers.emplace_back()) = buffer;
     }
     if (first) {
       st.replicate_grad_buffer =
           Alloc(op, when, MemCategory::kUnshardedGrads, z.replicate_grad_bytes, z.gather_dtype, u);
-      if (st.replicate_grad_buffer >= 0) {
+      if (st.replicate_grad_buffer >= 0 && names) {
         for (const ParamPlan& p : Unit(u).replicate_params) {
           if (p.requires_grad) s_.buffers[st.replicate_grad_buffer].grads_of.push_back(p.fqn);
         }

@@ -287,6 +287,15 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
 
 namespace {
 
+// The scenario's schedule as BuildScenarioSchedule builds it, less what only a backend reads
+// (the gradient buffers' parameter names).
+Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tree,
+                                        const Plan& plan) {
+  ScheduleOptions options = ScheduleOptionsFromScenario(sc);
+  options.grad_param_names = false;
+  return BuildSchedule(tree, plan, options);
+}
+
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
 // nullopt when either fails or they disagree (the whole step then runs and reports).
 std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
@@ -295,7 +304,7 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   std::optional<Simulation> short_runs[2];
   const int counts[2] = {runs.a, runs.b};
   for (int k = 0; k < 2; ++k) {
-    Result<Schedule> schedule = BuildScenarioSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
+    Result<Schedule> schedule = BuildSimulatedSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
     if (!schedule.ok()) return std::nullopt;
     Result<Simulation> sim =
         SimulateSchedule(std::move(schedule).value(), *pricing.cost, pricing.ctx);
@@ -340,8 +349,9 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
     }
   }
   // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
-  // backend, so a prediction and an execution of one scenario build the same schedule.
-  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildScenarioSchedule(sc, tree, plan));
+  // backend, so a prediction and an execution of one scenario build the same schedule (less
+  // the gradient buffers' parameter names, which only a backend reads).
+  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildSimulatedSchedule(sc, tree, plan));
   SS_ASSIGN_OR_RETURN(ScenarioPricing pricing, PriceScenario(sc, tree, options));
   return SimulateSchedule(std::move(schedule), *pricing.cost, pricing.ctx);
 }
