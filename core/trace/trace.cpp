@@ -35,7 +35,10 @@ bool IsCommLane(int lane) {
          lane == kLaneP2P;
 }
 
-StringTable::StringTable() { Intern(""); }
+StringTable::StringTable() {
+  strings_.emplace_back();
+  index_.emplace(std::string_view(strings_.back()), kEmptyStr);
+}
 
 StringTable::StringTable(const StringTable& other) : strings_(other.strings_) { Rebuild(); }
 
@@ -57,6 +60,8 @@ void StringTable::Rebuild() {
 }
 
 StrId StringTable::Intern(std::string_view s) {
+  // Most events carry some empty field (AddWork's name before a reader sets it): no lookup.
+  if (s.empty()) return kEmptyStr;
   auto it = index_.find(s);
   if (it != index_.end()) return it->second;
   const StrId id = static_cast<StrId>(strings_.size());

@@ -1,10 +1,13 @@
 // Reads traces: our format (formats.md §3) and, through kineto_import, PyTorch profiler traces.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "core/trace/json_text.h"
 #include "core/trace/kineto_import.h"
@@ -277,7 +280,8 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     } else {
       op_id = op->value.text;
     }
-    WorkEvent& w = trace_->AddWork(h.rank, h.lane, {}, op_id, h.ts_ns, dur_ns);
+    WorkEvent& w = trace_->AddWork(h.rank, h.lane, {}, {}, h.ts_ns, dur_ns);
+    w.op_id = InternOpId(op_id);  // before the name: ids in the order AddWork gives them
     w.name = InternName(h.name);
     std::string extra;
     for (size_t k = 0; k < e.num_args; ++k) {
@@ -362,8 +366,44 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     return id;
   }
 
+  // Every rank repeats the same op_ids, and a trace has tens of thousands: a flat
+  // open-addressing index (hash and id per slot, the text compared in the string table) in
+  // front of the table's node-based map, which costs a dependent cache miss or two a lookup.
+  StrId InternOpId(std::string_view op_id) {
+    if (op_id.empty()) return kEmptyStr;
+    if (op_slots_.empty() || 2 * (op_count_ + 1) > op_slots_.size()) GrowOpIndex();
+    const uint64_t hash = std::hash<std::string_view>{}(op_id);
+    const size_t mask = op_slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      OpSlot& slot = op_slots_[i];
+      if (slot.id == kEmptyStr) {
+        slot = {hash, trace_->strings.Intern(op_id)};
+        ++op_count_;
+        return slot.id;
+      }
+      if (slot.hash == hash && trace_->strings.Get(slot.id) == op_id) return slot.id;
+    }
+  }
+  void GrowOpIndex() {
+    std::vector<OpSlot> old = std::move(op_slots_);
+    op_slots_.assign(std::max<size_t>(1024, old.size() * 2), OpSlot{});
+    const size_t mask = op_slots_.size() - 1;
+    for (const OpSlot& s : old) {
+      if (s.id == kEmptyStr) continue;
+      size_t i = s.hash & mask;
+      while (op_slots_[i].id != kEmptyStr) i = (i + 1) & mask;
+      op_slots_[i] = s;
+    }
+  }
+  struct OpSlot {
+    uint64_t hash = 0;
+    StrId id = kEmptyStr;  // kEmptyStr: a free slot (the empty op_id never enters)
+  };
+
   const std::string& source_;
   Trace* trace_;
+  std::vector<OpSlot> op_slots_;
+  size_t op_count_ = 0;
   bool metadata_seen_ = false, format_seen_ = false, kind_seen_ = false, tool_seen_ = false;
   std::array<std::pair<std::string_view, StrId>, 8> recent_names_{};
   size_t next_name_slot_ = 0;

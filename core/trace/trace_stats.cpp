@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "core/trace/accounting.h"
 #include "core/trace/comm_purpose.h"
@@ -55,15 +57,68 @@ std::vector<StepStats::ExposedOp> ExposedOps(const Trace& trace,
   return out;
 }
 
-// The op_id phase of a compute-lane event as the summary names phases ("" when it has none).
-std::string_view EventPhase(const Trace& trace, const WorkEvent& e) {
-  if (e.op_id == kEmptyStr) return "";
-  const std::optional<StepPhase> phase = StepPhaseOfOpId(trace.Str(e.op_id));
-  return phase ? StepPhaseName(*phase) : "";
-}
+// Per-event classification (kind, purpose, phase) depends on a few interned fields that a
+// million events share among a few thousand values: each distinct value is classified once.
+// The keys are what each rule reads: EventCollective the name, lane and whether group_size is
+// set; ClassifyEvent those and the extra args (events with any are classified directly);
+// PurposeOfOpId the op_id and kind; StepPhaseOfOpId the op_id.
+class EventMemo {
+ public:
+  explicit EventMemo(const Trace& trace) : trace_(trace), phase_(trace.strings.size(), kUnknown) {}
+
+  std::optional<WorkKind> Collective(const WorkEvent& e) { return KindsOf(e).collective; }
+  WorkKind Classify(const WorkEvent& e) {
+    return e.extra_args == kNoArgs ? KindsOf(e).classified : ClassifyEvent(trace_, e);
+  }
+  CommPurpose Purpose(const WorkEvent& e, WorkKind kind) {
+    if (!IsCommunication(kind)) return CommPurpose::kNone;
+    const uint64_t key = (static_cast<uint64_t>(e.op_id) << 8) | static_cast<uint8_t>(kind);
+    auto [it, added] = purposes_.try_emplace(key, CommPurpose::kNone);
+    if (added) it->second = EventPurpose(trace_, e, kind);
+    return it->second;
+  }
+  // The op_id phase of a compute-lane event as the summary names phases ("" when it has none).
+  std::string_view Phase(const WorkEvent& e) {
+    int8_t& p = phase_[e.op_id];
+    if (p == kUnknown) {
+      const std::optional<StepPhase> phase =
+          e.op_id == kEmptyStr ? std::nullopt : StepPhaseOfOpId(trace_.Str(e.op_id));
+      p = phase ? static_cast<int8_t>(*phase) : kNoPhase;
+    }
+    return p == kNoPhase ? std::string_view() : StepPhaseName(static_cast<StepPhase>(p));
+  }
+
+ private:
+  static constexpr int8_t kUnknown = -2, kNoPhase = -1;
+  struct Kinds {
+    std::optional<WorkKind> collective;
+    WorkKind classified;
+  };
+  const Kinds& KindsOf(const WorkEvent& e) {
+    const uint64_t key = (static_cast<uint64_t>(e.name) << 32) |
+                         (static_cast<uint64_t>(static_cast<uint32_t>(e.lane)) << 1) |
+                         (e.group_size > 0 ? 1 : 0);
+    if (key == last_key_ && last_ != nullptr) return *last_;
+    auto [it, added] = kinds_.try_emplace(key);
+    if (added) {
+      it->second.collective = EventCollective(trace_, e);
+      it->second.classified = ClassifyWork(it->second.collective, e.lane, false);
+    }
+    last_key_ = key;
+    last_ = &it->second;
+    return it->second;
+  }
+
+  const Trace& trace_;
+  std::vector<int8_t> phase_;  // by op_id: a StepPhase, kNoPhase or kUnknown (not yet asked)
+  std::unordered_map<uint64_t, Kinds> kinds_;
+  std::unordered_map<uint64_t, CommPurpose> purposes_;
+  uint64_t last_key_ = 0;
+  const Kinds* last_ = nullptr;
+};
 
 void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>& events,
-               std::vector<StepStats>* out) {
+               EventMemo* memo, std::vector<StepStats>* out) {
   if (events.empty()) return;
   int64_t first = INT64_MAX, last = INT64_MIN;
   std::vector<WorkSpan> work;
@@ -71,8 +126,8 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
   for (const WorkEvent* e : events) {
     first = std::min(first, e->start_ns);
     last = std::max(last, e->end_ns());
-    const WorkKind kind = ClassifyEvent(trace, *e);
-    work.push_back({e->start_ns, e->end_ns(), kind, EventPurpose(trace, *e, kind)});
+    const WorkKind kind = memo->Classify(*e);
+    work.push_back({e->start_ns, e->end_ns(), kind, memo->Purpose(*e, kind)});
   }
   std::vector<int64_t> begins;
   const StrId step_begin = [&] {
@@ -130,7 +185,7 @@ void RankSteps(const Trace& trace, int rank, const std::vector<const WorkEvent*>
 }
 
 void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*>& events,
-                std::vector<MemoryPeak>* out) {
+                EventMemo* memo, std::vector<MemoryPeak>* out) {
   std::vector<const CounterSample*> samples;
   for (const CounterSample& c : trace.counters) {
     if (c.rank == rank) samples.push_back(&c);
@@ -177,7 +232,7 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
     if (i + 1 < samples.size() && samples[i + 1]->time_ns == c->time_ns) continue;
     const int64_t value = has_allocated ? current[allocated] : Clamp(sum);
     while (next_compute < compute.size() && compute[next_compute]->start_ns <= c->time_ns) {
-      if (std::string_view p = EventPhase(trace, *compute[next_compute]); !p.empty()) phase = p;
+      if (std::string_view p = memo->Phase(*compute[next_compute]); !p.empty()) phase = p;
       ++next_compute;
     }
     if (!phase.empty()) {
@@ -205,12 +260,13 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
 
 TraceStats ComputeStats(const Trace& trace, int top_n) {
   TraceStats stats;
+  EventMemo memo(trace);
   std::map<int, std::vector<const WorkEvent*>> by_rank;
   for (const WorkEvent& e : trace.events) by_rank[e.rank].push_back(&e);
   for (int rank : trace.Ranks()) {
     const auto& events = by_rank[rank];
-    RankSteps(trace, rank, events, &stats.steps);
-    RankMemory(trace, rank, events, &stats.memory);
+    RankSteps(trace, rank, events, &memo, &stats.steps);
+    RankMemory(trace, rank, events, &memo, &stats.memory);
   }
 
   std::map<WorkKind, CollectiveStats> coll;
@@ -218,7 +274,7 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
   std::map<WorkKind, double> bw_time;
   std::map<WorkKind, double> bw_bytes;
   for (const WorkEvent& e : trace.events) {
-    const std::optional<WorkKind> kind = EventCollective(trace, e);
+    const std::optional<WorkKind> kind = memo.Collective(e);
     if (!kind) continue;
     CollectiveStats& c = coll[*kind];
     c.kind = std::string(WorkKindName(*kind));

@@ -54,6 +54,33 @@ TEST(TraceReader, MicrosecondTextToNanoseconds) {
   EXPECT_FALSE(ParseUsToNs("99999999999999999999", &ns));
 }
 
+// The reader's op_id index grows past its first size (thousands of op_ids), and every rank's
+// copy of an op_id gets the one id; the empty string stays id 0 and is stored once.
+TEST(TraceReader, RepeatedOpIdsShareOneIdAcrossRanks) {
+  Trace t;
+  t.metadata.kind = "predicted";
+  const int kOps = 3000;
+  for (int r = 0; r < 4; ++r) {
+    for (int i = 0; i < kOps; ++i) {
+      t.AddWork(r, kLaneCompute, i % 2 ? "gemm" : "",
+                "fwd/layers." + std::to_string(i) + "/compute:1", int64_t{i} * 1000, 500);
+    }
+  }
+  const Result<Trace> back = ParseTrace(SerializeTrace(t), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->strings.Get(kEmptyStr), "");
+  EXPECT_EQ(back->strings.size(), t.strings.size());
+  ASSERT_EQ(back->events.size(), t.events.size());
+  std::vector<StrId> first(kOps, kEmptyStr);
+  for (const WorkEvent& e : back->events) {
+    const std::string_view op = back->Str(e.op_id);
+    const int i = std::stoi(std::string(op.substr(op.find('.') + 1)));
+    if (first[i] == kEmptyStr) first[i] = e.op_id;
+    EXPECT_EQ(e.op_id, first[i]) << op;
+    EXPECT_EQ(back->Str(e.name), i % 2 ? "gemm" : "");
+  }
+}
+
 TEST(TraceWriter, WritesChromeTraceEvents) {
   const std::string text = SerializeTrace(testing::SmallTrace());
   EXPECT_NE(text.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{"

@@ -31,6 +31,23 @@ TEST(Intervals, IntersectionAndClip) {
   EXPECT_EQ(TotalNs(ClipTo(a, 100, 200)), 0);
 }
 
+// Classification is remembered per (name, lane, group_size set): two events that differ only
+// in group_size are told apart (only the one with a group is a collective).
+TEST(TraceStats, SameNameAndLaneWithAndWithoutGroupClassifiedApart) {
+  Trace t;
+  t.AddMarker(0, 0, "step_begin");
+  t.AddWork(0, kLaneCompute, "gemm", "fwd/layers.0/compute:1", 0, 100);
+  t.AddWork(0, kLaneAllGather, "custom_copy", "fwd/layers.0/all_gather:1", 0, 50);
+  WorkEvent& g = t.AddWork(0, kLaneAllGather, "custom_copy", "fwd/layers.1/all_gather:1", 60, 50);
+  g.group_size = 8;
+  g.bytes = 1 << 20;
+  const TraceStats s = ComputeStats(t);
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_EQ(s.collectives[0].kind, "all_gather");
+  EXPECT_EQ(s.collectives[0].count, 1);
+  EXPECT_EQ(s.collectives[0].bytes, 1 << 20);
+}
+
 TEST(TraceStats, ExposedCommunicationByIntervalArithmetic) {
   const TraceStats s = ComputeStats(testing::SmallTrace());
   ASSERT_EQ(s.steps.size(), 2u);  // one step per rank
