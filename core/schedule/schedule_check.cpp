@@ -213,8 +213,8 @@ StepTotals ComputeStepTotals(const Schedule& s, int role) {
   return t;
 }
 
-MemoryPeak IssueOrderPeak(const Schedule& s, int role) {
-  MemoryPeak peak;
+IssueOrderMemory IssueOrderPeak(const Schedule& s, int role) {
+  IssueOrderMemory peak;
   std::array<int64_t, kNumMemCategories> cur{};
   if (role < static_cast<int>(s.initial_memory.size())) cur = s.initial_memory[role];
   auto total = [&] {

@@ -42,13 +42,15 @@ struct StepTotals {
 StepTotals ComputeStepTotals(const Schedule& schedule, int role);
 
 // Allocated bytes per category at the highest point of the issue-order replay, and that
-// total. Starts from initial_memory.
-struct MemoryPeak {
+// total. Starts from initial_memory. (Not named MemoryPeak: that is core/trace/trace_stats.h's,
+// and two classes of one name in one program let the linker keep one's inline constructor for
+// both, which left a trace's peak unconstructed under clang's ASan build.)
+struct IssueOrderMemory {
   int64_t total_bytes = 0;
   std::array<int64_t, kNumMemCategories> by_category{};
   std::array<int64_t, kNumMemCategories> max_by_category{};  // each category's own maximum
 };
-MemoryPeak IssueOrderPeak(const Schedule& schedule, int role);
+IssueOrderMemory IssueOrderPeak(const Schedule& schedule, int role);
 
 std::string FormatSchedule(const Schedule& schedule, int role);
 
