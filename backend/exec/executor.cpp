@@ -1152,6 +1152,7 @@ Status Runner::Step(int step) {
   run_.failure = failure;
   run_.failed_op = failed;
   run_.steps_run = step + 1;
+  run_.step_ns_each.push_back(last);
   run_.issue_ns_per_op = issued > 0 ? (issue_end - issue_begin) / issued : 0;
   if (!failure.ok()) return Status::Ok();
   // Buffers the step leaves live (allocated by an op, never freed) go before the next step.

@@ -91,6 +91,10 @@ struct StepRun {
   RoleMemory memory;  // allocated exactly per category, reserved from the allocator
   MemoryCounters counters;
   int steps_run = 0;
+  // Each step's time (first event to last, as Timeline::step_ns), the first step's first: the
+  // first warms caches and allocators, and a shared machine's steps vary, so a caller that
+  // wants a steady figure takes the median of the later ones.
+  std::vector<int64_t> step_ns_each;
   // Ok, or the failure (out of memory: RuntimeError naming the op_id and the per-category
   // breakdown; a collective that failed or timed out: the op_id and the group). The timeline
   // and memory then hold what ran before it: the trace up to that point.

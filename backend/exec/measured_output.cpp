@@ -1,5 +1,8 @@
 #include "backend/exec/measured_output.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/timeline/make_trace.h"
 #include "core/timeline/op_accounting.h"
 
@@ -25,6 +28,10 @@ Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRu
   j["kind"] = "measured";
   j["rank"] = ctx.rank;
   j["steps"] = run.steps_run;
+  nlohmann::json each = nlohmann::json::array();
+  for (int64_t ns : run.step_ns_each) each.push_back(static_cast<double>(ns) / 1e9);
+  j["step_times_s"] = std::move(each);
+  j["steady_step_time_s"] = static_cast<double>(SteadyStepNs(run)) / 1e9;
   j["issue_us_per_op"] = static_cast<double>(run.issue_ns_per_op) / 1e3;
   j["kernel_workspace_gib"] = static_cast<double>(run.workspace_bytes) / kGiB;
   j["device"] = ctx.device.name;
@@ -46,6 +53,14 @@ Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRu
   info.extra["kernel_workspace_bytes"] = run.workspace_bytes;
   out.trace = MakeTrace(m.schedule, m.timeline, m.memory, info);
   return out;
+}
+
+int64_t SteadyStepNs(const StepRun& run) {
+  if (run.step_ns_each.empty()) return run.timeline.step_ns;
+  std::vector<int64_t> later(run.step_ns_each.begin() + (run.step_ns_each.size() > 1 ? 1 : 0),
+                             run.step_ns_each.end());
+  std::nth_element(later.begin(), later.begin() + later.size() / 2, later.end());
+  return later[later.size() / 2];
 }
 
 }  // namespace shardscope::backend

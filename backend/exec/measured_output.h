@@ -6,8 +6,10 @@
 //   MeasuredContext     what the run knows besides the step: scenario, pricing, device, world
 //   MeasuredOutput      summary (struct and JSON) + trace
 //   MakeMeasuredOutput  StepRun + its schedule → MeasuredOutput
+//   SteadyStepNs        the median step time of a run's steps after the first
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -41,5 +43,10 @@ struct MeasuredOutput {
 
 Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRun& run,
                                           const MeasuredContext& ctx);
+
+// The median of the steps' times after the first (the first warms caches and the allocator;
+// the only one when a single step ran; the upper middle of an even count): one step of a
+// shared machine can take twice another, so a figure to calibrate on is a median of several.
+int64_t SteadyStepNs(const StepRun& run);
 
 }  // namespace shardscope::backend

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "core/trace/trace_check.h"
 #include "core/trace/trace_stats.h"
@@ -51,6 +53,41 @@ TEST_P(MeasuredOutputTest, SameOpIdsAsTheSimulatorAndAValidTrace) {
   EXPECT_NEAR(static_cast<double>(stats.steps.back().step_ns) / 1e9, out.summary.step_time_s, 1e-9);
   EXPECT_NEAR(static_cast<double>(stats.steps.back().exposed_comm_ns) / 1e9,
               out.summary.exposed_comm_s, 1e-9);
+}
+
+// Each step's time is kept; the steady figure is the median of those after the first.
+TEST(MeasuredOutputSteps, EveryStepTimedAndTheSteadyOneIsTheLaterStepsMedian) {
+  auto job = testing::LoadJob("one_rank.json", 0);
+  ExecOptions options;
+  options.steps = 4;
+  const StepRun run = testing::RunJob(*job, options);
+  ASSERT_TRUE(run.failure.ok()) << run.failure.message();
+  ASSERT_EQ(run.step_ns_each.size(), 4u);
+  EXPECT_EQ(run.step_ns_each.back(), run.timeline.step_ns);
+  for (int64_t ns : run.step_ns_each) EXPECT_GT(ns, 0);
+  const MeasuredOutput out = Measure(*job, run, 1);
+  ASSERT_EQ(out.summary_json["step_times_s"].size(), 4u);
+  EXPECT_DOUBLE_EQ(out.summary_json["step_times_s"][3].get<double>(),
+                   static_cast<double>(run.step_ns_each[3]) / 1e9);
+  std::vector<int64_t> later(run.step_ns_each.begin() + 1, run.step_ns_each.end());
+  std::sort(later.begin(), later.end());
+  EXPECT_EQ(SteadyStepNs(run), later[1]);
+  EXPECT_DOUBLE_EQ(out.summary_json["steady_step_time_s"].get<double>(),
+                   static_cast<double>(later[1]) / 1e9);
+}
+
+TEST(MeasuredOutputSteps, SteadyStepOfHandMadeRuns) {
+  StepRun run;
+  run.timeline.step_ns = 7;
+  EXPECT_EQ(SteadyStepNs(run), 7);  // no per-step record: the reported step
+  run.step_ns_each = {100};
+  EXPECT_EQ(SteadyStepNs(run), 100);  // one step: that one, warm-up or not
+  run.step_ns_each = {100, 30};
+  EXPECT_EQ(SteadyStepNs(run), 30);
+  run.step_ns_each = {1000, 40, 10, 30, 20};  // the first left out; upper middle of four
+  EXPECT_EQ(SteadyStepNs(run), 30);
+  run.step_ns_each = {1000, 50, 10, 90};
+  EXPECT_EQ(SteadyStepNs(run), 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, MeasuredOutputTest,

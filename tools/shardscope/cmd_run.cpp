@@ -168,6 +168,10 @@ void PrintRun(const sim::Summary& s, const backend::StepRun& run,
              w.rank, w.size, w.emulated && w.size > 1 ? " (emulated world)" : "", d.name,
              backend::DeviceKindName(d.kind));
   fmt::print("  step time          {:10.4f} s\n", s.step_time_s);
+  if (run.step_ns_each.size() > 2) {
+    fmt::print("  steady step time   {:10.4f} s (median of steps 2-{})\n",
+               static_cast<double>(backend::SteadyStepNs(run)) / 1e9, run.step_ns_each.size());
+  }
   fmt::print("  tokens/s/GPU       {:10.0f}\n", s.tokens_per_s_per_gpu);
   fmt::print("  compute            {:10.4f} s   exposed comm {:.4f} s   overlap {:.1f}%\n",
              s.compute_s, s.exposed_comm_s, 100.0 * s.overlap_ratio);
