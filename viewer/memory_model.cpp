@@ -1,4 +1,5 @@
 #include "viewer/memory_model.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +15,7 @@ constexpr std::string_view kSuffix = "_bytes";
 int64_t HbmBytes(const TraceMetadata& md) {
   if (md.summary.is_object() && md.summary.contains("hbm_gib") &&
       md.summary["hbm_gib"].is_number()) {
-    return static_cast<int64_t>(std::llround(md.summary["hbm_gib"].get<double>() * (1LL << 30)));
+    return static_cast<int64_t>(std::llround(md.summary["hbm_gib"].get<double>() * kGiB));
   }
   const nlohmann::json* dev = &md.device;
   if (dev->is_array() && !dev->empty()) dev = &(*dev)[0];

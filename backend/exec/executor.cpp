@@ -13,6 +13,7 @@
 #include "backend/exec/param_state.h"
 #include "backend/exec/work_kernels.h"
 #include "core/trace/op_id.h"
+#include "core/util/units.h"
 
 namespace shardscope::backend {
 namespace {
@@ -416,7 +417,7 @@ Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
         for (int c = 0; c < kNumMemCategories; ++c) {
           breakdown += fmt::format("{}{} {:.3f} GiB", c ? ", " : "",
                                    MemCategoryName(static_cast<MemCategory>(c)),
-                                   static_cast<double>(m.allocated[c]) / (1 << 30));
+                                   ToGiB(m.allocated[c]));
         }
         return RuntimeError(fmt::format(
             "out of memory at op '{}' allocating {} bytes of {}: {}; allocated by category: {}",

@@ -5,13 +5,13 @@
 
 #include "core/timeline/make_trace.h"
 #include "core/timeline/op_accounting.h"
+#include "core/util/units.h"
 
 namespace shardscope::backend {
 
 Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRun& run,
                                           const MeasuredContext& ctx) {
   if (ctx.pricing == nullptr) return InvalidInput("measured output: no scenario pricing");
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   // The measured step as a Simulation: the summary the simulator makes of its own timeline.
   sim::Simulation m;
   m.schedule = schedule;
@@ -33,7 +33,7 @@ Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRu
   j["step_times_s"] = std::move(each);
   j["steady_step_time_s"] = static_cast<double>(SteadyStepNs(run)) / 1e9;
   j["issue_us_per_op"] = static_cast<double>(run.issue_ns_per_op) / 1e3;
-  j["kernel_workspace_gib"] = static_cast<double>(run.workspace_bytes) / kGiB;
+  j["kernel_workspace_gib"] = ToGiB(run.workspace_bytes);
   j["device"] = ctx.device.name;
   if (!run.failure.ok()) j["failure"] = run.failure.message();
 

@@ -1,4 +1,5 @@
 #include "core/plan/plan_json.h"
+#include "core/util/units.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -86,9 +87,9 @@ std::string PrefetchText(const std::vector<std::string>& targets) {
 
 std::string FormatBytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);
-  if (bytes >= (int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / (1 << 30));
-  if (bytes >= (int64_t{1} << 20)) return fmt::format("{:.1f} MiB", b / (1 << 20));
-  if (bytes >= (int64_t{1} << 10)) return fmt::format("{:.1f} KiB", b / (1 << 10));
+  if (bytes >= kGiB) return fmt::format("{:.2f} GiB", b / kGiB);
+  if (bytes >= kMiB) return fmt::format("{:.1f} MiB", b / kMiB);
+  if (bytes >= kKiB) return fmt::format("{:.1f} KiB", b / kKiB);
   return fmt::format("{} B", bytes);
 }
 

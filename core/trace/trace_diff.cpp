@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/trace/trace_stats.h"
+#include "core/util/units.h"
 
 namespace shardscope {
 
@@ -193,7 +194,7 @@ struct Unit {
 };
 constexpr Unit kTimeUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
 constexpr Unit kByteUnits[] = {
-    {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+    {"B", 1},    {"KiB", kKiB}, {"MiB", kMiB}, {"GiB", kGiB},
     {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9}};
 constexpr std::string_view kTimeMetrics[] = {"step_time", "exposed_comm", "compute", "op"};
 
@@ -436,8 +437,8 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
                                   {"tokens_per_s_per_gpu", "", "tokens/s", 1},
                                   {"tflops_per_gpu", "", "TFLOP/s", 1},
                                   {"mfu", "", "ratio", 1},
-                                  {"peak_memory_allocated_gib", "peak_memory", "GiB", 1073741824.0},
-                                  {"peak_memory_reserved_gib", "peak_memory", "GiB", 1073741824.0}};
+                                  {"peak_memory_allocated_gib", "peak_memory", "GiB", kGiB},
+                                  {"peak_memory_reserved_gib", "peak_memory", "GiB", kGiB}};
   for (const auto* j : {&a, &b}) {
     const std::string& src = j == &a ? source_a : source_b;
     if (!j->is_object()) return InvalidInput(src + ": expected a summary object (formats.md §2)");

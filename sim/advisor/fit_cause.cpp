@@ -7,12 +7,11 @@
 
 #include "core/schedule/schedule.h"
 #include "core/trace/step_phase_name.h"
+#include "core/util/units.h"
 
 namespace shardscope::sim {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-double Gib(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 
 std::string PhaseOf(const std::string& op) {
   const std::optional<StepPhase> phase = StepPhaseOfOpId(op);
@@ -45,7 +44,7 @@ FitCause AnalyzeFit(const Simulation& sim) {
     for (MemCategory c :
          {MemCategory::kShardedParams, MemCategory::kOptimizer, MemCategory::kShardedGrads}) {
       const int i = static_cast<int>(c);
-      const double gib = Gib(std::max(worst->initial_bytes[i], worst->final_bytes[i]));
+      const double gib = ToGiB(std::max(worst->initial_bytes[i], worst->final_bytes[i]));
       cause.persistent.push_back({std::string(MemCategoryName(c)), gib});
       cause.persistent_gib += gib;
     }

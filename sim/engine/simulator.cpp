@@ -15,15 +15,14 @@
 #include "sim/cost/calibration.h"
 #include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
+#include "core/util/units.h"
 
 namespace shardscope::sim {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kNsPerS = 1e9;
 
 double Seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
-double Gib(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 
 void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
   const int role = sim.reported_role;
@@ -163,30 +162,30 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
   }
   if (!sim.memory.empty()) {
     const RoleMemory& rm = sim.memory[peak_role];
-    s.peak_memory_allocated_gib = Gib(rm.peak_allocated_bytes);
+    s.peak_memory_allocated_gib = ToGiB(rm.peak_allocated_bytes);
     s.peak_memory_time_s = Seconds(rm.peak_allocated_time_ns);
     s.peak_memory_op = rm.peak_allocated_op >= 0 ? sim.schedule.ops[rm.peak_allocated_op].op_id
                                                  : "(initial state)";
     for (int c = 0; c < kNumMemCategories; ++c)
-      s.memory_at_peak_gib[c] = Gib(rm.at_peak_allocated[c]);
+      s.memory_at_peak_gib[c] = ToGiB(rm.at_peak_allocated[c]);
     for (int c = 0; c < kNumMemCategories; ++c)
-      s.memory_max_by_category_gib[c] = Gib(rm.max_bytes[c]);
+      s.memory_max_by_category_gib[c] = ToGiB(rm.max_bytes[c]);
     for (int p = 0; p < kNumStepPhases; ++p) {
       const PhasePeak& peak = rm.phase_peaks[p];
-      s.phase_peaks[p] = {Gib(peak.allocated_bytes), Seconds(peak.time_ns),
+      s.phase_peaks[p] = {ToGiB(peak.allocated_bytes), Seconds(peak.time_ns),
                           peak.op >= 0 ? sim.schedule.ops[peak.op].op_id : std::string()};
     }
   }
-  s.peak_memory_reserved_gib = Gib(peak_reserved);
+  s.peak_memory_reserved_gib = ToGiB(peak_reserved);
   // Host memory is reported apart from HBM: it never counts against the GPU's capacity.
   for (const RoleMemory& rm : sim.memory) {
-    if (Gib(rm.host_total_bytes()) <= s.host_memory_gib) continue;
-    s.host_memory_gib = Gib(rm.host_total_bytes());
+    if (ToGiB(rm.host_total_bytes()) <= s.host_memory_gib) continue;
+    s.host_memory_gib = ToGiB(rm.host_total_bytes());
     for (int c = 0; c < kNumMemCategories; ++c)
-      s.host_memory_by_category_gib[c] = Gib(rm.host_bytes[c]);
+      s.host_memory_by_category_gib[c] = ToGiB(rm.host_bytes[c]);
   }
-  s.hbm_gib = Gib(ctx.hbm_bytes);
-  s.usable_gib = Gib(ctx.usable_bytes);
+  s.hbm_gib = ToGiB(ctx.hbm_bytes);
+  s.usable_gib = ToGiB(ctx.usable_bytes);
   s.fits = !oom && (ctx.usable_bytes <= 0 || peak_reserved <= ctx.usable_bytes);
   if (!s.fits && s.overflow_category.empty()) {
     // Over capacity without a single overflowing allocation: name the largest category.

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "core/util/did_you_mean.h"
+#include "core/util/units.h"
 
 namespace shardscope {
 
@@ -18,7 +19,6 @@ extern const char* const kEmbeddedCatalogJson;
 namespace {
 
 using nlohmann::json;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // One JSON key of a GPU or node entry: how to read it and where it goes.
 template <typename T>
@@ -72,11 +72,11 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
        [](GpuSpec& g, const json& v) { g.best_matmul_flops = v.get<double>() * 1e12; }},
       {"hbm_gib", F::kNumber, 0.5, 1e5,
        [](GpuSpec& g, const json& v) {
-         g.hbm_bytes = static_cast<int64_t>(v.get<double>() * kGiB);
+         g.hbm_bytes = GiBToBytes(v.get<double>());
        }},
       {"reserved_gib", F::kNumber, 0, 1e3,
        [](GpuSpec& g, const json& v) {
-         g.reserved_bytes = static_cast<int64_t>(v.get<double>() * kGiB);
+         g.reserved_bytes = GiBToBytes(v.get<double>());
        }},
       {"hbm_tbps", F::kNumber, 0.01, 1e3,
        [](GpuSpec& g, const json& v) { g.hbm_gbps = v.get<double>() * 1e3; }},

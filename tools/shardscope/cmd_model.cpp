@@ -12,6 +12,7 @@
 #include "core/model/tree_json.h"
 #include "core/util/file_io.h"
 #include "tools/shardscope/command.h"
+#include "core/util/units.h"
 
 namespace shardscope::cli {
 namespace {
@@ -64,7 +65,7 @@ Status RunModel(const ModelArgs& args) {
     fmt::print("active / token   {}\n", Count(s.active_params_per_token));
   }
   fmt::print("param memory     {:.2f} GiB in the tree's dtypes\n",
-             static_cast<double>(s.param_bytes) / (1024.0 * 1024.0 * 1024.0));
+             ToGiB(s.param_bytes));
   fmt::print("layers           {}\n", s.blocks.size());
   for (const LayerGroup& g : s.layer_groups) {
     const std::string& first = s.blocks[static_cast<size_t>(g.first)];

@@ -22,6 +22,7 @@
 #include "core/util/file_io.h"
 #include "sim/engine/simulator.h"
 #include "tools/shardscope/command.h"
+#include "core/util/units.h"
 
 #ifndef SHARDSCOPE_VERSION
 #define SHARDSCOPE_VERSION "dev"
@@ -44,7 +45,6 @@ struct RunArgs {
   bool check = false;  // verify the step's data (backend/check/step_check.h)
 };
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 Result<std::unique_ptr<backend::Device>> MakeDevice(const std::string& kind,
                                                     const backend::DeviceOptions& options) {
@@ -179,7 +179,7 @@ void PrintRun(const sim::Summary& s, const backend::StepRun& run,
              s.peak_memory_allocated_gib, s.peak_memory_op, s.peak_memory_reserved_gib);
   fmt::print("  host issue         {:10.2f} us per op; kernel workspace {:.3f} GiB\n",
              static_cast<double>(run.issue_ns_per_op) / 1e3,
-             static_cast<double>(run.workspace_bytes) / kGiB);
+             ToGiB(run.workspace_bytes));
 }
 
 Status Run(const RunArgs& args) {
@@ -212,7 +212,7 @@ Status Run(const RunArgs& args) {
   dopt.local_rank = world.local_rank;
   // The host stands for one GPU of the scenario: its usable memory is the capacity.
   dopt.memory_limit_bytes = args.memory_limit_gib > 0
-                                ? static_cast<int64_t>(args.memory_limit_gib * kGiB)
+                                ? GiBToBytes(args.memory_limit_gib)
                                 : (device_kind == "cpu" ? pricing.ctx.usable_bytes : 0);
   SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Device> device, MakeDevice(device_kind, dopt));
   const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(args.timeout_s * 1e9));

@@ -14,6 +14,7 @@
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "tools/shardscope/command.h"
+#include "core/util/units.h"
 
 namespace shardscope::cli {
 namespace {
@@ -23,9 +24,9 @@ std::string Ms(int64_t ns) { return fmt::format("{:.3f} ms", static_cast<double>
 std::string GiB(int64_t bytes) {
   const double b = static_cast<double>(bytes);
   const double mag = b < 0 ? -b : b;
-  if (mag >= 1073741824.0) return fmt::format("{:.3f} GiB", b / 1073741824.0);
-  if (mag >= 1048576.0) return fmt::format("{:.3f} MiB", b / 1048576.0);
-  if (mag >= 1024.0) return fmt::format("{:.3f} KiB", b / 1024.0);
+  if (mag >= kGiB) return fmt::format("{:.3f} GiB", b / kGiB);
+  if (mag >= kMiB) return fmt::format("{:.3f} MiB", b / kMiB);
+  if (mag >= kKiB) return fmt::format("{:.3f} KiB", b / kKiB);
   return fmt::format("{} B", bytes);
 }
 
@@ -123,11 +124,11 @@ std::string FormatValue(double v, const std::string& unit) {
                                                    : fmt::format("{:.6g} {}", x, u);
   };
   if (unit == "ns") return figure(v / 1e6, "ms");
-  const double bytes = unit == "GiB" ? v * 1073741824.0 : v;
+  const double bytes = unit == "GiB" ? v * kGiB : v;
   if (unit == "bytes" || unit == "GiB") {
     return std::isfinite(bytes) && std::fabs(bytes) < 9e18
                ? GiB(static_cast<int64_t>(std::llround(bytes)))
-               : figure(bytes / 1073741824.0, "GiB");
+               : figure(bytes / kGiB, "GiB");
   }
   if (unit == "s") return figure(v * 1e3, "ms");
   return fmt::format("{:.6g} {}", v, unit);
