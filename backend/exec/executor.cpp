@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <utility>
 
@@ -194,7 +195,14 @@ class Runner {
   std::vector<int> gather_target_;  // per copy-in: the buffer its all-gather gathers into
   std::vector<int> arena_buffer_;   // per op: its own buffer that holds its kernels' operands
   std::vector<int64_t> arena_need_;
-  DeviceBuffer workspace_;
+  // One workspace per lane: ops of two lanes run concurrently (threads on the host, streams
+  // on a GPU), and two writers of one buffer would be a data race even for filler outputs.
+  std::array<DeviceBuffer, kNumLanes> workspace_;
+  char* Workspace(int i) {
+    return static_cast<char*>(arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]].data
+                                                    : workspace_[LaneIndex(s_.ops[i].lane)].data);
+  }
+  static int LaneIndex(Lane lane) { return static_cast<int>(lane) - 1; }
   std::vector<std::shared_ptr<DeviceEvent>> start_, end_;
   // After the op's end and the data AfterEnd enqueued behind it (landed gradients): what
   // dependent ops on other lanes wait for (end_ times the op).
@@ -270,11 +278,12 @@ Status Runner::Prepare() {
     }
   }
   // Arenas: the largest buffer an op allocates at its start, when its kernels' operands fit;
-  // the others share one workspace.
+  // the others share their lane's workspace.
   const size_t n = s_.ops.size();
   arena_buffer_.assign(n, -1);
   arena_need_.assign(n, 0);
-  int64_t workspace = 0, replicate_reduce_bytes = 0;
+  std::array<int64_t, kNumLanes> workspace{};
+  int64_t replicate_reduce_bytes = 0;
   std::vector<int64_t> replicate_reduce(units_.size(), 0);  // per unit
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = s_.ops[i];
@@ -307,13 +316,22 @@ Status Runner::Prepare() {
     if (best >= 0 && s_.buffers[best].bytes >= need) {
       arena_buffer_[i] = best;
     } else {
-      workspace = std::max(workspace, need);
+      int64_t& lane = workspace[LaneIndex(op.lane)];
+      lane = std::max(lane, need);
     }
   }
-  if (workspace > 0) {
-    Result<DeviceBuffer> ws = dev_.Allocate(workspace, MemCategory::kTemporaries, Lane::kCompute);
-    if (!ws.ok()) return ws.status().WithContext("the kernels' workspace, before the step");
-    workspace_ = std::move(ws).value();
+  int64_t workspace_bytes = 0;
+  for (int l = 0; l < kNumLanes; ++l) {
+    if (workspace[l] == 0) continue;
+    const Lane lane = static_cast<Lane>(l + 1);
+    Result<DeviceBuffer> ws = dev_.Allocate(workspace[l], MemCategory::kTemporaries, lane);
+    if (!ws.ok()) {
+      return ws.status().WithContext(
+          fmt::format("the {} lane's kernel workspace, before the step", LaneName(lane)));
+    }
+    workspace_[l] = std::move(ws).value();
+    workspace_bytes += workspace[l];
+    run_.workspace_by_lane[l] = workspace[l];
   }
   for (size_t k = 0; k < units_.size(); ++k) {
     if (replicate_reduce[k] == 0) continue;
@@ -327,7 +345,7 @@ Status Runner::Prepare() {
     units_[k].replicate_reduce = std::move(rb).value();
     replicate_reduce_bytes += replicate_reduce[k];
   }
-  run_.workspace_bytes = workspace + replicate_reduce_bytes;
+  run_.workspace_bytes = workspace_bytes + replicate_reduce_bytes;
   comm_last_.assign(s_.groups.size(), -1);
   // The all-gather buffer a copy-in fills is its all-gather's output (the schedule's link;
   // under host run-ahead another op allocates it, in program order).
@@ -620,8 +638,7 @@ Status Runner::IssueCollective(int i) {
   Communicator& comm = *comms_[op.group];
   CollectiveCall c = CollectiveCallOf(op);
   const int64_t elem = DTypeBytes(c.dtype);
-  char* ws =
-      static_cast<char*>(arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]].data : workspace_.data);
+  char* ws = Workspace(i);
   auto buffer = [&](int id) -> char* {
     return id >= 0 && live_[id].data != nullptr ? static_cast<char*>(live_[id].data) : nullptr;
   };
@@ -776,7 +793,8 @@ Status Runner::IssueCompute(int i) {
     }
     if (!item.is_module()) continue;
     ItemBuffers b;
-    const DeviceBuffer& arena = arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]] : workspace_;
+    const DeviceBuffer& arena =
+        arena_buffer_[i] >= 0 ? live_[arena_buffer_[i]] : workspace_[LaneIndex(op.lane)];
     b.arena = static_cast<char*>(arena.data);
     b.arena_bytes = arena.bytes;
     if (u != nullptr && u->gathered >= 0 && live_[u->gathered].data != nullptr) {
@@ -1175,8 +1193,10 @@ Status Runner::Release() {
     if (b.data != nullptr) dev_.Free(b);
     b = DeviceBuffer{};
   }
-  if (workspace_.data != nullptr) dev_.Free(workspace_);
-  workspace_ = DeviceBuffer{};
+  for (DeviceBuffer& ws : workspace_) {
+    if (ws.data != nullptr) dev_.Free(ws);
+    ws = DeviceBuffer{};
+  }
   for (UnitData& u : units_) {
     if (u.replicate_reduce.data != nullptr) dev_.Free(u.replicate_reduce);
     u.replicate_reduce = DeviceBuffer{};

@@ -41,6 +41,7 @@
 // (parameters, moments) carries over, so step k's optimizer uses step count k.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -105,6 +106,9 @@ struct StepRun {
   // Operand memory for kernels whose op allocates none large enough: allocated once before
   // the first step (temporaries in the allocator's counters, outside the schedule's effects).
   int64_t workspace_bytes = 0;
+  // The part of it each lane's ops share (by Lane − 1): lanes run concurrently, so each has
+  // its own.
+  std::array<int64_t, kNumLanes> workspace_by_lane{};
 };
 
 // `schedule` holds one role (this rank's); `comms` one communicator per Schedule::groups

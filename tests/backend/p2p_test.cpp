@@ -103,6 +103,21 @@ TEST(PipelineP2PTest, PeersAreTheOtherRankOfTheHop) {
   }
 }
 
+// A stage's sends and receives without a buffer of their own run on the p2p lane while the
+// compute lane's kernels use theirs: each lane gets its own workspace (one shared between the
+// two threads or streams would be written by both at once).
+TEST(PipelineP2PTest, TheP2PLaneHasAWorkspaceApartFromTheComputeLanes) {
+  auto job = LoadJob("two_stages.json", 0);
+  const StepRun run = RunJob(*job);
+  ASSERT_TRUE(run.failure.ok()) << run.failure.message();
+  const auto lane = [&](Lane l) { return run.workspace_by_lane[static_cast<int>(l) - 1]; };
+  EXPECT_GT(lane(Lane::kCompute), 0);
+  EXPECT_GT(lane(Lane::kP2P), 0);
+  int64_t sum = 0;
+  for (int64_t b : run.workspace_by_lane) sum += b;
+  EXPECT_LE(sum, run.workspace_bytes);  // plus replicate params' reduce buffers, if any
+}
+
 TEST(PipelineP2PTest, ASendFollowedByAReceiveGoesOutAsOneGroup) {
   for (int rank : {0, 1}) {
     std::vector<Call> log = RunStage(rank);
