@@ -8,10 +8,13 @@
 //           Each zoom twice: the view held still (the timeline's cached boxes re-emitted) and
 //           moved a pixel every frame (merged again). With --gl two baselines of the same size
 //           show what the software rasteriser costs whatever the viewer draws: a blank frame
-//           (clear and present) and one blended full-size rectangle (a window background).
+//           (clear and present) and one full-size rectangle, blended (a window background) and
+//           through the flat-fill program (the plots' boxes); and the still views once more
+//           with the flat fill off (the plots' boxes through ImGui's shader, as before it).
 //   tune    a tuning change (forward prefetch depth toggled) on --scenario, from the request
 //           to the frame drawn with the new prediction; target < 200 ms
 // Usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]
+#include <GL/gl.h>
 #include <fmt/core.h>
 #include <imgui.h>
 #include <time.h>
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -31,6 +35,7 @@
 #include "core/trace/trace_io.h"
 #include "viewer/app.h"
 #include "viewer/compare_model.h"
+#include "viewer/flat_fill.h"
 #include "viewer/panels.h"
 
 using namespace shardscope;
@@ -135,15 +140,51 @@ FrameTime TimeFrame(const std::function<void()>& draw, GlWindow* gl) {
   return t;
 }
 
+// Pixels the last frame's triangles cover (unclipped), per window, blended and flat-filled: a
+// software rasteriser's work grows with them.
+void PrintCoverage() {
+  const ImDrawData* d = ImGui::GetDrawData();
+  if (!d) return;
+  double total[2] = {0, 0};
+  for (int n = 0; n < d->CmdListsCount; ++n) {
+    const ImDrawList* l = d->CmdLists[n];
+    double px[2] = {0, 0};
+    bool flat = false;
+    for (const ImDrawCmd& c : l->CmdBuffer) {
+      if (c.UserCallback == FlatFillCallback) flat = FlatFillEnabled();
+      if (c.UserCallback == ImDrawCallback_ResetRenderState) flat = false;
+      if (c.UserCallback) continue;
+      for (unsigned i = 0; i + 2 < c.ElemCount; i += 3) {
+        const ImVec2 a = l->VtxBuffer[c.VtxOffset + l->IdxBuffer[c.IdxOffset + i]].pos;
+        const ImVec2 b = l->VtxBuffer[c.VtxOffset + l->IdxBuffer[c.IdxOffset + i + 1]].pos;
+        const ImVec2 e = l->VtxBuffer[c.VtxOffset + l->IdxBuffer[c.IdxOffset + i + 2]].pos;
+        px[flat] += std::abs((b.x - a.x) * (e.y - a.y) - (e.x - a.x) * (b.y - a.y)) / 2;
+      }
+    }
+    fmt::print("         {:<40} {:>6} vertices, {:>8.0f} px blended, {:>8.0f} px flat\n",
+               l->_OwnerName ? l->_OwnerName : "?", l->VtxBuffer.Size, px[0], px[1]);
+    total[0] += px[0];
+    total[1] += px[1];
+  }
+  fmt::print("         total {:.0f} px blended, {:.0f} px flat\n", total[0], total[1]);
+}
+
 FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
   return TimeFrame([s] { DrawViewerFrame(s); }, gl);
 }
 
-// One opaque rectangle over the whole display: what a full-window background fill costs (the
+// One rectangle over the whole display: what a full-window background fill costs (the
 // viewer's windows draw none; the clear paints their colour).
 void FullSizeRect() {
   ImGui::GetBackgroundDrawList()->AddRectFilled(ImVec2(0, 0), ImGui::GetIO().DisplaySize,
                                                 IM_COL32(15, 15, 15, 240));
+}
+
+// The same, opaque, through the flat-fill program (what the plots' boxes cost per pixel).
+void FullSizeFlatRect() {
+  ImDrawList* dl = ImGui::GetBackgroundDrawList();
+  FlatFillSection flat(dl);
+  dl->AddRectFilled(ImVec2(0, 0), ImGui::GetIO().DisplaySize, IM_COL32(15, 15, 15, 255));
 }
 
 }  // namespace
@@ -228,6 +269,9 @@ int main(int argc, char** argv) {
       return 3;
     }
     gl = std::move(*w);
+    fmt::print("frame  OpenGL renderer: {} ({})\n",
+               reinterpret_cast<const char*>(glGetString(GL_RENDERER)),
+               reinterpret_cast<const char*>(glGetString(GL_VERSION)));
   } else {
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
@@ -274,13 +318,22 @@ int main(int argc, char** argv) {
   };
   std::vector<std::pair<std::string, FrameTime>> results;
   results.emplace_back("full zoom-out, view still", frames(draw, full));
+  PrintCoverage();
   results.emplace_back("full zoom-out, view moving", frames(draw, moving(full)));
   results.emplace_back("busy zoom-in (1 ms), view still", frames(draw, busy));
+  PrintCoverage();
   results.emplace_back("busy zoom-in (1 ms), view moving", frames(draw, moving(busy)));
   if (gl) {
+    // The plots' opaque fills through ImGui's textured, blended shader instead (the old path).
+    SetFlatFillEnabled(false);
+    results.emplace_back("full zoom-out, view still, flat fill off", frames(draw, full));
+    results.emplace_back("busy zoom-in (1 ms), view still, flat fill off", frames(draw, busy));
+    SetFlatFillEnabled(true);
     results.emplace_back("baseline: blank frame", frames([] {}, [](int) {}));
-    results.emplace_back("baseline: one full-size filled rectangle",
+    results.emplace_back("baseline: one full-size blended rectangle",
                          frames(FullSizeRect, [](int) {}));
+    results.emplace_back("baseline: one full-size flat-fill rectangle",
+                         frames(FullSizeFlatRect, [](int) {}));
   }
   const char* lp_threads = std::getenv("LP_NUM_THREADS");
   for (const auto& [what, t] : results) {

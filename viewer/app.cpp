@@ -17,6 +17,7 @@
 
 #include "core/config/scenario.h"
 #include "core/util/file_io.h"
+#include "viewer/flat_fill.h"
 #include "viewer/panels.h"
 #include "viewer/png_writer.h"
 
@@ -94,6 +95,7 @@ struct GlWindow::Impl {
 
 GlWindow::~GlWindow() {
   if (!impl || !impl->window) return;
+  ShutdownFlatFill();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
@@ -132,6 +134,18 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
   auto out = std::make_unique<GlWindow>();
   out->impl = std::make_unique<GlWindow::Impl>();
   out->impl->window = window;
+  SS_RETURN_IF_ERROR(InitFlatFill());  // `out` closes the window on the way
+  // ImGui draws glyphs at whole pixels, one texel to a pixel, so sampling the font atlas at
+  // the nearest texel gives the same picture as the backend's bilinear filter, for less work
+  // per pixel in a software renderer.
+  ImGui_ImplOpenGL3_CreateDeviceObjects();
+  GLint last_texture = 0;
+  glGetIntegerv(GL_TEXTURE_BINDING_2D, &last_texture);
+  glBindTexture(GL_TEXTURE_2D,
+                static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID)));
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(last_texture));
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "viewer/flat_fill.h"
 #include "viewer/format.h"
 #include "viewer/panels.h"
 
@@ -112,20 +113,23 @@ void DrawMemoryPanel(ViewerState* s) {
     const std::vector<MemoryColumn> cols = DownsampleMemory(m, vp.start_ns, vp.end_ns(), columns);
     // Columns showing the same sample side by side: one box per category for the run, and the
     // band's background only above the stack (each pixel filled once: a software renderer pays
-    // per pixel).
-    for (int c = 0, e = 0; c < columns; c = e) {
-      const int64_t sample = cols[c].sample;
-      for (e = c + 1; e < columns && cols[e].sample == sample;) ++e;
-      const float right = e == columns ? x1 : x0 + e;  // the last run takes the sub-pixel rest
-      float y = by1;
-      for (size_t k = 0; sample >= 0 && k < m.categories.size(); ++k) {
-        const int64_t val = m.value(static_cast<size_t>(sample), k);
-        if (val <= 0) continue;
-        const float top = std::max(by0, y - static_cast<float>(val * px_per_byte));
-        dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(right, y), CategoryColor(k));
-        y = top;
+    // per pixel). All opaque: a flat section.
+    {
+      FlatFillSection flat(dl);
+      for (int c = 0, e = 0; c < columns; c = e) {
+        const int64_t sample = cols[c].sample;
+        for (e = c + 1; e < columns && cols[e].sample == sample;) ++e;
+        const float right = e == columns ? x1 : x0 + e;  // the last run takes the sub-pixel rest
+        float y = by1;
+        for (size_t k = 0; sample >= 0 && k < m.categories.size(); ++k) {
+          const int64_t val = m.value(static_cast<size_t>(sample), k);
+          if (val <= 0) continue;
+          const float top = std::max(by0, y - static_cast<float>(val * px_per_byte));
+          dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(right, y), CategoryColor(k));
+          y = top;
+        }
+        if (y > by0) dl->AddRectFilled(ImVec2(x0 + c, by0), ImVec2(right, y), kBandColor);
       }
-      if (y > by0) dl->AddRectFilled(ImVec2(x0 + c, by0), ImVec2(right, y), kBandColor);
     }
     ColumnLine(dl, x0, by1, px_per_byte, columns, kAllocatedColor,
                [&](int c) { return cols[c].sample < 0 ? -1 : cols[c].allocated; });
