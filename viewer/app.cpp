@@ -20,6 +20,7 @@
 #include "viewer/flat_fill.h"
 #include "viewer/panels.h"
 #include "viewer/png_writer.h"
+#include "viewer/retained_frame.h"
 
 namespace shardscope::viewer {
 namespace {
@@ -91,6 +92,8 @@ Status LoadViewerState(const ViewerOptions& options, ViewerState* s) {
 
 struct GlWindow::Impl {
   GLFWwindow* window = nullptr;
+  RetainedFrame retained;
+  bool retain = false;  // RetainsPixels() of the window's renderer
 };
 
 GlWindow::~GlWindow() {
@@ -134,6 +137,7 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
   auto out = std::make_unique<GlWindow>();
   out->impl = std::make_unique<GlWindow::Impl>();
   out->impl->window = window;
+  out->impl->retain = RetainsPixels();
   SS_RETURN_IF_ERROR(InitFlatFill());  // `out` closes the window on the way
   // ImGui draws glyphs at whole pixels, one texel to a pixel, so sampling the font atlas at
   // the nearest texel gives the same picture as the backend's bilinear filter, for less work
@@ -165,17 +169,19 @@ void RenderFrame(GlWindow& gl, const std::function<void()>& draw, RenderTimes* t
   const auto t1 = Clock::now();
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(gl.impl->window, &fb_w, &fb_h);
-  glViewport(0, 0, fb_w, fb_h);
-  glClearColor(kClearColor[0], kClearColor[1], kClearColor[2], 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
-  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  RetainedFrame& retained = gl.impl->retained;
+  retained.Render(ImGui::GetDrawData(), fb_w, fb_h, kClearColor, gl.impl->retain);
   if (times) {
     times->build_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times->submit_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+    times->drawn_windows = retained.drawn_windows();
+    times->windows = retained.windows();
   }
 }
 
 void FinishFrame(GlWindow&) { glFinish(); }
+
+void SetRetainFrame(GlWindow& gl, bool retain) { gl.impl->retain = retain && RetainsPixels(); }
 
 Status SaveScreenshot(GlWindow& gl, const std::string& path) {
   int w = 0, h = 0;
