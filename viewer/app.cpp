@@ -93,7 +93,8 @@ Status LoadViewerState(const ViewerOptions& options, ViewerState* s) {
 struct GlWindow::Impl {
   GLFWwindow* window = nullptr;
   RetainedFrame retained;
-  bool retain = false;  // RetainsPixels() of the window's renderer
+  bool retains = false;  // RetainsPixels() of the window's context
+  bool retain = false;   // retains, unless SetRetainFrame(false)
 };
 
 GlWindow::~GlWindow() {
@@ -137,7 +138,13 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
   auto out = std::make_unique<GlWindow>();
   out->impl = std::make_unique<GlWindow::Impl>();
   out->impl->window = window;
-  out->impl->retain = RetainsPixels();
+  out->impl->retains = out->impl->retain =
+      RetainsPixels([window] { glfwSwapBuffers(window); });
+  // An expose (another window moved off ours) may lose what the kept windows had drawn.
+  glfwSetWindowUserPointer(window, out->impl.get());
+  glfwSetWindowRefreshCallback(window, [](GLFWwindow* w) {
+    static_cast<GlWindow::Impl*>(glfwGetWindowUserPointer(w))->retained.Invalidate();
+  });
   SS_RETURN_IF_ERROR(InitFlatFill());  // `out` closes the window on the way
   // ImGui draws glyphs at whole pixels, one texel to a pixel, so sampling the font atlas at
   // the nearest texel gives the same picture as the backend's bilinear filter, for less work
@@ -181,7 +188,9 @@ void RenderFrame(GlWindow& gl, const std::function<void()>& draw, RenderTimes* t
 
 void FinishFrame(GlWindow&) { glFinish(); }
 
-void SetRetainFrame(GlWindow& gl, bool retain) { gl.impl->retain = retain && RetainsPixels(); }
+void SetRetainFrame(GlWindow& gl, bool retain) { gl.impl->retain = retain && gl.impl->retains; }
+
+bool RetainsFrames(const GlWindow& gl) { return gl.impl->retain; }
 
 Status SaveScreenshot(GlWindow& gl, const std::string& path) {
   int w = 0, h = 0;

@@ -8,7 +8,7 @@
 //   OpenGlWindow      opens one (invisible for headless use)
 //   RenderFrame       one ImGui frame of the viewer (or of any draw call) into the back buffer,
 //                     redrawing only the windows that changed (viewer/retained_frame.h)
-//   SetRetainFrame    turns that off (every window drawn every frame)
+//   SetRetainFrame    turns that off (every window drawn every frame); RetainsFrames: is it on
 //   SaveScreenshot    glReadPixels of the back buffer (before the swap) → PNG
 //   RunViewer         LoadViewerState + the window or the headless screenshot
 //
@@ -65,6 +65,8 @@ void FinishFrame(GlWindow& window);
 // Whether a frame redraws only the windows that changed (viewer/retained_frame.h): on by
 // default with a software renderer, whose back buffer keeps its pixels; never otherwise.
 void SetRetainFrame(GlWindow& window, bool retain);
+// Whether it does now.
+bool RetainsFrames(const GlWindow& window);
 Status SaveScreenshot(GlWindow& window, const std::string& path);
 // True once the user closed the window.
 bool WindowClosed(GlWindow& window);

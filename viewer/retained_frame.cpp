@@ -103,10 +103,27 @@ void Draw(const ImDrawData& dd, std::vector<ImDrawList*>& lists) {
 
 }  // namespace
 
-bool RetainsPixels() {
+bool RetainsPixels(const std::function<void()>& swap) {
   const char* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
   const std::string_view r = renderer ? renderer : "";
-  return r.starts_with("llvmpipe") || r.starts_with("softpipe");
+  if (!r.starts_with("llvmpipe") && !r.starts_with("softpipe")) return false;
+  // Two swaps with two colours: a pair of buffers that alternate shows the first colour after
+  // the second swap, not the second.
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  bool kept = true;
+  for (const unsigned char probe : {0x5a, 0xa5}) {
+    glClearColor(probe / 255.0f, 0, 0, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    swap();
+    unsigned char px[4] = {0, 0, 0, 0};
+    glReadBuffer(GL_BACK);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, 1, 1, GL_RGBA, GL_UNSIGNED_BYTE, px);
+    kept = kept && px[0] == probe && px[1] == 0 && px[2] == 0;
+  }
+  glClearColor(0, 0, 0, 1);
+  glClear(GL_COLOR_BUFFER_BIT);
+  return kept;
 }
 
 void RetainedFrame::Render(ImDrawData* dd, int fb_width, int fb_height, const float clear[3],

@@ -16,7 +16,8 @@
 // Contents:
 //   RetainedFrame          the last frame's draw lists, per top-level window
 //   RetainedFrame::Render  draws a frame's ImDrawData (all of it, or the windows that changed)
-//   RetainsPixels          whether the current GL context's renderer keeps its back buffer
+//   RetainedFrame::Invalidate  the next Render draws everything (the window was exposed)
+//   RetainsPixels          whether the current GL context keeps its back buffer across a swap
 //
 // Everything is drawn again when the framebuffer's size changes, when the windows or their
 // places differ from the last frame, or when two windows overlap (a tooltip, a popup): a
@@ -27,6 +28,7 @@
 
 #include <imgui.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,8 @@ class RetainedFrame {
   // Draws `dd` at `fb_width` × `fb_height` over `clear` (RGB) into the back buffer. With
   // `retain` false every window is drawn (and nothing is kept).
   void Render(ImDrawData* dd, int fb_width, int fb_height, const float clear[3], bool retain);
+  // The next Render draws every window: the window system lost pixels (an expose).
+  void Invalidate() { width_ = height_ = 0; }
   // Top-level windows drawn by the last Render, and how many there were.
   int drawn_windows() const { return drawn_windows_; }
   int windows() const { return windows_; }
@@ -55,7 +59,10 @@ class RetainedFrame {
   int drawn_windows_ = 0, windows_ = 0;
 };
 
-// True for Mesa's llvmpipe and softpipe (GL_RENDERER), whose back buffer keeps its pixels.
-bool RetainsPixels();
+// True when the current context is Mesa's llvmpipe or softpipe (GL_RENDERER) and its back
+// buffer kept a probe colour through `swap`: the renderer's name alone does not say how the
+// window system presents (a copy leaves the back buffer; a chain of buffers hands back another).
+// Leaves the back buffer cleared.
+bool RetainsPixels(const std::function<void()>& swap);
 
 }  // namespace shardscope::viewer
