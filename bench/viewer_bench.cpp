@@ -5,13 +5,18 @@
 //           target < 16 ms. With --gl (under xvfb-run) the frame is drawn by OpenGL and
 //           finished (glFinish); without, ImGui builds the frame with no renderer. Each part
 //           is reported: the viewer's CPU work (build) apart from what the renderer costs.
-//           Each zoom twice: the view held still (the timeline's cached boxes re-emitted) and
-//           moved a pixel every frame (merged again). With --gl two baselines of the same size
-//           show what the software rasteriser costs whatever the viewer draws: a blank frame
-//           (clear and present) and one blended full-size rectangle (a window background).
+//           Each zoom twice: the view held still (the timeline's cached boxes re-emitted; with
+//           --gl on llvmpipe no window changed, so none is drawn again) and moved a pixel every
+//           frame (merged again; the timeline and memory windows drawn again). With --gl also
+//           every window drawn every frame (as with a GPU), with the flat fill on and off. With
+//           --gl two baselines of the same size show what the software rasteriser costs whatever
+//           the viewer draws: a blank frame (clear and present) and one full-size rectangle,
+//           blended (a window background) and through the flat-fill program (the plots' boxes).
+//           After the still zoom-out and zoom-in frames: the pixels each window's triangles cover.
 //   tune    a tuning change (forward prefetch depth toggled) on --scenario, from the request
 //           to the frame drawn with the new prediction; target < 200 ms
 // Usage: viewer_bench [--events N] [--reps R] [--scenario FILE] [--gl]
+#include <GL/gl.h>
 #include <fmt/core.h>
 #include <imgui.h>
 #include <time.h>
@@ -19,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -31,6 +37,7 @@
 #include "core/trace/trace_io.h"
 #include "viewer/app.h"
 #include "viewer/compare_model.h"
+#include "viewer/flat_fill.h"
 #include "viewer/panels.h"
 
 using namespace shardscope;
@@ -105,6 +112,7 @@ struct FrameTime {
   double wall_ms = 0, cpu_ms = 0;
   double build_ms = 0, submit_ms = 0, finish_ms = 0, present_ms = 0;
   double vertices = 0;
+  double drawn_windows = 0, windows = 0;  // top-level windows drawn again, of all
 };
 
 FrameTime TimeFrame(const std::function<void()>& draw, GlWindow* gl) {
@@ -116,6 +124,8 @@ FrameTime TimeFrame(const std::function<void()>& draw, GlWindow* gl) {
     RenderFrame(*gl, draw, &parts);
     t.build_ms = parts.build_ms;
     t.submit_ms = parts.submit_ms;
+    t.drawn_windows = parts.drawn_windows;
+    t.windows = parts.windows;
     const auto f0 = Clock::now();
     FinishFrame(*gl);
     const auto f1 = Clock::now();
@@ -135,15 +145,52 @@ FrameTime TimeFrame(const std::function<void()>& draw, GlWindow* gl) {
   return t;
 }
 
+// Pixels the last frame's triangles cover (unclipped), per window, blended and flat-filled: a
+// software rasteriser's work grows with them.
+void PrintCoverage() {
+  const ImDrawData* d = ImGui::GetDrawData();
+  if (!d) return;
+  double total[2] = {0, 0};
+  for (int n = 0; n < d->CmdListsCount; ++n) {
+    const ImDrawList* l = d->CmdLists[n];
+    double px[2] = {0, 0};
+    bool flat = false;
+    for (const ImDrawCmd& c : l->CmdBuffer) {
+      if (c.UserCallback == FlatFillCallback) flat = FlatFillEnabled();
+      if (c.UserCallback == ImDrawCallback_ResetRenderState) flat = false;
+      if (c.UserCallback) continue;
+      for (unsigned i = 0; i + 2 < c.ElemCount; i += 3) {
+        const ImVec2 a = l->VtxBuffer[c.VtxOffset + l->IdxBuffer[c.IdxOffset + i]].pos;
+        const ImVec2 b = l->VtxBuffer[c.VtxOffset + l->IdxBuffer[c.IdxOffset + i + 1]].pos;
+        const ImVec2 e = l->VtxBuffer[c.VtxOffset + l->IdxBuffer[c.IdxOffset + i + 2]].pos;
+        px[flat] += std::abs((b.x - a.x) * (e.y - a.y) - (e.x - a.x) * (b.y - a.y)) / 2;
+      }
+    }
+    fmt::print(
+        "         {:<40} {:>4} commands, {:>6} vertices, {:>8.0f} px blended, {:>8.0f} px flat\n",
+        l->_OwnerName ? l->_OwnerName : "?", l->CmdBuffer.Size, l->VtxBuffer.Size, px[0], px[1]);
+    total[0] += px[0];
+    total[1] += px[1];
+  }
+  fmt::print("         total {:.0f} px blended, {:.0f} px flat\n", total[0], total[1]);
+}
+
 FrameTime TimeFrame(ViewerState* s, GlWindow* gl) {
   return TimeFrame([s] { DrawViewerFrame(s); }, gl);
 }
 
-// One opaque rectangle over the whole display: what a full-window background fill costs (the
+// One rectangle over the whole display: what a full-window background fill costs (the
 // viewer's windows draw none; the clear paints their colour).
 void FullSizeRect() {
   ImGui::GetBackgroundDrawList()->AddRectFilled(ImVec2(0, 0), ImGui::GetIO().DisplaySize,
                                                 IM_COL32(15, 15, 15, 240));
+}
+
+// The same, opaque, through the flat-fill program (what the plots' boxes cost per pixel).
+void FullSizeFlatRect() {
+  ImDrawList* dl = ImGui::GetBackgroundDrawList();
+  FlatFillSection flat(dl);
+  dl->AddRectFilled(ImVec2(0, 0), ImGui::GetIO().DisplaySize, IM_COL32(15, 15, 15, 255));
 }
 
 }  // namespace
@@ -228,6 +275,9 @@ int main(int argc, char** argv) {
       return 3;
     }
     gl = std::move(*w);
+    fmt::print("frame  OpenGL renderer: {} ({})\n",
+               reinterpret_cast<const char*>(glGetString(GL_RENDERER)),
+               reinterpret_cast<const char*>(glGetString(GL_VERSION)));
   } else {
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
@@ -253,7 +303,8 @@ int main(int argc, char** argv) {
     FrameTime m;
     for (double FrameTime::*f :
          {&FrameTime::wall_ms, &FrameTime::cpu_ms, &FrameTime::build_ms, &FrameTime::submit_ms,
-          &FrameTime::finish_ms, &FrameTime::present_ms, &FrameTime::vertices}) {
+          &FrameTime::finish_ms, &FrameTime::present_ms, &FrameTime::vertices,
+          &FrameTime::drawn_windows, &FrameTime::windows}) {
       m.*f = med(f);
     }
     return m;
@@ -274,22 +325,39 @@ int main(int argc, char** argv) {
   };
   std::vector<std::pair<std::string, FrameTime>> results;
   results.emplace_back("full zoom-out, view still", frames(draw, full));
+  PrintCoverage();
   results.emplace_back("full zoom-out, view moving", frames(draw, moving(full)));
   results.emplace_back("busy zoom-in (1 ms), view still", frames(draw, busy));
+  PrintCoverage();
   results.emplace_back("busy zoom-in (1 ms), view moving", frames(draw, moving(busy)));
   if (gl) {
+    // Every window drawn every frame (as with a GPU), then also with the plots' opaque fills
+    // through ImGui's textured, blended shader (the path before the flat fill).
+    SetRetainFrame(*gl, false);
+    results.emplace_back("full zoom-out, every window drawn", frames(draw, full));
+    results.emplace_back("busy zoom-in (1 ms), every window drawn", frames(draw, busy));
+    SetFlatFillEnabled(false);
+    results.emplace_back("full zoom-out, every window drawn, flat fill off", frames(draw, full));
+    results.emplace_back("busy zoom-in (1 ms), every window drawn, flat fill off",
+                         frames(draw, busy));
+    SetFlatFillEnabled(true);
     results.emplace_back("baseline: blank frame", frames([] {}, [](int) {}));
-    results.emplace_back("baseline: one full-size filled rectangle",
+    results.emplace_back("baseline: one full-size blended rectangle",
                          frames(FullSizeRect, [](int) {}));
+    results.emplace_back("baseline: one full-size flat-fill rectangle",
+                         frames(FullSizeFlatRect, [](int) {}));
+    SetRetainFrame(*gl, true);
   }
   const char* lp_threads = std::getenv("LP_NUM_THREADS");
   for (const auto& [what, t] : results) {
     fmt::print(
         "frame  {}{}, {}: median {:.2f} ms wall / {:.2f} ms CPU (all threads) (target 16); parts: "
-        "build {:.2f}, submit {:.2f}, finish {:.2f}, present {:.2f} ms; {:.0f} vertices\n",
+        "build {:.2f}, submit {:.2f}, finish {:.2f}, present {:.2f} ms; {:.0f} vertices; {:.0f} of "
+        "{:.0f} windows drawn\n",
         gl ? "OpenGL (llvmpipe under Xvfb" : "ImGui without renderer",
         gl ? fmt::format(", LP_NUM_THREADS={})", lp_threads ? lp_threads : "default") : "", what,
-        t.wall_ms, t.cpu_ms, t.build_ms, t.submit_ms, t.finish_ms, t.present_ms, t.vertices);
+        t.wall_ms, t.cpu_ms, t.build_ms, t.submit_ms, t.finish_ms, t.present_ms, t.vertices,
+        t.drawn_windows, t.windows);
   }
 
   ViewerState tuned;

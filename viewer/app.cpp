@@ -17,8 +17,10 @@
 
 #include "core/config/scenario.h"
 #include "core/util/file_io.h"
+#include "viewer/flat_fill.h"
 #include "viewer/panels.h"
 #include "viewer/png_writer.h"
+#include "viewer/retained_frame.h"
 
 namespace shardscope::viewer {
 namespace {
@@ -90,10 +92,14 @@ Status LoadViewerState(const ViewerOptions& options, ViewerState* s) {
 
 struct GlWindow::Impl {
   GLFWwindow* window = nullptr;
+  RetainedFrame retained;
+  bool retains = false;  // RetainsPixels() of the window's context
+  bool retain = false;   // retains, unless SetRetainFrame(false)
 };
 
 GlWindow::~GlWindow() {
   if (!impl || !impl->window) return;
+  ShutdownFlatFill();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
@@ -132,6 +138,25 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
   auto out = std::make_unique<GlWindow>();
   out->impl = std::make_unique<GlWindow::Impl>();
   out->impl->window = window;
+  out->impl->retains = out->impl->retain =
+      RetainsPixels([window] { glfwSwapBuffers(window); });
+  // An expose (another window moved off ours) may lose what the kept windows had drawn.
+  glfwSetWindowUserPointer(window, out->impl.get());
+  glfwSetWindowRefreshCallback(window, [](GLFWwindow* w) {
+    static_cast<GlWindow::Impl*>(glfwGetWindowUserPointer(w))->retained.Invalidate();
+  });
+  SS_RETURN_IF_ERROR(InitFlatFill());  // `out` closes the window on the way
+  // ImGui draws glyphs at whole pixels, one texel to a pixel, so sampling the font atlas at
+  // the nearest texel gives the same picture as the backend's bilinear filter, for less work
+  // per pixel in a software renderer.
+  ImGui_ImplOpenGL3_CreateDeviceObjects();
+  GLint last_texture = 0;
+  glGetIntegerv(GL_TEXTURE_BINDING_2D, &last_texture);
+  glBindTexture(GL_TEXTURE_2D,
+                static_cast<GLuint>(reinterpret_cast<intptr_t>(ImGui::GetIO().Fonts->TexID)));
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(last_texture));
   return out;
 }
 
@@ -151,17 +176,21 @@ void RenderFrame(GlWindow& gl, const std::function<void()>& draw, RenderTimes* t
   const auto t1 = Clock::now();
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(gl.impl->window, &fb_w, &fb_h);
-  glViewport(0, 0, fb_w, fb_h);
-  glClearColor(kClearColor[0], kClearColor[1], kClearColor[2], 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
-  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  RetainedFrame& retained = gl.impl->retained;
+  retained.Render(ImGui::GetDrawData(), fb_w, fb_h, kClearColor, gl.impl->retain);
   if (times) {
     times->build_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times->submit_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+    times->drawn_windows = retained.drawn_windows();
+    times->windows = retained.windows();
   }
 }
 
 void FinishFrame(GlWindow&) { glFinish(); }
+
+void SetRetainFrame(GlWindow& gl, bool retain) { gl.impl->retain = retain && gl.impl->retains; }
+
+bool RetainsFrames(const GlWindow& gl) { return gl.impl->retain; }
 
 Status SaveScreenshot(GlWindow& gl, const std::string& path) {
   int w = 0, h = 0;

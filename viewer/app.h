@@ -6,7 +6,9 @@
 //   LoadViewerState   traces + scenario → ViewerState (no window; tests and the bench use it)
 //   GlWindow          a GLFW window with its OpenGL 3.3 context and the ImGui backends
 //   OpenGlWindow      opens one (invisible for headless use)
-//   RenderFrame       one ImGui frame of the viewer (or of any draw call) into the back buffer
+//   RenderFrame       one ImGui frame of the viewer (or of any draw call) into the back buffer,
+//                     redrawing only the windows that changed (viewer/retained_frame.h)
+//   SetRetainFrame    turns that off (every window drawn every frame); RetainsFrames: is it on
 //   SaveScreenshot    glReadPixels of the back buffer (before the swap) → PNG
 //   RunViewer         LoadViewerState + the window or the headless screenshot
 //
@@ -53,12 +55,18 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
 struct RenderTimes {
   double build_ms = 0;
   double submit_ms = 0;
+  int drawn_windows = 0, windows = 0;  // top-level windows drawn again, of all
 };
 void RenderFrame(GlWindow& window, ViewerState* state, RenderTimes* times = nullptr);
 // The same around `draw` (the bench's baselines: a blank frame, empty windows).
 void RenderFrame(GlWindow& window, const std::function<void()>& draw, RenderTimes* times);
 // Waits for the GPU (software renderer) to finish the frame, for timing.
 void FinishFrame(GlWindow& window);
+// Whether a frame redraws only the windows that changed (viewer/retained_frame.h): on by
+// default with a software renderer, whose back buffer keeps its pixels; never otherwise.
+void SetRetainFrame(GlWindow& window, bool retain);
+// Whether it does now.
+bool RetainsFrames(const GlWindow& window);
 Status SaveScreenshot(GlWindow& window, const std::string& path);
 // True once the user closed the window.
 bool WindowClosed(GlWindow& window);

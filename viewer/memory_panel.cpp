@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "viewer/flat_fill.h"
 #include "viewer/format.h"
+#include "viewer/memory_fill.h"
 #include "viewer/panels.h"
 
 namespace shardscope::viewer {
@@ -110,22 +112,14 @@ void DrawMemoryPanel(ViewerState* s) {
       dl->AddText(ImVec2(origin.x + 18, ly), IM_COL32(180, 180, 180, 255), m.categories[c].c_str());
     }
     const std::vector<MemoryColumn> cols = DownsampleMemory(m, vp.start_ns, vp.end_ns(), columns);
-    // Columns showing the same sample side by side: one box per category for the run, and the
-    // band's background only above the stack (each pixel filled once: a software renderer pays
-    // per pixel).
-    for (int c = 0, e = 0; c < columns; c = e) {
-      const int64_t sample = cols[c].sample;
-      for (e = c + 1; e < columns && cols[e].sample == sample;) ++e;
-      const float right = e == columns ? x1 : x0 + e;  // the last run takes the sub-pixel rest
-      float y = by1;
-      for (size_t k = 0; sample >= 0 && k < m.categories.size(); ++k) {
-        const int64_t val = m.value(static_cast<size_t>(sample), k);
-        if (val <= 0) continue;
-        const float top = std::max(by0, y - static_cast<float>(val * px_per_byte));
-        dl->AddRectFilled(ImVec2(x0 + c, top), ImVec2(right, y), CategoryColor(k));
-        y = top;
+    // Each pixel of the band filled once, wide rectangles where the columns agree
+    // (memory_fill.h); all opaque: a flat section.
+    {
+      FlatFillSection flat(dl);
+      for (const MemoryFillRect& r : MemoryFill(m, cols, x0, x1, by0, by1, px_per_byte)) {
+        dl->AddRectFilled(ImVec2(r.x0, r.y0), ImVec2(r.x1, r.y1),
+                          r.layer == kMemoryBandLayer ? kBandColor : CategoryColor(r.layer));
       }
-      if (y > by0) dl->AddRectFilled(ImVec2(x0 + c, by0), ImVec2(right, y), kBandColor);
     }
     ColumnLine(dl, x0, by1, px_per_byte, columns, kAllocatedColor,
                [&](int c) { return cols[c].sample < 0 ? -1 : cols[c].allocated; });

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
+#include "viewer/flat_fill.h"
 #include "viewer/format.h"
 #include "viewer/merge.h"
 #include "viewer/panels.h"
@@ -36,7 +38,10 @@ int64_t TickStep(const Viewport& vp, double min_px) {
 }
 
 void DrawRuler(const Viewport& vp, ImDrawList* dl, float x0, float y0, float x1) {
-  dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y0 + kRulerPx), IM_COL32(38, 38, 44, 255));
+  {
+    FlatFillSection flat(dl);
+    dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y0 + kRulerPx), IM_COL32(38, 38, 44, 255));
+  }
   const int64_t step = TickStep(vp, 90);
   int64_t t = (vp.start_ns / step) * step;
   if (t < vp.start_ns) t += step;
@@ -173,28 +178,49 @@ void DrawTimelinePanel(ViewerState* s) {
   std::optional<TimelineHit> hit;
 
   cdl->PushClipRect(clip_min, clip_max, true);
+  auto visible = [&](const TimelineRow& row) {
+    return base.y + row.y1 >= clip_min.y && base.y + row.y0 <= clip_max.y;
+  };
+  auto band = [&](const TimelineRow& row, int w) {
+    return std::pair(base.y + row.sub_y0[w] + 1, base.y + row.sub_y1[w] - 1);
+  };
+  // The bands' opaque fills first, in one flat section: every box and idle stretch of every
+  // row, each pixel once; what is blended (labels, outlines, ghost) goes over them after.
+  {
+    FlatFillSection flat(cdl);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (!visible(rows[r])) continue;
+      for (int w = 0; w < 2; ++w) {
+        if (!views[w]) continue;
+        const auto [sy0, sy1] = band(rows[r], w);
+        for (const TimelineSpan& g : cache.background[w][r]) {
+          cdl->AddRectFilled(ImVec2(x0 + g.x0, sy0), ImVec2(x0 + g.x1, sy1),
+                             g.idle ? kIdleColor : kOutsideColor);
+        }
+        for (const TimelineBox& box : cache.boxes[w][r]) {
+          cdl->AddRectFilled(ImVec2(x0 + box.x0, sy0), ImVec2(x0 + box.x1, sy1),
+                             KindColor(box.kind, box.count > 1));
+        }
+      }
+    }
+  }
   for (size_t r = 0; r < rows.size(); ++r) {
     const TimelineRow& row = rows[r];
-    const float ry0 = base.y + row.y0, ry1 = base.y + row.y1;
-    if (ry1 < clip_min.y || ry0 > clip_max.y) continue;
+    if (!visible(row)) continue;
+    const float ry0 = base.y + row.y0;
     const std::string label = fmt::format("rank {} {}", row.rank, TraceLaneName(row.lane));
     cdl->AddText(ImVec2(origin.x + 4, ry0 + 1), IM_COL32(220, 220, 220, 255), label.c_str());
     for (int w = 0; w < 2; ++w) {
       if (!views[w]) continue;
-      const float sy0 = base.y + row.sub_y0[w] + 1, sy1 = base.y + row.sub_y1[w] - 1;
+      const auto [sy0, sy1] = band(row, w);
       if (s->mode == LaneMode::kStacked && w == 1) {
         cdl->AddText(ImVec2(origin.x + 14, sy0), IM_COL32(150, 150, 150, 255),
                      views[1]->trace.metadata.kind.c_str());
       }
       s->probes.lane_rects[w].push_back({x0, sy0, x1, sy1});
       s->probes.lane_row_lane[w].push_back(row.lane);
-      for (const TimelineSpan& g : cache.background[w][r]) {
-        cdl->AddRectFilled(ImVec2(x0 + g.x0, sy0), ImVec2(x0 + g.x1, sy1),
-                           g.idle ? kIdleColor : kOutsideColor);
-      }
       for (const TimelineBox& box : cache.boxes[w][r]) {
         const float bx0 = x0 + box.x0, bx1 = x0 + box.x1;
-        cdl->AddRectFilled(ImVec2(bx0, sy0), ImVec2(bx1, sy1), KindColor(box.kind, box.count > 1));
         if (s->mode == LaneMode::kOverlaid && w == 1) {
           cdl->AddRect(ImVec2(bx0, sy0), ImVec2(bx1, sy1), IM_COL32(255, 255, 255, 200));
         }
