@@ -11,8 +11,11 @@
 
 namespace shardscope::viewer {
 
-ItemKind KindOf(const Trace& trace, const WorkEvent& event) {
-  switch (event.lane) {
+namespace {
+
+// KindOf for an event on `lane` whose name does or does not start with "nccl".
+ItemKind KindForLane(int lane, bool nccl_name) {
+  switch (lane) {
     case kLaneCompute:
       return ItemKind::kCompute;
     case kLaneH2D:
@@ -21,8 +24,8 @@ ItemKind KindOf(const Trace& trace, const WorkEvent& event) {
     default:
       break;
   }
-  if (!trace.Str(event.name).starts_with("nccl")) return ItemKind::kCopy;
-  switch (event.lane) {
+  if (!nccl_name) return ItemKind::kCopy;
+  switch (lane) {
     case kLaneAllGather:
       return ItemKind::kAllGather;
     case kLaneReduceScatter:
@@ -32,6 +35,12 @@ ItemKind KindOf(const Trace& trace, const WorkEvent& event) {
     default:
       return ItemKind::kP2P;
   }
+}
+
+}  // namespace
+
+ItemKind KindOf(const Trace& trace, const WorkEvent& event) {
+  return KindForLane(event.lane, trace.Str(event.name).starts_with("nccl"));
 }
 
 std::string_view ItemKindName(ItemKind kind) {
@@ -121,26 +130,58 @@ TraceView MakeTraceView(Trace trace, std::string label, std::string path) {
   const Trace& t = v.trace;
   v.origin_ns = StepOrigin(t);
 
-  std::map<std::pair<int, int>, size_t> index;
-  for (const WorkEvent& e : t.events) index.emplace(std::make_pair(e.rank, e.lane), 0);
-  v.tracks.resize(index.size());
-  size_t k = 0;
-  for (auto& [key, slot] : index) {
-    slot = k;
-    v.tracks[k].rank = key.first;
-    v.tracks[k].lane = key.second;
-    ++k;
+  // Tracks in (rank, lane) order. A read trace is sorted by (rank, lane, start), so each track
+  // is one run of events, looked up once per run rather than once per event, and already in
+  // order.
+  std::map<std::pair<int, int>, uint32_t> index;
+  std::vector<uint32_t> track_of(t.events.size());
+  std::vector<size_t> counts;
+  {
+    std::pair<int, int> run_key{0, 0};
+    uint32_t run_track = 0;
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      const WorkEvent& e = t.events[i];
+      const std::pair<int, int> key{e.rank, e.lane};
+      if (i == 0 || key != run_key) {
+        run_key = key;
+        run_track = index.emplace(key, static_cast<uint32_t>(index.size())).first->second;
+        if (run_track == counts.size()) counts.push_back(0);
+      }
+      track_of[i] = run_track;
+      ++counts[run_track];
+    }
   }
+  std::vector<uint32_t> slot(index.size());  // first-seen index → position in (rank, lane) order
+  v.tracks.resize(index.size());
+  {
+    uint32_t k = 0;
+    for (const auto& [key, first_seen] : index) {
+      slot[first_seen] = k;
+      v.tracks[k].rank = key.first;
+      v.tracks[k].lane = key.second;
+      v.tracks[k].items.reserve(counts[first_seen]);
+      ++k;
+    }
+  }
+  // Whether a name starts with "nccl" (KindOf's test), once per name.
+  std::vector<int8_t> nccl_name(t.strings.size(), -1);
   for (size_t i = 0; i < t.events.size(); ++i) {
     const WorkEvent& e = t.events[i];
     const int64_t start = e.start_ns - v.origin_ns;
-    v.tracks[index[{e.rank, e.lane}]].items.push_back(
-        {start, start + e.dur_ns, static_cast<uint32_t>(i), KindOf(t, e)});
+    int8_t& nccl = nccl_name[e.name];
+    if (nccl < 0) nccl = t.Str(e.name).starts_with("nccl") ? 1 : 0;
+    const ItemKind kind = KindForLane(e.lane, nccl == 1);
+    v.tracks[slot[track_of[i]]].items.push_back(
+        {start, start + e.dur_ns, static_cast<uint32_t>(i), kind});
     v.end_ns = std::max(v.end_ns, start + e.dur_ns);
   }
   for (Track& tr : v.tracks) {
-    std::stable_sort(tr.items.begin(), tr.items.end(),
-                     [](const LaneItem& a, const LaneItem& b) { return a.start_ns < b.start_ns; });
+    const auto by_start = [](const LaneItem& a, const LaneItem& b) {
+      return a.start_ns < b.start_ns;
+    };
+    if (!std::is_sorted(tr.items.begin(), tr.items.end(), by_start)) {
+      std::stable_sort(tr.items.begin(), tr.items.end(), by_start);
+    }
     tr.max_end.resize(tr.items.size());
     int64_t m = std::numeric_limits<int64_t>::min();
     for (size_t i = 0; i < tr.items.size(); ++i) {

@@ -4,21 +4,58 @@
 #include <utility>
 
 namespace shardscope::viewer {
-namespace {
 
+namespace {
 uint64_t RowKey(int rank, StrId op_id) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(rank)) << 32) | op_id;
 }
+}  // namespace
+
+void RowIndex::Reset(size_t rows) {
+  size_t n = 16;
+  while (n < 2 * rows) n *= 2;
+  slots_.assign(n, {0, -1});
+  count_ = 0;
+}
+
+size_t RowIndex::Home(uint64_t key) const {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & (slots_.size() - 1);
+}
+
+void RowIndex::Set(int rank, StrId op_id, int row) {
+  if (2 * (count_ + 1) > slots_.size()) {
+    std::vector<std::pair<uint64_t, int>> old = std::move(slots_);
+    Reset(count_ + 1);
+    for (const auto& [key, r] : old) {
+      if (r >= 0) Set(static_cast<int>(key >> 32), static_cast<StrId>(key), r);
+    }
+  }
+  const uint64_t key = RowKey(rank, op_id);
+  size_t i = Home(key);
+  while (slots_[i].second >= 0 && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
+  if (slots_[i].second < 0) ++count_;
+  slots_[i] = {key, row};
+}
+
+int RowIndex::Find(int rank, StrId op_id) const {
+  if (slots_.empty()) return -1;
+  const uint64_t key = RowKey(rank, op_id);
+  for (size_t i = Home(key);; i = (i + 1) & (slots_.size() - 1)) {
+    if (slots_[i].second < 0) return -1;
+    if (slots_[i].first == key) return slots_[i].second;
+  }
+}
+
+namespace {
 
 void ReindexRows(ViewerState* s) {
-  for (auto& m : s->row_of) {
-    m.clear();
-    m.reserve(s->rows.size());
-  }
+  // Sized for every row: each side holds at most one entry a row, so the index stays at most
+  // half full without growing.
+  for (RowIndex& index : s->row_of) index.Reset(s->rows.size());
   for (size_t i = 0; i < s->rows.size(); ++i) {
     const CompareRow& r = s->rows[i];
-    if (r.in_a()) s->row_of[0][RowKey(r.rank, r.id_a)] = static_cast<int>(i);
-    if (r.in_b()) s->row_of[1][RowKey(r.rank, r.id_b)] = static_cast<int>(i);
+    if (r.in_a()) s->row_of[0].Set(r.rank, r.id_a, static_cast<int>(i));
+    if (r.in_b()) s->row_of[1].Set(r.rank, r.id_b, static_cast<int>(i));
   }
 }
 
@@ -43,8 +80,7 @@ void RefreshSummary(ViewerState* s) {
 }  // namespace
 
 int FindRow(const ViewerState& s, int which, int rank, StrId op_id) {
-  const auto it = s.row_of[which].find(RowKey(rank, op_id));
-  return it == s.row_of[which].end() ? -1 : it->second;
+  return s.row_of[which].Find(rank, op_id);
 }
 
 int FindRow(const ViewerState& s, int which, int rank, std::string_view op_id) {

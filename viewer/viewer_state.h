@@ -3,6 +3,7 @@
 //
 // Contents:
 //   Probes          screen rectangles the draw code records, for the screenshot tests
+//   RowIndex        (rank, op_id) → comparison row
 //   ViewerState     traces, viewport, lane mode, range, comparison rows, selection, tuning
 //   SetTraces       installs A (predicted) and B (measured) and fits the viewport
 //   InstallPrediction  a new prediction becomes A, the previous one the ghost
@@ -19,7 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "viewer/compare_model.h"
@@ -49,6 +50,23 @@ struct Probes {
   int64_t first_delta_ns = 0;  // that row's delta
 };
 
+// (rank, op_id StrId) → comparison row, by flat open addressing: a pair of million-event
+// traces has a quarter of a million rows, indexed again at every new prediction.
+class RowIndex {
+ public:
+  // Empties the index, sized for `rows` entries.
+  void Reset(size_t rows);
+  // Sets the row of (rank, op_id); a second call for one key replaces the first.
+  void Set(int rank, StrId op_id, int row);
+  // The row of (rank, op_id), or -1.
+  int Find(int rank, StrId op_id) const;
+
+ private:
+  size_t Home(uint64_t key) const;
+  std::vector<std::pair<uint64_t, int>> slots_;  // (key, row); row -1: a free slot
+  size_t count_ = 0;                             // rows set
+};
+
 struct ViewerState {
   std::shared_ptr<const TraceView> a, b;   // A: predicted, B: measured (either may be null)
   std::shared_ptr<const TraceView> ghost;  // the prediction before the last tuning change
@@ -65,7 +83,7 @@ struct ViewerState {
   bool sort_descending = true;
   int selected_row = -1;                        // index into rows
   std::vector<uint32_t> selected_events[2];     // the selected row's events in A and in B
-  std::unordered_map<uint64_t, int> row_of[2];  // per trace: (rank, op_id StrId) → row
+  RowIndex row_of[2];                           // per trace: (rank, op_id StrId) → row
   SummaryFigures summary[2];
 
   // Tuning (with --scenario).

@@ -1,9 +1,11 @@
 // A strict, iterative JSON SAX scanner for large trace files (internal to core/trace).
 // nlohmann's lexer copies every character into an error-context buffer and costs about half of
-// a million-event load; this one scans in place. It calls the same handler methods as
-// nlohmann::json::sax_parse (null, boolean, number_integer, number_unsigned,
+// a million-event load; this one scans in place. It calls handler methods named as
+// nlohmann::json::sax_parse's (null, boolean, number_integer, number_unsigned,
 // number_float(value, text), string, start_object, key, end_object, start_array, end_array),
-// plus ScanError(byte offset, message) on malformed input. No recursion, so nesting depth
+// plus ScanError(byte offset, message) on malformed input; strings, keys and number texts come
+// as std::string_view, into the input itself unless a string holds an escape (then into the
+// scanner's unescaped copy), valid until the next callback. No recursion, so nesting depth
 // cannot overflow the stack; strings are checked for valid UTF-8 and unescaped control
 // characters, as RFC 8259 requires.
 //
@@ -11,8 +13,10 @@
 //   ScanJson   runs the scan; false when the handler or the input stopped it
 #pragma once
 
+#include <bit>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +65,33 @@ inline size_t Utf8Length(std::string_view s, size_t i) {
     return 4;
   }
   return 0;
+}
+
+// The end of the run of plain string bytes (printable ASCII other than '"' and '\\') from
+// s[i]: eight bytes a step. Each test below flags the bytes it looks for, and may flag bytes
+// above a flagged one (a borrow), never below, so the lowest flag is the first such byte.
+inline size_t SkipPlainStringBytes(std::string_view s, size_t i) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  const auto zero_bytes = [](uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  while (i + 8 <= s.size()) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    const uint64_t stop = zero_bytes(w ^ (kOnes * '"')) | zero_bytes(w ^ (kOnes * '\\')) |
+                          ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh);
+    if (stop != 0) {
+      if constexpr (std::endian::native == std::endian::little) {
+        return i + static_cast<size_t>(std::countr_zero(stop) / 8);
+      } else {
+        break;  // the byte-wise loop below finds it
+      }
+    }
+    i += 8;
+  }
+  while (i < s.size() && s[i] != '"' && s[i] != '\\' && static_cast<unsigned char>(s[i]) >= 0x20 &&
+         static_cast<unsigned char>(s[i]) < 0x80) {
+    ++i;
+  }
+  return i;
 }
 
 inline int Hex(char c) {
@@ -117,21 +148,21 @@ bool ScanJson(std::string_view text, Handler* h) {
     h->ScanError(i, std::string(what));
     return false;
   };
-  // Reads a string starting at text[i] == '"' into `str`.
+  // Reads a string starting at text[i] == '"' into `sv`: a view of the text until an escape,
+  // from which on the unescaped string is built in `str`.
+  std::string_view sv;
   auto read_string = [&]() -> bool {
     ++i;
-    str.clear();
+    const size_t begin = i;
+    bool unescaped = false;  // whether `str` holds the string (an escape was met)
     while (true) {
       const size_t start = i;
-      while (i < n && text[i] != '"' && text[i] != '\\' &&
-             static_cast<unsigned char>(text[i]) >= 0x20 &&
-             static_cast<unsigned char>(text[i]) < 0x80) {
-        ++i;
-      }
-      str.append(text.data() + start, i - start);
+      i = SkipPlainStringBytes(text, i);
+      if (unescaped) str.append(text.data() + start, i - start);
       if (i >= n) return error("unterminated string");
       const unsigned char c = static_cast<unsigned char>(text[i]);
       if (c == '"') {
+        sv = unescaped ? std::string_view(str) : text.substr(begin, i - begin);
         ++i;
         return true;
       }
@@ -139,11 +170,15 @@ bool ScanJson(std::string_view text, Handler* h) {
       if (c >= 0x80) {
         const size_t len = Utf8Length(text, i);
         if (len == 0) return error("invalid UTF-8 in a string");
-        str.append(text.data() + i, len);
+        if (unescaped) str.append(text.data() + i, len);
         i += len;
         continue;
       }
       // Escape.
+      if (!unescaped) {
+        str.assign(text.data() + begin, i - begin);
+        unescaped = true;
+      }
       if (i + 1 >= n) return error("unterminated escape");
       const char e = text[i + 1];
       i += 2;
@@ -243,15 +278,12 @@ bool ScanJson(std::string_view text, Handler* h) {
       // Out of 64-bit range: a floating-point value, as nlohmann does.
     }
     double d = 0;
-    if (FastDecimal(b, e, &d)) {
-      str.assign(b, e);
-      return h->number_float(d, str);
-    }
+    const std::string_view number(b, static_cast<size_t>(e - b));
+    if (FastDecimal(b, e, &d)) return h->number_float(d, number);
     const auto r = std::from_chars(b, e, d);
     if (r.ec == std::errc::result_out_of_range) return error("number out of range");
     if (r.ec != std::errc()) return error("invalid number");
-    str.assign(b, e);
-    return h->number_float(d, str);
+    return h->number_float(d, number);
   };
 
   bool expect_value = true;  // else: a ',' or a closing bracket is expected
@@ -276,7 +308,7 @@ bool ScanJson(std::string_view text, Handler* h) {
             break;
           }
           if (i >= n || text[i] != '"') return error("expected a string key or '}'");
-          if (!read_string() || !h->key(str)) return false;
+          if (!read_string() || !h->key(sv)) return false;
           skip_ws();
           if (i >= n || text[i] != ':') return error("expected ':' after a key");
           ++i;
@@ -294,7 +326,7 @@ bool ScanJson(std::string_view text, Handler* h) {
           }
           break;
         case '"':
-          if (!read_string() || !h->string(str)) return false;
+          if (!read_string() || !h->string(sv)) return false;
           expect_value = false;
           break;
         case 't':
@@ -333,7 +365,7 @@ bool ScanJson(std::string_view text, Handler* h) {
       if (stack.back() == '{') {
         skip_ws();
         if (i >= n || text[i] != '"') return error("expected a string key after ','");
-        if (!read_string() || !h->key(str)) return false;
+        if (!read_string() || !h->key(sv)) return false;
         skip_ws();
         if (i >= n || text[i] != ':') return error("expected ':' after a key");
         ++i;

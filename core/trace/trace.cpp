@@ -1,6 +1,7 @@
 #include "core/trace/trace.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -35,45 +36,51 @@ bool IsCommLane(int lane) {
          lane == kLaneP2P;
 }
 
-StringTable::StringTable() {
-  strings_.emplace_back();
-  index_.emplace(std::string_view(strings_.back()), kEmptyStr);
-}
+StringTable::StringTable() : slots_(64) { strings_.emplace_back(); }
 
-StringTable::StringTable(const StringTable& other) : strings_(other.strings_) { Rebuild(); }
-
-StringTable& StringTable::operator=(const StringTable& other) {
-  if (this != &other) {
-    strings_ = other.strings_;
-    Rebuild();
+size_t StringTable::Probe(std::string_view s, uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& slot = slots_[i];
+    if (slot.id == kEmptyStr || (slot.hash == hash && strings_[slot.id] == s)) return i;
   }
-  return *this;
 }
 
-// The index holds views into strings_, so a copy must point its views at its own strings.
-void StringTable::Rebuild() {
-  index_.clear();
-  index_.reserve(strings_.size());
-  for (size_t i = 0; i < strings_.size(); ++i) {
-    index_.emplace(std::string_view(strings_[i]), static_cast<StrId>(i));
+void StringTable::Grow() {
+  std::vector<Slot> old =
+      std::exchange(slots_, std::vector<Slot>(std::max<size_t>(64, slots_.size() * 2)));
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.id == kEmptyStr) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].id != kEmptyStr) i = (i + 1) & mask;
+    slots_[i] = s;
   }
 }
 
 StrId StringTable::Intern(std::string_view s) {
   // Most events carry some empty field (AddWork's name before a reader sets it): no lookup.
   if (s.empty()) return kEmptyStr;
-  auto it = index_.find(s);
-  if (it != index_.end()) return it->second;
+  if (strings_.empty()) strings_.emplace_back();          // a moved-from table starts again
+  if (2 * (strings_.size() + 1) > slots_.size()) Grow();  // room for one more
+  const uint64_t hash = std::hash<std::string_view>{}(s);
+  const size_t slot = Probe(s, hash);
+  if (slots_[slot].id != kEmptyStr) return slots_[slot].id;
   const StrId id = static_cast<StrId>(strings_.size());
   strings_.emplace_back(s);
-  index_.emplace(std::string_view(strings_.back()), id);
+  slots_[slot] = {hash, id};
   return id;
 }
 
 bool StringTable::Find(std::string_view s, StrId* id) const {
-  auto it = index_.find(s);
-  if (it == index_.end()) return false;
-  *id = it->second;
+  if (s.empty()) {
+    *id = kEmptyStr;
+    return true;
+  }
+  if (slots_.empty()) return false;
+  const Slot& found = slots_[Probe(s, std::hash<std::string_view>{}(s))];
+  if (found.id == kEmptyStr) return false;
+  *id = found.id;
   return true;
 }
 
@@ -143,10 +150,16 @@ nlohmann::json Trace::ExtraArgs(uint32_t index) const {
 }
 
 std::vector<int> Trace::Ranks() const {
+  // Ranks repeat in runs (events come by rank once sorted): one set insert per run.
   std::set<int> ranks;
-  for (const auto& e : events) ranks.insert(e.rank);
-  for (const auto& c : counters) ranks.insert(c.rank);
-  for (const auto& m : markers) ranks.insert(m.rank);
+  const auto add_runs = [&ranks](const auto& items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i == 0 || items[i].rank != items[i - 1].rank) ranks.insert(items[i].rank);
+    }
+  };
+  add_runs(events);
+  add_runs(counters);
+  add_runs(markers);
   return {ranks.begin(), ranks.end()};
 }
 
@@ -157,33 +170,59 @@ void Trace::SortEvents() {
   };
   // A file holds events by time across ranks and lanes, and each (rank, lane) is then in order
   // already: a stable distribution by (rank, lane), then a sort of only the lanes out of order,
-  // is what one stable sort by (rank, lane, start, -dur) gives, in linear time.
-  std::map<std::pair<int32_t, int32_t>, size_t> lanes;  // (rank, lane) → count, then offset
-  std::pair<int32_t, int32_t> last_key{0, 0};
-  size_t* last_count = nullptr;
-  for (const WorkEvent& e : events) {
-    const std::pair<int32_t, int32_t> key{e.rank, e.lane};
-    if (last_count == nullptr || key != last_key) {
-      last_key = key;
-      last_count = &lanes[key];
+  // is what one stable sort by (rank, lane, start, -dur) gives, in linear time. Lanes interleave
+  // in time, so the (rank, lane) changes at nearly every event: it is found in a small flat
+  // hash, once per event, and remembered for the second pass.
+  const auto key_of = [](const WorkEvent& e) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(e.rank)) << 32) |
+           static_cast<uint32_t>(e.lane);
+  };
+  constexpr uint32_t kFree = UINT32_MAX;
+  std::vector<std::pair<uint64_t, uint32_t>> slots(64, {0, kFree});  // key → index into lanes
+  const auto home = [&slots](uint64_t key) {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & (slots.size() - 1);
+  };
+  std::vector<std::pair<std::pair<int32_t, int32_t>, size_t>> lanes;  // (rank, lane), count
+  std::vector<uint32_t> lane_of(events.size());
+  for (size_t k = 0; k < events.size(); ++k) {
+    const WorkEvent& e = events[k];
+    const uint64_t key = key_of(e);
+    size_t i = home(key);
+    while (slots[i].second != kFree && slots[i].first != key) i = (i + 1) & (slots.size() - 1);
+    uint32_t lane = slots[i].second;
+    if (lane == kFree) {
+      lane = static_cast<uint32_t>(lanes.size());
+      slots[i] = {key, lane};
+      lanes.push_back({{e.rank, e.lane}, 0});
+      if (2 * lanes.size() > slots.size()) {
+        const auto old = std::exchange(slots, decltype(slots)(slots.size() * 2, {0, kFree}));
+        for (const auto& slot : old) {
+          if (slot.second == kFree) continue;
+          size_t j = home(slot.first);
+          while (slots[j].second != kFree) j = (j + 1) & (slots.size() - 1);
+          slots[j] = slot;
+        }
+      }
     }
-    ++*last_count;
+    lane_of[k] = lane;
+    ++lanes[lane].second;
   }
-  size_t offset = 0;
-  for (auto& [key, n] : lanes) offset += std::exchange(n, offset);
+  // Offsets in (rank, lane) order.
+  std::vector<uint32_t> order(lanes.size());
+  for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t x, uint32_t y) { return lanes[x].first < lanes[y].first; });
+  std::vector<size_t> next(lanes.size());
   std::vector<size_t> begins;
-  for (const auto& [key, start] : lanes) begins.push_back(start);
+  size_t offset = 0;
+  for (uint32_t k : order) {
+    begins.push_back(offset);
+    next[k] = offset;
+    offset += lanes[k].second;
+  }
   begins.push_back(events.size());
   std::vector<WorkEvent> sorted(events.size());
-  last_count = nullptr;
-  for (const WorkEvent& e : events) {
-    const std::pair<int32_t, int32_t> key{e.rank, e.lane};
-    if (last_count == nullptr || key != last_key) {
-      last_key = key;
-      last_count = &lanes[key];
-    }
-    sorted[(*last_count)++] = e;
-  }
+  for (size_t k = 0; k < events.size(); ++k) sorted[next[lane_of[k]]++] = events[k];
   for (size_t k = 0; k + 1 < begins.size(); ++k) {
     const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begins[k]);
     const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begins[k + 1]);

@@ -59,14 +59,13 @@ bool IsCommLane(int lane);
 using StrId = uint32_t;
 constexpr StrId kEmptyStr = 0;
 
-// Interned strings: each distinct string is stored once; ids are dense and stable.
+// Interned strings: each distinct string is stored once; ids are dense and stable. The index is
+// flat open addressing (a hash and an id per slot, the text compared in the table): a trace
+// interns tens of thousands of op_ids and looks one up per event, and a node-based map costs a
+// dependent cache miss or two a lookup.
 class StringTable {
  public:
   StringTable();
-  StringTable(const StringTable& other);
-  StringTable& operator=(const StringTable& other);
-  StringTable(StringTable&&) noexcept = default;
-  StringTable& operator=(StringTable&&) noexcept = default;
 
   // Returns the id of `s`, adding it when new.
   StrId Intern(std::string_view s);
@@ -77,9 +76,15 @@ class StringTable {
   size_t size() const { return strings_.size(); }
 
  private:
-  void Rebuild();
+  struct Slot {
+    uint64_t hash = 0;
+    StrId id = kEmptyStr;  // kEmptyStr: a free slot (the empty string is id 0, never indexed)
+  };
+  // The index of the slot holding `s` (hash `hash`), or of the free slot where it would go.
+  size_t Probe(std::string_view s, uint64_t hash) const;
+  void Grow();
   std::deque<std::string> strings_;  // a deque never moves its elements: views stay valid
-  std::unordered_map<std::string_view, StrId> index_;
+  std::vector<Slot> slots_;          // a power of two, at most half full
 };
 
 // Marks "no extra arguments" in WorkEvent::extra_args / Marker::extra_args.

@@ -7,7 +7,7 @@
 //   WriteTrace          SerializeTrace + WriteFileAtomic
 //   TraceFormat, ReadTraceOptions
 //   ParseTrace          JSON text → Trace (ours or PyTorch profiler/Kineto, auto-detected)
-//   ReadTrace           ReadFile (.gz inflated) + ParseTrace
+//   ReadTrace           the file mapped (or ReadFile, .gz inflated) + ParseTrace
 //
 // Errors name the file, the event index in traceEvents and the field, e.g.
 //   "run.json: traceEvents[12].dur: expected a number".

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "core/trace/json_text.h"
 #include "core/trace/kineto_import.h"
+#include "core/trace/mapped_text.h"
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_sax.h"
 #include "core/util/file_io.h"
@@ -22,27 +22,20 @@ using trace_internal::RawArg;
 using trace_internal::RawEvent;
 using trace_internal::RawValue;
 
-bool ParseUsToNs(std::string_view text, int64_t* ns) {
-  if (text.empty()) return false;
+namespace {
+
+// Decimal text ("-12.3456"): the digits read once, no exponent; false for anything else.
+bool PlainUsToNs(std::string_view text, int64_t* ns) {
   size_t i = 0;
-  const bool negative = text[0] == '-';
+  const bool negative = !text.empty() && text[0] == '-';
   if (negative) ++i;
-  if (text.find_first_of("eE") != std::string_view::npos) {
-    // Exponent forms are rare (Kineto never writes them); a long double is exact enough.
-    std::string copy(text);
-    char* end = nullptr;
-    const long double v = std::strtold(copy.c_str(), &end);
-    if (end != copy.c_str() + copy.size() || !std::isfinite(static_cast<double>(v))) return false;
-    const long double scaled = std::round(v * 1000.0L);
-    if (scaled > 9.2e18L || scaled < -9.2e18L) return false;
-    *ns = static_cast<int64_t>(scaled);
-    return true;
-  }
-  unsigned __int128 whole = 0;
+  constexpr uint64_t kMax = INT64_MAX;
+  uint64_t whole = 0;
   size_t digits = 0;
   for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
-    whole = whole * 10 + static_cast<unsigned>(text[i] - '0');
-    if (whole > static_cast<unsigned __int128>(INT64_MAX)) return false;
+    const unsigned digit = static_cast<unsigned>(text[i] - '0');
+    if (whole > (kMax - digit) / 10) return false;  // whole * 10 + digit > INT64_MAX
+    whole = whole * 10 + digit;
   }
   uint64_t frac = 0;
   int frac_digits = 0;
@@ -64,9 +57,28 @@ bool ParseUsToNs(std::string_view text, int64_t* ns) {
     frac *= 10;
     ++frac_digits;
   }
-  const unsigned __int128 total = whole * 1000 + frac + (round_up ? 1 : 0);
+  const unsigned __int128 total =
+      static_cast<unsigned __int128>(whole) * 1000 + frac + (round_up ? 1 : 0);
   if (total > static_cast<unsigned __int128>(INT64_MAX)) return false;
   *ns = negative ? -static_cast<int64_t>(total) : static_cast<int64_t>(total);
+  return true;
+}
+
+}  // namespace
+
+bool ParseUsToNs(std::string_view text, int64_t* ns) {
+  // Plain decimals are every ts and dur a writer gives, so they go first; text with an
+  // exponent cannot pass as one, and only what fails is looked at again.
+  if (PlainUsToNs(text, ns)) return true;
+  if (text.find_first_of("eE") == std::string_view::npos) return false;
+  // Exponent forms are rare (Kineto never writes them); a long double is exact enough.
+  std::string copy(text);
+  char* end = nullptr;
+  const long double v = std::strtold(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || !std::isfinite(static_cast<double>(v))) return false;
+  const long double scaled = std::round(v * 1000.0L);
+  if (scaled > 9.2e18L || scaled < -9.2e18L) return false;
+  *ns = static_cast<int64_t>(scaled);
   return true;
 }
 
@@ -182,6 +194,14 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     *out = v.i;
     return Status::Ok();
   }
+  // An integer member of args; its field path is built only for the error.
+  Status IntArg(const RawEvent& e, const RawArg& a, int64_t* out) {
+    if (a.value.type == RawValue::Type::kInt) {
+      *out = a.value.i;
+      return Status::Ok();
+    }
+    return Int(e, a.value, "args." + a.key, out);
+  }
   Status Rank(const RawEvent& e, int* rank, int* lane) {
     int64_t pid = 0, tid = 0;
     SS_RETURN_IF_ERROR(Int(e, e.pid, "pid", &pid));
@@ -281,16 +301,18 @@ class ShardscopeSink : public trace_internal::RawEventSink {
       op_id = op->value.text;
     }
     WorkEvent& w = trace_->AddWork(h.rank, h.lane, {}, {}, h.ts_ns, dur_ns);
-    w.op_id = InternOpId(op_id);  // before the name: ids in the order AddWork gives them
+    w.op_id =
+        trace_->strings.Intern(op_id);  // before the name: ids in the order AddWork gives them
     w.name = InternName(h.name);
     std::string extra;
     for (size_t k = 0; k < e.num_args; ++k) {
       const RawArg& a = e.args[k];
-      if (a.key == "op_id") continue;
-      if (a.key == "bytes" || a.key == "group_size") {
+      const std::string_view key = a.key;  // compared by length first, no strlen
+      if (key == "op_id") continue;
+      if (key == "bytes" || key == "group_size") {
         int64_t v = 0;
-        SS_RETURN_IF_ERROR(Int(e, a.value, "args." + a.key, &v));
-        if (a.key == "bytes") {
+        SS_RETURN_IF_ERROR(IntArg(e, a, &v));
+        if (key == "bytes") {
           if (v < 0 || v > trace_internal::kMaxTraceBytes)
             return InvalidInput(FieldPath(source_, e.index, "args.bytes") +
                                 ": expected a byte count in [0, 2^60]");
@@ -301,7 +323,7 @@ class ShardscopeSink : public trace_internal::RawEventSink {
                                 ": expected a count ≥ 0");
           w.group_size = static_cast<int32_t>(v);
         }
-      } else if (a.key == "busbw_GBps" || a.key == "flops") {
+      } else if (key == "busbw_GBps" || key == "flops") {
         double v = 0;
         if (a.value.type == RawValue::Type::kNull) {
           Problem(fmt::format("traceEvents[{}].args.{}: null (the writer had no finite value)",
@@ -312,7 +334,7 @@ class ShardscopeSink : public trace_internal::RawEventSink {
         } else {
           v = a.value.d;
         }
-        (a.key == "flops" ? w.flops : w.busbw_gbps) = v;
+        (key == "flops" ? w.flops : w.busbw_gbps) = v;
       } else {
         AppendExtraArg(a, &extra);
       }
@@ -328,7 +350,7 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     for (size_t k = 0; k < e.num_args; ++k) {
       const RawArg& a = e.args[k];
       int64_t v = 0;
-      SS_RETURN_IF_ERROR(Int(e, a.value, "args." + a.key, &v));
+      SS_RETURN_IF_ERROR(IntArg(e, a, &v));
       if (v < 0 || v > trace_internal::kMaxTraceBytes) {
         return InvalidInput(FieldPath(source_, e.index, "args." + a.key) +
                             ": expected a byte count in [0, 2^60]");
@@ -366,44 +388,8 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     return id;
   }
 
-  // Every rank repeats the same op_ids, and a trace has tens of thousands: a flat
-  // open-addressing index (hash and id per slot, the text compared in the string table) in
-  // front of the table's node-based map, which costs a dependent cache miss or two a lookup.
-  StrId InternOpId(std::string_view op_id) {
-    if (op_id.empty()) return kEmptyStr;
-    if (op_slots_.empty() || 2 * (op_count_ + 1) > op_slots_.size()) GrowOpIndex();
-    const uint64_t hash = std::hash<std::string_view>{}(op_id);
-    const size_t mask = op_slots_.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      OpSlot& slot = op_slots_[i];
-      if (slot.id == kEmptyStr) {
-        slot = {hash, trace_->strings.Intern(op_id)};
-        ++op_count_;
-        return slot.id;
-      }
-      if (slot.hash == hash && trace_->strings.Get(slot.id) == op_id) return slot.id;
-    }
-  }
-  void GrowOpIndex() {
-    std::vector<OpSlot> old = std::move(op_slots_);
-    op_slots_.assign(std::max<size_t>(1024, old.size() * 2), OpSlot{});
-    const size_t mask = op_slots_.size() - 1;
-    for (const OpSlot& s : old) {
-      if (s.id == kEmptyStr) continue;
-      size_t i = s.hash & mask;
-      while (op_slots_[i].id != kEmptyStr) i = (i + 1) & mask;
-      op_slots_[i] = s;
-    }
-  }
-  struct OpSlot {
-    uint64_t hash = 0;
-    StrId id = kEmptyStr;  // kEmptyStr: a free slot (the empty op_id never enters)
-  };
-
   const std::string& source_;
   Trace* trace_;
-  std::vector<OpSlot> op_slots_;
-  size_t op_count_ = 0;
   bool metadata_seen_ = false, format_seen_ = false, kind_seen_ = false, tool_seen_ = false;
   std::array<std::pair<std::string_view, StrId>, 8> recent_names_{};
   size_t next_name_slot_ = 0;
@@ -449,9 +435,10 @@ Result<Trace> ParseTrace(std::string_view text, const std::string& source,
                          const ReadTraceOptions& options) {
   Trace trace;
   trace.import.path = source;
-  // A work event takes ~140 bytes of our text (more in a profiler trace): growing a million
-  // events by doubling would copy them about twice over.
-  trace.events.reserve(text.size() / 192);
+  // A work event takes 110-150 bytes of our text (more in a profiler trace): growing a million
+  // events by doubling would copy them about twice over, and room never written costs
+  // address space only.
+  trace.events.reserve(text.size() / 100);
   DispatchSink sink(source, options.format, &trace);
   SS_RETURN_IF_ERROR(trace_internal::ParseTraceEvents(text, source, &sink));
   if (sink.format() == TraceFormat::kKineto) {
@@ -472,6 +459,10 @@ Result<Trace> ParseTrace(std::string_view text, const std::string& source,
 }
 
 Result<Trace> ReadTrace(const std::string& path, const ReadTraceOptions& options) {
+  if (!path.ends_with(".gz")) {
+    const trace_internal::MappedText mapped(path);
+    if (mapped.mapped()) return ParseTrace(mapped.text(), path, options);
+  }
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseTrace(text, path, options);
 }

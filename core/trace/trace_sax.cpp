@@ -154,10 +154,10 @@ class Handler {
     if (v <= static_cast<uint64_t>(INT64_MAX)) return number_integer(static_cast<int64_t>(v));
     return OnScalar(RawValue::Type::kFloat, false, 0, static_cast<double>(v), fmt::format("{}", v));
   }
-  bool number_float(double v, const std::string& s) {
+  bool number_float(double v, std::string_view s) {
     return OnScalar(RawValue::Type::kFloat, false, 0, v, s);
   }
-  bool string(std::string& s) {
+  bool string(std::string_view s) {
     if (capturing_) {
       capture_.String(s);
       return true;
@@ -165,7 +165,7 @@ class Handler {
     RawValue* slot = Slot();
     if (slot == nullptr) return false;
     slot->type = RawValue::Type::kString;
-    slot->text = s;
+    slot->text.assign(s);
     if (depth_ == 1) return Deliver(top_key_, slot->ToJsonText());
     return true;
   }
@@ -175,21 +175,21 @@ class Handler {
   bool end_object() { return Close('}'); }
   bool end_array() { return Close(']'); }
 
-  bool key(std::string& k) {
+  bool key(std::string_view k) {
     if (capturing_) {
       capture_.Key(k);
       return true;
     }
-    if (depth_ == 1) {
-      top_key_ = k;
-    } else if (depth_ == 3) {
-      field_ = k;
+    if (depth_ == 3) {
+      field_ = FieldOf(k);
     } else if (depth_ == 4) {
       if (event_.num_args == event_.args.size()) event_.args.emplace_back();
       RawArg& arg = event_.args[event_.num_args++];
-      arg.key = k;
+      arg.key.assign(k);
       arg.value.type = RawValue::Type::kAbsent;
       arg.value.text.clear();
+    } else if (depth_ == 1) {
+      top_key_.assign(k);
     }
     return true;
   }
@@ -225,19 +225,58 @@ class Handler {
     return &event_.args[event_.num_args - 1].value;  // depth 4: an args member
   }
 
-  RawValue* EventField(std::string_view f) {
-    if (f == "ph") return &event_.ph;
-    if (f == "name") return &event_.name;
-    if (f == "cat") return &event_.cat;
-    if (f == "pid") return &event_.pid;
-    if (f == "tid") return &event_.tid;
-    if (f == "ts") return &event_.ts;
-    if (f == "dur") return &event_.dur;
-    if (f == "s") return &event_.s;
-    if (f == "id") return &event_.id;
-    if (f == "args") {
-      event_.args_present = true;
-      event_.args_not_object = true;
+  // An event's members, told apart once at their key (every event has six or more).
+  enum class Field { kPh, kName, kCat, kPid, kTid, kTs, kDur, kS, kId, kArgs, kOther };
+  static Field FieldOf(std::string_view k) {
+    switch (k.size()) {
+      case 1:
+        return k[0] == 's' ? Field::kS : Field::kOther;
+      case 2:
+        if (k == "ph") return Field::kPh;
+        if (k == "ts") return Field::kTs;
+        if (k == "id") return Field::kId;
+        return Field::kOther;
+      case 3:
+        if (k == "pid") return Field::kPid;
+        if (k == "tid") return Field::kTid;
+        if (k == "dur") return Field::kDur;
+        if (k == "cat") return Field::kCat;
+        return Field::kOther;
+      case 4:
+        if (k == "name") return Field::kName;
+        if (k == "args") return Field::kArgs;
+        return Field::kOther;
+      default:
+        return Field::kOther;
+    }
+  }
+
+  RawValue* EventField(Field f) {
+    switch (f) {
+      case Field::kPh:
+        return &event_.ph;
+      case Field::kName:
+        return &event_.name;
+      case Field::kCat:
+        return &event_.cat;
+      case Field::kPid:
+        return &event_.pid;
+      case Field::kTid:
+        return &event_.tid;
+      case Field::kTs:
+        return &event_.ts;
+      case Field::kDur:
+        return &event_.dur;
+      case Field::kS:
+        return &event_.s;
+      case Field::kId:
+        return &event_.id;
+      case Field::kArgs:
+        event_.args_present = true;
+        event_.args_not_object = true;
+        break;
+      case Field::kOther:
+        break;
     }
     ignored_.type = RawValue::Type::kAbsent;
     return &ignored_;
@@ -310,7 +349,7 @@ class Handler {
       return true;
     }
     if (depth_ == 3) {
-      if (field_ == "args" && c == '{') {
+      if (field_ == Field::kArgs && c == '{') {
         event_.args_present = true;
         event_.args_not_object = false;
         depth_ = 4;
@@ -373,7 +412,7 @@ class Handler {
   Status status_;
   int depth_ = 0;
   std::string top_key_;
-  std::string field_;
+  Field field_ = Field::kOther;
   RawValue top_scalar_;
   RawValue ignored_;
   RawEvent event_;

@@ -41,14 +41,21 @@ std::vector<StepStats::ExposedOp> ExposedOps(const Trace& trace,
     const int64_t exposed = accounting.ExposedNs(lo, hi);
     if (exposed > 0) found.push_back({i, exposed});
   }
-  std::stable_sort(found.begin(), found.end(), [&](const Candidate& a, const Candidate& b) {
-    if (a.exposed_ns != b.exposed_ns) return a.exposed_ns > b.exposed_ns;
-    if (work[a.index].start_ns != work[b.index].start_ns)
-      return work[a.index].start_ns < work[b.index].start_ns;
-    return trace.Str(events[a.index]->op_id) < trace.Str(events[b.index]->op_id);
-  });
+  // Only the first kMax are kept: a partial sort, the index last so that ties keep the
+  // events' order (what a stable sort of them all gives).
+  const size_t kept = std::min(kMax, found.size());
+  std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(kept), found.end(),
+                    [&](const Candidate& a, const Candidate& b) {
+                      if (a.exposed_ns != b.exposed_ns) return a.exposed_ns > b.exposed_ns;
+                      if (work[a.index].start_ns != work[b.index].start_ns)
+                        return work[a.index].start_ns < work[b.index].start_ns;
+                      const std::string_view op_a = trace.Str(events[a.index]->op_id);
+                      const std::string_view op_b = trace.Str(events[b.index]->op_id);
+                      if (op_a != op_b) return op_a < op_b;
+                      return a.index < b.index;
+                    });
   std::vector<StepStats::ExposedOp> out;
-  for (size_t i = 0; i < found.size() && i < kMax; ++i) {
+  for (size_t i = 0; i < kept; ++i) {
     const WorkEvent& e = *events[found[i].index];
     out.push_back({std::string(trace.Str(e.op_id)), std::string(trace.Str(e.name)),
                    std::string(CommPurposeName(work[found[i].index].purpose)),
@@ -215,9 +222,12 @@ void RankMemory(const Trace& trace, int rank, const std::vector<const WorkEvent*
   for (const WorkEvent* e : events) {
     if (e->lane == kLaneCompute) compute.push_back(e);
   }
-  std::stable_sort(compute.begin(), compute.end(), [](const WorkEvent* a, const WorkEvent* b) {
+  const auto by_start = [](const WorkEvent* a, const WorkEvent* b) {
     return a->start_ns < b->start_ns;
-  });
+  };
+  if (!std::is_sorted(compute.begin(), compute.end(), by_start)) {
+    std::stable_sort(compute.begin(), compute.end(), by_start);
+  }
   size_t next_compute = 0;
   std::string_view phase;
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -262,40 +272,49 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
   TraceStats stats;
   EventMemo memo(trace);
   std::map<int, std::vector<const WorkEvent*>> by_rank;
-  for (const WorkEvent& e : trace.events) by_rank[e.rank].push_back(&e);
+  std::vector<const WorkEvent*>* rank_events = nullptr;  // events come by rank: one lookup a run
+  for (const WorkEvent& e : trace.events) {
+    if (rank_events == nullptr || rank_events->back()->rank != e.rank)
+      rank_events = &by_rank[e.rank];
+    rank_events->push_back(&e);
+  }
   for (int rank : trace.Ranks()) {
     const auto& events = by_rank[rank];
     RankSteps(trace, rank, events, &memo, &stats.steps);
     RankMemory(trace, rank, events, &memo, &stats.memory);
   }
 
-  std::map<WorkKind, CollectiveStats> coll;
-  std::map<WorkKind, std::pair<__int128, __int128>> sums;  // bytes, time
-  std::map<WorkKind, double> bw_time;
-  std::map<WorkKind, double> bw_bytes;
+  // Per collective kind, in WorkKind order (an array: one event in three is a collective).
+  std::array<CollectiveStats, kNumWorkKinds> coll;
+  std::array<std::pair<__int128, __int128>, kNumWorkKinds> sums{};  // bytes, time
+  std::array<double, kNumWorkKinds> bw_time{}, bw_bytes{};
   for (const WorkEvent& e : trace.events) {
     const std::optional<WorkKind> kind = memo.Collective(e);
     if (!kind) continue;
-    CollectiveStats& c = coll[*kind];
-    c.kind = std::string(WorkKindName(*kind));
-    ++c.count;
-    sums[*kind].first += e.bytes;
-    sums[*kind].second += e.dur_ns;
+    const int k = static_cast<int>(*kind);
+    ++coll[k].count;
+    sums[k].first += e.bytes;
+    sums[k].second += e.dur_ns;
     if (e.bytes > 0 && e.group_size > 1 && e.dur_ns > 0) {
-      bw_time[*kind] += static_cast<double>(e.dur_ns);
-      bw_bytes[*kind] += static_cast<double>(e.bytes) * BusBandwidthFactor(*kind, e.group_size);
+      bw_time[k] += static_cast<double>(e.dur_ns);
+      bw_bytes[k] += static_cast<double>(e.bytes) * BusBandwidthFactor(*kind, e.group_size);
     }
   }
-  for (auto& [kind, c] : coll) {
-    c.bytes = Clamp(sums[kind].first);
-    c.time_ns = Clamp(sums[kind].second);
-    if (bw_time[kind] > 0) c.busbw_gbps = bw_bytes[kind] / bw_time[kind];
+  for (int k = 0; k < kNumWorkKinds; ++k) {
+    CollectiveStats& c = coll[k];
+    if (c.count == 0) continue;
+    c.kind = std::string(WorkKindName(static_cast<WorkKind>(k)));
+    c.bytes = Clamp(sums[k].first);
+    c.time_ns = Clamp(sums[k].second);
+    if (bw_time[k] > 0) c.busbw_gbps = bw_bytes[k] / bw_time[k];
     stats.collectives.push_back(c);
   }
 
   std::vector<const WorkEvent*> order;
-  order.reserve(trace.events.size());
-  for (const WorkEvent& e : trace.events) order.push_back(&e);
+  if (top_n > 0) {
+    order.reserve(trace.events.size());
+    for (const WorkEvent& e : trace.events) order.push_back(&e);
+  }
   const size_t n = std::min<size_t>(order.size(), static_cast<size_t>(std::max(top_n, 0)));
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
                     [](const WorkEvent* a, const WorkEvent* b) {

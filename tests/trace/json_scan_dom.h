@@ -17,10 +17,16 @@ class ScanDom {
   bool boolean(bool v) { return dom_.boolean(v); }
   bool number_integer(int64_t v) { return dom_.number_integer(v); }
   bool number_unsigned(uint64_t v) { return dom_.number_unsigned(v); }
-  bool number_float(double v, const std::string& s) { return dom_.number_float(v, s); }
-  bool string(std::string& s) { return dom_.string(s); }
+  bool number_float(double v, std::string_view s) { return dom_.number_float(v, std::string(s)); }
+  bool string(std::string_view s) {
+    std::string copy(s);
+    return dom_.string(copy);
+  }
   bool start_object(std::size_t n) { return dom_.start_object(n); }
-  bool key(std::string& k) { return dom_.key(k); }
+  bool key(std::string_view k) {
+    std::string copy(k);
+    return dom_.key(copy);
+  }
   bool end_object() { return dom_.end_object(); }
   bool start_array(std::size_t n) { return dom_.start_array(n); }
   bool end_array() { return dom_.end_array(); }

@@ -52,9 +52,48 @@ TEST(TraceReader, MicrosecondTextToNanoseconds) {
   EXPECT_FALSE(ParseUsToNs("", &ns));
   EXPECT_FALSE(ParseUsToNs("1.2.3", &ns));
   EXPECT_FALSE(ParseUsToNs("99999999999999999999", &ns));
+  // Decimal text is tried first; only what fails as decimal is read with an exponent.
+  ASSERT_TRUE(ParseUsToNs("12345678901234567890e-10", &ns));
+  EXPECT_EQ(ns, 1234567890123);
+  ASSERT_TRUE(ParseUsToNs("-2E1", &ns));
+  EXPECT_EQ(ns, -20000);
+  EXPECT_FALSE(ParseUsToNs("1.5e", &ns));
+  EXPECT_FALSE(ParseUsToNs("-", &ns));
+  EXPECT_FALSE(ParseUsToNs("12x", &ns));
+  ASSERT_TRUE(ParseUsToNs("9223372036854775.807", &ns));
+  EXPECT_EQ(ns, INT64_MAX);
+  EXPECT_FALSE(ParseUsToNs("9223372036854775.808", &ns));
 }
 
-// The reader's op_id index grows past its first size (thousands of op_ids), and every rank's
+// Interning: one id per distinct string, found again after the index grows many times over;
+// copies index their own strings; a moved-from table interns again from the empty string.
+TEST(StringTable, InternFindCopyAndMove) {
+  StringTable t;
+  std::vector<StrId> ids;
+  for (int i = 0; i < 50000; ++i) ids.push_back(t.Intern("op:" + std::to_string(i)));
+  EXPECT_EQ(t.size(), 50001u);
+  for (int i = 0; i < 50000; ++i) {
+    EXPECT_EQ(t.Intern("op:" + std::to_string(i)), ids[i]);
+    StrId found = kEmptyStr;
+    ASSERT_TRUE(t.Find("op:" + std::to_string(i), &found));
+    EXPECT_EQ(found, ids[i]);
+    EXPECT_EQ(t.Get(ids[i]), "op:" + std::to_string(i));
+  }
+  StrId id = 7;
+  EXPECT_TRUE(t.Find("", &id));
+  EXPECT_EQ(id, kEmptyStr);
+  EXPECT_EQ(t.Intern(""), kEmptyStr);
+  EXPECT_FALSE(t.Find("op:50000", &id));
+  const StringTable copy = t;
+  StrId in_copy = kEmptyStr;
+  ASSERT_TRUE(copy.Find("op:123", &in_copy));
+  EXPECT_EQ(in_copy, ids[123]);
+  StringTable moved = std::move(t);
+  EXPECT_EQ(moved.Intern("op:5"), ids[5]);
+  EXPECT_EQ(t.Get(t.Intern("x")), "x");  // NOLINT(bugprone-use-after-move): reuse is the point
+}
+
+// The string table's index grows past its first size (thousands of op_ids), and every rank's
 // copy of an op_id gets the one id; the empty string stays id 0 and is stored once.
 TEST(TraceReader, RepeatedOpIdsShareOneIdAcrossRanks) {
   Trace t;

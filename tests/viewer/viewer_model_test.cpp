@@ -134,6 +134,47 @@ TEST(TraceView, AlignsAtStepStartAndComputesExposedTime) {
   EXPECT_EQ(b.exposed_ns[ag->items[0].event], 20);  // [100,180) minus compute [80,160)
 }
 
+// Tracks from events in any order (a trace built in memory, not sorted): one per (rank, lane)
+// in that order, items by start (equal starts keep the events' order), kinds per lane and name.
+TEST(TraceView, TracksFromUnsortedEvents) {
+  Trace t;
+  t.AddWork(1, kLaneAllGather, "nccl:all_gather", "fwd/a/all_gather", 50, 10);
+  t.AddWork(0, kLaneCompute, "gemm", "fwd/a/compute", 30, 5);
+  t.AddWork(1, kLaneAllGather, "copy_in", "fwd/b/all_gather", 20, 10);
+  t.AddWork(0, kLaneCompute, "gemm", "fwd/b/compute", 10, 5);
+  t.AddWork(0, kLaneCompute, "gemm", "fwd/c/compute", 10, 7);
+  t.AddWork(0, kLaneH2D, "nccl_looking_copy", "fwd/a/h2d", 0, 3);
+  const TraceView v = MakeTraceView(t, "x");
+  ASSERT_EQ(v.tracks.size(), 3u);
+  EXPECT_EQ(std::make_pair(v.tracks[0].rank, v.tracks[0].lane), std::make_pair(0, kLaneCompute));
+  EXPECT_EQ(std::make_pair(v.tracks[1].rank, v.tracks[1].lane), std::make_pair(0, kLaneH2D));
+  EXPECT_EQ(std::make_pair(v.tracks[2].rank, v.tracks[2].lane), std::make_pair(1, kLaneAllGather));
+  const std::vector<LaneItem>& compute = v.tracks[0].items;
+  ASSERT_EQ(compute.size(), 3u);
+  EXPECT_EQ(compute[0].event, 3u);  // start 10, added first of the two at 10
+  EXPECT_EQ(compute[1].event, 4u);
+  EXPECT_EQ(compute[2].event, 1u);
+  EXPECT_EQ(v.tracks[0].max_end, (std::vector<int64_t>{15, 17, 35}));
+  EXPECT_EQ(v.tracks[1].items[0].kind, ItemKind::kCopy);
+  const std::vector<LaneItem>& ag = v.tracks[2].items;
+  ASSERT_EQ(ag.size(), 2u);
+  EXPECT_EQ(ag[0].kind, ItemKind::kCopy);  // not an nccl kernel
+  EXPECT_EQ(ag[1].kind, ItemKind::kAllGather);
+  EXPECT_EQ(v.end_ns, 60);
+}
+
+TEST(RowIndex, SetFindReplaceAndGrow) {
+  RowIndex index;
+  EXPECT_EQ(index.Find(0, 1), -1);
+  for (int i = 0; i < 5000; ++i) index.Set(i % 8, static_cast<StrId>(i), i);
+  for (int i = 0; i < 5000; ++i) EXPECT_EQ(index.Find(i % 8, static_cast<StrId>(i)), i);
+  EXPECT_EQ(index.Find(1, 0), -1);  // (0, 0) is set, not (1, 0)
+  index.Set(3, 11, 77);
+  EXPECT_EQ(index.Find(3, 11), 77);
+  index.Reset(10);
+  EXPECT_EQ(index.Find(3, 11), -1);
+}
+
 class CompareTest : public ::testing::Test {
  protected:
   void SetUp() override {
