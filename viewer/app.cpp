@@ -138,8 +138,7 @@ Result<std::unique_ptr<GlWindow>> OpenGlWindow(int width, int height, bool visib
   auto out = std::make_unique<GlWindow>();
   out->impl = std::make_unique<GlWindow::Impl>();
   out->impl->window = window;
-  out->impl->retains = out->impl->retain =
-      RetainsPixels([window] { glfwSwapBuffers(window); });
+  out->impl->retains = out->impl->retain = RetainsPixels([window] { glfwSwapBuffers(window); });
   // An expose (another window moved off ours) may lose what the kept windows had drawn.
   glfwSetWindowUserPointer(window, out->impl.get());
   glfwSetWindowRefreshCallback(window, [](GLFWwindow* w) {

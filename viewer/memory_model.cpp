@@ -1,10 +1,11 @@
 #include "viewer/memory_model.h"
-#include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <string_view>
+
+#include "core/util/units.h"
 
 namespace shardscope::viewer {
 namespace {

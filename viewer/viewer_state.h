@@ -81,9 +81,9 @@ struct ViewerState {
   std::vector<CompareRow> rows;
   CompareColumn sort_column = CompareColumn::kImpact;
   bool sort_descending = true;
-  int selected_row = -1;                        // index into rows
-  std::vector<uint32_t> selected_events[2];     // the selected row's events in A and in B
-  RowIndex row_of[2];                           // per trace: (rank, op_id StrId) → row
+  int selected_row = -1;                     // index into rows
+  std::vector<uint32_t> selected_events[2];  // the selected row's events in A and in B
+  RowIndex row_of[2];                        // per trace: (rank, op_id StrId) → row
   SummaryFigures summary[2];
 
   // Tuning (with --scenario).

@@ -433,9 +433,9 @@ Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
         const MemoryCounters m = dev_.memory();
         std::string breakdown;
         for (int c = 0; c < kNumMemCategories; ++c) {
-          breakdown += fmt::format("{}{} {:.3f} GiB", c ? ", " : "",
-                                   MemCategoryName(static_cast<MemCategory>(c)),
-                                   ToGiB(m.allocated[c]));
+          breakdown +=
+              fmt::format("{}{} {:.3f} GiB", c ? ", " : "",
+                          MemCategoryName(static_cast<MemCategory>(c)), ToGiB(m.allocated[c]));
         }
         return RuntimeError(fmt::format(
             "out of memory at op '{}' allocating {} bytes of {}: {}; allocated by category: {}",

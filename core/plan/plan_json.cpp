@@ -1,10 +1,11 @@
 #include "core/plan/plan_json.h"
-#include "core/util/units.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+
+#include "core/util/units.h"
 
 namespace shardscope {
 namespace {

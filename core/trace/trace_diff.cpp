@@ -193,9 +193,8 @@ struct Unit {
   double scale;  // to ns or bytes
 };
 constexpr Unit kTimeUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-constexpr Unit kByteUnits[] = {
-    {"B", 1},    {"KiB", kKiB}, {"MiB", kMiB}, {"GiB", kGiB},
-    {"KB", 1e3}, {"MB", 1e6},     {"GB", 1e9}};
+constexpr Unit kByteUnits[] = {{"B", 1},    {"KiB", kKiB}, {"MiB", kMiB}, {"GiB", kGiB},
+                               {"KB", 1e3}, {"MB", 1e6},   {"GB", 1e9}};
 constexpr std::string_view kTimeMetrics[] = {"step_time", "exposed_comm", "compute", "op"};
 
 std::string UnitList(std::span<const Unit> units) {

@@ -12,7 +12,6 @@
 namespace shardscope::sim {
 namespace {
 
-
 std::string PhaseOf(const std::string& op) {
   const std::optional<StepPhase> phase = StepPhaseOfOpId(op);
   return phase ? std::string(StepPhaseName(*phase)) : "initial state";

@@ -12,10 +12,10 @@
 #include "core/schedule/schedule_options.h"
 #include "core/timeline/make_trace.h"
 #include "core/timeline/op_accounting.h"
+#include "core/util/units.h"
 #include "sim/cost/calibration.h"
 #include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
-#include "core/util/units.h"
 
 namespace shardscope::sim {
 namespace {

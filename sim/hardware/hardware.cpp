@@ -71,13 +71,9 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
       {"best_matmul_tflops", F::kNumber, 1e-3, 1e5,
        [](GpuSpec& g, const json& v) { g.best_matmul_flops = v.get<double>() * 1e12; }},
       {"hbm_gib", F::kNumber, 0.5, 1e5,
-       [](GpuSpec& g, const json& v) {
-         g.hbm_bytes = GiBToBytes(v.get<double>());
-       }},
+       [](GpuSpec& g, const json& v) { g.hbm_bytes = GiBToBytes(v.get<double>()); }},
       {"reserved_gib", F::kNumber, 0, 1e3,
-       [](GpuSpec& g, const json& v) {
-         g.reserved_bytes = GiBToBytes(v.get<double>());
-       }},
+       [](GpuSpec& g, const json& v) { g.reserved_bytes = GiBToBytes(v.get<double>()); }},
       {"hbm_tbps", F::kNumber, 0.01, 1e3,
        [](GpuSpec& g, const json& v) { g.hbm_gbps = v.get<double>() * 1e3; }},
       {"nvlink_gbps", F::kNumber, 0, 1e5,

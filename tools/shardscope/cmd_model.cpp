@@ -11,8 +11,8 @@
 #include "core/model/model_summary.h"
 #include "core/model/tree_json.h"
 #include "core/util/file_io.h"
-#include "tools/shardscope/command.h"
 #include "core/util/units.h"
+#include "tools/shardscope/command.h"
 
 namespace shardscope::cli {
 namespace {
@@ -64,8 +64,7 @@ Status RunModel(const ModelArgs& args) {
     fmt::print("routed experts   {}\n", Count(s.routed_expert_params));
     fmt::print("active / token   {}\n", Count(s.active_params_per_token));
   }
-  fmt::print("param memory     {:.2f} GiB in the tree's dtypes\n",
-             ToGiB(s.param_bytes));
+  fmt::print("param memory     {:.2f} GiB in the tree's dtypes\n", ToGiB(s.param_bytes));
   fmt::print("layers           {}\n", s.blocks.size());
   for (const LayerGroup& g : s.layer_groups) {
     const std::string& first = s.blocks[static_cast<size_t>(g.first)];

@@ -20,9 +20,9 @@
 #include "core/schedule/schedule_options.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/units.h"
 #include "sim/engine/simulator.h"
 #include "tools/shardscope/command.h"
-#include "core/util/units.h"
 
 #ifndef SHARDSCOPE_VERSION
 #define SHARDSCOPE_VERSION "dev"
@@ -44,7 +44,6 @@ struct RunArgs {
   std::vector<std::string> sets;
   bool check = false;  // verify the step's data (backend/check/step_check.h)
 };
-
 
 Result<std::unique_ptr<backend::Device>> MakeDevice(const std::string& kind,
                                                     const backend::DeviceOptions& options) {
@@ -178,8 +177,7 @@ void PrintRun(const sim::Summary& s, const backend::StepRun& run,
   fmt::print("  peak allocated     {:10.2f} GiB ({}); peak reserved {:.2f} GiB (allocator)\n",
              s.peak_memory_allocated_gib, s.peak_memory_op, s.peak_memory_reserved_gib);
   fmt::print("  host issue         {:10.2f} us per op; kernel workspace {:.3f} GiB\n",
-             static_cast<double>(run.issue_ns_per_op) / 1e3,
-             ToGiB(run.workspace_bytes));
+             static_cast<double>(run.issue_ns_per_op) / 1e3, ToGiB(run.workspace_bytes));
 }
 
 Status Run(const RunArgs& args) {

@@ -13,8 +13,8 @@
 #include "core/trace/trace_stats.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
-#include "tools/shardscope/command.h"
 #include "core/util/units.h"
+#include "tools/shardscope/command.h"
 
 namespace shardscope::cli {
 namespace {
