@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/viewer/headless_frame.h"
 #include "tests/viewer/viewer_test_util.h"
 #include "viewer/flat_fill.h"
 #include "viewer/memory_fill.h"
@@ -86,26 +87,8 @@ TEST(MemoryFillTest, CoversEachPixelOnceWithTheLayerOfItsColumnsStack) {
   EXPECT_LT(thin_px, 0.4 * all_px);  // one rectangle per run of columns: all of it
 }
 
-class FlatSectionTest : public ::testing::Test {
+class FlatSectionTest : public testing::HeadlessFrameTest {
  protected:
-  void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1200, 800);
-    io.DeltaTime = 1.0f / 60;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-    SetTraces(&s, std::make_shared<const TraceView>(MakeTraceView(testing::PredictedPair(), "")),
-              std::make_shared<const TraceView>(MakeTraceView(testing::MeasuredPair(), "")));
-  }
-  void TearDown() override { ImGui::DestroyContext(); }
-  void Frame() {
-    ImGui::NewFrame();
-    DrawViewerFrame(&s);
-    ImGui::Render();
-  }
   const ImDrawList* List(const std::string& prefix) const {
     const ImDrawData* d = ImGui::GetDrawData();
     for (int i = 0; i < d->CmdListsCount; ++i) {
@@ -136,7 +119,6 @@ class FlatSectionTest : public ::testing::Test {
     EXPECT_FALSE(flat) << "a flat section left open";
     return out;
   }
-  ViewerState s;
 };
 
 TEST_F(FlatSectionTest, TimelineBoxesAndIdleAreOneFlatSection) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/viewer/headless_frame.h"
 #include "tests/viewer/viewer_test_util.h"
 #include "viewer/panels.h"
 #include "viewer/viewer_state.h"
@@ -17,28 +18,7 @@
 namespace shardscope::viewer {
 namespace {
 
-class FrameTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1200, 800);
-    io.DeltaTime = 1.0f / 60;
-    unsigned char* pixels = nullptr;
-    int w = 0, h = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
-    SetTraces(&s, std::make_shared<const TraceView>(MakeTraceView(testing::PredictedPair(), "")),
-              std::make_shared<const TraceView>(MakeTraceView(testing::MeasuredPair(), "")));
-  }
-  void TearDown() override { ImGui::DestroyContext(); }
-  void Frame() {
-    ImGui::NewFrame();
-    DrawViewerFrame(&s);
-    ImGui::Render();
-  }
-  ViewerState s;
-};
+class FrameTest : public testing::HeadlessFrameTest {};
 
 TEST_F(FrameTest, PanelsRecordWhereLanesAndPeakAre) {
   Frame();
