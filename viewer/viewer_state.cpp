@@ -11,40 +11,11 @@ uint64_t RowKey(int rank, StrId op_id) {
 }
 }  // namespace
 
-void RowIndex::Reset(size_t rows) {
-  size_t n = 16;
-  while (n < 2 * rows) n *= 2;
-  slots_.assign(n, {0, -1});
-  count_ = 0;
-}
+void RowIndex::Reset(size_t rows) { index_.Reset(rows); }
 
-size_t RowIndex::Home(uint64_t key) const {
-  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & (slots_.size() - 1);
-}
+void RowIndex::Set(int rank, StrId op_id, int row) { index_.Set(RowKey(rank, op_id), row); }
 
-void RowIndex::Set(int rank, StrId op_id, int row) {
-  if (2 * (count_ + 1) > slots_.size()) {
-    std::vector<std::pair<uint64_t, int>> old = std::move(slots_);
-    Reset(count_ + 1);
-    for (const auto& [key, r] : old) {
-      if (r >= 0) Set(static_cast<int>(key >> 32), static_cast<StrId>(key), r);
-    }
-  }
-  const uint64_t key = RowKey(rank, op_id);
-  size_t i = Home(key);
-  while (slots_[i].second >= 0 && slots_[i].first != key) i = (i + 1) & (slots_.size() - 1);
-  if (slots_[i].second < 0) ++count_;
-  slots_[i] = {key, row};
-}
-
-int RowIndex::Find(int rank, StrId op_id) const {
-  if (slots_.empty()) return -1;
-  const uint64_t key = RowKey(rank, op_id);
-  for (size_t i = Home(key);; i = (i + 1) & (slots_.size() - 1)) {
-    if (slots_[i].second < 0) return -1;
-    if (slots_[i].first == key) return slots_[i].second;
-  }
-}
+int RowIndex::Find(int rank, StrId op_id) const { return index_.Find(RowKey(rank, op_id)); }
 
 namespace {
 

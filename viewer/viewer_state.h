@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/flat_index.h"
 #include "viewer/compare_model.h"
 #include "viewer/summary_model.h"
 #include "viewer/timeline_cache.h"
@@ -50,8 +51,8 @@ struct Probes {
   int64_t first_delta_ns = 0;  // that row's delta
 };
 
-// (rank, op_id StrId) → comparison row, by flat open addressing: a pair of million-event
-// traces has a quarter of a million rows, indexed again at every new prediction.
+// (rank, op_id StrId) → comparison row, in a FlatIndex: a pair of million-event traces has a
+// quarter of a million rows, indexed again at every new prediction.
 class RowIndex {
  public:
   // Empties the index, sized for `rows` entries.
@@ -62,9 +63,7 @@ class RowIndex {
   int Find(int rank, StrId op_id) const;
 
  private:
-  size_t Home(uint64_t key) const;
-  std::vector<std::pair<uint64_t, int>> slots_;  // (key, row); row -1: a free slot
-  size_t count_ = 0;                             // rows set
+  FlatIndex index_;
 };
 
 struct ViewerState {

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/flat_index.h"
+
 namespace shardscope {
 
 std::string_view TraceLaneName(int lane) {
@@ -171,40 +173,19 @@ void Trace::SortEvents() {
   // A file holds events by time across ranks and lanes, and each (rank, lane) is then in order
   // already: a stable distribution by (rank, lane), then a sort of only the lanes out of order,
   // is what one stable sort by (rank, lane, start, -dur) gives, in linear time. Lanes interleave
-  // in time, so the (rank, lane) changes at nearly every event: it is found in a small flat
-  // hash, once per event, and remembered for the second pass.
-  const auto key_of = [](const WorkEvent& e) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(e.rank)) << 32) |
-           static_cast<uint32_t>(e.lane);
-  };
-  constexpr uint32_t kFree = UINT32_MAX;
-  std::vector<std::pair<uint64_t, uint32_t>> slots(64, {0, kFree});  // key → index into lanes
-  const auto home = [&slots](uint64_t key) {
-    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> 32) & (slots.size() - 1);
-  };
+  // in time, so the (rank, lane) changes at nearly every event: it is found in a flat index,
+  // once per event, and remembered for the second pass.
+  FlatIndex index_of;  // (rank, lane) → index into lanes
+  index_of.Reset(64);
   std::vector<std::pair<std::pair<int32_t, int32_t>, size_t>> lanes;  // (rank, lane), count
   std::vector<uint32_t> lane_of(events.size());
   for (size_t k = 0; k < events.size(); ++k) {
     const WorkEvent& e = events[k];
-    const uint64_t key = key_of(e);
-    size_t i = home(key);
-    while (slots[i].second != kFree && slots[i].first != key) i = (i + 1) & (slots.size() - 1);
-    uint32_t lane = slots[i].second;
-    if (lane == kFree) {
-      lane = static_cast<uint32_t>(lanes.size());
-      slots[i] = {key, lane};
-      lanes.push_back({{e.rank, e.lane}, 0});
-      if (2 * lanes.size() > slots.size()) {
-        const auto old = std::exchange(slots, decltype(slots)(slots.size() * 2, {0, kFree}));
-        for (const auto& slot : old) {
-          if (slot.second == kFree) continue;
-          size_t j = home(slot.first);
-          while (slots[j].second != kFree) j = (j + 1) & (slots.size() - 1);
-          slots[j] = slot;
-        }
-      }
-    }
-    lane_of[k] = lane;
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(e.rank)) << 32) |
+                         static_cast<uint32_t>(e.lane);
+    const auto [lane, added] = index_of.Emplace(key, static_cast<int>(lanes.size()));
+    if (added) lanes.push_back({{e.rank, e.lane}, 0});
+    lane_of[k] = static_cast<uint32_t>(lane);
     ++lanes[lane].second;
   }
   // Offsets in (rank, lane) order.
