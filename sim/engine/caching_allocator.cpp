@@ -17,7 +17,22 @@ int64_t SegmentBytes(int64_t rounded_bytes) {
          kAllocatorRoundLargeBytes;
 }
 
-std::set<std::pair<int64_t, int>>& CachingAllocatorModel::FreeSet(int pool) {
+namespace {
+
+// Sorted-vector set operations (the free lists and idle segments are small and hot).
+template <typename T>
+void SortedInsert(std::vector<T>& v, const T& x) {
+  v.insert(std::lower_bound(v.begin(), v.end(), x), x);
+}
+template <typename T>
+void SortedErase(std::vector<T>& v, const T& x) {
+  const auto it = std::lower_bound(v.begin(), v.end(), x);
+  if (it != v.end() && *it == x) v.erase(it);
+}
+
+}  // namespace
+
+CachingAllocatorModel::FreeList& CachingAllocatorModel::FreeSet(int pool) {
   if (pool >= static_cast<int>(free_.size())) free_.resize(pool + 1);
   return free_[pool];
 }
@@ -35,11 +50,11 @@ int CachingAllocatorModel::NewBlock(const Block& b) {
 
 void CachingAllocatorModel::InsertFree(int id) {
   blocks_[id].free = true;
-  FreeSet(blocks_[id].pool).insert({blocks_[id].size, id});
+  SortedInsert(FreeSet(blocks_[id].pool), {blocks_[id].size, id});
 }
 
 void CachingAllocatorModel::EraseFree(int id) {
-  FreeSet(blocks_[id].pool).erase({blocks_[id].size, id});
+  SortedErase(FreeSet(blocks_[id].pool), {blocks_[id].size, id});
   blocks_[id].free = false;
 }
 
@@ -62,11 +77,13 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   const int pool = stream * 2 + (large ? 1 : 0);
   auto& free_set = FreeSet(pool);
   int id = -1;
-  auto it = free_set.lower_bound({size, -1});
+  auto it = std::lower_bound(free_set.begin(), free_set.end(), std::pair<int64_t, int>{size, -1});
   if (it != free_set.end()) {
     id = it->second;
-    EraseFree(id);
-    if (blocks_[id].prev < 0 && blocks_[id].next < 0) idle_segments_.erase(blocks_[id].segment);
+    free_set.erase(it);
+    blocks_[id].free = false;
+    if (blocks_[id].prev < 0 && blocks_[id].next < 0)
+      SortedErase(idle_segments_, blocks_[id].segment);
   } else {
     const int64_t seg_size = SegmentBytes(size);
     if (capacity_bytes_ > 0 && reserved_bytes_ + seg_size > capacity_bytes_) {
@@ -128,7 +145,8 @@ void CachingAllocatorModel::Free(int handle) {
   if (blocks_[id].prev < 0) segments_[blocks_[id].segment].first_block = id;
   InsertFree(id);
   // One free block spanning its whole segment: cudaFree-able when memory runs short.
-  if (blocks_[id].prev < 0 && blocks_[id].next < 0) idle_segments_.insert(blocks_[id].segment);
+  if (blocks_[id].prev < 0 && blocks_[id].next < 0)
+    SortedInsert(idle_segments_, blocks_[id].segment);
 }
 
 }  // namespace shardscope::sim

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -19,12 +18,22 @@ struct LiveBuffer {
   int64_t bytes = 0;
 };
 
+struct BufferSlot {
+  LiveBuffer buffer;
+  int live_role = -1;  // the role holding it live; -1: not live
+};
+
 class RoleState {
  public:
-  // `table_size`: the schedule's buffer table; ids below it are looked up in a flat array.
-  RoleState(const CategoryBytes& initial, const MemoryOptions& options, size_t table_size)
-      : allocator_(options.capacity_bytes), keep_samples_(options.keep_samples) {
-    table_.resize(table_size);
+  // `table`: one slot per id of the schedule's buffer table, shared by all roles (a buffer
+  // belongs to one role; a slot records which role holds it live). One table, not one per
+  // role: a pipeline's eight roles would each zero a slot for every buffer of the step.
+  RoleState(int role, const CategoryBytes& initial, const MemoryOptions& options,
+            std::vector<BufferSlot>* table)
+      : allocator_(options.capacity_bytes),
+        keep_samples_(options.keep_samples),
+        role_(role),
+        table_(table) {
     mem_.initial_bytes = initial;
     bytes_ = initial;
     for (int c = 0; c < kNumMemCategories; ++c) {
@@ -128,26 +137,27 @@ class RoleState {
   // Named live buffers: the table's ids in `table_` (one slot per id, a step's buffers are
   // looked up once per effect), any other id in `named_`.
   bool InsertNamed(int id, const LiveBuffer& buf) {
-    if (static_cast<size_t>(id) >= table_.size()) return named_.emplace(id, buf).second;
-    Slot& slot = table_[id];
-    if (slot.live) return false;
-    slot = {buf, true};
+    if (static_cast<size_t>(id) >= table_->size()) return named_.emplace(id, buf).second;
+    BufferSlot& slot = (*table_)[id];
+    if (slot.live_role >= 0) return false;
+    slot = {buf, role_};
     ++table_live_;
     return true;
   }
   LiveBuffer* FindNamed(int id) {
-    if (static_cast<size_t>(id) >= table_.size()) {
+    if (static_cast<size_t>(id) >= table_->size()) {
       auto it = named_.find(id);
       return it == named_.end() ? nullptr : &it->second;
     }
-    return table_[id].live ? &table_[id].buffer : nullptr;
+    BufferSlot& slot = (*table_)[id];
+    return slot.live_role == role_ ? &slot.buffer : nullptr;
   }
   void EraseNamed(int id) {
-    if (static_cast<size_t>(id) >= table_.size()) {
+    if (static_cast<size_t>(id) >= table_->size()) {
       named_.erase(id);
       return;
     }
-    table_[id].live = false;
+    (*table_)[id].live_role = -1;
     --table_live_;
   }
 
@@ -185,11 +195,8 @@ class RoleState {
   int64_t allocated_ = 0;
   int oom_seen_ = 0;
   bool changed_ = false;
-  struct Slot {
-    LiveBuffer buffer;
-    bool live = false;
-  };
-  std::vector<Slot> table_;
+  int role_;
+  std::vector<BufferSlot>* table_;
   int table_live_ = 0;
   std::unordered_map<int, LiveBuffer> named_;
   std::map<std::pair<int, int64_t>, std::vector<LiveBuffer>> anonymous_;
@@ -200,6 +207,7 @@ class RoleState {
 Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Timeline& timeline,
                                             const MemoryOptions& options) {
   const size_t roles = schedule.roles.size();
+  std::vector<BufferSlot> table(schedule.buffers.size());
   std::vector<RoleState> states;
   states.reserve(roles);
   for (size_t r = 0; r < roles; ++r) {
@@ -211,18 +219,20 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
             fmt::format("schedule: role {}: initial memory of category {} is negative", r, c));
       }
     }
-    states.emplace_back(initial, options, schedule.buffers.size());
+    states.emplace_back(static_cast<int>(r), initial, options, &table);
   }
+  // StepPhaseOf parses the op_id: once per op with effects, shared by its start and end.
+  constexpr int8_t kNoPhase = -1;
+  std::vector<int8_t> phases(schedule.ops.size(), kNoPhase);
   for (const Transition& tr : timeline.log) {
     const ScheduleOp& op = schedule.ops[tr.op];
     RoleState& st = states[op.role];
     const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
-    // The phase only where an effect applies (most transitions have none).
-    std::optional<StepPhase> phase;
     for (const MemoryEffect& e : op.memory) {
       if (e.when != when) continue;
-      if (!phase) phase = StepPhaseOf(op);
-      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, *phase, e, tr.time_ns));
+      int8_t& phase = phases[tr.op];
+      if (phase == kNoPhase) phase = static_cast<int8_t>(StepPhaseOf(op));
+      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, static_cast<StepPhase>(phase), e, tr.time_ns));
     }
     st.EndTransition(tr.time_ns);
   }

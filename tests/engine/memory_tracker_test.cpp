@@ -100,5 +100,38 @@ TEST(MemoryTrackerTest, BadFreesAreErrorsNamingTheOp) {
   EXPECT_NE(mem.status().message().find("buffer 9 which is not live"), std::string::npos);
 }
 
+// Buffers of the table (ids below its size) are tracked in one table for all roles: each role
+// allocates and frees its own, and one role cannot free a buffer another role holds.
+TEST(MemoryTrackerTest, TableBuffersBelongToTheRoleThatAllocatedThem) {
+  ScheduleMaker m(2);
+  m.schedule().buffers.resize(4);
+  const int a0 = m.Compute("fwd/a/compute", 10, {}, 0);
+  m.Mem(a0, When::kStart, MemCategory::kActivations, 8 * kMiB, 0);
+  const int a1 = m.Compute("fwd/a/compute", 10, {}, 1);
+  m.Mem(a1, When::kStart, MemCategory::kActivations, 4 * kMiB, 1);
+  const int b0 = m.Compute("bwd/a/compute", 10, {a0}, 0);
+  m.Mem(b0, When::kEnd, MemCategory::kActivations, -8 * kMiB, 0);
+  const int b1 = m.Compute("bwd/a/compute", 10, {a1}, 1);
+  m.Mem(b1, When::kEnd, MemCategory::kActivations, -4 * kMiB, 1);
+  const auto mem = MustTrack(m);
+  ASSERT_EQ(mem.size(), 2u);
+  EXPECT_EQ(mem[0].peak_allocated_bytes, 8 * kMiB);
+  EXPECT_EQ(mem[1].peak_allocated_bytes, 4 * kMiB);
+  EXPECT_EQ(mem[0].live_buffers_at_end, 0);
+  EXPECT_EQ(mem[1].live_buffers_at_end, 0);
+
+  // Role 1 freeing role 0's live buffer 2.
+  const int c0 = m.Compute("fwd/b/compute", 10, {b0}, 0);
+  m.Mem(c0, When::kStart, MemCategory::kActivations, 2 * kMiB, 2);
+  const int c1 = m.Compute("bwd/b/compute", 10, {c0}, 1);
+  m.Mem(c1, When::kEnd, MemCategory::kActivations, -2 * kMiB, 2);
+  auto tl = RunEngine(m.schedule(), m.durations(), EngineOptions{});
+  ASSERT_TRUE(tl.ok()) << tl.status().message();
+  auto bad = TrackMemory(m.schedule(), tl.value(), MemoryOptions{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("buffer 2 which is not live"), std::string::npos)
+      << bad.status().message();
+}
+
 }  // namespace
 }  // namespace shardscope::sim
