@@ -441,6 +441,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   size_t estimate = 0;
   for (const UnitWork& w : in.work) estimate += 3 * w.entries.size() + 12;
   s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
+  s.buffers.reserve(s.ops.capacity());  // an op allocates about one buffer, most ops fewer
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
   std::vector<Buffer> persistent_buffers;  // appended after the step's own buffers
   for (int stage = 0; stage < options.pp; ++stage) {
