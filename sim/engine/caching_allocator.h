@@ -103,9 +103,9 @@ class CachingAllocatorModel {
   void EraseFree(int id);
   void ReleaseFreeSegments();
   // A pool's cached blocks, (size, block id) ascending: best fit is the first not below the
-  // request, ties to the lowest id. A sorted vector, not a std::set: a step replays hundreds of
-  // thousands of allocations over a few dozen cached blocks per pool, where a node allocation
-  // per insert cost more than the memmove (sim/engine profile, issue 14).
+  // request, ties to the lowest id (what std::set's order gave). A sorted vector, not a
+  // std::set: a step replays an allocation and a free per buffer, and a set allocated and freed
+  // a node for each (the allocator model's share of a sweep's profile, issue 14).
   using FreeList = std::vector<std::pair<int64_t, int>>;
   FreeList& FreeSet(int pool);
 
