@@ -60,6 +60,8 @@ struct RoleMemory {
   int64_t oom_time_ns = 0;
   int oom_op = -1;
   MemCategory oom_category = MemCategory::kTemporaries;  // the allocation that did not fit
+  // New segments that met the capacity (the allocator model's free-and-retry, OOM or not).
+  int capacity_hits = 0;
 };
 
 }  // namespace shardscope

@@ -87,6 +87,7 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   } else {
     const int64_t seg_size = SegmentBytes(size);
     if (capacity_bytes_ > 0 && reserved_bytes_ + seg_size > capacity_bytes_) {
+      ++capacity_hits_;
       ReleaseFreeSegments();
       if (reserved_bytes_ + seg_size > capacity_bytes_) ++oom_count_;
     }

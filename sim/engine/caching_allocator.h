@@ -73,6 +73,9 @@ class CachingAllocatorModel {
   int64_t allocated_rounded_bytes() const { return allocated_rounded_bytes_; }
   // Number of allocations whose segment did not fit under the capacity, even after releasing.
   int oom_count() const { return oom_count_; }
+  // Number of new segments that met the capacity (each set off the free-and-retry, whether or
+  // not an OOM followed): from the first, what is reserved depends on what was cached then.
+  int capacity_hits() const { return capacity_hits_; }
   int segment_count() const { return live_segments_; }
   // Where a live block lies: its segment and its byte offset in it; its rounded size.
   int segment_of(int handle) const { return blocks_[handle].segment; }
@@ -115,6 +118,7 @@ class CachingAllocatorModel {
   int64_t peak_reserved_bytes_ = 0;
   int64_t allocated_rounded_bytes_ = 0;
   int oom_count_ = 0;
+  int capacity_hits_ = 0;
   int live_segments_ = 0;
   std::vector<Block> blocks_;
   std::vector<int> unused_block_ids_;

@@ -130,6 +130,7 @@ class RoleState {
     int live = table_live_ + static_cast<int>(named_.size());
     for (const auto& [key, list] : anonymous_) live += static_cast<int>(list.size());
     mem_.live_buffers_at_end = live;
+    mem_.capacity_hits = allocator_.capacity_hits();
     return std::move(mem_);
   }
 

@@ -16,9 +16,10 @@
 // a = 2·pp, b = 2·pp + 1; interleaved 1F1B (period pp, its round) with a = 2·pp, b = 3·pp; pp = 1
 // with gradient accumulation, a = 3, b = 4. Only when a + b < M. GPipe is never extrapolated:
 // its memory grows with M. The check behind ExtrapolateSummary's nullopt (equal peaks, role and
-// fit in a and b) sends anything else back to the full simulation, which `--exact` always runs
-// and traces are always drawn from. tests/engine/steady_state_test.cpp holds the fast path to
-// within 0.1% of the full simulation in step time and peak memory.
+// fit in a and b), and the simulator's on the allocator (neither run may meet the capacity: see
+// RoleMemory::capacity_hits), send anything else back to the full simulation, which `--exact`
+// always runs and traces are always drawn from. tests/engine/steady_state_test.cpp holds the fast
+// path to within 0.1% of the full simulation in step time and peak memory.
 #pragma once
 
 #include <optional>

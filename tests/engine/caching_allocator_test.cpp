@@ -61,11 +61,18 @@ TEST(CachingAllocatorTest, ReleasesCachedSegmentsBeforeReportingOom) {
   CachingAllocatorModel a(100 * kMiB);
   const int h = a.Allocate(60 * kMiB, 1);
   a.Free(h);
+  EXPECT_EQ(a.capacity_hits(), 0);
   a.Allocate(60 * kMiB, 2);  // other stream: would need 120 MiB, so stream 1's cache is freed
   EXPECT_EQ(a.oom_count(), 0);
+  EXPECT_EQ(a.capacity_hits(), 1);
   EXPECT_EQ(a.reserved_bytes(), 60 * kMiB);
   a.Allocate(60 * kMiB, 2);  // nothing left to release: OOM
   EXPECT_EQ(a.oom_count(), 1);
+  EXPECT_EQ(a.capacity_hits(), 2);
+  // Without a capacity nothing is ever hit.
+  CachingAllocatorModel unlimited;
+  unlimited.Allocate(int64_t{1} << 40, 0);
+  EXPECT_EQ(unlimited.capacity_hits(), 0);
 }
 
 TEST(CachingAllocatorTest, OnlyWhollyFreeSegmentsAreReleased) {
