@@ -342,6 +342,36 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   return std::move(b);
 }
 
+// A job stopped before it runs (SimulateOptions::stop_when_not_fitting): what the schedule
+// alone says, and the summary's fit verdict.
+Simulation NotFitting(Schedule schedule, const MemoryFloor& floor, const CostModel& cost,
+                      const StepContext& ctx) {
+  Simulation sim;
+  sim.schedule = std::move(schedule);
+  sim.floor_over_capacity = floor;
+  sim.reported_role = floor.role;
+  sim.gpu_name = cost.hardware().gpu.name;
+  sim.gpu_description = cost.hardware().gpu.description;
+  sim.nodes = cost.hardware().nodes;
+  Summary& s = sim.summary;
+  s.scenario = ctx.scenario;
+  s.role = sim.schedule.roles[floor.role].name;
+  s.world_size = sim.schedule.world_size;
+  s.tokens_per_step = sim.schedule.tokens_per_step;
+  s.model_flops_per_token = ctx.model_flops.flops_per_token;
+  s.peak_tflops = ctx.peak_flops / 1e12;
+  s.hbm_gib = ToGiB(ctx.hbm_bytes);
+  s.usable_gib = ToGiB(ctx.usable_bytes);
+  s.fits = false;
+  s.warnings.push_back(fmt::format(
+      "does not fit: role '{}' holds at least {:.2f} GiB at {} whatever the timing, of {:.2f} "
+      "GiB usable (not simulated further)",
+      s.role, ToGiB(floor.bytes),
+      floor.op >= 0 ? "op '" + sim.schedule.ops[floor.op].op_id + "'" : "the step's start",
+      s.usable_gib));
+  return sim;
+}
+
 }  // namespace
 
 Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
@@ -363,6 +393,12 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   // the gradient buffers' parameter names, which only a backend reads).
   SS_ASSIGN_OR_RETURN(Schedule schedule, BuildSimulatedSchedule(sc, tree, plan));
   SS_ASSIGN_OR_RETURN(ScenarioPricing pricing, PriceScenario(sc, tree, options));
+  if (options.stop_when_not_fitting && pricing.ctx.usable_bytes > 0) {
+    const MemoryFloor floor = ScheduleMemoryFloor(schedule);
+    if (floor.bytes > pricing.ctx.usable_bytes) {
+      return NotFitting(std::move(schedule), floor, *pricing.cost, pricing.ctx);
+    }
+  }
   return SimulateSchedule(std::move(schedule), *pricing.cost, pricing.ctx);
 }
 

@@ -38,6 +38,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/engine/durations.h"
 #include "sim/engine/engine.h"
+#include "sim/engine/memory_floor.h"
 #include "sim/engine/memory_tracker.h"
 #include "sim/engine/model_flops.h"
 #include "sim/engine/steady_state.h"
@@ -71,6 +72,10 @@ struct Simulation {
   // Set when the summary was extrapolated from two shorter runs (steady_state.h): the schedule,
   // timeline and memory are then those of the run with steady_state->b micro-batches.
   std::optional<SteadyStateRuns> steady_state;
+  // Set when SimulateOptions::stop_when_not_fitting stopped the run: the schedule alone holds
+  // more than the capacity (memory_floor.h). Only the schedule and the summary's fit, role,
+  // capacity and tokens are then filled; prices, timeline and memory are empty.
+  std::optional<MemoryFloor> floor_over_capacity;
 };
 
 // Prices, runs and measures `schedule`. Errors name the op (bad schedule, deadlock).
@@ -82,6 +87,10 @@ struct SimulateOptions {
   // false: a job with many micro-batches may be extrapolated from its steady state
   // (steady_state.h; sweeps and plan search). true: always the whole step (traces).
   bool exact = true;
+  // true: a job whose schedule alone proves that it does not fit (memory_floor.h) is neither
+  // priced nor run (Simulation::floor_over_capacity): sweeps and plan search rank only what
+  // fits. false: every job is simulated to the end (simulate, traces, the fit advice).
+  bool stop_when_not_fitting = false;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

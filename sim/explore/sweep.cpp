@@ -16,6 +16,7 @@
 
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
+#include "core/util/units.h"
 #include "sim/engine/simulator.h"
 
 namespace shardscope::sim {
@@ -53,6 +54,9 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   SimulateOptions peaks_only;
   peaks_only.keep_memory_samples = false;
   peaks_only.exact = exact;
+  // Only the variants that fit are ranked: one that holds more than the capacity whatever
+  // the timing is not run (a quarter of the 70B grid's time, bench/explore_benchmark.cpp).
+  peaks_only.stop_when_not_fitting = true;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
     r.message = run.status().message();
@@ -63,6 +67,13 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   VariantFigures& f = r.figures;
   f.gpu = run->gpu_name;
   f.world_size = s.world_size;
+  if (run->floor_over_capacity) {
+    f.usable_gib = s.usable_gib;
+    f.peak_reserved_gib = ToGiB(run->floor_over_capacity->bytes);
+    f.headroom_gib = f.usable_gib - f.peak_reserved_gib;
+    r.outcome = VariantOutcome::kDoesNotFit;
+    return r;
+  }
   f.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu;
   f.step_time_s = s.step_time_s;
   f.peak_reserved_gib = s.peak_memory_reserved_gib;
