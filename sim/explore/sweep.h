@@ -99,8 +99,8 @@ enum class VariantOutcome { kFits, kDoesNotFit, kInvalid };
 struct VariantResult {
   std::vector<std::string> sets;  // path=value, in axis order
   VariantOutcome outcome = VariantOutcome::kInvalid;
-  std::string reason;      // kInvalid: the field the error named (or "simulate"); kDoesNotFit: ""
-  std::string message;     // kInvalid: the whole error
+  std::string reason;   // kInvalid: the field the error named (or "simulate"); kDoesNotFit: ""
+  std::string message;  // kInvalid: the whole error
   // kFits and kDoesNotFit; a variant that does not fit by its schedule alone was not run
   // (SimulateOptions::stop_when_not_fitting): it has gpu, world size and usable memory, and as
   // peak reserved the least it holds (Simulation::floor_over_capacity).
