@@ -34,8 +34,7 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
       delta[base[k] + from] += b.bytes;
       continue;
     }
-    if (b.free_op >= ops || place[b.free_op] < 0 || LaneKey(schedule.ops[b.free_op]) != k)
-      continue;
+    if (b.free_op >= ops || place[b.free_op] < 0 || LaneKey(schedule.ops[b.free_op]) != k) continue;
     const int to = transition(b.free_op, b.free_when);
     if (to <= from) continue;
     delta[base[k] + from] += b.bytes;
