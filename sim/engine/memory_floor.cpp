@@ -40,29 +40,37 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
     delta[base[k] + from] += b.bytes;
     delta[base[k] + to] -= b.bytes;
   }
-  // The op at each stream transition, to name where the floor is held.
-  std::vector<int> op_at(base[streams], -1);
-  for (int i = 0; i < ops; ++i) {
-    if (place[i] < 0) continue;
-    const int64_t at = base[LaneKey(schedule.ops[i])] + 2 * int64_t{place[i]};
-    op_at[at] = op_at[at + 1] = i;
-  }
   MemoryFloor out;
+  int out_stream = -1;
+  int out_place = -1;
   for (int r = 0; r < roles; ++r) {
     int64_t initial = 0;
     if (r < static_cast<int>(schedule.initial_memory.size())) {
       for (int64_t c : schedule.initial_memory[r]) initial += std::max<int64_t>(0, c);
     }
-    MemoryFloor role_floor{r, initial, -1};
+    if (out.role < 0 || initial > out.bytes) {
+      out = {r, initial, -1};
+      out_stream = -1;
+    }
     for (int lane = 0; lane < kNumLanes; ++lane) {
       const int k = r * kNumLanes + lane;
       int64_t live = initial;
       for (int64_t t = base[k]; t < base[k + 1]; ++t) {
         live += delta[t];
-        if (live > role_floor.bytes) role_floor = {r, live, op_at[t]};
+        if (live > out.bytes) {
+          out = {r, live, -1};
+          out_stream = k;
+          out_place = static_cast<int>((t - base[k]) / 2);
+        }
       }
     }
-    if (out.role < 0 || role_floor.bytes > out.bytes) out = role_floor;
+  }
+  // The op it is held at, found once rather than recorded per transition.
+  for (int i = 0; out_stream >= 0 && i < ops; ++i) {
+    if (place[i] == out_place && LaneKey(schedule.ops[i]) == out_stream) {
+      out.op = i;
+      break;
+    }
   }
   return out;
 }
