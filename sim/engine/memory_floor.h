@@ -16,7 +16,8 @@
 // Why that proves a job does not fit: the allocator model (caching_allocator.h) reserves at
 // least what is allocated (blocks round sizes up), unless an allocation failed; either way the
 // summary's `fits` is false once allocated bytes exceed the capacity. tests/engine/
-// memory_floor_test.cpp checks the bound against full simulations of the goldens and the grid.
+// memory_floor_test.cpp checks the bound against replays with random durations and full
+// simulations of the goldens and random small jobs (the 70B sweep grid: docs/sweep.md).
 #pragma once
 
 #include <cstdint>
