@@ -26,16 +26,71 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
   auto transition = [&](int op, MemoryEffect::When when) {
     return 2 * place[op] + (when == MemoryEffect::When::kEnd ? 1 : 0);
   };
+  // Ordering across streams through direct dependencies on the compute stream. For the op at
+  // place q of stream k: `after` is the first compute op that waits for it or for a later op of
+  // k (it starts after that op ends: suffix minimum), `before` the last compute op that it or
+  // an earlier op of k waits for (prefix maximum). A buffer that another stream allocates is
+  // live on the compute stream from the start of the first such compute op; one that another
+  // stream frees, up to the end of the last.
+  std::vector<int64_t> op_base(streams + 1, 0);
+  for (int k = 0; k < streams; ++k) op_base[k + 1] = op_base[k] + length[k];
+  constexpr int kNone = -1;
+  std::vector<int> after(op_base[streams], kNone), before(op_base[streams], kNone);
+  auto compute_stream = [](int role) { return role * kNumLanes; };  // Lane::kCompute
+  for (int i = 0; i < ops; ++i) {
+    if (place[i] < 0) continue;
+    const ScheduleOp& op = schedule.ops[i];
+    const int ki = LaneKey(op);
+    for (int d : op.deps) {
+      if (d < 0 || d >= ops || place[d] < 0 || schedule.ops[d].role != op.role) continue;
+      const int kd = LaneKey(schedule.ops[d]);
+      if (kd == ki) continue;
+      if (ki == compute_stream(op.role)) {
+        int& a = after[op_base[kd] + place[d]];
+        if (a == kNone || place[i] < a) a = place[i];
+      } else if (kd == compute_stream(op.role)) {
+        int& b = before[op_base[ki] + place[i]];
+        b = std::max(b, place[d]);
+      }
+    }
+  }
+  for (int k = 0; k < streams; ++k) {
+    for (int64_t q = op_base[k + 1] - 2; q >= op_base[k]; --q) {
+      if (after[q] == kNone || (after[q + 1] != kNone && after[q + 1] < after[q]))
+        after[q] = after[q + 1];
+    }
+    for (int64_t q = op_base[k] + 1; q < op_base[k + 1]; ++q)
+      before[q] = std::max(before[q], before[q - 1]);
+  }
+
   for (const Buffer& b : schedule.buffers) {
     if (b.alloc_op < 0 || b.alloc_op >= ops || place[b.alloc_op] < 0 || b.bytes <= 0) continue;
-    const int k = LaneKey(schedule.ops[b.alloc_op]);
-    const int from = transition(b.alloc_op, b.alloc_when);
+    const ScheduleOp& alloc = schedule.ops[b.alloc_op];
+    int k = LaneKey(alloc);
+    int from = transition(b.alloc_op, b.alloc_when);
     if (b.free_op < 0) {  // live past the step
       delta[base[k] + from] += b.bytes;
       continue;
     }
-    if (b.free_op >= ops || place[b.free_op] < 0 || LaneKey(schedule.ops[b.free_op]) != k) continue;
-    const int to = transition(b.free_op, b.free_when);
+    if (b.free_op >= ops || place[b.free_op] < 0) continue;
+    const ScheduleOp& free = schedule.ops[b.free_op];
+    const int kf = LaneKey(free);
+    int to = transition(b.free_op, b.free_when);
+    if (kf != k) {
+      if (free.role != alloc.role) continue;
+      const int kc = compute_stream(alloc.role);
+      if (k != kc) {
+        const int first = after[op_base[k] + place[b.alloc_op]];
+        if (first == kNone) continue;
+        from = 2 * first;
+      }
+      if (kf != kc) {
+        const int last = before[op_base[kf] + place[b.free_op]];
+        if (last == kNone) continue;
+        to = 2 * last + 2;
+      }
+      k = kc;
+    }
     if (to <= from) continue;
     delta[base[k] + from] += b.bytes;
     delta[base[k] + to] -= b.bytes;

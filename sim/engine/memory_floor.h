@@ -10,8 +10,12 @@
 // is live at every transition in between; the buffers live before the step
 // (Schedule::initial_memory) are live throughout. So at each transition of a stream the replay's
 // allocated bytes are at least the initial bytes plus that stream's live buffers, and its peak
-// is at least their maximum over the stream. Buffers that cross streams, and anonymous effects,
-// are left out: their order against the stream depends on the timing.
+// is at least their maximum over the stream. A buffer that crosses streams is placed on its
+// role's compute stream through direct dependencies: allocated on another stream, it is live
+// from the start of the first compute op that waits for the allocating op (or a later op of
+// its stream); freed on another stream, up to the end of the last compute op that the freeing
+// op (or an earlier op of its stream) waits for. One that no such wait pins, and anonymous
+// effects, are left out: their order against the stream depends on the timing.
 //
 // Why that proves a job does not fit: the allocator model (caching_allocator.h) reserves at
 // least what is allocated (blocks round sizes up), unless an allocation failed; either way the

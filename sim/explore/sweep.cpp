@@ -55,7 +55,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   peaks_only.keep_memory_samples = false;
   peaks_only.exact = exact;
   // Only the variants that fit are ranked: one that holds more than the capacity whatever
-  // the timing is not run (a quarter of the 70B grid's time, bench/explore_benchmark.cpp).
+  // the timing is not run (43% of the 70B grid's time, bench/explore_benchmark.cpp).
   peaks_only.stop_when_not_fitting = true;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {

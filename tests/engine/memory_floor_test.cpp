@@ -44,15 +44,17 @@ void AddBuffer(ScheduleMaker& m, int alloc, When alloc_when, int free, When free
 }
 
 // Role 0: three compute ops holding two activations (50 from c0's end to c2's start, 30 over
-// c1 and c2), an all-gather's 1,000-byte output that c1 frees (it crosses streams, so its
-// lifetime depends on the timing), a buffer freed where it is allocated, and 7 bytes live
-// before the step. Role 1: one compute op with 60 bytes over it.
+// c1 and c2); an all-gather's 1,000-byte output that c1 waits for and frees (live from c1's
+// start whatever the timing); a second all-gather's 2,000 bytes that c2 frees but no compute op
+// waits for (its lifetime depends on the timing, so it is left out); a buffer freed where it is
+// allocated; 7 bytes live before the step. Role 1: one compute op with 60 bytes over it.
 struct Example {
   ScheduleMaker m{2};
-  int c0, c1, c2, g0, d0;
+  int c0, c1, c2, g0, g1, d0;
   Example() {
     m.schedule().initial_memory[0][static_cast<int>(MemCategory::kShardedParams)] = 7;
     g0 = m.AllGather("fwd/g0/all_gather", 40);
+    g1 = m.AllGather("fwd/g1/all_gather", 40);
     c0 = m.Compute("fwd/c0/compute", 10);
     c1 = m.Compute("fwd/c1/compute", 10, {g0});
     c2 = m.Compute("bwd/c2/compute", 10);
@@ -60,25 +62,59 @@ struct Example {
     AddBuffer(m, c0, When::kEnd, c2, When::kStart, 50);
     AddBuffer(m, c1, When::kStart, c2, When::kEnd, 30);
     AddBuffer(m, g0, When::kStart, c1, When::kEnd, 1000, MemCategory::kUnshardedParams);
+    AddBuffer(m, g1, When::kStart, c2, When::kEnd, 2000, MemCategory::kUnshardedParams);
     AddBuffer(m, c2, When::kEnd, c2, When::kEnd, 500, MemCategory::kTemporaries);
     AddBuffer(m, d0, When::kStart, d0, When::kEnd, 60);
   }
 };
 
-TEST(MemoryFloorTest, CountsOneStreamsBuffersAndTheInitialBytes) {
+TEST(MemoryFloorTest, CountsWhatOneStreamCertainlyHolds) {
   Example ex;
   const MemoryFloor floor = ScheduleMemoryFloor(ex.m.schedule());
   EXPECT_EQ(floor.role, 0);
-  EXPECT_EQ(floor.bytes, 7 + 50 + 30);
+  EXPECT_EQ(floor.bytes, 7 + 50 + 30 + 1000);
   EXPECT_EQ(floor.op, ex.c1);
+  // Without c1's wait on g0 its output's lifetime depends on the timing too.
+  ex.m.schedule().ops[ex.c1].deps.clear();
+  EXPECT_EQ(ScheduleMemoryFloor(ex.m.schedule()).bytes, 7 + 50 + 30);
   // Role 1 alone holds 60.
   ex.m.schedule().initial_memory[0] = {};
-  ex.m.schedule().ops[ex.c1].memory.clear();
-  ex.m.schedule().buffers[1].bytes = 0;
+  for (Buffer& b : ex.m.schedule().buffers) {
+    if (b.role == 0) b.bytes = 0;
+  }
   const MemoryFloor role1 = ScheduleMemoryFloor(ex.m.schedule());
   EXPECT_EQ(role1.role, 1);
   EXPECT_EQ(role1.bytes, 60);
   EXPECT_EQ(role1.op, ex.d0);
+}
+
+// A buffer a compute op allocates and a later op of another stream frees is live up to the end
+// of the last compute op that the freeing op (or one before it on its stream) waits for.
+TEST(MemoryFloorTest, FollowsAFreeOnAnotherStreamBackToTheComputeOpItWaitsFor) {
+  ScheduleMaker m;
+  const int c0 = m.Compute("bwd/c0/compute", 10);
+  const int c1 = m.Compute("bwd/c1/compute", 10);
+  const int c2 = m.Compute("bwd/c2/compute", 10);
+  const int rs0 = m.ReduceScatter("bwd/c0/reduce_scatter", 50, {c1});
+  const int rs1 = m.ReduceScatter("bwd/c1/reduce_scatter", 50);
+  AddBuffer(m, c0, When::kEnd, rs0, When::kEnd, 100, MemCategory::kUnshardedGrads);
+  AddBuffer(m, c0, When::kEnd, rs1, When::kEnd, 200, MemCategory::kUnshardedGrads);
+  AddBuffer(m, c2, When::kStart, c2, When::kEnd, 10);
+  // Both gradients are live from c0's end to c1's end (rs1 comes after rs0, which waits for
+  // c1); at c2 only what the timing decides.
+  const MemoryFloor floor = ScheduleMemoryFloor(m.schedule());
+  EXPECT_EQ(floor.bytes, 300);
+  EXPECT_EQ(floor.op, c0);
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<int64_t> ns = m.durations();
+    for (int64_t& d : ns) d = static_cast<int64_t>(rng() % 4) * 10;
+    Result<Timeline> tl = RunEngine(m.schedule(), ns, EngineOptions{});
+    ASSERT_TRUE(tl.ok()) << tl.status().message();
+    Result<std::vector<RoleMemory>> mem = TrackMemory(m.schedule(), *tl, MemoryOptions{});
+    ASSERT_TRUE(mem.ok()) << mem.status().message();
+    EXPECT_LE(floor.bytes, (*mem)[0].peak_allocated_bytes) << "trial " << trial;
+  }
 }
 
 TEST(MemoryFloorTest, IsBelowTheReplayedPeakWhateverTheDurations) {
