@@ -9,8 +9,9 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
   const int ops = static_cast<int>(schedule.ops.size());
   const int roles = static_cast<int>(schedule.roles.size());
   const int streams = roles * kNumLanes;
-  // Each op's place in its stream; a stream's transitions are numbered 2·place (start) and
-  // 2·place + 1 (end), and `base[k]` is where stream k's run of them begins in `delta`.
+  // Each op's place in its stream, and `base[k]` where stream k's ops begin in the per-op
+  // arrays; its transitions are numbered 2·place (start) and 2·place + 1 (end), and begin at
+  // 2·base[k] in `delta`.
   std::vector<int> place(ops, -1);
   std::vector<int> length(streams, 0);
   for (int i = 0; i < ops; ++i) {
@@ -21,8 +22,8 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
     place[i] = length[k]++;
   }
   std::vector<int64_t> base(streams + 1, 0);
-  for (int k = 0; k < streams; ++k) base[k + 1] = base[k] + 2 * int64_t{length[k]};
-  std::vector<int64_t> delta(base[streams], 0);
+  for (int k = 0; k < streams; ++k) base[k + 1] = base[k] + length[k];
+  std::vector<int64_t> delta(2 * base[streams], 0);
   auto transition = [&](int op, MemoryEffect::When when) {
     return 2 * place[op] + (when == MemoryEffect::When::kEnd ? 1 : 0);
   };
@@ -32,10 +33,8 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
   // an earlier op of k waits for (prefix maximum). A buffer that another stream allocates is
   // live on the compute stream from the start of the first such compute op; one that another
   // stream frees, up to the end of the last.
-  std::vector<int64_t> op_base(streams + 1, 0);
-  for (int k = 0; k < streams; ++k) op_base[k + 1] = op_base[k] + length[k];
   constexpr int kNone = -1;
-  std::vector<int> after(op_base[streams], kNone), before(op_base[streams], kNone);
+  std::vector<int> after(base[streams], kNone), before(base[streams], kNone);
   auto compute_stream = [](int role) { return role * kNumLanes; };  // Lane::kCompute
   for (int i = 0; i < ops; ++i) {
     if (place[i] < 0) continue;
@@ -46,20 +45,20 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
       const int kd = LaneKey(schedule.ops[d]);
       if (kd == ki) continue;
       if (ki == compute_stream(op.role)) {
-        int& a = after[op_base[kd] + place[d]];
+        int& a = after[base[kd] + place[d]];
         if (a == kNone || place[i] < a) a = place[i];
       } else if (kd == compute_stream(op.role)) {
-        int& b = before[op_base[ki] + place[i]];
+        int& b = before[base[ki] + place[i]];
         b = std::max(b, place[d]);
       }
     }
   }
   for (int k = 0; k < streams; ++k) {
-    for (int64_t q = op_base[k + 1] - 2; q >= op_base[k]; --q) {
+    for (int64_t q = base[k + 1] - 2; q >= base[k]; --q) {
       if (after[q] == kNone || (after[q + 1] != kNone && after[q + 1] < after[q]))
         after[q] = after[q + 1];
     }
-    for (int64_t q = op_base[k] + 1; q < op_base[k + 1]; ++q)
+    for (int64_t q = base[k] + 1; q < base[k + 1]; ++q)
       before[q] = std::max(before[q], before[q - 1]);
   }
 
@@ -69,7 +68,7 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
     int k = LaneKey(alloc);
     int from = transition(b.alloc_op, b.alloc_when);
     if (b.free_op < 0) {  // live past the step
-      delta[base[k] + from] += b.bytes;
+      delta[2 * base[k] + from] += b.bytes;
       continue;
     }
     if (b.free_op >= ops || place[b.free_op] < 0) continue;
@@ -80,20 +79,20 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
       if (free.role != alloc.role) continue;
       const int kc = compute_stream(alloc.role);
       if (k != kc) {
-        const int first = after[op_base[k] + place[b.alloc_op]];
+        const int first = after[base[k] + place[b.alloc_op]];
         if (first == kNone) continue;
         from = 2 * first;
       }
       if (kf != kc) {
-        const int last = before[op_base[kf] + place[b.free_op]];
+        const int last = before[base[kf] + place[b.free_op]];
         if (last == kNone) continue;
         to = 2 * last + 2;
       }
       k = kc;
     }
     if (to <= from) continue;
-    delta[base[k] + from] += b.bytes;
-    delta[base[k] + to] -= b.bytes;
+    delta[2 * base[k] + from] += b.bytes;
+    delta[2 * base[k] + to] -= b.bytes;
   }
   MemoryFloor out;
   int out_stream = -1;
@@ -110,12 +109,12 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
     for (int lane = 0; lane < kNumLanes; ++lane) {
       const int k = r * kNumLanes + lane;
       int64_t live = initial;
-      for (int64_t t = base[k]; t < base[k + 1]; ++t) {
+      for (int64_t t = 2 * base[k]; t < 2 * base[k + 1]; ++t) {
         live += delta[t];
         if (live > out.bytes) {
           out = {r, live, -1};
           out_stream = k;
-          out_place = static_cast<int>((t - base[k]) / 2);
+          out_place = static_cast<int>(t / 2 - base[k]);
         }
       }
     }

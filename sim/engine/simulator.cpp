@@ -112,16 +112,30 @@ std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& 
   return out;
 }
 
-Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
-  const StepAccount& m = sim.role_metrics[sim.reported_role];
+// What a summary says of the job whether or not it ran: scenario, role, size and capacity.
+Summary SummaryHead(const Schedule& schedule, int role, const StepContext& ctx) {
   Summary s;
   s.scenario = ctx.scenario;
-  s.role = sim.schedule.roles[sim.reported_role].name;
-  s.world_size = sim.schedule.world_size;
-  s.tokens_per_step = sim.schedule.tokens_per_step;
-  s.step_time_s = Seconds(m.step_ns);
+  s.role = schedule.roles[role].name;
+  s.world_size = schedule.world_size;
+  s.tokens_per_step = schedule.tokens_per_step;
   s.model_flops_per_token = ctx.model_flops.flops_per_token;
   s.peak_tflops = ctx.peak_flops / 1e12;
+  s.hbm_gib = ToGiB(ctx.hbm_bytes);
+  s.usable_gib = ToGiB(ctx.usable_bytes);
+  return s;
+}
+
+void SetDevice(const CostModel& cost, Simulation* sim) {
+  sim->gpu_name = cost.hardware().gpu.name;
+  sim->gpu_description = cost.hardware().gpu.description;
+  sim->nodes = cost.hardware().nodes;
+}
+
+Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
+  const StepAccount& m = sim.role_metrics[sim.reported_role];
+  Summary s = SummaryHead(sim.schedule, sim.reported_role, ctx);
+  s.step_time_s = Seconds(m.step_ns);
   SetStepRates(ctx.peak_flops, &s);
   s.compute_s = Seconds(m.compute_ns);
   s.exposed_comm_s = Seconds(m.exposed_comm_ns);
@@ -184,8 +198,6 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     for (int c = 0; c < kNumMemCategories; ++c)
       s.host_memory_by_category_gib[c] = ToGiB(rm.host_bytes[c]);
   }
-  s.hbm_gib = ToGiB(ctx.hbm_bytes);
-  s.usable_gib = ToGiB(ctx.usable_bytes);
   s.fits = !oom && (ctx.usable_bytes <= 0 || peak_reserved <= ctx.usable_bytes);
   if (!s.fits && s.overflow_category.empty()) {
     // Over capacity without a single overflowing allocation: name the largest category.
@@ -248,9 +260,7 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
     if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
       sim.reported_role = r;
   }
-  sim.gpu_name = cost.hardware().gpu.name;
-  sim.gpu_description = cost.hardware().gpu.description;
-  sim.nodes = cost.hardware().nodes;
+  SetDevice(cost, &sim);
   sim.summary = BuildSummary(sim, ctx);
   sim.summary.compute_by_kind_s = ComputeByKind(sim.schedule, cost, sim.reported_role);
   return sim;
@@ -350,18 +360,9 @@ Simulation NotFitting(Schedule schedule, const MemoryFloor& floor, const CostMod
   sim.schedule = std::move(schedule);
   sim.floor_over_capacity = floor;
   sim.reported_role = floor.role;
-  sim.gpu_name = cost.hardware().gpu.name;
-  sim.gpu_description = cost.hardware().gpu.description;
-  sim.nodes = cost.hardware().nodes;
+  SetDevice(cost, &sim);
+  sim.summary = SummaryHead(sim.schedule, floor.role, ctx);
   Summary& s = sim.summary;
-  s.scenario = ctx.scenario;
-  s.role = sim.schedule.roles[floor.role].name;
-  s.world_size = sim.schedule.world_size;
-  s.tokens_per_step = sim.schedule.tokens_per_step;
-  s.model_flops_per_token = ctx.model_flops.flops_per_token;
-  s.peak_tflops = ctx.peak_flops / 1e12;
-  s.hbm_gib = ToGiB(ctx.hbm_bytes);
-  s.usable_gib = ToGiB(ctx.usable_bytes);
   s.fits = false;
   s.warnings.push_back(fmt::format(
       "does not fit: role '{}' holds at least {:.2f} GiB at {} whatever the timing, of {:.2f} "
