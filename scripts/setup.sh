@@ -9,7 +9,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev libeigen3-dev libtbb-dev python3
-      openmpi-bin libopenmpi-dev)  # MPI: `run` on CPU ranks and its mpi tests
+      openmpi-bin libopenmpi-dev  # MPI: `run` on CPU ranks and its mpi tests
+      libmimalloc-dev)  # the programs' allocator (CMakeLists.txt, SHARDSCOPE_MIMALLOC)
 for arg in "$@"; do
   case "$arg" in
     --viewer) pkgs+=(libimgui-dev libglfw3-dev libgl-dev libstb-dev xvfb xauth libgl1-mesa-dri) ;;
