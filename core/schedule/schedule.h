@@ -6,7 +6,8 @@
 // Contents:
 //   Lane, OpType, MemCategory     the enums of runtime.md / formats.md §3
 //   ProcessGroup                  ranks of one communicator + the mesh dims it spans
-//   ComputeItem                   one piece of work inside a compute op (a Work description)
+//   ComputeItem(s)                one piece of work inside a compute op (a Work description),
+//                                 and an op's list of them (core/schedule/compute_items.h)
 //   MemoryEffect                  an allocation or free tied to an op's start or end
 //   Buffer                        one entry of the buffer table (what a MemoryEffect names)
 //   CollectiveSpec                what a collective / p2p op runs: dtype, count, reduce op,
@@ -30,6 +31,7 @@
 #include "core/model/dtype.h"
 #include "core/model/op_cost.h"
 #include "core/model/op_work.h"
+#include "core/schedule/compute_items.h"
 #include "core/trace/op_id.h"  // op_ids and their unit labels (UnitOpLabel)
 
 namespace shardscope {
@@ -86,28 +88,6 @@ struct ProcessGroup {
   // {"ep"}, {"pp"} (a pipeline send / receive pair).
   std::vector<std::string> dims;
   int size() const { return static_cast<int>(ranks.size()); }
-};
-
-// One piece of work inside a compute op: what to run (`work`, a typed description a backend
-// executes at its shape: GEMM, attention, eager chain, optimizer step, FSDP copy; see
-// core/model/op_work.h) and, for model modules, the figures it implies. No cost figures: the
-// cost model (sim/cost) prices each item on its own (a large GEMM and a norm have different
-// efficiencies; the optimizer's and the copies' traffic is the cost model's too).
-struct ComputeItem {
-  OpKind kind = OpKind::kLinear;  // the module's kind (module work only)
-  Work work;
-  // Module work: FiguresOf(work) (FLOPs, bytes, launches; per rank, one micro-batch) and the
-  // module's memory sizes. Optimizer steps and FSDP copies: all zero.
-  OpCost cost;
-  bool backward = false;   // run / price the backward of the work instead of its forward
-  bool recompute = false;  // forward work repeated in backward (activation checkpointing)
-  int module = -1;         // index into Schedule::modules: the module's FQN or the work's name
-  // Optimizer steps and FSDP copies are not model modules (no model FLOPs; `module` names
-  // the work, e.g. "optimizer:model.layers.0", "fsdp_copy_out:model.layers.0").
-  bool is_module() const {
-    return !std::holds_alternative<OptimizerWork>(work) &&
-           !std::holds_alternative<FsdpCopyWork>(work);
-  }
 };
 
 struct MemoryEffect {
@@ -200,17 +180,17 @@ struct ScheduleOp {
   int role = 0;  // index into Schedule::roles
   Lane lane = Lane::kCompute;
   OpType type = OpType::kCompute;
-  std::string op_id;               // stable key shared with measured traces, e.g.
-                                   // "fwd/model.layers.3/all_gather", "step/optimizer"
-  std::string name;                // display name; collectives begin with "nccl"
-  std::string unit;                // unit FQN ("" for the root or step-level ops)
-  int micro_step = 0;              // gradient-accumulation / pipeline micro-batch index
-  std::vector<int> deps;           // indices into Schedule::ops that must finish first
-  int group = -1;                  // index into Schedule::groups (collectives, p2p)
-  int64_t bytes = 0;               // collective: nccl-tests size (gathered size for all-gather /
-                                   // reduce-scatter input size); copies: bytes moved
-  CollectiveSpec collective;       // collectives and p2p (IsCollective(type)); unset otherwise
-  std::vector<ComputeItem> items;  // compute / optimizer work
+  std::string op_id;          // stable key shared with measured traces, e.g.
+                              // "fwd/model.layers.3/all_gather", "step/optimizer"
+  std::string name;           // display name; collectives begin with "nccl"
+  std::string unit;           // unit FQN ("" for the root or step-level ops)
+  int micro_step = 0;         // gradient-accumulation / pipeline micro-batch index
+  std::vector<int> deps;      // indices into Schedule::ops that must finish first
+  int group = -1;             // index into Schedule::groups (collectives, p2p)
+  int64_t bytes = 0;          // collective: nccl-tests size (gathered size for all-gather /
+                              // reduce-scatter input size); copies: bytes moved
+  CollectiveSpec collective;  // collectives and p2p (IsCollective(type)); unset otherwise
+  ComputeItems items;         // compute / optimizer work (shared by ops running the same)
   std::vector<MemoryEffect> memory;
   bool on_host = false;  // runs on the CPU (offloaded optimizer step), not on a GPU lane
 };

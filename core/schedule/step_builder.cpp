@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <string>
@@ -105,6 +106,8 @@ struct UnitState {
   bool sharded_grads_landed = false;  // the unit's reduced gradients exist on the device
   int copy_out_module = -1;           // interned names of this unit's FSDP copies
   int copy_in_module = -1;
+  ComputeItems copy_out_items;  // the copies' items, shared by every micro-batch's op
+  ComputeItems copy_in_items;
 };
 
 // The element type and NCCL count of a call that moves `bytes` per rank.
@@ -160,6 +163,7 @@ class RoleEmitter::Impl {
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
     grad_groups_.resize(n);
+    item_lists_.resize(n);
     for (int u : role_units_) Segment(u);
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
@@ -251,6 +255,50 @@ class RoleEmitter::Impl {
                                                                          : CheckpointMode::kNone;
     }
     return ac.mode;
+  }
+
+  // The items of chunk `seg` of unit u in `phase`: the forward's in entry order; the
+  // backward's in reverse, each module's backward preceded by its recomputation where
+  // selective_op recomputes it; the recomputation's (full checkpointing) in entry order. Built
+  // once per chunk and phase and shared by every micro-batch's op (compute_items.h): they
+  // depend on the unit, the chunk and the unit's checkpoint mode only.
+  const ComputeItems& Items(int u, const struct Segment& seg, Phase phase) {
+    std::vector<std::array<ComputeItems, 3>>& lists = item_lists_[u];
+    if (lists.size() < static_cast<size_t>(chunks_[u])) lists.resize(chunks_[u]);
+    ComputeItems& list = lists[seg.chunk][static_cast<int>(phase)];
+    if (!list.empty() || seg.entries.empty()) return list;
+    const std::vector<WorkEntry>& entries = in_.work[u].entries;
+    std::vector<ComputeItem> items;
+    switch (phase) {
+      case Phase::kForward:
+        items.reserve(seg.entries.size());
+        for (int e : seg.entries) items.push_back(entries[e].item);
+        break;
+      case Phase::kRecompute:
+        items.reserve(seg.entries.size());
+        for (int e : seg.entries) {
+          items.push_back(entries[e].item);
+          items.back().recompute = true;
+        }
+        break;
+      case Phase::kBackward: {
+        const bool selective = ModeOf(u) == CheckpointMode::kSelectiveOp;
+        items.reserve((selective ? 2 : 1) * seg.entries.size());
+        for (auto e = seg.entries.rbegin(); e != seg.entries.rend(); ++e) {
+          const ComputeItem& fwd = entries[*e].item;
+          if (selective && (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
+                            recomputed_mm_[u][*e])) {
+            items.push_back(fwd);
+            items.back().recompute = true;
+          }
+          items.push_back(fwd);
+          items.back().backward = true;
+        }
+        break;
+      }
+    }
+    list = std::move(items);
+    return list;
   }
 
   // ----- op emission -----
@@ -491,8 +539,11 @@ class RoleEmitter::Impl {
     ScheduleOp copy =
         NewOp(Lane::kCompute, OpType::kCompute, Id(forward ? "fwd" : "bwd", u, op_what::kCopyOut),
               "FSDP::all_gather_copy_out", u);
-    copy.items.push_back(
-        CopyItem(st.copy_out_module, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut));
+    if (st.copy_out_items.empty()) {
+      st.copy_out_items = {
+          CopyItem(st.copy_out_module, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut)};
+    }
+    copy.items = st.copy_out_items;
     if (st.ready_op >= 0) copy.deps.push_back(st.ready_op);
     st.ready_op = -1;
     if (retain) {
@@ -551,10 +602,9 @@ class RoleEmitter::Impl {
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
       int64_t saved_bytes = 0, workspace = 0;
-      op.items.reserve(seg.entries.size());
+      op.items = Items(u, seg, Phase::kForward);
       for (int e : seg.entries) {
         const ComputeItem& item = in_.work[u].entries[e].item;
-        op.items.push_back(item);
         if (mode != CheckpointMode::kSelectiveOp) {
           saved_bytes += item.cost.saved_bytes_none;
         } else if (!recomputed_mm_[u][e]) {
@@ -709,20 +759,10 @@ class RoleEmitter::Impl {
     ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kCompute, index),
                           "backward", u);
     int64_t workspace = 0;
-    // selective_op may add a recomputed item before each backward one.
-    op.items.reserve((mode == CheckpointMode::kSelectiveOp ? 2 : 1) * seg.entries.size());
+    op.items = Items(u, seg, Phase::kBackward);
     bool only_loss = true;  // the loss region: no parameter gradient exists yet
     for (auto e = seg.entries.rbegin(); e != seg.entries.rend(); ++e) {
       const ComputeItem& fwd = in_.work[u].entries[*e].item;
-      if (mode == CheckpointMode::kSelectiveOp &&
-          (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation || recomputed_mm_[u][*e])) {
-        ComputeItem again = fwd;
-        again.recompute = true;
-        op.items.push_back(std::move(again));
-      }
-      ComputeItem item = fwd;
-      item.backward = true;
-      op.items.push_back(std::move(item));
       if (fwd.kind != OpKind::kLoss) {
         workspace = std::max(workspace,
                              std::max(fwd.cost.workspace_bytes, fwd.cost.backward_workspace_bytes));
@@ -784,12 +824,9 @@ class RoleEmitter::Impl {
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
                             Id("bwd", u, op_what::kRecompute, seg.chunk), "recompute", u);
       int64_t workspace = 0;
-      op.items.reserve(seg.entries.size());
+      op.items = Items(u, seg, Phase::kRecompute);
       for (int e : seg.entries) {
-        ComputeItem item = in_.work[u].entries[e].item;
-        item.recompute = true;
-        workspace = std::max(workspace, item.cost.workspace_bytes);
-        op.items.push_back(std::move(item));
+        workspace = std::max(workspace, in_.work[u].entries[e].item.cost.workspace_bytes);
       }
       if (first) {
         // The whole unit's saved tensors, regenerated chunk by chunk, freed after backward.
@@ -942,8 +979,11 @@ class RoleEmitter::Impl {
       // backward op; the reduction below waits for it.
       ScheduleOp copy = NewOp(Lane::kCompute, OpType::kCompute,
                               Id("bwd", u, op_what::kReduceCopyIn), "fsdp::chunk_cat", u);
-      copy.items.push_back(CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
-                                    FsdpCopyWork::Which::kReduceCopyIn));
+      if (st.copy_in_items.empty()) {
+        st.copy_in_items = {CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
+                                     FsdpCopyWork::Which::kReduceCopyIn)};
+      }
+      copy.items = st.copy_in_items;
       last = Push(std::move(copy));
     }
     if (z.grad_numel > 0) {
@@ -1120,10 +1160,12 @@ class RoleEmitter::Impl {
       recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
   std::vector<std::vector<GradGroup>> grad_groups_;  // per unit: GradGroups
-  std::map<std::string, int> index_of_;              // unit FQN → index
-  std::vector<int> barrier_;                         // deps for the next compute-lane op
-  std::vector<int> reductions_;                      // ops the end-of-backward wait joins
-  std::vector<int> sharded_grads_;  // reduced gradients, live until the optimizer's end
+  // Per unit and chunk, the item lists of the forward, recompute and backward (Items).
+  std::vector<std::vector<std::array<ComputeItems, 3>>> item_lists_;
+  std::map<std::string, int> index_of_;  // unit FQN → index
+  std::vector<int> barrier_;             // deps for the next compute-lane op
+  std::vector<int> reductions_;          // ops the end-of-backward wait joins
+  std::vector<int> sharded_grads_;       // reduced gradients, live until the optimizer's end
   int prev_reduce_scatter_ = -1;
   int last_compute_ = -1;
   int ag_wait_ = -1;  // the op the all-gather streams were last ordered after (a copy-out)

@@ -51,6 +51,14 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
   for (const ProcessGroup& g : schedule.groups)
     shapes.push_back(GroupShapeOf(g, gpus_per_node, cost.hardware().node.nvlink_domain));
   std::unordered_map<CollectiveCall, CollectiveEstimate, CollectiveCallHash> collectives;
+  // Likewise every micro-batch's op of one chunk runs one shared item list (compute_items.h):
+  // price each list once.
+  std::unordered_map<const void*, ComputeSplit> splits;
+  const auto split_of = [&](const ComputeItems& items) {
+    auto [it, inserted] = splits.try_emplace(items.identity());
+    if (inserted) it->second = cost.ComputeOpSplit(items);
+    return it->second;
+  };
   std::optional<int64_t> total_ns = 0;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];
@@ -83,7 +91,7 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
           out.ns[i] = cost.HostComputeOpNs(op.items);
           out.flops[i] = cost.ComputeOpSplit(op.items).flops;
         } else {
-          const ComputeSplit split = cost.ComputeOpSplit(op.items);
+          const ComputeSplit split = split_of(op.items);
           record_split(i, split);
           out.flops[i] = split.flops;
         }
@@ -94,7 +102,7 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
         if (op.items.empty()) {
           record_split(i, cost.CopySplitNs(op.type, op.bytes));
         } else {
-          const ComputeSplit split = cost.ComputeOpSplit(op.items);
+          const ComputeSplit split = split_of(op.items);
           record_split(i, split);
           out.flops[i] = split.flops;
         }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <unordered_map>
 
 #include "core/model/model_source.h"
 #include "core/plan/planner.h"
@@ -94,14 +95,24 @@ ComputeKind ComputeKindOf(const ComputeItem& item) {
 std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& cost, int role) {
   std::array<double, kNumComputeKinds> sum{};
   std::array<bool, kNumComputeKinds> seen{};
+  // Ops share item lists (compute_items.h): each list's figures are worked out once, then
+  // added for every op that runs it, item by item in op order as before (the same sums).
+  std::unordered_map<const void*, std::vector<std::pair<int, double>>> lists;
   for (const ScheduleOp& op : s.ops) {
     if (op.role != role || op.on_host || op.items.empty()) continue;
     if (op.type != OpType::kCompute && op.type != OpType::kOptimizer) continue;
-    sum[static_cast<int>(ComputeKind::kOverhead)] += Seconds(cost.OpOverheadNs(op.items));
-    seen[static_cast<int>(ComputeKind::kOverhead)] = true;
-    for (const ComputeItem& item : op.items) {
-      const int k = static_cast<int>(ComputeKindOf(item));
-      sum[k] += Seconds(cost.ComputeNs(item));
+    auto [it, inserted] = lists.try_emplace(op.items.identity());
+    std::vector<std::pair<int, double>>& figures = it->second;
+    if (inserted) {
+      figures.reserve(op.items.size() + 1);
+      figures.emplace_back(static_cast<int>(ComputeKind::kOverhead),
+                           Seconds(cost.OpOverheadNs(op.items)));
+      for (const ComputeItem& item : op.items) {
+        figures.emplace_back(static_cast<int>(ComputeKindOf(item)), Seconds(cost.ComputeNs(item)));
+      }
+    }
+    for (const auto& [k, seconds] : figures) {
+      sum[k] += seconds;
       seen[k] = true;
     }
   }
