@@ -51,16 +51,18 @@ class RoleState {
     Sample(0);
   }
 
-  // `phase`: StepPhaseOf(op), for the per-phase peaks.
-  Status Apply(const ScheduleOp& op, int op_index, StepPhase phase, const MemoryEffect& e,
-               int64_t t) {
+  // An effect of op `op_index` of `ops` (read only to name it in an error), which runs on
+  // `lane`; `phase`: StepPhaseOf(op), for the per-phase peaks.
+  Status Apply(const std::vector<ScheduleOp>& ops, int op_index, int lane, StepPhase phase,
+               const MemoryEffect& e, int64_t t) {
+    const std::string& op_id = ops[op_index].op_id;  // a reference: read only on error
     const int c = static_cast<int>(e.category);
     if (c < 0 || c >= kNumMemCategories) {
       return InvalidInput(
-          fmt::format("schedule: op '{}': memory category {} is not known", op.op_id, c));
+          fmt::format("schedule: op '{}': memory category {} is not known", op_id, c));
     }
     if (e.bytes > 0) {
-      LiveBuffer buf{allocator_.Allocate(e.bytes, static_cast<int>(op.lane)), e.category, e.bytes};
+      LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes};
       if (allocator_.oom_count() > oom_seen_) {
         oom_seen_ = allocator_.oom_count();
         if (!mem_.oom) {
@@ -73,7 +75,7 @@ class RoleState {
       if (e.buffer >= 0) {
         if (!InsertNamed(e.buffer, buf)) {
           return InvalidInput(fmt::format(
-              "schedule: op '{}' allocates buffer {} which is already live", op.op_id, e.buffer));
+              "schedule: op '{}' allocates buffer {} which is already live", op_id, e.buffer));
         }
       } else {
         anonymous_[{c, e.bytes}].push_back(buf);
@@ -85,8 +87,8 @@ class RoleState {
       if (e.buffer >= 0) {
         LiveBuffer* live = FindNamed(e.buffer);
         if (live == nullptr) {
-          return InvalidInput(fmt::format("schedule: op '{}' frees buffer {} which is not live",
-                                          op.op_id, e.buffer));
+          return InvalidInput(
+              fmt::format("schedule: op '{}' frees buffer {} which is not live", op_id, e.buffer));
         }
         buf = *live;
         if (buf.bytes != -e.bytes || buf.category != e.category) {
@@ -94,7 +96,7 @@ class RoleState {
               "schedule: op '{}' frees buffer {} as {} bytes of category {}, but it was allocated "
               "as "
               "{} bytes of category {}",
-              op.op_id, e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
+              op_id, e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
         }
         EraseNamed(e.buffer);
       } else {
@@ -103,7 +105,7 @@ class RoleState {
           return InvalidInput(fmt::format(
               "schedule: op '{}' frees {} bytes of category {} without a buffer id, and no live "
               "allocation of that category and size matches",
-              op.op_id, -e.bytes, c));
+              op_id, -e.bytes, c));
         }
         buf = it->second.back();
         it->second.pop_back();
@@ -222,18 +224,37 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     }
     states.emplace_back(static_cast<int>(r), initial, options, &table);
   }
-  // StepPhaseOf parses the op_id: once per op with effects, shared by its start and end.
-  constexpr int8_t kNoPhase = -1;
-  std::vector<int8_t> phases(schedule.ops.size(), kNoPhase);
+  // The log visits ops in time order, not in schedule order: what the replay reads of an op
+  // (role, lane, step phase, effects) is first copied into compact tables in one pass in
+  // schedule order, so the replay's reads stay off the large ScheduleOp records (a cache miss
+  // each). StepPhaseOf parses the op_id: once per op with effects.
+  struct OpRecord {
+    int first_effect = 0;  // its effects are effects[first_effect, next op's first_effect)
+    int role = 0;
+    int8_t lane = 0;
+    int8_t phase = 0;
+  };
+  const size_t n = schedule.ops.size();
+  std::vector<OpRecord> records(n + 1);
+  std::vector<MemoryEffect> effects;
+  effects.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const ScheduleOp& op = schedule.ops[i];
+    records[i] = {static_cast<int>(effects.size()), op.role, static_cast<int8_t>(op.lane),
+                  static_cast<int8_t>(op.memory.empty() ? StepPhase::kForward : StepPhaseOf(op))};
+    effects.insert(effects.end(), op.memory.begin(), op.memory.end());
+  }
+  records[n].first_effect = static_cast<int>(effects.size());
   for (const Transition& tr : timeline.log) {
-    const ScheduleOp& op = schedule.ops[tr.op];
-    RoleState& st = states[op.role];
+    const OpRecord& rec = records[tr.op];
+    RoleState& st = states[rec.role];
     const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
-    for (const MemoryEffect& e : op.memory) {
+    const int end = records[tr.op + 1].first_effect;
+    for (int k = rec.first_effect; k < end; ++k) {
+      const MemoryEffect& e = effects[k];
       if (e.when != when) continue;
-      int8_t& phase = phases[tr.op];
-      if (phase == kNoPhase) phase = static_cast<int8_t>(StepPhaseOf(op));
-      SS_RETURN_IF_ERROR(st.Apply(op, tr.op, static_cast<StepPhase>(phase), e, tr.time_ns));
+      SS_RETURN_IF_ERROR(st.Apply(schedule.ops, tr.op, rec.lane, static_cast<StepPhase>(rec.phase),
+                                  e, tr.time_ns));
     }
     st.EndTransition(tr.time_ns);
   }
