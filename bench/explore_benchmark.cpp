@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -128,6 +130,85 @@ void BM_Grid70b_Latency(benchmark::State& state) {
   state.counters["max_ms"] = ms.back();
 }
 BENCHMARK(BM_Grid70b_Latency)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The steady-state fast path against the whole step (--exact) on the grid's pipeline variants
+// whose micro-batch counts let it run (4·pp, and 5·pp and 8·pp added), Llama 3 70B-sized stages
+// as the grid has them: how many take it, and how many differ from the whole step by
+// more than 0.1% in step time or peak reserved, or in the fit verdict. One pass, slow (every
+// variant is simulated whole); a check, not a speed figure.
+void BM_Grid70b_SteadyStateAgreement(benchmark::State& state) {
+  const nlohmann::json doc = Llama70bOn1024();
+  SimulateOptions fast_options, exact_options;
+  fast_options.keep_memory_samples = exact_options.keep_memory_samples = false;
+  fast_options.exact = false;  // as RunVariants
+  exact_options.exact = true;
+  int taken = 0, time_off = 0, reserved_off = 0, fit_flips = 0, failed = 0;
+  double worst_time = 0, worst_reserved = 0;
+  for (auto _ : state) {
+    for (int pp : {2, 4, 8}) {
+      for (const char* sched : {"1f1b", "interleaved_1f1b"}) {
+        for (int tp : {1, 2, 4, 8}) {
+          for (const char* ac : {"none", "selective_op", "selective_op:2", "full"}) {
+            for (int prefetch : {1, 2}) {
+              for (int mult : {4, 5, 8}) {
+                const int micro = pp * mult;
+                const bool interleaved = std::string(sched) != "1f1b";
+                const std::vector<std::string> sets = {
+                    "parallelism.tp=" + std::to_string(tp),
+                    "parallelism.pp=" + std::to_string(pp),
+                    "parallelism.dp_shard=-1",
+                    std::string("parallelism.pp_schedule=") + sched,
+                    "parallelism.pp_virtual_stages=" + std::to_string(interleaved ? 2 : 1),
+                    "parallelism.pp_microbatches=" + std::to_string(micro),
+                    "training.local_batch=" + std::to_string(micro),
+                    std::string("training.activation_checkpoint=") + ac,
+                    "fsdp.forward_prefetch_depth=" + std::to_string(prefetch),
+                    "fsdp.backward_prefetch_depth=" + std::to_string(prefetch),
+                };
+                Result<Scenario> sc = ParseScenario(doc, "<bench>", ".", sets);
+                if (!sc.ok()) continue;
+                Result<Simulation> fast = SimulateScenario(*sc, fast_options);
+                if (!fast.ok() || !fast->steady_state) continue;
+                ++taken;
+                Result<Simulation> exact = SimulateScenario(*sc, exact_options);
+                if (!exact.ok()) {
+                  ++failed;
+                  continue;
+                }
+                const Summary& f = fast->summary;
+                const Summary& e = exact->summary;
+                const double dt = std::abs(f.step_time_s / e.step_time_s - 1);
+                const double dr =
+                    std::abs(f.peak_memory_reserved_gib / e.peak_memory_reserved_gib - 1);
+                worst_time = std::max(worst_time, dt);
+                worst_reserved = std::max(worst_reserved, dr);
+                time_off += dt > 1e-3;
+                reserved_off += dr > 1e-3;
+                fit_flips += f.fits != e.fits;
+                if (dt > 1e-3 || dr > 1e-3 || f.fits != e.fits) {
+                  std::string job;
+                  for (const std::string& s : sets) job += s + " ";
+                  std::fprintf(
+                      stderr, "off: %s time %+.4f%% reserved %.3f vs %.3f GiB fits %d/%d\n",
+                      job.c_str(), 100 * (f.step_time_s / e.step_time_s - 1),
+                      f.peak_memory_reserved_gib, e.peak_memory_reserved_gib, f.fits, e.fits);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  state.counters["fast_path"] = taken;
+  state.counters["time_off"] = time_off;
+  state.counters["reserved_off"] = reserved_off;
+  state.counters["fit_flips"] = fit_flips;
+  state.counters["exact_failed"] = failed;
+  state.counters["worst_time_pct"] = 100 * worst_time;
+  state.counters["worst_reserved_pct"] = 100 * worst_reserved;
+}
+BENCHMARK(BM_Grid70b_SteadyStateAgreement)->Unit(benchmark::kSecond)->Iterations(1);
 
 // GPT-3 175B shapes (96 layers, hidden 12288, vocab padded to 51,200) on 1,024 H100s: TP 8 × PP 8 ×
 // dp_shard 16, one 2,048-token sequence per micro-batch, range(0) micro-batches (1F1B); range(1) =

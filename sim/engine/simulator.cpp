@@ -318,9 +318,13 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
 // nullopt when either fails or they disagree (the whole step then runs and reports).
+// `floor_check`: give up, before pricing anything, when the shorter run's schedule alone holds
+// more than the capacity (memory_floor.h), so that the whole step's schedule is built and its
+// own floor stops it (SimulateOptions::stop_when_not_fitting): simulating two short runs of
+// a job that cannot fit would cost more than that.
 std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
                                               const Plan& plan, const ScenarioPricing& pricing,
-                                              const SteadyStateRuns& runs) {
+                                              const SteadyStateRuns& runs, bool floor_check) {
   // Once a new segment meets the capacity, the allocator releases what it has cached and
   // re-segments: what it reserves from then on grows with the step's length even where the two
   // short runs agree (70B grid: 79 of 483 fast-path variants, nearly all at or over the capacity,
@@ -337,6 +341,10 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   for (int k = 0; k < 2; ++k) {
     Result<Schedule> schedule = BuildSimulatedSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
     if (!schedule.ok()) return std::nullopt;
+    if (k == 0 && floor_check && pricing.ctx.usable_bytes > 0 &&
+        ScheduleMemoryFloor(*schedule).bytes > pricing.ctx.usable_bytes) {
+      return std::nullopt;
+    }
     Result<Simulation> sim =
         SimulateSchedule(std::move(schedule).value(), *pricing.cost, pricing.ctx);
     if (!sim.ok() || met_capacity(*sim)) return std::nullopt;
@@ -396,7 +404,8 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   if (const std::optional<SteadyStateRuns> runs =
           options.exact ? std::nullopt : PlanSteadyState(sc)) {
     if (Result<ScenarioPricing> pricing = PriceScenario(sc, tree, options); pricing.ok()) {
-      if (std::optional<Simulation> fast = SimulateSteadyState(sc, tree, plan, *pricing, *runs))
+      if (std::optional<Simulation> fast =
+              SimulateSteadyState(sc, tree, plan, *pricing, *runs, options.stop_when_not_fitting))
         return std::move(*fast);
     }
   }

@@ -48,12 +48,18 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
   SteadyStateRuns runs;
   if (p.pp > 1) {
     if (p.pp_schedule == PpSchedule::kGPipe || sc.training.grad_accum != 1) return std::nullopt;
-    // 1F1B repeats per micro-batch once the pipeline is full (pp in flight) and the caching
-    // allocator's reserve has settled (past pp micro-batches on GPT-3-sized stages); the
-    // interleaved schedule per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp
-    // forwards) needs two.
+    // 1F1B repeats per micro-batch once the pipeline is full (pp in flight): the step time is
+    // affine in M from a = pp + 1 on. The caching allocator's reserve can still grow for a while
+    // after that (its blocks split and coalesce differently), and a run past it must show the
+    // growth: b = 2·pp + 1, as the pair (2·pp, 2·pp + 1) this replaced, so a reserve that grows
+    // between the two runs makes them disagree and the whole step runs. Measured on Llama 3
+    // 70B-sized stages (bench/explore_benchmark, BM_Grid70b_SteadyStateAgreement, 1F1B and
+    // interleaved, pp 2-8, M = 4·pp, 5·pp, 8·pp): the same single 0.69% reserve deviation as
+    // the old pair and exact step times, over 117 jobs taking the fast path against 103; b =
+    // pp + 2 instead left 12 more 1F1B jobs' reserves 0.3-0.9% low. The interleaved schedule
+    // repeats per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp forwards) needs two.
     if (p.pp_schedule == PpSchedule::k1F1B) {
-      runs = {p.pp_microbatches, 2 * p.pp, 2 * p.pp + 1};
+      runs = {p.pp_microbatches, p.pp + 1, 2 * p.pp + 1};
     } else {
       runs = {p.pp_microbatches, 2 * p.pp, 3 * p.pp};
     }

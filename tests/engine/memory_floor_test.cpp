@@ -16,6 +16,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/memory_tracker.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/steady_state.h"
 #include "tests/engine/small_job.h"
 #include "tests/engine/test_schedules.h"
 
@@ -230,6 +231,37 @@ TEST(MemoryFloorTest, StopsOnlyAJobThatDoesNotFit) {
   EXPECT_TRUE(a->summary.fits);
   EXPECT_EQ(a->summary.step_time_s, b->summary.step_time_s);
   EXPECT_EQ(a->summary.peak_memory_reserved_gib, b->summary.peak_memory_reserved_gib);
+}
+
+// A pipeline long enough for the steady-state fast path (steady_state.h) that cannot fit is
+// stopped by the whole step's floor, as without the fast path; its short runs are neither
+// priced nor run (the first's floor is over the capacity too).
+TEST(MemoryFloorTest, StopsAJobThatDoesNotFitBeforeItsFastPath) {
+  nlohmann::json doc = DefaultScenarioJson();
+  doc["model"] = "llama3-70b";
+  doc["training"]["activation_checkpoint"] = "none";
+  Result<Scenario> big =
+      ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR,
+                    {"parallelism.pp=2", "parallelism.dp_shard=-1",
+                     "parallelism.pp_microbatches=16", "training.local_batch=16"});
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  ASSERT_TRUE(PlanSteadyState(*big).has_value());
+  SimulateOptions o;
+  o.keep_memory_samples = false;
+  o.exact = false;
+  o.stop_when_not_fitting = true;
+  Result<Simulation> stopped = SimulateScenario(*big, o);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  ASSERT_TRUE(stopped->floor_over_capacity.has_value());
+  EXPECT_FALSE(stopped->steady_state.has_value());
+  EXPECT_FALSE(stopped->summary.fits);
+  EXPECT_TRUE(stopped->timeline.ops.empty());
+  // The floor is the whole step's: 16 micro-batches of 8,192 tokens on each of 4 shard ranks.
+  EXPECT_EQ(stopped->summary.tokens_per_step, 16 * 8192 * 4);
+  o.stop_when_not_fitting = false;
+  Result<Simulation> run = SimulateScenario(*big, o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_FALSE(run->summary.fits);
 }
 
 }  // namespace

@@ -173,8 +173,14 @@ TEST(SteadyStateTest, NoFastPathForGPipeOrFewMicroBatches) {
   };
   EXPECT_FALSE(plan({"parallelism.pp=2", "parallelism.pp_schedule=gpipe",
                      "parallelism.pp_microbatches=16", "training.local_batch=16"}));
+  // pp 2: the runs of 3 and 5 micro-batches are no shorter than a step of 8.
   EXPECT_FALSE(
-      plan({"parallelism.pp=2", "parallelism.pp_microbatches=9", "training.local_batch=9"}));
+      plan({"parallelism.pp=2", "parallelism.pp_microbatches=8", "training.local_batch=8"}));
+  const std::optional<SteadyStateRuns> nine =
+      plan({"parallelism.pp=2", "parallelism.pp_microbatches=9", "training.local_batch=9"});
+  ASSERT_TRUE(nine);
+  EXPECT_EQ(nine->a, 3);
+  EXPECT_EQ(nine->b, 5);
   EXPECT_FALSE(plan({"training.grad_accum=7"}));
   const std::optional<SteadyStateRuns> runs =
       plan({"parallelism.pp=2", "parallelism.pp_microbatches=16", "training.local_batch=16"});
