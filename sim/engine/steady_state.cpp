@@ -53,10 +53,11 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
     // after that (its blocks split and coalesce differently), and a run past it must show the
     // growth: b = 2·pp + 1, as the pair (2·pp, 2·pp + 1) this replaced, so a reserve that grows
     // between the two runs makes them disagree and the whole step runs. Measured on Llama 3
-    // 70B-sized stages (bench/explore_benchmark, BM_Grid70b_SteadyStateAgreement, 1F1B and
-    // interleaved, pp 2-8, M = 4·pp, 5·pp, 8·pp): the same single 0.69% reserve deviation as
-    // the old pair and exact step times, over 117 jobs taking the fast path against 103; b =
-    // pp + 2 instead left 12 more 1F1B jobs' reserves 0.3-0.9% low. The interleaved schedule
+    // 70B-sized stages (bench/explore_benchmark, BM_Grid70b_SteadyStateAgreement): with M =
+    // 4·pp, 5·pp and 8·pp this pair and the old one left the same single reserve 0.69% low
+    // (an interleaved job) and every step time exact; b = pp + 2 left 12 more 1F1B jobs'
+    // reserves 0.3-0.9% low. With M = 4·pp, 8·pp and 12·pp and the threshold below: 91 jobs
+    // take the fast path, that one deviation. The interleaved schedule
     // repeats per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp forwards) needs two.
     if (p.pp_schedule == PpSchedule::k1F1B) {
       runs = {p.pp_microbatches, p.pp + 1, 2 * p.pp + 1};
@@ -68,8 +69,12 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
     // reserve settles in the third (its blocks split and coalesce differently before).
     runs = {sc.training.grad_accum, 3, 4};
   }
-  // Worth it only when the two short runs are shorter than the step.
-  if (runs.a + runs.b >= runs.total) return std::nullopt;
+  // Worth it only when the two short runs together are at most half the step. The runs cost
+  // about their share of the step's micro-batches, and a pair that disagrees (the reserve still
+  // growing between them) costs its first run or both on top of the whole step: on the 70B
+  // grid (bench/explore_benchmark, M = 4·pp, runs of 3.25·pp) 18 of 46 PP 8 jobs took the fast
+  // path at 40 ms against about 49 for their whole step, and 10 fell back at 68 ms.
+  if (2 * (runs.a + runs.b) > runs.total) return std::nullopt;
   return runs;
 }
 

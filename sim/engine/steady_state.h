@@ -14,7 +14,7 @@
 //
 // Which jobs: pp > 1 with grad_accum 1 (the micro-batches are the pipeline's): 1F1B with
 // a = pp + 1, b = 2·pp + 1; interleaved 1F1B (period pp, its round) with a = 2·pp, b = 3·pp; pp = 1
-// with gradient accumulation, a = 3, b = 4. Only when a + b < M. GPipe is never extrapolated:
+// with gradient accumulation, a = 3, b = 4. Only when a + b ≤ M / 2. GPipe is never extrapolated:
 // its memory grows with M. The check behind ExtrapolateSummary's nullopt (equal peaks, role and
 // fit in a and b), and the simulator's on the allocator (neither run may meet the capacity: see
 // RoleMemory::capacity_hits), send anything else back to the full simulation, which `--exact`

@@ -83,7 +83,7 @@ TEST(SteadyStateTest, RandomPipelinesAndAccumulationMatchTheWholeStep) {
   for (int trial = 0; trial < 10; ++trial) {
     const int pp = pick({1, 2, 4});
     const bool interleaved = pp > 1 && rng() % 2 == 0;
-    const int micro = pp > 1 ? pp * pick({6, 7, 8}) : pick({8, 9, 12});  // past a + b
+    const int micro = pp > 1 ? pp * pick({10, 11, 12}) : pick({14, 15, 18});  // ≥ 2 (a + b)
     std::vector<std::string> sets = {
         "parallelism.pp=" + std::to_string(pp),
         "parallelism.tp=" + std::to_string(pick({1, 2})),
@@ -118,9 +118,9 @@ TEST(SteadyStateTest, GoldenScenariosWithMoreMicroBatchesMatchTheWholeStep) {
     // Raise the micro-batch count past the fast path's threshold (pp 1: accumulation steps).
     const int pp = base->parallelism.pp;
     const std::vector<std::string> sets =
-        pp > 1 ? std::vector<std::string>{"parallelism.pp_microbatches=" + std::to_string(6 * pp),
-                                          "training.local_batch=" + std::to_string(6 * pp)}
-               : std::vector<std::string>{"training.grad_accum=9"};
+        pp > 1 ? std::vector<std::string>{"parallelism.pp_microbatches=" + std::to_string(10 * pp),
+                                          "training.local_batch=" + std::to_string(10 * pp)}
+               : std::vector<std::string>{"training.grad_accum=14"};
     Result<Scenario> sc = LoadScenario(file.string(), sets);
     ASSERT_TRUE(sc.ok()) << file << ": " << sc.status().message();
     ExpectSameStep(*sc, file.string());
@@ -129,10 +129,11 @@ TEST(SteadyStateTest, GoldenScenariosWithMoreMicroBatchesMatchTheWholeStep) {
   EXPECT_GE(checked, 5);
 }
 
-// Llama 3 70B, TP 4 × PP 2 on 1,024 H100s, 10 micro-batches: the short runs (4 and 5) stay
+// Llama 3 70B, TP 4 × PP 2 on 1,024 H100s, 16 micro-batches: the short runs (3 and 5) stay
 // just under the 78.1 GiB usable by meeting the capacity (the allocator releases its cache and
-// re-segments), agree on their peaks, and the whole step does not fit (82.1 GiB reserved). The
-// extrapolation called it fitting at 78.0 GiB; a run that meets the capacity must fall back.
+// re-segments), agree on their peaks (78.04 GiB reserved), and the whole step does not fit
+// (82.15 GiB reserved). The extrapolation would call it fitting; a run that meets the capacity
+// must fall back.
 TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
   json j = DefaultScenarioJson();
   j["model"] = "llama3-70b";
@@ -140,8 +141,8 @@ TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
   const std::vector<std::string> sets = {"parallelism.tp=4",
                                          "parallelism.pp=2",
                                          "parallelism.dp_shard=-1",
-                                         "parallelism.pp_microbatches=10",
-                                         "training.local_batch=10",
+                                         "parallelism.pp_microbatches=16",
+                                         "training.local_batch=16",
                                          "training.activation_checkpoint=selective_op:2",
                                          "fsdp.forward_prefetch_depth=1",
                                          "fsdp.backward_prefetch_depth=1"};
@@ -156,8 +157,8 @@ TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
   EXPECT_FALSE(exact->summary.fits);
   EXPECT_EQ(fast->summary.fits, exact->summary.fits);
   EXPECT_DOUBLE_EQ(fast->summary.peak_memory_reserved_gib, exact->summary.peak_memory_reserved_gib);
-  // What sets it off: the 4-micro-batch run met the capacity.
-  Result<Simulation> short_run = Simulate(WithMicroBatches(*sc, 4), true);
+  // What sets it off: the shorter run met the capacity.
+  Result<Simulation> short_run = Simulate(WithMicroBatches(*sc, PlanSteadyState(*sc)->a), true);
   ASSERT_TRUE(short_run.ok()) << short_run.status().message();
   int hits = 0;
   for (const RoleMemory& rm : short_run->memory) hits += rm.capacity_hits;
@@ -173,15 +174,16 @@ TEST(SteadyStateTest, NoFastPathForGPipeOrFewMicroBatches) {
   };
   EXPECT_FALSE(plan({"parallelism.pp=2", "parallelism.pp_schedule=gpipe",
                      "parallelism.pp_microbatches=16", "training.local_batch=16"}));
-  // pp 2: the runs of 3 and 5 micro-batches are no shorter than a step of 8.
+  // pp 2: the runs of 3 and 5 micro-batches are more than half a step of 15.
   EXPECT_FALSE(
-      plan({"parallelism.pp=2", "parallelism.pp_microbatches=8", "training.local_batch=8"}));
-  const std::optional<SteadyStateRuns> nine =
-      plan({"parallelism.pp=2", "parallelism.pp_microbatches=9", "training.local_batch=9"});
-  ASSERT_TRUE(nine);
-  EXPECT_EQ(nine->a, 3);
-  EXPECT_EQ(nine->b, 5);
-  EXPECT_FALSE(plan({"training.grad_accum=7"}));
+      plan({"parallelism.pp=2", "parallelism.pp_microbatches=15", "training.local_batch=15"}));
+  const std::optional<SteadyStateRuns> sixteen =
+      plan({"parallelism.pp=2", "parallelism.pp_microbatches=16", "training.local_batch=16"});
+  ASSERT_TRUE(sixteen);
+  EXPECT_EQ(sixteen->a, 3);
+  EXPECT_EQ(sixteen->b, 5);
+  EXPECT_FALSE(plan({"training.grad_accum=13"}));
+  EXPECT_TRUE(plan({"training.grad_accum=14"}));
   const std::optional<SteadyStateRuns> runs =
       plan({"parallelism.pp=2", "parallelism.pp_microbatches=16", "training.local_batch=16"});
   ASSERT_TRUE(runs);
