@@ -1,6 +1,7 @@
 #include "sim/engine/simulator.h"
 
 #include <fmt/format.h>
+#include <tbb/parallel_invoke.h>
 
 #include <algorithm>
 #include <array>
@@ -318,13 +319,17 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
 // nullopt when either fails or they disagree (the whole step then runs and reports).
-// `floor_check`: give up, before pricing anything, when the shorter run's schedule alone holds
-// more than the capacity (memory_floor.h), so that the whole step's schedule is built and its
-// own floor stops it (SimulateOptions::stop_when_not_fitting): simulating two short runs of
-// a job that cannot fit would cost more than that.
+// With SimulateOptions::stop_when_not_fitting (sweeps): the runs one after the other, and give
+// up before pricing anything when the shorter run's schedule alone holds more than the capacity
+// (memory_floor.h), so that the whole step's schedule is built and its own floor stops it:
+// simulating two short runs of a job that cannot fit would cost more than that. Otherwise (one
+// prediction) the two runs are independent and run at once (oneTBB; a nested call inside a
+// parallel sweep shares its workers): the same figures, in the longer run's time.
 std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
                                               const Plan& plan, const ScenarioPricing& pricing,
-                                              const SteadyStateRuns& runs, bool floor_check) {
+                                              const SteadyStateRuns& runs,
+                                              const SimulateOptions& options) {
+  const bool floor_check = options.stop_when_not_fitting;
   // Once a new segment meets the capacity, the allocator releases what it has cached and
   // re-segments: what it reserves from then on grows with the step's length even where the two
   // short runs agree (70B grid: 79 of 483 fast-path variants, nearly all at or over the capacity,
@@ -338,17 +343,25 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   };
   std::optional<Simulation> short_runs[2];
   const int counts[2] = {runs.a, runs.b};
-  for (int k = 0; k < 2; ++k) {
+  // Run k, into short_runs[k]; false where the fast path ends (it stays empty).
+  auto run = [&](int k) {
     Result<Schedule> schedule = BuildSimulatedSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
-    if (!schedule.ok()) return std::nullopt;
+    if (!schedule.ok()) return false;
     if (k == 0 && floor_check && pricing.ctx.usable_bytes > 0 &&
         ScheduleMemoryFloor(*schedule).bytes > pricing.ctx.usable_bytes) {
-      return std::nullopt;
+      return false;
     }
     Result<Simulation> sim =
         SimulateSchedule(std::move(schedule).value(), *pricing.cost, pricing.ctx);
-    if (!sim.ok() || met_capacity(*sim)) return std::nullopt;
+    if (!sim.ok() || met_capacity(*sim)) return false;
     short_runs[k] = std::move(sim).value();
+    return true;
+  };
+  if (floor_check) {
+    if (!run(0) || !run(1)) return std::nullopt;
+  } else {
+    tbb::parallel_invoke([&] { run(0); }, [&] { run(1); });
+    if (!short_runs[0] || !short_runs[1]) return std::nullopt;
   }
   Simulation& a = *short_runs[0];
   Simulation& b = *short_runs[1];
@@ -405,7 +418,7 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
           options.exact ? std::nullopt : PlanSteadyState(sc)) {
     if (Result<ScenarioPricing> pricing = PriceScenario(sc, tree, options); pricing.ok()) {
       if (std::optional<Simulation> fast =
-              SimulateSteadyState(sc, tree, plan, *pricing, *runs, options.stop_when_not_fitting))
+              SimulateSteadyState(sc, tree, plan, *pricing, *runs, options))
         return std::move(*fast);
     }
   }

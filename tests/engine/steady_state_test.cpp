@@ -13,6 +13,7 @@
 
 #include "core/config/scenario.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/summary.h"
 #include "tests/engine/small_job.h"
 
 namespace shardscope::sim {
@@ -164,6 +165,32 @@ TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
   for (const RoleMemory& rm : short_run->memory) hits += rm.capacity_hits;
   EXPECT_GT(hits, 0);
   EXPECT_TRUE(short_run->summary.fits);
+}
+
+// One prediction runs its two short runs at once, a sweep one after the other (with its
+// floor check): the same summary either way, and the whole step's.
+TEST(SteadyStateTest, ConcurrentShortRunsGiveTheSequentialRunsSummary) {
+  for (const char* schedule : {"1f1b", "interleaved_1f1b"}) {
+    SCOPED_TRACE(schedule);
+    const bool interleaved = std::string(schedule) != "1f1b";
+    const std::vector<std::string> sets = {
+        "parallelism.pp=2", std::string("parallelism.pp_schedule=") + schedule,
+        "parallelism.pp_virtual_stages=" + std::string(interleaved ? "2" : "1"),
+        "parallelism.pp_microbatches=24", "training.local_batch=24"};
+    Result<Scenario> sc = ParseScenario(SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    SimulateOptions o;
+    o.keep_memory_samples = false;
+    o.exact = false;
+    Result<Simulation> concurrent = SimulateScenario(*sc, o);
+    o.stop_when_not_fitting = true;
+    Result<Simulation> sequential = SimulateScenario(*sc, o);
+    ASSERT_TRUE(concurrent.ok() && sequential.ok());
+    ASSERT_TRUE(concurrent->steady_state.has_value());
+    ASSERT_TRUE(sequential->steady_state.has_value());
+    EXPECT_EQ(SummaryToJson(concurrent->summary).dump(), SummaryToJson(sequential->summary).dump());
+    ExpectSameStep(*sc, schedule);
+  }
 }
 
 TEST(SteadyStateTest, NoFastPathForGPipeOrFewMicroBatches) {
