@@ -1,11 +1,11 @@
 #include "sim/engine/simulator.h"
 
 #include <fmt/format.h>
-#include <tbb/parallel_invoke.h>
 
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <thread>
 #include <unordered_map>
 
 #include "core/model/model_source.h"
@@ -323,8 +323,10 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 // up before pricing anything when the shorter run's schedule alone holds more than the capacity
 // (memory_floor.h), so that the whole step's schedule is built and its own floor stops it:
 // simulating two short runs of a job that cannot fit would cost more than that. Otherwise (one
-// prediction) the two runs are independent and run at once (oneTBB; a nested call inside a
-// parallel sweep shares its workers): the same figures, in the longer run's time.
+// prediction: `simulate`; nothing calls it so from parallel code) the two runs are independent
+// and run at once, the shorter on a thread of its own: the same figures, in the longer run's
+// time. A plain std::thread rather than oneTBB: ThreadSanitizer sees its start and join, not
+// the uninstrumented library's task hand-off (a false race on every call).
 std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
                                               const Plan& plan, const ScenarioPricing& pricing,
                                               const SteadyStateRuns& runs,
@@ -360,7 +362,9 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   if (floor_check) {
     if (!run(0) || !run(1)) return std::nullopt;
   } else {
-    tbb::parallel_invoke([&] { run(0); }, [&] { run(1); });
+    std::thread shorter([&] { run(0); });
+    run(1);
+    shorter.join();
     if (!short_runs[0] || !short_runs[1]) return std::nullopt;
   }
   Simulation& a = *short_runs[0];
