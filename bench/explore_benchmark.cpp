@@ -113,7 +113,10 @@ void BM_Grid70b_Latency(benchmark::State& state) {
   std::vector<double> ms;
   SimulateOptions options;
   options.keep_memory_samples = false;
-  options.exact = false;  // as RunVariants
+  // As RunVariants: the steady state where it applies, and a job whose schedule alone does not
+  // fit stopped there (it is not ranked).
+  options.exact = false;
+  options.stop_when_not_fitting = true;
   for (auto _ : state) {
     ms.clear();
     for (const std::vector<std::string>& sets : grid) {
