@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -362,9 +363,15 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   if (floor_check) {
     if (!run(0) || !run(1)) return std::nullopt;
   } else {
-    std::thread shorter([&] { run(0); });
+    // A system out of threads runs them one after the other rather than failing the prediction.
+    std::thread shorter;
+    try {
+      shorter = std::thread([&] { run(0); });
+    } catch (const std::system_error&) {
+      run(0);
+    }
     run(1);
-    shorter.join();
+    if (shorter.joinable()) shorter.join();
     if (!short_runs[0] || !short_runs[1]) return std::nullopt;
   }
   Simulation& a = *short_runs[0];
