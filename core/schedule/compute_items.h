@@ -2,7 +2,7 @@
 //
 // A step repeats its work: each micro-batch runs every layer's forward and backward with the
 // same items, and a pipeline's 64 micro-batches made a GPT-3-sized schedule hold 64 copies of
-// each list (216-byte items, about 1 GB allocated and freed per simulation at TP 8 × PP 8).
+// each list of 216-byte items, allocated, copied and freed per simulation.
 // ComputeItems holds one immutable list behind a shared pointer: copying an op copies a
 // pointer, and the cost model prices a list once (PriceSchedule keys its memo on identity()).
 // Writes copy the list first when another op shares it (copy on write), so an op's items
@@ -72,7 +72,6 @@ class ComputeItems {
   const ComputeItem& back() const { return list_->back(); }
 
   void push_back(ComputeItem item) { Mutable().push_back(std::move(item)); }
-  void reserve(size_t n) { Mutable().reserve(n); }
   void clear() { list_.reset(); }
 
   // The same pointer for ops that share one list (null when empty): equal identities have

@@ -104,9 +104,8 @@ struct UnitState {
   int post_forward_op = -1;
   bool output_over_group = false;     // the last all-gather had peers (FSDP2's world_size > 1)
   bool sharded_grads_landed = false;  // the unit's reduced gradients exist on the device
-  int copy_out_module = -1;           // interned names of this unit's FSDP copies
-  int copy_in_module = -1;
-  ComputeItems copy_out_items;  // the copies' items, shared by every micro-batch's op
+  // The FSDP copies' items (CopyItems), shared by every micro-batch's copy op.
+  ComputeItems copy_out_items;
   ComputeItems copy_in_items;
 };
 
@@ -164,7 +163,10 @@ class RoleEmitter::Impl {
     recomputed_mm_.resize(n);
     grad_groups_.resize(n);
     item_lists_.resize(n);
-    for (int u : role_units_) Segment(u);
+    for (int u : role_units_) {
+      Segment(u);
+      item_lists_[u].resize(chunks_[u]);
+    }
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
       if (!in.units[u].fqn.empty()) index_of_[in.units[u].fqn] = u;
@@ -263,9 +265,7 @@ class RoleEmitter::Impl {
   // once per chunk and phase and shared by every micro-batch's op (compute_items.h): they
   // depend on the unit, the chunk and the unit's checkpoint mode only.
   const ComputeItems& Items(int u, const struct Segment& seg, Phase phase) {
-    std::vector<std::array<ComputeItems, 3>>& lists = item_lists_[u];
-    if (lists.size() < static_cast<size_t>(chunks_[u])) lists.resize(chunks_[u]);
-    ComputeItems& list = lists[seg.chunk][static_cast<int>(phase)];
+    ComputeItems& list = item_lists_[u][seg.chunk][static_cast<int>(phase)];
     if (!list.empty() || seg.entries.empty()) return list;
     const std::vector<WorkEntry>& entries = in_.work[u].entries;
     std::vector<ComputeItem> items;
@@ -394,15 +394,16 @@ class RoleEmitter::Impl {
     return Push(std::move(op));
   }
 
-  // An FSDP2 copy on the compute stream (what it moves; sim/cost prices it), named
-  // "<what>:<unit label>" (interned once per unit in `module`). The copy-out splits the
+  // The items of an FSDP2 copy on the compute stream: one item, what it moves (sim/cost prices
+  // it), named "<what>:<unit label>". Made, and its name interned, at the unit's first copy
+  // into `cached`, which every micro-batch's copy op then shares. The copy-out splits the
   // all-gather output into the parameters (param_dtype); the reduce-scatter copy-in
   // concatenates the unsharded gradients (param_dtype) into the padded input (reduce dtype).
-  ComputeItem CopyItem(int& module, std::string_view what, int u, FsdpCopyWork::Which which) {
-    if (module < 0) {
-      module = static_cast<int>(s_.modules.size());
-      s_.modules.push_back(fmt::format("{}:{}", what, in_.labels[u]));
-    }
+  const ComputeItems& CopyItems(ComputeItems& cached, std::string_view what, int u,
+                                FsdpCopyWork::Which which) {
+    if (!cached.empty()) return cached;
+    const int module = static_cast<int>(s_.modules.size());
+    s_.modules.push_back(fmt::format("{}:{}", what, in_.labels[u]));
     const UnitSizes& z = in_.sizes[u];
     const MixedPrecisionPlan& mp = Unit(u).mixed_precision;
     const DType own = Unit(u).params.empty() ? DType::kFloat32 : Unit(u).params.front().dtype;
@@ -424,7 +425,8 @@ class RoleEmitter::Impl {
     item.kind = OpKind::kNorm;
     item.work = copy;
     item.module = module;
-    return item;
+    cached = {std::move(item)};
+    return cached;
   }
 
   // ----- FSDP hooks -----
@@ -539,11 +541,7 @@ class RoleEmitter::Impl {
     ScheduleOp copy =
         NewOp(Lane::kCompute, OpType::kCompute, Id(forward ? "fwd" : "bwd", u, op_what::kCopyOut),
               "FSDP::all_gather_copy_out", u);
-    if (st.copy_out_items.empty()) {
-      st.copy_out_items = {
-          CopyItem(st.copy_out_module, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut)};
-    }
-    copy.items = st.copy_out_items;
+    copy.items = CopyItems(st.copy_out_items, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut);
     if (st.ready_op >= 0) copy.deps.push_back(st.ready_op);
     st.ready_op = -1;
     if (retain) {
@@ -979,11 +977,8 @@ class RoleEmitter::Impl {
       // backward op; the reduction below waits for it.
       ScheduleOp copy = NewOp(Lane::kCompute, OpType::kCompute,
                               Id("bwd", u, op_what::kReduceCopyIn), "fsdp::chunk_cat", u);
-      if (st.copy_in_items.empty()) {
-        st.copy_in_items = {CopyItem(st.copy_in_module, "fsdp_reduce_copy_in", u,
-                                     FsdpCopyWork::Which::kReduceCopyIn)};
-      }
-      copy.items = st.copy_in_items;
+      copy.items =
+          CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u, FsdpCopyWork::Which::kReduceCopyIn);
       last = Push(std::move(copy));
     }
     if (z.grad_numel > 0) {

@@ -57,8 +57,8 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
     // 4·pp, 5·pp and 8·pp this pair and the old one left the same single reserve 0.69% low
     // (an interleaved job) and every step time exact; b = pp + 2 left 12 more 1F1B jobs'
     // reserves 0.3-0.9% low. With M = 4·pp, 8·pp and 12·pp and the threshold below: 91 jobs
-    // take the fast path, that one deviation. The interleaved schedule
-    // repeats per round of pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp forwards) needs two.
+    // take the fast path, that one deviation. The interleaved schedule repeats per round of
+    // pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp forwards) needs two.
     if (p.pp_schedule == PpSchedule::k1F1B) {
       runs = {p.pp_microbatches, p.pp + 1, 2 * p.pp + 1};
     } else {
