@@ -1,7 +1,8 @@
 // Search speed (issue 14): a sweep over a grid of 1,000 Llama 3 70B variants on 1,024 H100s
 // (tp, pp, dp_replicate, checkpointing, prefetch, micro-batches, 1F1B / interleaved) on two
 // threads, reported as variants/s (target ≥ 1,000/s on 2 cores); the same grid one variant at a
-// time for the latency spread (median, p90, max); and a GPT-3-175B-like job with TP 8, PP 8 and
+// time for the latency spread (median, p90, max) and the cost per schedule op of the jobs that
+// run and of those stopped at the memory floor; and a GPT-3-175B-like job with TP 8, PP 8 and
 // 8..64 micro-batches (target: 64 in ≤ 15 ms).
 //
 // Run: build-rel/bench/explore_benchmark --benchmark_repetitions=3
@@ -111,6 +112,14 @@ void BM_Grid70b_Latency(benchmark::State& state) {
   const nlohmann::json doc = Llama70bOn1024();
   const std::vector<std::vector<std::string>> grid = Grid70b();
   std::vector<double> ms;
+  // Per outcome: jobs, milliseconds and schedule ops, so that the cost per op of a job that runs
+  // and of one stopped at the memory floor read off the counters (docs/sweep.md, Speed).
+  struct Outcome {
+    int jobs = 0;
+    double ms = 0;
+    double ops = 0;
+  };
+  Outcome ran, stopped;
   SimulateOptions options;
   options.keep_memory_samples = false;
   // As RunVariants: the steady state where it applies, and a job whose schedule alone does not
@@ -119,14 +128,24 @@ void BM_Grid70b_Latency(benchmark::State& state) {
   options.stop_when_not_fitting = true;
   for (auto _ : state) {
     ms.clear();
+    ran = stopped = Outcome{};
     for (const std::vector<std::string>& sets : grid) {
       const auto t0 = std::chrono::steady_clock::now();
       Result<Scenario> sc = ParseScenario(doc, "<bench>", ".", sets);
-      if (sc.ok()) benchmark::DoNotOptimize(SimulateScenario(*sc, options).ok());
+      Result<Simulation> sim = sc.ok() ? SimulateScenario(*sc, options) : sc.status();
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (!sim.ok()) continue;
+      Outcome& o = sim->floor_over_capacity ? stopped : ran;
+      ++o.jobs;
+      o.ms += ms.back();
+      o.ops += static_cast<double>(sim->schedule.ops.size());
     }
   }
+  state.counters["ran"] = ran.jobs;
+  state.counters["ran_us_per_op"] = ran.ops > 0 ? 1e3 * ran.ms / ran.ops : 0;
+  state.counters["stopped"] = stopped.jobs;
+  state.counters["stopped_us_per_op"] = stopped.ops > 0 ? 1e3 * stopped.ms / stopped.ops : 0;
   std::sort(ms.begin(), ms.end());
   state.counters["median_ms"] = ms[ms.size() / 2];
   state.counters["p90_ms"] = ms[ms.size() * 9 / 10];
