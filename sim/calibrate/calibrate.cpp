@@ -17,6 +17,12 @@ namespace shardscope::calibrate {
 namespace {
 
 // One GPU type's part of the inputs, and how to predict any subset of its observations.
+// The ns added to both sides of an observation's ratio (calibrate.h): operations only.
+double TimingFloor(const Observation& o, const CalibrateOptions& options) {
+  if (!o.op_duration) return 0;
+  return options.timing_floor_ns >= 0 ? options.timing_floor_ns : o.jitter_ns;
+}
+
 class GpuFit {
  public:
   GpuFit(const PreparedInputs& in, std::vector<int> samples, const CalibrateOptions& options)
@@ -70,14 +76,17 @@ class GpuFit {
     return out;
   }
 
-  // Residuals log(pred / measured) / sd of `obs`.
+  // Residuals log(pred / measured) / sd of `obs`; an operation's with its timing floor added
+  // to both (calibrate.h).
   Result<Eigen::VectorXd> Residuals(const std::vector<double>& z, const std::vector<int>& active,
                                     const std::vector<int>& obs) const {
     SS_ASSIGN_OR_RETURN(std::vector<double> pred, Predict(z, active, obs, false));
     Eigen::VectorXd r(obs.size());
     for (size_t i = 0; i < obs.size(); ++i) {
       const Observation& o = in_.observations[obs[i]];
-      r[i] = o.weight * std::log(std::max(pred[i], 1e-30) / o.measured) / options_.residual_sd;
+      const double floor = TimingFloor(o, options_);
+      r[i] = o.weight * std::log((std::max(pred[i], 1e-30) + floor) / (o.measured + floor)) /
+             options_.residual_sd;
     }
     return r;
   }
@@ -150,6 +159,8 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
   GpuCalibration g;
   g.gpu = gpu;
   g.observations = static_cast<int>(obs.size());
+  for (int o : obs)
+    g.timing_floor_ns = std::max(g.timing_floor_ns, TimingFloor(in.observations[o], options));
   const std::vector<double> measured = MeasuredOf(in, obs);
 
   // Which figures the inputs inform: the Jacobian at the defaults, every figure active.

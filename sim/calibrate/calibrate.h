@@ -10,7 +10,12 @@
 //   Calibrate         inputs → report
 //
 // Residuals are log(predicted / measured) over `residual_sd` (a 5% spread by default), so an
-// operation of 10 µs and a step of 2 s weigh alike; each figure's prior (free_figures.h)
+// operation of 10 µs and a step of 2 s weigh alike. An operation's duration also carries an
+// absolute jitter that no cost figure explains (a shared host's time slices, MPI polling): its
+// residual is log((predicted + floor) / (measured + floor)) with floor the catalog's
+// `timing_jitter_us` of its device (or `timing_floor_ns`), relative above the floor and
+// absolute below it, so that a copy measured at 1 µs and priced at 20 µs does not outweigh the
+// millisecond operations the step is made of. Each figure's prior (free_figures.h)
 // regularises towards the catalog default. A figure the inputs do not inform (its Jacobian
 // column carries less than 1% of its prior's information) is left at its default and out of
 // the file. Cross-validation: the observations' groups (operations, run rows) are dealt into
@@ -31,6 +36,9 @@ namespace shardscope::calibrate {
 struct CalibrateOptions {
   int folds = 5;
   double residual_sd = 0.05;
+  // Operations' timing floor (ns) for every device; < 0: each device's catalog
+  // `timing_jitter_us` (GpuSpec::timing_jitter_ns).
+  double timing_floor_ns = -1;
 };
 
 struct FittedFigure {
@@ -51,6 +59,7 @@ struct GpuCalibration {
   std::string gpu;
   int samples = 0;
   int observations = 0;
+  double timing_floor_ns = 0;  // the operations' (0: none, or no operation observed)
   std::vector<FittedFigure> figures;
   ErrorStats fit_before, fit_after;  // on every observation, defaults vs the full fit
   int folds = 0;                     // 0: too few groups to cross-validate

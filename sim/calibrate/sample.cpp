@@ -100,9 +100,9 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
       const ScheduleOp& op = b.schedule.ops[it->second];
       s.op_index.push_back(it->second);
       s.observations.push_back(static_cast<int>(p.observations.size()));
-      p.observations.push_back({static_cast<int>(p.samples.size()),
-                                fmt::format("{} {}", s.source, m.op_id),
-                                static_cast<double>(m.dur_ns), group++});
+      p.observations.push_back(
+          {static_cast<int>(p.samples.size()), fmt::format("{} {}", s.source, m.op_id),
+           static_cast<double>(m.dur_ns), group++, 1.0, true, s.hw.gpu.timing_jitter_ns});
       if (IsCollective(op.type) && op.group >= 0 && op.bytes > 0) {
         const GroupShape g =
             GroupShapeOf(b.schedule.groups[op.group], s.ctx.gpus_per_node, s.hw.node.nvlink_domain);

@@ -31,8 +31,10 @@ struct Observation {
   int sample = 0;
   std::string label;  // "trace.json rank 0 fwd/model.layers.0/all_gather", "runs.csv id a"
   double measured = 0;
-  int group = 0;      // cross-validation unit
-  double weight = 1;  // multiplies the residual
+  int group = 0;             // cross-validation unit
+  double weight = 1;         // multiplies the residual
+  bool op_duration = false;  // an operation's (ns): its residual has a timing floor
+  double jitter_ns = 0;      // the device's catalog timing jitter, that floor by default
 };
 
 class Sample {

@@ -101,6 +101,8 @@ const std::vector<Field<GpuSpec>>& GpuFields() {
        [](GpuSpec& g, const json& v) { g.memory_bound_efficiency = v.get<double>(); }},
       {"elementwise_efficiency", F::kNumber, 0.01, 1,
        [](GpuSpec& g, const json& v) { g.elementwise_efficiency = v.get<double>(); }},
+      {"timing_jitter_us", F::kNumber, 0, 1e6,
+       [](GpuSpec& g, const json& v) { g.timing_jitter_ns = v.get<double>() * 1e3; }},
   };
   return fields;
 }

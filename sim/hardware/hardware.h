@@ -59,6 +59,10 @@ struct GpuSpec {
   double cudnn_attention_backward_ratio = 0;  // its backward rate over forward; 0: cost default
   double memory_bound_efficiency = 0;         // achieved fraction of hbm_gbps for streaming kernels
   double elementwise_efficiency = 0;  // same for the model's eager kernels (0: cost default)
+  // Absolute jitter of one measured operation's duration (clock, launch gaps, a shared host's
+  // time slices): `calibrate` fits shorter operations by absolute, not relative, error.
+  // 0: timed to well under a microsecond (GPU events).
+  double timing_jitter_ns = 0;
 
   // HBM the training job can allocate (hbm_bytes - reserved_bytes).
   int64_t usable_bytes() const { return hbm_bytes - reserved_bytes; }

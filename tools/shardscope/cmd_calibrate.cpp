@@ -1,9 +1,10 @@
-// `shardscope calibrate INPUT... --out FILE [--folds K] [--json REPORT]`: fits the cost
-// model's free figures to measured traces and run tables (sim/calibrate/calibrate.h), prints
-// each figure with its uncertainty and the cross-validated error before and after, and writes
-// the calibration file scenarios name in `cluster.cost_model`. Several GPU types: one file
-// each, FILE's name with the GPU before its extension (cal.json → cal.h100-sxm.json). A fit
-// that predicts held-out observations worse than the defaults is exit 1, its file not written.
+// `shardscope calibrate INPUT... --out FILE [--folds K] [--timing-floor-us US] [--json REPORT]`:
+// fits the cost model's free figures to measured traces and run tables
+// (sim/calibrate/calibrate.h), prints each figure with its uncertainty and the cross-validated
+// error before and after, and writes the calibration file scenarios name in
+// `cluster.cost_model`. Several GPU types: one file each, FILE's name with the GPU before its
+// extension (cal.json → cal.h100-sxm.json). A fit that predicts held-out observations worse
+// than the defaults is exit 1, its file not written.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@ struct CalibrateArgs {
   std::string out;
   std::string json;
   int folds = 5;
+  double timing_floor_us = -1;  // < 0: each device's catalog timing_jitter_us
 };
 
 std::string OutPathFor(const std::string& out, const std::string& gpu, bool several) {
@@ -51,6 +53,10 @@ void PrintGpu(const calibrate::GpuCalibration& g) {
     fmt::print("  {:<48} {:>12.5g} {:>12.5g} {:>12.3g}\n", f.key, f.default_value, f.value, f.sd);
   }
   if (!kept.empty()) fmt::print("  not informed by the inputs, kept at the default: {}\n", kept);
+  if (g.timing_floor_ns > 0) {
+    fmt::print("  operations shorter than the timing floor, {:g} µs, fitted by absolute error\n",
+               g.timing_floor_ns / 1e3);
+  }
   fmt::print("  {:<48} {:>12} {:>12}\n", "|predicted / measured - 1|", "median", "p90");
   using S = calibrate::ErrorStats;
   fmt::print("  {:<48} {:>12} {:>12}\n", "all observations, catalog defaults",
@@ -87,6 +93,7 @@ nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
     j["gpus"].push_back({{"gpu", g.gpu},
                          {"inputs", g.samples},
                          {"observations", g.observations},
+                         {"timing_floor_us", g.timing_floor_ns / 1e3},
                          {"figures", figs},
                          {"fit_before", stats(g.fit_before)},
                          {"fit_after", stats(g.fit_after)},
@@ -104,6 +111,7 @@ Status RunCalibrate(const CalibrateArgs& args) {
                       calibrate::LoadCalibrationInputs(args.inputs));
   calibrate::CalibrateOptions options;
   options.folds = args.folds;
+  if (args.timing_floor_us >= 0) options.timing_floor_ns = args.timing_floor_us * 1e3;
   SS_ASSIGN_OR_RETURN(calibrate::CalibrateReport report, calibrate::Calibrate(inputs, options));
   for (const std::string& note : report.notes) fmt::print("note: {}\n", note);
   const bool several = report.gpus.size() > 1;
@@ -153,6 +161,11 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRegistry& registry) {
       ->required();
   sub->add_option("--folds", args->folds, "cross-validation folds (default 5)")
       ->check(CLI::Range(2, 100));
+  sub->add_option("--timing-floor-us", args->timing_floor_us,
+                  "operations' absolute timing jitter, for every device: shorter operations "
+                  "are fitted by absolute, not relative, error (default: the catalog's "
+                  "timing_jitter_us of each device; 0 on GPUs)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--json", args->json, "write the report (figures, errors) as JSON here");
   registry.Add(sub, [args] { return RunCalibrate(*args); });
 }
