@@ -36,6 +36,13 @@ set -e
 echo "$msg"
 [[ $rc -eq 2 ]] || { echo "bad input: exit $rc, expected 2"; exit 1; }
 [[ $msg == *"$out/bad.json: runs[0].measured.step_time_s: expected a number"* ]]
+# A negative timing floor is a usage error naming the flag and what it takes.
+set +e
+msg=$("$ss" calibrate "$out/bad.json" --out "$out/x.json" --timing-floor-us -5 2>&1)
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || { echo "--timing-floor-us -5: exit $rc, expected 2"; exit 1; }
+[[ $msg == *"--timing-floor-us: expected a number >= 0, got -5"* ]] || { echo "$msg"; exit 1; }
 
 # 3. Four runs as predicted and one three times slower: the held-out error gets worse.
 "$ss" simulate "$out/job.json" --summary "$out/summary.json" >/dev/null

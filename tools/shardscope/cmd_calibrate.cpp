@@ -165,7 +165,7 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRegistry& registry) {
                   "operations' absolute timing jitter, for every device: shorter operations "
                   "are fitted by absolute, not relative, error (default: the catalog's "
                   "timing_jitter_us of each device; 0 on GPUs)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("--json", args->json, "write the report (figures, errors) as JSON here");
   registry.Add(sub, [args] { return RunCalibrate(*args); });
 }

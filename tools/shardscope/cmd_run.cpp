@@ -282,22 +282,22 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--device", args->device, "cuda (default when built with CUDA) or cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--steps", args->steps, "steps to run; the last one is reported (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_option("--emulate-world", args->emulate_world,
                   "run one rank of an N-rank plan alone; collectives become local operations "
                   "held for their predicted time")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_option("--rank", args->rank, "the rank --emulate-world runs (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_option("--trace", args->trace, "write the measured trace (Chrome trace JSON) here");
   sub->add_option("--summary", args->summary, "write the measured summary JSON here");
   sub->add_option("--timeout", args->timeout_s,
                   "seconds a step may take before its stuck collective is an error (default 300)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_option("--memory-limit", args->memory_limit_gib,
                   "GiB the device may reserve (default: the scenario GPU's usable memory on the "
                   "CPU, the whole GPU on CUDA)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   sub->add_flag("--check", args->check,
                 "after the step, verify every all-gather, reduction and optimizer update of this "
                 "rank against the plan's references (exit 1 naming op, rank and element)");

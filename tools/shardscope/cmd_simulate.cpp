@@ -224,7 +224,7 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_option("--margin", args->margin_gib,
                   "GiB of headroom under which a job that fits still gets fit advice (default 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   registry.Add(sub, [args] { return RunSimulate(*args); });
 }
 

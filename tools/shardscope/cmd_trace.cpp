@@ -276,7 +276,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
       ->required();
   stats->add_option("--json", o->json, "write the statistics as JSON");
   stats->add_option("--top", o->top, "how many of the longest operations to list")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   registry.Add(stats, [o] { return RunStats(o->trace, o->json, o->top); });
 
   CLI::App* diff = app.add_subcommand("diff", "Compare two traces or two summaries");

@@ -7,8 +7,12 @@
 // command and turns its Status into the exit code of formats.md §4.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -33,6 +37,25 @@ class CommandRegistry {
  private:
   std::vector<std::pair<CLI::App*, std::function<Status()>>> commands_;
 };
+
+// Number checks for flags whose message says what was expected: CLI11's own NonNegativeNumber
+// and PositiveNumber print their bound as a 300-digit DBL_MAX.
+inline CLI::Validator NumberAbove(double bound, bool inclusive) {
+  return CLI::Validator(
+      [bound, inclusive](std::string& text) -> std::string {
+        const std::string expected =
+            fmt::format("expected a number {} {:g}", inclusive ? ">=" : ">", bound);
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v)) {
+          return expected + ", got '" + text + "'";
+        }
+        if (inclusive ? v < bound : v <= bound) return fmt::format("{}, got {}", expected, text);
+        return {};
+      },
+      fmt::format("NUMBER{}{:g}", inclusive ? ">=" : ">", bound));
+}
+inline CLI::Validator NonNegative() { return NumberAbove(0, true); }
+inline CLI::Validator Positive() { return NumberAbove(0, false); }
 
 // Subcommands (one file each).
 void RegisterPlanCommand(CLI::App& app, CommandRegistry& registry);
