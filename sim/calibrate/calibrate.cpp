@@ -16,13 +16,13 @@
 namespace shardscope::calibrate {
 namespace {
 
-// One GPU type's part of the inputs, and how to predict any subset of its observations.
 // The ns added to both sides of an observation's ratio (calibrate.h): operations only.
 double TimingFloor(const Observation& o, const CalibrateOptions& options) {
   if (!o.op_duration) return 0;
   return options.timing_floor_ns >= 0 ? options.timing_floor_ns : o.jitter_ns;
 }
 
+// One GPU type's part of the inputs, and how to predict any subset of its observations.
 class GpuFit {
  public:
   GpuFit(const PreparedInputs& in, std::vector<int> samples, const CalibrateOptions& options)
