@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 
+#include "core/timeline/step_phase.h"
 #include "sim/engine/caching_allocator.h"
+#include "sim/engine/run_on_threads.h"
 
 namespace shardscope::sim {
 namespace {
@@ -210,69 +214,129 @@ class RoleState {
 Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Timeline& timeline,
                                             const MemoryOptions& options) {
   const size_t roles = schedule.roles.size();
-  std::vector<BufferSlot> table(schedule.buffers.size());
-  std::vector<RoleState> states;
-  states.reserve(roles);
-  for (size_t r = 0; r < roles; ++r) {
-    const CategoryBytes initial =
-        r < schedule.initial_memory.size() ? schedule.initial_memory[r] : CategoryBytes{};
+  for (size_t r = 0; r < roles && r < schedule.initial_memory.size(); ++r) {
     for (int c = 0; c < kNumMemCategories; ++c) {
-      if (initial[c] < 0) {
+      if (schedule.initial_memory[r][c] < 0) {
         return InvalidInput(
             fmt::format("schedule: role {}: initial memory of category {} is negative", r, c));
       }
     }
-    states.emplace_back(static_cast<int>(r), initial, options, &table);
   }
   // The log visits ops in time order, not in schedule order: what the replay reads of an op
-  // (role, lane, step phase, effects) is first copied into compact tables in one pass in
-  // schedule order, so the replay's reads stay off the large ScheduleOp records (a cache miss
-  // each). StepPhaseOf parses the op_id: once per op with effects.
+  // (role, lane, effects) is first copied into compact tables in one pass in schedule order, so
+  // the replay's reads stay off the large ScheduleOp records (a cache miss each). The step
+  // phase (StepPhaseOf parses the op_id) is worked out by the replay, for ops with effects.
   struct OpRecord {
     int first_effect = 0;  // its effects are effects[first_effect, next op's first_effect)
     int role = 0;
     int8_t lane = 0;
-    int8_t phase = 0;
   };
   const size_t n = schedule.ops.size();
   std::vector<OpRecord> records(n + 1);
   std::vector<MemoryEffect> effects;
   effects.reserve(2 * n);
+  std::vector<int64_t> role_effects(roles, 0);
+  // Whether every named effect names a buffer of its own op's role in the table: then no two
+  // roles share a slot and the roles can replay apart, on several threads.
+  bool roles_apart = true;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];
-    records[i] = {static_cast<int>(effects.size()), op.role, static_cast<int8_t>(op.lane),
-                  static_cast<int8_t>(op.memory.empty() ? StepPhase::kForward : StepPhaseOf(op))};
+    if (op.role < 0 || static_cast<size_t>(op.role) >= roles) {
+      return InvalidInput(fmt::format("schedule: op '{}': role {} is not one of the {} roles",
+                                      op.op_id, op.role, roles));
+    }
+    records[i] = {static_cast<int>(effects.size()), op.role, static_cast<int8_t>(op.lane)};
     effects.insert(effects.end(), op.memory.begin(), op.memory.end());
+    role_effects[op.role] += static_cast<int64_t>(op.memory.size());
+    for (const MemoryEffect& e : op.memory) {
+      if (e.buffer >= 0 && static_cast<size_t>(e.buffer) < schedule.buffers.size() &&
+          schedule.buffers[e.buffer].role != op.role) {
+        roles_apart = false;
+      }
+    }
   }
   records[n].first_effect = static_cast<int>(effects.size());
-  for (const Transition& tr : timeline.log) {
-    const OpRecord& rec = records[tr.op];
-    RoleState& st = states[rec.role];
-    const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
-    const int end = records[tr.op + 1].first_effect;
-    for (int k = rec.first_effect; k < end; ++k) {
-      const MemoryEffect& e = effects[k];
-      if (e.when != when) continue;
-      SS_RETURN_IF_ERROR(st.Apply(schedule.ops, tr.op, rec.lane, static_cast<StepPhase>(rec.phase),
-                                  e, tr.time_ns));
+
+  // Roles to threads, largest first onto the least loaded: each role's replay is the same on
+  // any thread, so the figures do not depend on the split, and the error reported is the
+  // first in log order, as one thread finds it. Each thread has its own buffer table and
+  // phase cache: the ops and buffers of different roles interleave, and threads writing
+  // neighbouring slots of one table would contend for its cache lines.
+  const int threads =
+      roles_apart ? std::clamp(options.threads, 1, std::max(1, static_cast<int>(roles))) : 1;
+  std::vector<int> thread_of(roles, 0);
+  {
+    std::vector<int> order(roles);
+    for (size_t r = 0; r < roles; ++r) order[r] = static_cast<int>(r);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return role_effects[x] > role_effects[y]; });
+    std::vector<int64_t> load(threads, 0);
+    for (int r : order) {
+      const int t = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      thread_of[r] = t;
+      load[t] += role_effects[r] + 1;
     }
-    st.EndTransition(tr.time_ns);
   }
-  std::vector<RoleMemory> out;
-  out.reserve(roles);
-  for (size_t r = 0; r < roles; ++r) {
-    out.push_back(states[r].Finish());
-    if (r < schedule.initial_host_memory.size()) {
-      for (int c = 0; c < kNumMemCategories; ++c) {
-        if (schedule.initial_host_memory[r][c] < 0) {
-          return InvalidInput(fmt::format(
-              "schedule: role {}: initial host memory of category {} is negative", r, c));
+  std::vector<std::unique_ptr<RoleState>> states(roles);
+  struct Outcome {
+    size_t at = SIZE_MAX;  // the log entry of the first error
+    Status status;
+  };
+  std::vector<Outcome> outcomes(threads);
+  std::vector<RoleMemory> finished(roles);
+  auto replay = [&](int t) {
+    std::vector<BufferSlot> table(schedule.buffers.size());
+    for (size_t r = 0; r < roles; ++r) {
+      if (thread_of[r] != t) continue;
+      const CategoryBytes initial =
+          r < schedule.initial_memory.size() ? schedule.initial_memory[r] : CategoryBytes{};
+      states[r] = std::make_unique<RoleState>(static_cast<int>(r), initial, options, &table);
+    }
+    std::vector<int8_t> phases(n, -1);  // StepPhaseOf per op, once known
+    const std::vector<Transition>& log = timeline.log;
+    for (size_t i = 0; i < log.size(); ++i) {
+      const Transition& tr = log[i];
+      const OpRecord& rec = records[tr.op];
+      if (thread_of[rec.role] != t) continue;
+      RoleState& st = *states[rec.role];
+      const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
+      const int end = records[tr.op + 1].first_effect;
+      for (int k = rec.first_effect; k < end; ++k) {
+        const MemoryEffect& e = effects[k];
+        if (e.when != when) continue;
+        int8_t& phase = phases[tr.op];
+        if (phase < 0) phase = static_cast<int8_t>(StepPhaseOf(schedule.ops[tr.op]));
+        if (Status s = st.Apply(schedule.ops, tr.op, rec.lane, static_cast<StepPhase>(phase), e,
+                                tr.time_ns);
+            !s.ok()) {
+          outcomes[t] = {i, std::move(s)};
+          return;
         }
       }
-      out.back().host_bytes = schedule.initial_host_memory[r];
+      st.EndTransition(tr.time_ns);
     }
+    // The states point into this thread's table: finished here, while it lives.
+    for (size_t r = 0; r < roles; ++r) {
+      if (thread_of[r] == t) finished[r] = states[r]->Finish();
+    }
+  };
+  RunOnThreads(threads, replay);
+  const Outcome* first = &outcomes[0];
+  for (const Outcome& o : outcomes) {
+    if (o.at < first->at) first = &o;
   }
-  return out;
+  if (!first->status.ok()) return first->status;
+
+  for (size_t r = 0; r < roles && r < schedule.initial_host_memory.size(); ++r) {
+    for (int c = 0; c < kNumMemCategories; ++c) {
+      if (schedule.initial_host_memory[r][c] < 0) {
+        return InvalidInput(
+            fmt::format("schedule: role {}: initial host memory of category {} is negative", r, c));
+      }
+    }
+    finished[r].host_bytes = schedule.initial_host_memory[r];
+  }
+  return finished;
 }
 
 }  // namespace shardscope::sim

@@ -28,6 +28,9 @@ namespace shardscope::sim {
 struct MemoryOptions {
   int64_t capacity_bytes = 0;  // usable device memory; <= 0: unlimited
   bool keep_samples = true;    // false: peaks only (sweeps)
+  // Threads the replay may use: roles replay apart (each has its own allocator), so a
+  // pipeline's stages split over them. The same figures for any count.
+  int threads = 1;
 };
 
 // Errors (InvalidInput) name the op: a free of a buffer that is not live or of an anonymous

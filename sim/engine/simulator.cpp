@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <memory>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -17,6 +16,7 @@
 #include "core/timeline/op_accounting.h"
 #include "core/util/units.h"
 #include "sim/cost/calibration.h"
+#include "sim/engine/run_on_threads.h"
 #include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
 
@@ -27,15 +27,10 @@ constexpr double kNsPerS = 1e9;
 
 double Seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
 
-void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
+// The warnings that the timeline alone gives (BuildSummary adds them after the fit's).
+std::vector<std::string> TimingWarnings(const Simulation& sim, const StepAccount& m) {
+  std::vector<std::string> out;
   const int role = sim.reported_role;
-  if (!s->fits) {
-    s->warnings.push_back(fmt::format(
-        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the last "
-        "allocation, the one that crossed the line, was {} (the fit advice names the cause)",
-        s->peak_memory_reserved_gib, s->usable_gib,
-        s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
-  }
   const std::vector<UnitExposure> ag = ExposedAllGathers(sim.schedule, sim.timeline, role);
   if (!ag.empty() && m.step_ns > 0 && ag.front().exposed_ns * 100 > m.step_ns) {
     const UnitExposure& u = ag.front();
@@ -52,7 +47,7 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
       }
     }
     const bool at_head = first_start >= 0 && first_start < edges.head_end_ns;
-    s->warnings.push_back(fmt::format(
+    out.push_back(fmt::format(
         "the all-gather of unit '{}' is exposed most: {:.3f} ms of its {:.3f} ms run while no "
         "compute does ({:.1f}% of the step); {}",
         u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3,
@@ -63,9 +58,20 @@ void AddWarnings(const Simulation& sim, const StepAccount& m, Summary* s) {
                 : "deeper fsdp.forward_prefetch_depth or backward_prefetch_depth may hide it"));
   }
   if (m.step_ns > 0 && m.exposed_comm_ns * 5 > m.step_ns) {
-    s->warnings.push_back(fmt::format(
+    out.push_back(fmt::format(
         "communication is exposed for {:.1f}% of the step",
         100.0 * static_cast<double>(m.exposed_comm_ns) / static_cast<double>(m.step_ns)));
+  }
+  return out;
+}
+
+void AddFitWarning(Summary* s) {
+  if (!s->fits) {
+    s->warnings.push_back(fmt::format(
+        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the last "
+        "allocation, the one that crossed the line, was {} (the fit advice names the cause)",
+        s->peak_memory_reserved_gib, s->usable_gib,
+        s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
   }
 }
 
@@ -145,7 +151,9 @@ void SetDevice(const CostModel& cost, Simulation* sim) {
   sim->nodes = cost.hardware().nodes;
 }
 
-Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
+// The summary's timing half: what the timeline, the prices and the reported role's accounting
+// give (no memory), and the warnings they raise.
+Summary TimingSummary(const Simulation& sim, const StepContext& ctx) {
   const StepAccount& m = sim.role_metrics[sim.reported_role];
   Summary s = SummaryHead(sim.schedule, sim.reported_role, ctx);
   s.step_time_s = Seconds(m.step_ns);
@@ -173,6 +181,13 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
   }
   AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, &s);
+  s.warnings = TimingWarnings(sim, m);
+  return s;
+}
+
+// The memory half, from sim.memory, onto the timing half `s`; the fit's warning goes first.
+void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* out) {
+  Summary& s = *out;
   // Memory: the worst role.
   int peak_role = 0;
   int64_t peak_reserved = 0;
@@ -218,7 +233,16 @@ Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
     s.overflow_category = std::string(MemCategoryName(
         static_cast<MemCategory>(std::max_element(at.begin(), at.end()) - at.begin())));
   }
-  AddWarnings(sim, m, &s);
+  std::vector<std::string> timing = std::move(s.warnings);
+  s.warnings.clear();
+  AddFitWarning(&s);
+  s.warnings.insert(s.warnings.end(), std::make_move_iterator(timing.begin()),
+                    std::make_move_iterator(timing.end()));
+}
+
+Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
+  Summary s = TimingSummary(sim, ctx);
+  AddMemorySummary(sim, ctx, &s);
   return s;
 }
 
@@ -264,18 +288,36 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
     engine_options.contention = &contention;
   }
   SS_ASSIGN_OR_RETURN(sim.timeline, RunEngine(sim.schedule, sim.prices.ns, engine_options));
-  SS_ASSIGN_OR_RETURN(sim.memory,
-                      TrackMemory(sim.schedule, sim.timeline,
-                                  MemoryOptions{ctx.usable_bytes, ctx.keep_memory_samples}));
-  const int roles = static_cast<int>(sim.schedule.roles.size());
-  sim.role_metrics = AccountRoles(sim.schedule, sim.timeline);
-  for (int r = 0; r < roles; ++r) {
-    if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
-      sim.reported_role = r;
+  // The memory replay and the timing accounting read the timeline and nothing of each other:
+  // with threads to spare they run at once, the replay's roles split further.
+  const int threads = std::max(1, ctx.threads);
+  MemoryOptions memory_options{ctx.usable_bytes, ctx.keep_memory_samples};
+  memory_options.threads = threads;
+  Result<std::vector<RoleMemory>> memory = std::vector<RoleMemory>{};
+  Summary timing;
+  auto account = [&] {
+    const int roles = static_cast<int>(sim.schedule.roles.size());
+    sim.role_metrics = AccountRoles(sim.schedule, sim.timeline);
+    for (int r = 0; r < roles; ++r) {
+      if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
+        sim.reported_role = r;
+    }
+    timing = TimingSummary(sim, ctx);
+    timing.compute_by_kind_s = ComputeByKind(sim.schedule, cost, sim.reported_role);
+  };
+  auto replay = [&] { memory = TrackMemory(sim.schedule, sim.timeline, memory_options); };
+  if (threads > 1) {
+    RunOnThreads(2, [&](int k) { k == 0 ? replay() : account(); });
+  } else {
+    replay();
+    if (!memory.ok()) return memory.status();
+    account();
   }
+  if (!memory.ok()) return memory.status();
+  sim.memory = std::move(memory).value();
   SetDevice(cost, &sim);
-  sim.summary = BuildSummary(sim, ctx);
-  sim.summary.compute_by_kind_s = ComputeByKind(sim.schedule, cost, sim.reported_role);
+  sim.summary = std::move(timing);
+  AddMemorySummary(sim, ctx, &sim.summary);
   return sim;
 }
 
@@ -304,6 +346,9 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
   ctx.model_flops = ModelFlopsPerToken(tree, sc.training.seq_len);
   ctx.scenario = sc.resolved;
   ctx.keep_memory_samples = options.keep_memory_samples;
+  ctx.threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   return p;
 }
 
@@ -324,10 +369,8 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 // up before pricing anything when the shorter run's schedule alone holds more than the capacity
 // (memory_floor.h), so that the whole step's schedule is built and its own floor stops it:
 // simulating two short runs of a job that cannot fit would cost more than that. Otherwise (one
-// prediction: `simulate`; nothing calls it so from parallel code) the two runs are independent
-// and run at once, the shorter on a thread of its own: the same figures, in the longer run's
-// time. A plain std::thread rather than oneTBB: ThreadSanitizer sees its start and join, not
-// the uninstrumented library's task hand-off (a false race on every call).
+// prediction: `simulate`, StepContext::threads > 1) the two runs are independent and run at
+// once, the shorter on a thread of its own: the same figures, in the longer run's time.
 std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
                                               const Plan& plan, const ScenarioPricing& pricing,
                                               const SteadyStateRuns& runs,
@@ -344,41 +387,47 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
     }
     return false;
   };
-  std::optional<Simulation> short_runs[2];
+  // What the extrapolation reads of the shorter run (the rest is dropped on its own thread),
+  // and the longer run, which the result is.
+  struct Figures {
+    Summary summary;
+    StepAccount account;
+  };
+  std::optional<Figures> shorter_figures;
+  std::optional<Simulation> longer_run;
   const int counts[2] = {runs.a, runs.b};
-  // Run k, into short_runs[k]; false where the fast path ends (it stays empty).
-  auto run = [&](int k) {
+  // Run k; false where the fast path ends (its result stays empty). The shorter run, beside
+  // the longer one, gets one thread; the longer run what the options allow.
+  auto run = [&](int k, int threads) {
     Result<Schedule> schedule = BuildSimulatedSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
     if (!schedule.ok()) return false;
     if (k == 0 && floor_check && pricing.ctx.usable_bytes > 0 &&
         ScheduleMemoryFloor(*schedule).bytes > pricing.ctx.usable_bytes) {
       return false;
     }
-    Result<Simulation> sim =
-        SimulateSchedule(std::move(schedule).value(), *pricing.cost, pricing.ctx);
+    StepContext ctx = pricing.ctx;
+    ctx.threads = threads;
+    Result<Simulation> sim = SimulateSchedule(std::move(schedule).value(), *pricing.cost, ctx);
     if (!sim.ok() || met_capacity(*sim)) return false;
-    short_runs[k] = std::move(sim).value();
+    if (k == 0) {
+      shorter_figures = Figures{std::move(sim->summary), sim->role_metrics[sim->reported_role]};
+    } else {
+      longer_run = std::move(sim).value();
+    }
     return true;
   };
-  if (floor_check) {
-    if (!run(0) || !run(1)) return std::nullopt;
+  const int threads = pricing.ctx.threads;
+  if (floor_check || threads <= 1) {
+    if (!run(0, threads) || !run(1, threads)) return std::nullopt;
   } else {
-    // A system out of threads runs them one after the other rather than failing the prediction.
-    std::thread shorter;
-    try {
-      shorter = std::thread([&] { run(0); });
-    } catch (const std::system_error&) {
-      run(0);
-    }
-    run(1);
-    if (shorter.joinable()) shorter.join();
-    if (!short_runs[0] || !short_runs[1]) return std::nullopt;
+    RunOnThreads(2, [&](int k) { k == 0 ? run(1, threads) : run(0, 1); });
+    if (!shorter_figures || !longer_run) return std::nullopt;
   }
-  Simulation& a = *short_runs[0];
-  Simulation& b = *short_runs[1];
+  const Figures& a = *shorter_figures;
+  Simulation& b = *longer_run;
   std::optional<Summary> summary =
-      ExtrapolateSummary(a.summary, a.role_metrics[a.reported_role], b.summary,
-                         b.role_metrics[b.reported_role], runs, pricing.ctx.peak_flops);
+      ExtrapolateSummary(a.summary, a.account, b.summary, b.role_metrics[b.reported_role], runs,
+                         pricing.ctx.peak_flops);
   if (!summary) return std::nullopt;
   b.summary = std::move(*summary);
   b.steady_state = runs;

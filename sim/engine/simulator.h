@@ -55,6 +55,10 @@ struct StepContext {
   ModelFlops model_flops;           // for TFLOP/s and MFU
   nlohmann::json scenario;          // resolved scenario, copied into the summary
   bool keep_memory_samples = true;  // false: peaks only (sweeps, benchmarks)
+  // Threads one simulation may use: 1 runs it on the calling thread alone (sweeps, which run
+  // variants in parallel); more run the memory replay beside the accounting and split its
+  // roles (SimulateSchedule). The figures do not depend on it.
+  int threads = 1;
 };
 
 struct Simulation {
@@ -91,6 +95,9 @@ struct SimulateOptions {
   // priced nor run (Simulation::floor_over_capacity): sweeps and plan search rank only what
   // fits. false: every job is simulated to the end (simulate, traces, the fit advice).
   bool stop_when_not_fitting = false;
+  // StepContext::threads for this prediction; 0: the hardware's threads, at most 4 (past that
+  // a step's independent parts run out). Sweeps, which run variants in parallel, set 1.
+  int threads = 0;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

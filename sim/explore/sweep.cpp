@@ -57,6 +57,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   // Only the variants that fit are ranked: one that holds more than the capacity whatever
   // the timing is not run (43% of the 70B grid's time, bench/explore_benchmark.cpp).
   peaks_only.stop_when_not_fitting = true;
+  peaks_only.threads = 1;  // the variants run in parallel
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
     r.message = run.status().message();

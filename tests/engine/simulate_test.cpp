@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/trace/trace_io.h"
+#include "sim/engine/memory_tracker.h"
 #include "sim/engine/simulator.h"
 #include "sim/hardware/hardware.h"
 #include "tests/engine/small_job.h"
@@ -234,6 +235,81 @@ TEST(SimulateTest, SameInputGivesAByteIdenticalTrace) {
   auto back = ParseTrace(a, "<predicted>");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->metadata.kind, "predicted");
+}
+
+// One prediction's threads (the memory replay beside the accounting, its roles split over
+// threads) change nothing: byte-identical traces with 1, 2 and 4 threads, for a pipeline and
+// for a job that does not fit (whose summary leads with the fit's warning).
+TEST(SimulateTest, ThreadsChangeNothing) {
+  json over = DefaultScenarioJson();
+  over["cluster"]["gpu"] = "a100-40g";
+  over["training"]["local_batch"] = 8;
+  over["training"]["activation_checkpoint"] = "none";
+  const std::vector<std::pair<json, std::vector<std::string>>> jobs = {
+      {SmallJob(), {"parallelism.pp=4", "parallelism.pp_microbatches=8", "training.local_batch=8"}},
+      {over, {}}};
+  for (const auto& [doc, sets] : jobs) {
+    Result<Scenario> sc = ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    std::string one;
+    for (int threads : {1, 2, 4}) {
+      SimulateOptions o;
+      o.threads = threads;
+      Result<Simulation> sim = SimulateScenario(*sc, o);
+      ASSERT_TRUE(sim.ok()) << sim.status().message();
+      const std::string trace = SerializeTrace(SimulationTrace(*sim, "shardscope test"));
+      if (threads == 1) {
+        one = trace;
+        continue;
+      }
+      EXPECT_EQ(trace, one) << threads << " threads";
+      EXPECT_EQ(sim->summary.fits, doc == SmallJob());
+    }
+  }
+}
+
+// A schedule with bad frees in two roles reports the same error, the first in time, however
+// many threads its roles replay on.
+TEST(SimulateTest, TheMemoryReplaysFirstErrorIsTheSameOnAnyThreadCount) {
+  Result<Scenario> sc = ParseScenario(
+      SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR,
+      {"parallelism.pp=4", "parallelism.pp_microbatches=8", "training.local_batch=8"});
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  SimulateOptions o;
+  o.threads = 1;
+  Result<Simulation> sim = SimulateScenario(*sc, o);
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  Schedule& s = sim->schedule;
+  // The first free of role 3 and the last of role 1 free one byte too few.
+  int first3 = -1, last1 = -1;
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    for (const MemoryEffect& e : s.ops[i].memory) {
+      if (e.bytes >= 0) continue;
+      if (s.ops[i].role == 3 && first3 < 0) first3 = static_cast<int>(i);
+      if (s.ops[i].role == 1) last1 = static_cast<int>(i);
+    }
+  }
+  ASSERT_GE(first3, 0);
+  ASSERT_GE(last1, 0);
+  for (int op : {first3, last1}) {
+    for (MemoryEffect& e : s.ops[op].memory) {
+      if (e.bytes < 0) {
+        e.bytes += 1;
+        break;
+      }
+    }
+  }
+  std::vector<std::string> errors;
+  for (int threads : {1, 2, 4}) {
+    MemoryOptions mo;
+    mo.threads = threads;
+    Result<std::vector<RoleMemory>> mem = TrackMemory(s, sim->timeline, mo);
+    ASSERT_FALSE(mem.ok());
+    errors.push_back(mem.status().message());
+  }
+  EXPECT_NE(errors[0].find("frees buffer"), std::string::npos) << errors[0];
+  EXPECT_EQ(errors[1], errors[0]);
+  EXPECT_EQ(errors[2], errors[0]);
 }
 
 // CPU offload: the optimizer step runs on the host at the host's rate (not HBM's), its time is

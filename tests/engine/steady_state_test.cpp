@@ -182,8 +182,10 @@ TEST(SteadyStateTest, ConcurrentShortRunsGiveTheSequentialRunsSummary) {
     SimulateOptions o;
     o.keep_memory_samples = false;
     o.exact = false;
+    o.threads = 4;
     Result<Simulation> concurrent = SimulateScenario(*sc, o);
     o.stop_when_not_fitting = true;
+    o.threads = 1;
     Result<Simulation> sequential = SimulateScenario(*sc, o);
     ASSERT_TRUE(concurrent.ok() && sequential.ok());
     ASSERT_TRUE(concurrent->steady_state.has_value());
