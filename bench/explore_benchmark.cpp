@@ -3,7 +3,7 @@
 // threads, reported as variants/s (target ≥ 1,000/s on 2 cores); the same grid one variant at a
 // time for the latency spread (median, p90, max) and the cost per schedule op of the jobs that
 // run and of those stopped at the memory floor; and a GPT-3-175B-like job with TP 8, PP 8 and
-// 8..64 micro-batches (target: 64 in ≤ 15 ms).
+// 8..64 micro-batches (target: 64 in ≤ 15 ms), and the stages of its extrapolated run alone.
 //
 // Run: build-rel/bench/explore_benchmark --benchmark_repetitions=3
 //          --benchmark_report_aggregates_only=true
@@ -18,7 +18,15 @@
 #include <vector>
 
 #include "core/config/scenario.h"
+#include "core/model/model_source.h"
+#include "core/plan/planner.h"
+#include "core/schedule/schedule_builder.h"
+#include "core/schedule/schedule_options.h"
+#include "core/timeline/op_accounting.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/memory_tracker.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/steady_state.h"
 #include "sim/explore/sweep.h"
 
 namespace shardscope::sim {
@@ -236,7 +244,9 @@ BENCHMARK(BM_Grid70b_SteadyStateAgreement)->Unit(benchmark::kSecond)->Iterations
 // GPT-3 175B shapes (96 layers, hidden 12288, vocab padded to 51,200) on 1,024 H100s: TP 8 × PP 8 ×
 // dp_shard 16, one 2,048-token sequence per micro-batch, range(0) micro-batches (1F1B); range(1) =
 // 1: the whole step (--exact), 0: the steady-state extrapolation sweeps use.
-void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
+// A GPT-3-175B-shaped job (96 blocks of width 12288) with TP 8, PP 8 and `micro_batches`
+// micro-batches of one sequence.
+nlohmann::json Gpt3_175bTp8Pp8(int64_t micro_batches) {
   nlohmann::json j = Llama70bOn1024();
   j["model"] = {{"hf",
                  {{"model_type", "llama"},
@@ -252,9 +262,14 @@ void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
   j["parallelism"]["tp"] = 8;
   j["parallelism"]["pp"] = 8;
   j["parallelism"]["dp_shard"] = -1;
-  j["parallelism"]["pp_microbatches"] = state.range(0);
-  j["training"]["local_batch"] = state.range(0);
+  j["parallelism"]["pp_microbatches"] = micro_batches;
+  j["training"]["local_batch"] = micro_batches;
   j["training"]["seq_len"] = 2048;
+  return j;
+}
+
+void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
+  nlohmann::json j = Gpt3_175bTp8Pp8(state.range(0));
   Result<Scenario> sc = ParseScenario(j, "<bench>", ".");
   if (!sc.ok()) {
     state.SkipWithError(sc.status().message().c_str());
@@ -274,9 +289,76 @@ void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
     state.counters["reserved_gib"] = sim->summary.peak_memory_reserved_gib;
   }
 }
+
 BENCHMARK(BM_Gpt3_175b_Tp8Pp8)
     ->ArgsProduct({{8, 16, 32, 64}, {1, 0}})
     ->ArgNames({"micro", "exact"})
+    ->Unit(benchmark::kMillisecond);
+
+// Where the time of the extrapolated BM_Gpt3_175b_Tp8Pp8/micro:64 goes: its longer short run
+// (17 micro-batches, steady_state.h), each stage alone and in ms per run as counters; the memory
+// replay on Arg threads. The stages are SimulateScenario's, less the overlap contention model
+// (a flat slowdown instead) and the summary.
+void BM_StagesOfTheLongerRun(benchmark::State& state) {
+  nlohmann::json j = Gpt3_175bTp8Pp8(64);
+  Result<Scenario> parsed = ParseScenario(j, "<bench>", ".");
+  if (!parsed.ok()) {
+    state.SkipWithError(parsed.status().message().c_str());
+    return;
+  }
+  const Scenario sc = WithMicroBatches(*parsed, 17);
+  enum { kPrefix, kBuild, kPrice, kEngine, kReplay, kAccount, kDestroy, kStages };
+  const char* names[kStages] = {"prefix", "build",   "price",  "engine",
+                                "replay", "account", "destroy"};
+  double ms[kStages] = {};
+  using Clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    Clock::time_point at = Clock::now();
+    auto lap = [&](int stage) {
+      const Clock::time_point now = Clock::now();
+      ms[stage] += std::chrono::duration<double, std::milli>(now - at).count();
+      at = now;
+    };
+    ModelBuildOptions build;
+    build.tp = sc.parallelism.tp;
+    ModelTree tree = LoadModel(sc.model, build).value();
+    Plan plan = PlanScenario(sc, tree).value();
+    SimulateOptions options;
+    options.keep_memory_samples = false;
+    ScenarioPricing pricing = PriceScenario(sc, tree, options).value();
+    lap(kPrefix);
+    ScheduleOptions schedule_options = ScheduleOptionsFromScenario(sc);
+    schedule_options.grad_param_names = false;
+    Schedule schedule = BuildSchedule(tree, plan, schedule_options).value();
+    lap(kBuild);
+    OpPrices prices = PriceSchedule(schedule, *pricing.cost, sc.cluster.gpus_per_node).value();
+    lap(kPrice);
+    EngineOptions engine_options;
+    engine_options.overlap_slowdown = 1.2;
+    Timeline timeline = RunEngine(schedule, prices.ns, engine_options).value();
+    lap(kEngine);
+    MemoryOptions memory_options;
+    memory_options.keep_samples = false;
+    memory_options.threads = static_cast<int>(state.range(0));
+    std::vector<RoleMemory> memory = TrackMemory(schedule, timeline, memory_options).value();
+    lap(kReplay);
+    std::vector<StepAccount> accounts = AccountRoles(schedule, timeline);
+    benchmark::DoNotOptimize(accounts.data());
+    lap(kAccount);
+    {
+      Schedule dropped_schedule = std::move(schedule);
+      Timeline dropped_timeline = std::move(timeline);
+    }
+    lap(kDestroy);
+  }
+  for (int k = 0; k < kStages; ++k) {
+    state.counters[names[k]] = ms[k] / static_cast<double>(state.iterations());
+  }
+}
+BENCHMARK(BM_StagesOfTheLongerRun)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

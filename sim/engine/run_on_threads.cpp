@@ -1,6 +1,6 @@
 #include "sim/engine/run_on_threads.h"
 
-#include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
 
 namespace shardscope::sim {
 
@@ -9,7 +9,10 @@ void RunOnThreads(int n, const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
-  tbb::parallel_for(0, n, [&](int k) { fn(k); });
+  tbb::task_group others;
+  for (int k = 1; k < n; ++k) others.run([&fn, k] { fn(k); });
+  fn(0);
+  others.wait();
 }
 
 }  // namespace shardscope::sim
