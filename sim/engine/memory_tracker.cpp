@@ -11,7 +11,7 @@
 
 #include "core/timeline/step_phase.h"
 #include "sim/engine/caching_allocator.h"
-#include "sim/engine/run_on_threads.h"
+#include "sim/engine/run_parts.h"
 
 namespace shardscope::sim {
 namespace {
@@ -256,24 +256,26 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
   }
   records[n].first_effect = static_cast<int>(effects.size());
 
-  // Roles to threads, largest first onto the least loaded: each role's replay is the same on
-  // any thread, so the figures do not depend on the split, and the error reported is the
-  // first in log order, as one thread finds it. Each thread has its own buffer table and
-  // phase cache: the ops and buffers of different roles interleave, and threads writing
+  // Roles in groups, largest first onto the least loaded, two groups per thread so that a
+  // thread done early (with the accounting beside the replay, say) takes a share: each role's
+  // replay is the same in any group, so the figures do not depend on the split, and the error
+  // reported is the first in log order, as one group finds it. Each group has its own buffer
+  // table and phases: the ops and buffers of different roles interleave, and threads writing
   // neighbouring slots of one table would contend for its cache lines.
-  const int threads =
-      roles_apart ? std::clamp(options.threads, 1, std::max(1, static_cast<int>(roles))) : 1;
-  std::vector<int> thread_of(roles, 0);
+  const int threads = roles_apart ? std::max(1, options.threads) : 1;
+  const int groups =
+      std::clamp(threads == 1 ? 1 : 2 * threads, 1, std::max(1, static_cast<int>(roles)));
+  std::vector<int> group_of(roles, 0);
   {
     std::vector<int> order(roles);
     for (size_t r = 0; r < roles; ++r) order[r] = static_cast<int>(r);
     std::stable_sort(order.begin(), order.end(),
                      [&](int x, int y) { return role_effects[x] > role_effects[y]; });
-    std::vector<int64_t> load(threads, 0);
+    std::vector<int64_t> load(groups, 0);
     for (int r : order) {
-      const int t = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-      thread_of[r] = t;
-      load[t] += role_effects[r] + 1;
+      const int g = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      group_of[r] = g;
+      load[g] += role_effects[r] + 1;
     }
   }
   std::vector<std::unique_ptr<RoleState>> states(roles);
@@ -281,30 +283,30 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     size_t at = SIZE_MAX;  // the log entry of the first error
     Status status;
   };
-  std::vector<Outcome> outcomes(threads);
+  std::vector<Outcome> outcomes(groups);
   std::vector<RoleMemory> finished(roles);
-  auto replay = [&](int t) {
+  auto replay = [&](int g) {
     std::vector<BufferSlot> table(schedule.buffers.size());
     for (size_t r = 0; r < roles; ++r) {
-      if (thread_of[r] != t) continue;
+      if (group_of[r] != g) continue;
       const CategoryBytes initial =
           r < schedule.initial_memory.size() ? schedule.initial_memory[r] : CategoryBytes{};
       states[r] = std::make_unique<RoleState>(static_cast<int>(r), initial, options, &table);
     }
-    // StepPhaseOf (which parses the op_id) of this thread's ops with effects, in schedule
+    // StepPhaseOf (which parses the op_id) of this group's ops with effects, in schedule
     // order: the op_ids lie in memory in that order, and reading them in the log's time order
     // instead missed the cache on nearly every one (TP 8 x PP 8 x 17 micro-batches: 2.7 ms of
     // a 7.3 ms replay against 0.9 ms).
     std::vector<int8_t> phases(n, 0);
     for (size_t i = 0; i < n; ++i) {
-      if (thread_of[records[i].role] == t && records[i + 1].first_effect > records[i].first_effect)
+      if (group_of[records[i].role] == g && records[i + 1].first_effect > records[i].first_effect)
         phases[i] = static_cast<int8_t>(StepPhaseOf(schedule.ops[i]));
     }
     const std::vector<Transition>& log = timeline.log;
     for (size_t i = 0; i < log.size(); ++i) {
       const Transition& tr = log[i];
       const OpRecord& rec = records[tr.op];
-      if (thread_of[rec.role] != t) continue;
+      if (group_of[rec.role] != g) continue;
       RoleState& st = *states[rec.role];
       const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
       const int end = records[tr.op + 1].first_effect;
@@ -314,22 +316,22 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
         if (Status s = st.Apply(schedule.ops, tr.op, rec.lane,
                                 static_cast<StepPhase>(phases[tr.op]), e, tr.time_ns);
             !s.ok()) {
-          outcomes[t] = {i, std::move(s)};
+          outcomes[g] = {i, std::move(s)};
           return;
         }
       }
       st.EndTransition(tr.time_ns);
     }
-    // The states point into this thread's table: finished here, while it lives, and dropped
+    // The states point into this group's table: finished here, while it lives, and dropped
     // here: memory is best freed by the thread that allocated it (mimalloc's heaps are per
     // thread; freed from another, its pages wait for this one to reclaim them).
     for (size_t r = 0; r < roles; ++r) {
-      if (thread_of[r] != t) continue;
+      if (group_of[r] != g) continue;
       finished[r] = states[r]->Finish();
       states[r].reset();
     }
   };
-  RunOnThreads(threads, replay);
+  RunParts(groups, threads, replay);
   const Outcome* first = &outcomes[0];
   for (const Outcome& o : outcomes) {
     if (o.at < first->at) first = &o;

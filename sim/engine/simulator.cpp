@@ -16,7 +16,7 @@
 #include "core/timeline/op_accounting.h"
 #include "core/util/units.h"
 #include "sim/cost/calibration.h"
-#include "sim/engine/run_on_threads.h"
+#include "sim/engine/run_parts.h"
 #include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
 
@@ -152,8 +152,10 @@ void SetDevice(const CostModel& cost, Simulation* sim) {
 }
 
 // The summary's timing half: what the timeline, the prices and the reported role's accounting
-// give (no memory), and the warnings they raise.
-Summary TimingSummary(const Simulation& sim, const StepContext& ctx) {
+// give (no memory), and the warnings they raise; with `cost`, the compute by kind too. Its
+// per-op passes read nothing of each other's: with threads they run at once.
+Summary TimingSummary(const Simulation& sim, const StepContext& ctx, const CostModel* cost,
+                      int threads) {
   const StepAccount& m = sim.role_metrics[sim.reported_role];
   Summary s = SummaryHead(sim.schedule, sim.reported_role, ctx);
   s.step_time_s = Seconds(m.step_ns);
@@ -164,14 +166,6 @@ Summary TimingSummary(const Simulation& sim, const StepContext& ctx) {
   s.exposed_copy_s = Seconds(m.exposed_copy_ns);
   s.host_compute_s = Seconds(m.host_ns);
   s.overlap_ratio = m.overlap_ratio();
-  int64_t stretch_ns = 0;
-  for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
-    const ScheduleOp& op = sim.schedule.ops[i];
-    if (op.role != sim.reported_role || WorkKindOf(op) != WorkKind::kCompute) continue;
-    if (i >= sim.prices.ns.size() || sim.timeline.ops[i].start_ns < 0) continue;
-    stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
-  }
-  s.overlap_stretch_s = Seconds(stretch_ns);
   for (int k = 0; k < kNumWorkKinds; ++k) {
     const WorkKind kind = static_cast<WorkKind>(k);
     if (kind == WorkKind::kCompute || kind == WorkKind::kHost || m.busy_by_kind_ns[k] == 0)
@@ -180,8 +174,26 @@ Summary TimingSummary(const Simulation& sim, const StepContext& ctx) {
     s.comm_s[name] = Seconds(m.busy_by_kind_ns[k]);
     s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
   }
-  AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, &s);
-  s.warnings = TimingWarnings(sim, m);
+  // Each part writes fields of its own.
+  RunParts(3, threads, [&](int part) {
+    if (part == 0) {
+      AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, &s);
+    } else if (part == 1) {
+      s.warnings = TimingWarnings(sim, m);
+    } else {
+      int64_t stretch_ns = 0;
+      for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
+        const ScheduleOp& op = sim.schedule.ops[i];
+        if (op.role != sim.reported_role || WorkKindOf(op) != WorkKind::kCompute) continue;
+        if (i >= sim.prices.ns.size() || sim.timeline.ops[i].start_ns < 0) continue;
+        stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
+      }
+      s.overlap_stretch_s = Seconds(stretch_ns);
+      if (cost != nullptr) {
+        s.compute_by_kind_s = ComputeByKind(sim.schedule, *cost, sim.reported_role);
+      }
+    }
+  });
   return s;
 }
 
@@ -241,7 +253,7 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
 }
 
 Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
-  Summary s = TimingSummary(sim, ctx);
+  Summary s = TimingSummary(sim, ctx, nullptr, 1);
   AddMemorySummary(sim, ctx, &s);
   return s;
 }
@@ -289,30 +301,24 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
   }
   SS_ASSIGN_OR_RETURN(sim.timeline, RunEngine(sim.schedule, sim.prices.ns, engine_options));
   // The memory replay and the timing accounting read the timeline and nothing of each other:
-  // with threads to spare they run at once, the replay's roles split further.
+  // with threads to spare they run at once, each split further (the replay by roles).
   const int threads = std::max(1, ctx.threads);
+  for (int r = 0; r < static_cast<int>(sim.schedule.roles.size()); ++r) {
+    if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
+      sim.reported_role = r;
+  }
   MemoryOptions memory_options{ctx.usable_bytes, ctx.keep_memory_samples};
   memory_options.threads = threads;
   Result<std::vector<RoleMemory>> memory = std::vector<RoleMemory>{};
   Summary timing;
-  auto account = [&] {
-    const int roles = static_cast<int>(sim.schedule.roles.size());
-    sim.role_metrics = AccountRoles(sim.schedule, sim.timeline);
-    for (int r = 0; r < roles; ++r) {
-      if (sim.timeline.role_end_ns[r] > sim.timeline.role_end_ns[sim.reported_role])
-        sim.reported_role = r;
+  RunParts(2, threads, [&](int part) {
+    if (part == 0) {
+      memory = TrackMemory(sim.schedule, sim.timeline, memory_options);
+    } else if (threads > 1 || memory.ok()) {  // alone, a replay error ends the run first
+      sim.role_metrics = AccountRoles(sim.schedule, sim.timeline);
+      timing = TimingSummary(sim, ctx, &cost, threads);
     }
-    timing = TimingSummary(sim, ctx);
-    timing.compute_by_kind_s = ComputeByKind(sim.schedule, cost, sim.reported_role);
-  };
-  auto replay = [&] { memory = TrackMemory(sim.schedule, sim.timeline, memory_options); };
-  if (threads > 1) {
-    RunOnThreads(2, [&](int k) { k == 0 ? replay() : account(); });
-  } else {
-    replay();
-    if (!memory.ok()) return memory.status();
-    account();
-  }
+  });
   if (!memory.ok()) return memory.status();
   sim.memory = std::move(memory).value();
   SetDevice(cost, &sim);
@@ -420,7 +426,7 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   if (floor_check || threads <= 1) {
     if (!run(0, threads) || !run(1, threads)) return std::nullopt;
   } else {
-    RunOnThreads(2, [&](int k) { k == 0 ? run(1, threads) : run(0, 1); });
+    RunParts(2, threads, [&](int k) { k == 0 ? run(1, threads) : run(0, 1); });
     if (!shorter_figures || !longer_run) return std::nullopt;
   }
   const Figures& a = *shorter_figures;

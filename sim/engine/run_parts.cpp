@@ -1,12 +1,12 @@
-#include "sim/engine/run_on_threads.h"
+#include "sim/engine/run_parts.h"
 
 #include <tbb/task_group.h>
 
 namespace shardscope::sim {
 
-void RunOnThreads(int n, const std::function<void(int)>& fn) {
-  if (n <= 1) {
-    fn(0);
+void RunParts(int n, int threads, const std::function<void(int)>& fn) {
+  if (threads <= 1 || n <= 1) {
+    for (int k = 0; k < n; ++k) fn(k);
     return;
   }
   tbb::task_group others;
