@@ -236,8 +236,9 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
   effects.reserve(2 * n);
   std::vector<int64_t> role_effects(roles, 0);
   // Whether every named effect names a buffer of its own op's role in the table: then no two
-  // roles share a slot and the roles can replay apart, on several threads.
-  bool roles_apart = true;
+  // roles share a slot and the roles can replay apart, on several threads. Looked at only
+  // when there are threads to use (a read of the buffer table per effect).
+  bool roles_apart = options.threads > 1;
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = schedule.ops[i];
     if (op.role < 0 || static_cast<size_t>(op.role) >= roles) {
@@ -247,9 +248,10 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     records[i] = {static_cast<int>(effects.size()), op.role, static_cast<int8_t>(op.lane)};
     effects.insert(effects.end(), op.memory.begin(), op.memory.end());
     role_effects[op.role] += static_cast<int64_t>(op.memory.size());
-    for (const MemoryEffect& e : op.memory) {
-      if (e.buffer >= 0 && static_cast<size_t>(e.buffer) < schedule.buffers.size() &&
-          schedule.buffers[e.buffer].role != op.role) {
+    for (size_t k = 0; roles_apart && k < op.memory.size(); ++k) {
+      const int b = op.memory[k].buffer;
+      if (b >= 0 && static_cast<size_t>(b) < schedule.buffers.size() &&
+          schedule.buffers[b].role != op.role) {
         roles_apart = false;
       }
     }
