@@ -376,7 +376,8 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 // (memory_floor.h), so that the whole step's schedule is built and its own floor stops it:
 // simulating two short runs of a job that cannot fit would cost more than that. Otherwise (one
 // prediction: `simulate`, StepContext::threads > 1) the two runs are independent and run at
-// once, the shorter on a thread of its own: the same figures, in the longer run's time.
+// once, the longer on the calling thread and the shorter as a task beside it: the same figures,
+// in the longer run's time.
 std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
                                               const Plan& plan, const ScenarioPricing& pricing,
                                               const SteadyStateRuns& runs,
