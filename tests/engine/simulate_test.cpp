@@ -238,32 +238,51 @@ TEST(SimulateTest, SameInputGivesAByteIdenticalTrace) {
 }
 
 // One prediction's threads (the memory replay beside the accounting, its roles split over
-// threads) change nothing: byte-identical traces with 1, 2 and 4 threads, for a pipeline and
-// for a job that does not fit (whose summary leads with the fit's warning).
+// threads, the summary's passes, the two short runs of an extrapolated step) change nothing:
+// byte-identical traces with 1, 2 and 4 threads, for pipelines (1F1B, interleaved, and one
+// extrapolated from its steady state), an offloaded job (host memory) and a job that does not
+// fit (whose summary leads with the fit's warning).
 TEST(SimulateTest, ThreadsChangeNothing) {
   json over = DefaultScenarioJson();
   over["cluster"]["gpu"] = "a100-40g";
   over["training"]["local_batch"] = 8;
   over["training"]["activation_checkpoint"] = "none";
-  const std::vector<std::pair<json, std::vector<std::string>>> jobs = {
+  struct Job {
+    json doc;
+    std::vector<std::string> sets;
+    bool exact = true;
+    bool fits = true;
+  };
+  const std::vector<Job> jobs = {
       {SmallJob(), {"parallelism.pp=4", "parallelism.pp_microbatches=8", "training.local_batch=8"}},
-      {over, {}}};
-  for (const auto& [doc, sets] : jobs) {
-    Result<Scenario> sc = ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+      {SmallJob(),
+       {"parallelism.pp=2", "parallelism.pp_schedule=interleaved_1f1b",
+        "parallelism.pp_virtual_stages=2", "parallelism.pp_microbatches=4",
+        "training.local_batch=4"}},
+      {SmallJob(),
+       {"parallelism.pp=2", "parallelism.pp_microbatches=24", "training.local_batch=24"},
+       false},
+      {SmallJob(), {"fsdp.enable_offload=true"}},
+      {over, {}, true, false}};
+  for (const Job& job : jobs) {
+    Result<Scenario> sc = ParseScenario(job.doc, "<test>", SHARDSCOPE_SOURCE_DIR, job.sets);
     ASSERT_TRUE(sc.ok()) << sc.status().message();
+    const std::string name = job.sets.empty() ? "over" : job.sets.front();
     std::string one;
     for (int threads : {1, 2, 4}) {
       SimulateOptions o;
       o.threads = threads;
+      o.exact = job.exact;
       Result<Simulation> sim = SimulateScenario(*sc, o);
-      ASSERT_TRUE(sim.ok()) << sim.status().message();
+      ASSERT_TRUE(sim.ok()) << name << ": " << sim.status().message();
+      EXPECT_EQ(sim->summary.fits, job.fits) << name;
+      EXPECT_EQ(sim->steady_state.has_value(), !job.exact) << name;
       const std::string trace = SerializeTrace(SimulationTrace(*sim, "shardscope test"));
       if (threads == 1) {
         one = trace;
         continue;
       }
-      EXPECT_EQ(trace, one) << threads << " threads";
-      EXPECT_EQ(sim->summary.fits, doc == SmallJob());
+      EXPECT_EQ(trace, one) << name << ", " << threads << " threads";
     }
   }
 }
