@@ -65,13 +65,16 @@ std::vector<std::string> TimingWarnings(const Simulation& sim, const StepAccount
   return out;
 }
 
+// The fit's warning, ahead of the timing's (it is the one that matters first).
 void AddFitWarning(Summary* s) {
   if (!s->fits) {
-    s->warnings.push_back(fmt::format(
-        "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the last "
-        "allocation, the one that crossed the line, was {} (the fit advice names the cause)",
-        s->peak_memory_reserved_gib, s->usable_gib,
-        s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
+    s->warnings.insert(
+        s->warnings.begin(),
+        fmt::format(
+            "does not fit: peak reserved {:.2f} GiB (estimate) vs {:.2f} GiB usable; the last "
+            "allocation, the one that crossed the line, was {} (the fit advice names the cause)",
+            s->peak_memory_reserved_gib, s->usable_gib,
+            s->overflow_category.empty() ? "(reserved over capacity)" : s->overflow_category));
   }
 }
 
@@ -245,11 +248,7 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
     s.overflow_category = std::string(MemCategoryName(
         static_cast<MemCategory>(std::max_element(at.begin(), at.end()) - at.begin())));
   }
-  std::vector<std::string> timing = std::move(s.warnings);
-  s.warnings.clear();
   AddFitWarning(&s);
-  s.warnings.insert(s.warnings.end(), std::make_move_iterator(timing.begin()),
-                    std::make_move_iterator(timing.end()));
 }
 
 Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
