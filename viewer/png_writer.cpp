@@ -1,12 +1,10 @@
 #include "viewer/png_writer.h"
 
 #include <stb/stb_image_write.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <string>
-#include <system_error>
+
+#include "core/util/output_files.h"
 
 namespace shardscope::viewer {
 
@@ -16,18 +14,16 @@ Status WritePngAtomic(const std::string& path, int width, int height,
     return RuntimeError("PNG " + path + ": pixel buffer does not match " + std::to_string(width) +
                         "x" + std::to_string(height));
   }
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  if (!stbi_write_png(tmp.c_str(), width, height, 4, rgba.data(), width * 4)) {
-    std::remove(tmp.c_str());
-    return RuntimeError("cannot write " + path + " (is the folder writable?)");
+  // Encoded in memory, then written as every output is (core/util/output_files.h).
+  std::string png;
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data),
+                                               static_cast<size_t>(size));
+  };
+  if (!stbi_write_png_to_func(append, &png, width, height, 4, rgba.data(), width * 4)) {
+    return RuntimeError("PNG " + path + ": encoding failed");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return RuntimeError("cannot write " + path + ": " + ec.message());
-  }
-  return Status::Ok();
+  return WriteFileAtomic(path, png);
 }
 
 }  // namespace shardscope::viewer

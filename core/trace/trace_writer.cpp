@@ -10,6 +10,7 @@
 #include "core/trace/json_text.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 
 namespace shardscope {
 

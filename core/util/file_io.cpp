@@ -1,11 +1,9 @@
 #include "core/util/file_io.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -73,25 +71,6 @@ Result<std::string> ReadPlain(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-// gzip framing (deflate with a gzip header and trailer), what `gzip -d` and ReadGzip read.
-Result<std::string> Gzip(const std::string& path, const std::string& data) {
-  z_stream z{};
-  constexpr int kGzipWindowBits = 15 + 16;  // 16 asks deflate for the gzip wrapper
-  if (deflateInit2(&z, 6, Z_DEFLATED, kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return RuntimeError(path + ": cannot start gzip compression");
-  }
-  std::string out(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) return RuntimeError(path + ": gzip compression failed");
-  return out;
-}
-
 }  // namespace
 
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
@@ -102,33 +81,6 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   if (max_bytes == 0) max_bytes = static_cast<size_t>(LimitValue(Limit::kInputBytes));
   if (path.ends_with(".gz")) return ReadGzip(path, max_bytes);
   return ReadPlain(path, max_bytes);
-}
-
-Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  std::string compressed;
-  if (path.ends_with(".gz")) {
-    if (text.size() > 0xffffffffu) return RuntimeError(path + ": too large to gzip in one piece");
-    SS_ASSIGN_OR_RETURN(compressed, Gzip(path, text));
-  }
-  const std::string& contents = path.ends_with(".gz") ? compressed : text;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    // The temporary name is ours, not the user's: errors name the output they asked for.
-    if (!out) return RuntimeError(path + ": cannot write (" + std::strerror(errno) + ")");
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return RuntimeError(path + ": write failed (" + std::strerror(errno) + ")");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return RuntimeError(path + ": cannot write (" + why + ")");
-  }
-  return Status::Ok();
 }
 
 }  // namespace shardscope

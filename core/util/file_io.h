@@ -2,9 +2,7 @@
 //
 // Contents:
 //   ReadFile         whole file into a string (a `.gz` file is inflated)
-//   WriteFileAtomic  write to `<path>.tmp.<pid>` then rename, so a crash or error never
-//                    leaves a half-written file where the user's previous output was (a
-//                    `.gz` file is gzip-compressed)
+// Writing (atomic, all or none, devices in place) is in core/util/output_files.h.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +17,5 @@ namespace shardscope {
 // a few kilobytes of gzip can inflate to terabytes) is refused (exit 2). A directory is
 // refused as one. Errors name the path.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 0);
-
-// Writes `text` to `path` atomically (temporary name in the same folder, then rename). A name
-// ending in `.gz` gets gzip data, so every output option honours the extension ReadFile reads.
-Status WriteFileAtomic(const std::string& path, const std::string& text);
 
 }  // namespace shardscope

@@ -13,6 +13,7 @@
 #include "core/config/scenario.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/calibrate/calibration_inputs.h"
 #include "sim/cost/calibration.h"
 #include "sim/engine/simulator.h"

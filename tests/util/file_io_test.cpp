@@ -1,4 +1,5 @@
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/calibration_inputs.h"
 #include "sim/cost/calibration.h"

@@ -11,6 +11,7 @@
 #include "core/model/model_summary.h"
 #include "core/model/tree_json.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "core/util/units.h"
 #include "tools/shardscope/command.h"
 

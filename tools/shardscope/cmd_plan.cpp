@@ -12,6 +12,7 @@
 #include "core/plan/plan_json.h"
 #include "core/plan/planner.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/cost/calibration.h"
 #include "sim/cost/cost_params.h"
 #include "sim/hardware/hardware.h"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/recommend.h"
 #include "sim/explore/sweep_output.h"

@@ -20,6 +20,7 @@
 #include "core/schedule/schedule_options.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "core/util/units.h"
 #include "sim/engine/simulator.h"
 #include "tools/shardscope/command.h"

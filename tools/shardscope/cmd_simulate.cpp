@@ -14,6 +14,7 @@
 #include "core/config/scenario.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/advisor/fit_advisor.h"
 #include "sim/advisor/fit_cause.h"
 #include "sim/engine/simulator.h"

@@ -12,6 +12,7 @@
 
 #include "backend/launch.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/sweep.h"
 #include "sim/explore/sweep_output.h"

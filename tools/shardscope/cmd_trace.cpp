@@ -12,6 +12,7 @@
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "core/util/json_guard.h"
 #include "core/util/units.h"
 #include "tools/shardscope/command.h"
