@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/util/file_io.h"
+#include "core/util/output_files.h"
 #include "sim/engine/simulator.h"
 #include "viewer/predict_adapter.h"
 

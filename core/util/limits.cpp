@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace shardscope {
 namespace {
@@ -29,16 +30,38 @@ LimitInfo InfoOf(Limit limit) {
   return {"", "items", 0};
 }
 
+// The variable's value when it is a positive integer; nullopt when it is set to anything else.
+std::optional<int64_t> ParsedValue(const char* env) {
+  int64_t v = 0;
+  const char* end = env + std::strlen(env);
+  const auto [ptr, ec] = std::from_chars(env, end, v);
+  if (ec != std::errc() || ptr != end || v <= 0) return std::nullopt;
+  return v;
+}
+
+constexpr Limit kAllLimits[] = {Limit::kInputBytes, Limit::kModules, Limit::kParams,
+                                Limit::kScheduleOps};
+
 }  // namespace
 
 int64_t LimitValue(Limit limit) {
   const LimitInfo info = InfoOf(limit);
   const char* env = std::getenv(info.variable);
   if (env == nullptr) return info.default_value;
-  int64_t v = 0;
-  const char* end = env + std::strlen(env);
-  const auto [ptr, ec] = std::from_chars(env, end, v);
-  return ec == std::errc() && ptr == end && v > 0 ? v : info.default_value;
+  return ParsedValue(env).value_or(info.default_value);
+}
+
+Status CheckLimitVariables() {
+  for (Limit limit : kAllLimits) {
+    const LimitInfo info = InfoOf(limit);
+    const char* env = std::getenv(info.variable);
+    if (env != nullptr && !ParsedValue(env)) {
+      return InvalidInput(std::string(info.variable) + "=" + env + ": expected a positive integer (" +
+                          info.what + "; unset it for the default " +
+                          std::to_string(info.default_value) + ")");
+    }
+  }
+  return Status::Ok();
 }
 
 const char* LimitVariable(Limit limit) { return InfoOf(limit).variable; }

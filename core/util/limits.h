@@ -7,6 +7,9 @@
 //   LimitValue         the value in force: the environment variable when set, else the default
 //   LimitVariable      the environment variable that sets a limit
 //   CheckLimit         InvalidInput naming the source, the limit and how to raise it
+//   CheckLimitVariables  InvalidInput when a limit's variable is set to anything but a
+//                      positive integer (programs call it first: a typo must not silently
+//                      leave the default in force)
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,7 @@ enum class Limit {
 // SHARDSCOPE_MAX_PARAMS, SHARDSCOPE_MAX_SCHEDULE_OPS) holds a positive integer.
 int64_t LimitValue(Limit limit);
 const char* LimitVariable(Limit limit);
+Status CheckLimitVariables();
 
 // Ok when `count` <= LimitValue(limit); else InvalidInput:
 //   "<source>: 3000000 modules, more than the limit of 1048576 (set SHARDSCOPE_MAX_MODULES

@@ -95,7 +95,32 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   const PriceTable& prices = o.prices != nullptr ? *o.prices : DefaultPriceTable();
   const int64_t sequences = o.global_batch_tokens / o.seq_len;
 
-  const nlohmann::json base_doc = {{"model", o.model}, {"training", {{"seq_len", o.seq_len}}}};
+  if (o.threads < 0 || o.threads > kMaxThreads) {
+    return InvalidInput(
+        fmt::format("--threads {}: expected 0 (all cores) to {}", o.threads, kMaxThreads));
+  }
+  // A GPU named twice would search every plan twice; an empty name is a stray comma.
+  std::vector<std::string> gpus;
+  for (std::string gpu : o.gpus) {
+    std::transform(gpu.begin(), gpu.end(), gpu.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (gpu.empty()) return InvalidInput("--gpu: an empty name (two commas in a row?)");
+    if (std::find(gpus.begin(), gpus.end(), gpu) != gpus.end()) {
+      return InvalidInput(fmt::format("--gpu: {} is named twice", gpu));
+    }
+    gpus.push_back(gpu);
+  }
+  // The model as a scenario names it: a built-in name as is, a file by its absolute path (the
+  // scenario files written for the plans reproduce them from any folder).
+  Result<ModelSource> source = ClassifyModelArgument(o.model);
+  if (!source.ok()) return source.status().WithContext("--model");
+  nlohmann::json model = o.model;
+  if (source->kind != ModelSource::Kind::kBuiltin) {
+    const std::string key =
+        source->kind == ModelSource::Kind::kModuleTreeFile ? "module_tree" : "hf_config";
+    model = {{key, std::filesystem::absolute(o.model).lexically_normal().string()}};
+  }
+  const nlohmann::json base_doc = {{"model", model}, {"training", {{"seq_len", o.seq_len}}}};
   SweepBase base{base_doc, "--model " + o.model, std::filesystem::current_path().string(), {}};
   SS_ASSIGN_OR_RETURN(Scenario parsed, ParseScenario(base.doc, base.source, base.base_dir));
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(parsed.model, {}));
@@ -107,10 +132,8 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
 
   Recommendation rec;
   std::vector<Candidate> candidates;
-  for (std::string gpu : o.gpus) {
-    // The catalog's spelling (LookupHardware accepts any case, the catalog and prices do not).
-    std::transform(gpu.begin(), gpu.end(), gpu.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // The catalog's spelling (LookupHardware accepts any case, the catalog and prices do not).
+  for (const std::string& gpu : gpus) {
     SS_ASSIGN_OR_RETURN(const int gpn, CatalogGpusPerNode(gpu));
     SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware(gpu, gpn, 1));
     const std::optional<double> price = prices.PerGpuHour(gpu);
@@ -186,6 +209,15 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         }
       }
     }
+  }
+  // No plan at all is the batch's doing, not the hardware's: more GPUs would not help.
+  if (rec.generated == 0 && rec.notes.empty()) {
+    return InvalidInput(fmt::format(
+        "--global-batch-tokens {}: {} sequences of {} tokens cannot be split over the "
+        "data-parallel ranks of any mesh of up to {} GPUs into micro-batches of 1, 2 or 4 "
+        "sequences, at most {} per step; choose a batch with more small factors (a multiple of "
+        "a power of two)",
+        o.global_batch_tokens, sequences, o.seq_len, o.max_gpus, kMaxMicrobatchesPerStep));
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });

@@ -199,9 +199,9 @@ std::vector<int> ParetoFront(const std::vector<VariantResult>& variants) {
 
 Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<std::string>> sets,
                                 const SweepOptions& options) {
-  if (options.threads < 0) {
-    return InvalidInput(
-        fmt::format("--threads {}: expected 0 (all cores) or more", options.threads));
+  if (options.threads < 0 || options.threads > kMaxThreads) {
+    return InvalidInput(fmt::format("--threads {}: expected 0 (all cores) to {}", options.threads,
+                                    kMaxThreads));
   }
   const PriceTable& prices = options.prices != nullptr ? *options.prices : DefaultPriceTable();
   const int64_t total = static_cast<int64_t>(sets.size());

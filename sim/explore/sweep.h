@@ -53,8 +53,12 @@ enum class Objective { kThroughput, kCost, kMemory, kTime };
 Result<Objective> ParseObjective(std::string_view name);  // error names --objective
 std::string_view ObjectiveName(Objective o);  // "throughput" | "cost" | "memory" | "time"
 
+// More is refused: each thread holds a simulation's working set (tens of MB for a long
+// pipeline), and 20 million of them crashed the thread library (a hostile-input probe).
+inline constexpr int kMaxThreads = 1024;
+
 struct SweepOptions {
-  int threads = 0;  // 0: every core
+  int threads = 0;  // 0: every core; at most kMaxThreads
   Objective objective = Objective::kThroughput;
   const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
   // false: variants with many micro-batches are extrapolated from their steady state

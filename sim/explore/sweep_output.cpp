@@ -83,8 +83,19 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   std::string out =
       fmt::format("Sweep of {}: {} combinations; {} fit, {} do not fit in memory, {} invalid\n",
                   report.scenario, total, r.fitting, r.not_fitting, r.invalid);
+  // Each reason with its first combination's error, so that a value no combination accepts
+  // (parallelism.tp=abc) says what was expected.
   for (const auto& [reason, count] : r.invalid_by_reason) {
-    out += fmt::format("  invalid ({}): {}\n", reason, count);
+    const auto first = std::find_if(r.variants.begin(), r.variants.end(), [&](const auto& v) {
+      return v.outcome == VariantOutcome::kInvalid && v.reason == reason;
+    });
+    out += fmt::format("  invalid ({}): {}", reason, count);
+    if (first != r.variants.end()) {
+      std::string sets;
+      for (const std::string& set : first->sets) sets += (sets.empty() ? "" : " ") + ShortSet(set);
+      out += fmt::format(", e.g. {}: {}", sets, first->message);
+    }
+    out += "\n";
   }
   if (r.ranking.empty()) return out + "No combination fits.\n";
   const int rows = report.top > 0 ? std::min<int>(report.top, r.ranking.size()) : r.ranking.size();

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/config/scenario.h"
@@ -124,6 +125,9 @@ Result<VaryAxis> ParseVary(std::string_view text) {
   }
   // The path and each value go through the one override rule of `--set`, so a key the
   // scenario lacks is refused here, with its suggestion, not once per combination.
+  // A value twice would rank the same variant twice; compared as the scenario reads it, so
+  // `4` and `4.0` are one value.
+  std::set<std::string> seen;
   for (const std::string& v : axis.values) {
     nlohmann::json scratch = nlohmann::json::object();
     Status st = ApplyOverride(scratch, axis.path + "=" + v);
@@ -133,13 +137,24 @@ Result<VaryAxis> ParseVary(std::string_view text) {
       if (why.rfind(set_prefix, 0) == 0) why = why.substr(set_prefix.size());
       return fail(fmt::format("{}: {}", axis.path, why));
     }
+    if (!seen.insert(scratch.dump()).second) {
+      return fail(fmt::format("the value '{}' is given twice", v));
+    }
   }
   return axis;
 }
 
 Result<int64_t> CombinationCount(const std::vector<VaryAxis>& axes) {
   int64_t n = 1;
-  for (const VaryAxis& a : axes) {
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const VaryAxis& a = axes[k];
+    for (size_t j = 0; j < k; ++j) {
+      if (axes[j].path == a.path) {
+        return InvalidInput(fmt::format(
+            "--vary {}: {} is already an axis (--vary {}); give all its values in one --vary",
+            a.flag, a.path, axes[j].flag));
+      }
+    }
     n *= static_cast<int64_t>(a.values.size());
     if (n > kMaxCombinations) {
       return InvalidInput(fmt::format(

@@ -10,7 +10,8 @@
 // that starts with a digit (or '-' and a digit) and holds ".." is an integer range:
 //   a..b      a, a+1, …, b          a..b:+k   a, a+k, … up to b
 //   a..b:xk   a, a·k, a·k², … up to b (a >= 1, k >= 2)
-// Anything else is a value as `--set` takes it (JSON if it parses, else a string), so
+// A value given twice in one axis is an error. Anything else is a value as `--set` takes it
+// (JSON if it parses, else a string), so
 // `training.activation_checkpoint=none,full,selective_op:2` and paths with ".." are values.
 // Errors name the flag and the bad token: "--vary cluster.nodes=1..64:x1: range '1..64:x1':
 // the factor after 'x' must be an integer >= 2".
@@ -41,7 +42,8 @@ struct VaryAxis {
 
 Result<VaryAxis> ParseVary(std::string_view text);
 
-// InvalidInput naming --vary when the product exceeds kMaxCombinations.
+// InvalidInput naming --vary when the product exceeds kMaxCombinations or two axes have one
+// path (the second would overwrite the first in every combination).
 Result<int64_t> CombinationCount(const std::vector<VaryAxis>& axes);
 
 // "path=value" for each axis, in axis order. `index` < CombinationCount(axes).

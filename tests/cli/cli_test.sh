@@ -47,7 +47,7 @@ grep -Eq "^shardscope: error trail: core/[a-z_/]+\.(cpp|h):[0-9]+ <- " "$out/tra
 "$bin" simulate $small --summary /nonexistent-dir-shardscope/s.json > "$out/rt" 2>&1
 rc=$?
 [ $rc -eq 3 ] || fail "unwritable summary exit $rc (expected 3)"
-grep -q "error trail: core/util/file_io.cpp:" "$out/rt" || { cat "$out/rt"; fail "runtime error without trail"; }
+grep -q "error trail: core/util/output_files.cpp:" "$out/rt" || { cat "$out/rt"; fail "runtime error without trail"; }
 # One file for both streams: what the command printed comes before the error (stdout, fully
 # buffered into a file, is flushed before the error is written).
 mfu_line=$(grep -n "MFU" "$out/rt" | head -1 | cut -d: -f1)

@@ -50,7 +50,16 @@ TEST(PriceTable, BadFilesNameTheKey) {
   m = error(R"({"format": "shardscope-prices/1", "per_gpu_hours": {}})");
   EXPECT_NE(m.find("per_gpu_hours: unknown key"), std::string::npos) << m;
   m = error("[1, 2");
-  EXPECT_NE(m.find("p.json"), std::string::npos) << m;
+  EXPECT_NE(m.find("p.json: not valid JSON at byte"), std::string::npos) << m;
+  m = error(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h100-sxm": 2.5)");
+  EXPECT_NE(m.find("p.json: not valid JSON at byte"), std::string::npos) << m;
+  // A price twice: the last one used to win silently.
+  m = error(
+      R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h100-sxm": 2.49, "h100-sxm": 3}})");
+  EXPECT_NE(m.find("the key \"h100-sxm\" appears twice"), std::string::npos) << m;
+  m = error(
+      R"({"format": "shardscope-prices/1", "per_gpu_hour": {"H100-SXM": 2.49, "h100-sxm": 3}})");
+  EXPECT_NE(m.find("h100-sxm is priced twice"), std::string::npos) << m;
 }
 
 TEST(PriceTable, CostPerMillionTokens) {

@@ -28,6 +28,55 @@ expect2 sweep "$job" --vary parallelism.tp=1,2 --prices "$out/p.json"
 grep -q "per_gpu_hour.h100: not a catalog GPU" "$out/err" || fail "prices message: $(cat "$out/err")"
 expect2 recommend --model llama3.2-1b --global-batch-tokens 1000
 
+# Hostile input (a probe found each of these accepted, or crashing, before 2026-12-05).
+expect2 sweep "$job" --vary parallelism.tp=1,2 --threads 20000000
+grep -q -- "--threads: expected an integer from 0 to 1024, got '20000000'" "$out/err" ||
+  fail "threads message: $(cat "$out/err")"
+expect2 sweep "$job" --vary parallelism.tp=1,2 --vary parallelism.tp=4,8
+grep -q "parallelism.tp is already an axis" "$out/err" || fail "repeated axis: $(cat "$out/err")"
+expect2 sweep "$job" --vary parallelism.tp=1,1,2
+grep -q "the value '1' is given twice" "$out/err" || fail "repeated value: $(cat "$out/err")"
+expect2 sweep "$job" --vary parallelism.tp=abc,def
+grep -q "every combination is invalid; the first (parallelism.tp=abc): .*expected an integer" \
+  "$out/err" || fail "all invalid: $(cat "$out/err")"
+expect2 sweep "$job" --vary parallelism.tp=1,2 --csv ''
+expect2 sweep "$job" --vary parallelism.tp=1,2 --top ''
+echo ORIGINAL > "$out/keep.csv"
+expect2 sweep "$job" --vary parallelism.tp=1,2 --csv "$out/keep.csv" --json "$out/nodir/x.json"
+grep -q -- "--json $out/nodir/x.json: the folder '$out/nodir' does not exist" "$out/err" ||
+  fail "missing folder: $(cat "$out/err")"
+[ "$(cat "$out/keep.csv")" = ORIGINAL ] || fail "a failed sweep replaced --csv"
+expect2 sweep "$job" --vary parallelism.tp=1,2 --csv "$out/same" --json "$out/same"
+grep -q "the same file as --csv" "$out/err" || fail "colliding outputs: $(cat "$out/err")"
+cp "$job" "$out/job.json"
+expect2 sweep "$out/job.json" --vary parallelism.tp=1,2 --csv "$out/job.json"
+grep -q "is the scenario" "$out/err" || fail "output over input: $(cat "$out/err")"
+cmp -s "$job" "$out/job.json" || fail "the scenario was overwritten"
+SHARDSCOPE_MAX_SCHEDULE_OPS=abc "$bin" sweep "$job" --vary parallelism.tp=1,2 > "$out/err" 2>&1
+[ $? -eq 2 ] && grep -q "SHARDSCOPE_MAX_SCHEDULE_OPS=abc: expected a positive integer" "$out/err" ||
+  fail "bad limit variable: $(cat "$out/err")"
+# A device is written in place, not replaced by a regular file.
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --json /dev/null > /dev/null 2>&1 ||
+  fail "--json /dev/null exit $?"
+[ -c /dev/null ] || fail "/dev/null is no longer a device"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --json /dev/stdout 2> /dev/null |
+  grep -q '"format": "shardscope-sweep/1"' || fail "--json /dev/stdout did not reach stdout"
+expect2 recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --budget-per-hour -1
+grep -q -- "--budget-per-hour: expected a number > 0, got -1" "$out/err" ||
+  fail "budget message: $(cat "$out/err")"
+expect2 recommend --model llama3.2-1b --global-batch-tokens 137216 --seq-len 2048 --max-gpus 8
+grep -q "67 sequences of 2048 tokens cannot be split" "$out/err" || fail "prime batch: $(cat "$out/err")"
+expect2 recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --gpu h100-sxm,,b200
+grep -q -- "--gpu: an empty name" "$out/err" || fail "empty --gpu item: $(cat "$out/err")"
+expect2 recommend --model llama3.2-1b --global-batch-tokens 99999999999999999999
+grep -q "got '99999999999999999999'" "$out/err" || fail "overflow message: $(cat "$out/err")"
+# A config.json path is a model too (it used to be read as a built-in name).
+"$bin" recommend --model tests/backend_mpi/scenarios/tiny_llama.config.json --seq-len 256 \
+  --global-batch-tokens 2048 --max-gpus 8 --top 1 --scenarios "$out/cfg" > "$out/err" 2>&1 ||
+  fail "recommend --model config.json: $(cat "$out/err")"
+grep -q '"hf_config": ".*tiny_llama.config.json"' "$out/cfg/plan_1.json" ||
+  fail "plan_1 does not name the config: $(head -5 "$out/cfg/plan_1.json")"
+
 # Same bytes whatever the thread count: table, CSV and JSON.
 for t in 1 4; do
   "$bin" sweep "$job" --vary parallelism.tp=1,2 --vary training.activation_checkpoint=none,full \

@@ -7,8 +7,10 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct RecommendArgs {
   std::vector<std::string> gpus = {"h100-sxm"};
   int max_gpus = 1024;
   double budget_per_hour = 0;
+  bool budget_given = false;
   std::string objective = "time";
   int top = 5;
   std::string scenarios;
@@ -62,9 +65,18 @@ Status RunRecommend(const RecommendArgs& args) {
   o.model = args.model;
   o.global_batch_tokens = args.global_batch_tokens;
   o.seq_len = args.seq_len;
-  o.gpus = args.gpus;
+  // Split here, not by CLI11, whose split drops an empty item ("a,,b") that Recommend refuses.
+  o.gpus.clear();
+  for (const std::string& list : args.gpus) {
+    for (size_t start = 0;;) {
+      const size_t comma = list.find(',', start);
+      o.gpus.push_back(list.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
   o.max_gpus = args.max_gpus;
-  if (args.budget_per_hour > 0) o.budget_per_hour = args.budget_per_hour;
+  if (args.budget_given) o.budget_per_hour = args.budget_per_hour;
   SS_ASSIGN_OR_RETURN(o.objective, sim::ParseObjective(args.objective));
   o.top = args.top;
   o.threads = args.threads;
@@ -74,6 +86,19 @@ Status RunRecommend(const RecommendArgs& args) {
     SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
   }
   o.prices = &prices;
+  // The folder is made before the search, so a path that cannot be one fails at once; the
+  // plans' files are written together once all are known.
+  if (!args.scenarios.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.scenarios, ec);
+    if (ec || !std::filesystem::is_directory(args.scenarios)) {
+      return InvalidInput(fmt::format("--scenarios {}: cannot create the folder ({})",
+                                      args.scenarios,
+                                      ec ? ec.message() : std::string("a file is in the way")));
+    }
+    SS_RETURN_IF_ERROR(CheckOutputPath(
+        "--scenarios", (std::filesystem::path(args.scenarios) / "plan_1.json").string()));
+  }
   ProgressBar bar("recommend");
   if (args.progress || StderrIsTty()) {
     o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
@@ -97,6 +122,7 @@ Status RunRecommend(const RecommendArgs& args) {
     fmt::print("{}", sim::RankedTableRow(static_cast<int>(k) + 1, rec.plans[k].result,
                                          Label(rec.plans[k].result.sets)));
   }
+  std::vector<std::pair<std::string, std::string>> files;
   for (size_t k = 0; k < rec.plans.size(); ++k) {
     const sim::RecommendedPlan& p = rec.plans[k];
     const sim::VariantFigures& f = p.result.figures;
@@ -107,20 +133,16 @@ Status RunRecommend(const RecommendArgs& args) {
                    : std::string());
     const std::string text = p.scenario.dump(2) + "\n";
     if (!args.scenarios.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(args.scenarios, ec);
-      if (ec) {
-        return InvalidInput(fmt::format("--scenarios {}: cannot create the folder ({})",
-                                        args.scenarios, ec.message()));
-      }
       const std::string path =
           (std::filesystem::path(args.scenarios) / fmt::format("plan_{}.json", k + 1)).string();
-      SS_RETURN_IF_ERROR(WriteFileAtomic(path, text));
-      fmt::print("  scenario written to {} (shardscope simulate {})\n", path, path);
+      files.emplace_back(path, text);
+      fmt::print("  scenario: {} (shardscope simulate {})\n", path, path);
     } else {
       fmt::print("{}", text);
     }
   }
+  SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  if (!files.empty()) fmt::print("{} scenario files written to {}\n", files.size(), args.scenarios);
   return Status::Ok();
 }
 
@@ -134,21 +156,29 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
       ->required();
   sub->add_option("--global-batch-tokens", args->global_batch_tokens,
                   "tokens per optimizer step (a multiple of --seq-len)")
-      ->required();
-  sub->add_option("--seq-len", args->seq_len, "tokens per sequence (default 8192)");
-  sub->add_option("--gpu", args->gpus, "catalog GPU names, comma-separated (default h100-sxm)")
-      ->delimiter(',');
-  sub->add_option("--max-gpus", args->max_gpus, "most GPUs a plan may use (default 1024)");
+      ->required()
+      ->check(IntegerIn(1, std::numeric_limits<int64_t>::max()));
+  sub->add_option("--seq-len", args->seq_len, "tokens per sequence (default 8192)")
+      ->check(IntegerIn(1, std::numeric_limits<int64_t>::max()));
+  sub->add_option("--gpu", args->gpus, "catalog GPU names, comma-separated (default h100-sxm)");
+  sub->add_option("--max-gpus", args->max_gpus, "most GPUs a plan may use (default 1024)")
+      ->check(IntegerIn(1, std::numeric_limits<int>::max()));
   sub->add_option("--budget-per-hour", args->budget_per_hour,
-                  "most the cluster may cost per hour, in the price table's currency");
+                  "most the cluster may cost per hour, in the price table's currency")
+      ->check(Positive())
+      ->each([args](const std::string&) { args->budget_given = true; });
   sub->add_option("--objective", args->objective,
                   "rank by time (s per million tokens, default), cost, throughput or memory");
-  sub->add_option("--top", args->top, "plans shown (default 5)");
+  sub->add_option("--top", args->top, "plans shown (default 5)")
+      ->check(IntegerIn(1, std::numeric_limits<int>::max()));
   sub->add_option("--scenarios", args->scenarios,
-                  "write each plan's scenario to DIR/plan_<k>.json instead of printing it");
+                  "write each plan's scenario to DIR/plan_<k>.json instead of printing it")
+      ->check(NonEmptyText());
   sub->add_option("--prices", args->prices,
-                  "price table (shardscope-prices/1 JSON) instead of the built-in one");
-  sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+                  "price table (shardscope-prices/1 JSON) instead of the built-in one")
+      ->check(NonEmptyText());
+  sub->add_option("--threads", args->threads, "worker threads (default 0: every core)")
+      ->check(IntegerIn(0, sim::kMaxThreads));
   sub->add_flag("--exact", args->exact,
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_flag("--progress", args->progress,

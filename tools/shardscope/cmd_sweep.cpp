@@ -5,7 +5,11 @@
 // the combinations are split over the ranks and rank 0 prints (tools/shardscope/sweep_ranks.h).
 #include <fmt/core.h>
 
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
+#include <limits>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +52,11 @@ Status RunSweepCommand(const SweepArgs& args) {
   SS_ASSIGN_OR_RETURN(sim::Objective objective, sim::ParseObjective(args.objective));
   if (args.top < 0)
     return InvalidInput(fmt::format("--top {}: expected 0 (all) or more", args.top));
+  // Outputs are checked before the work, and written together after it (all or none).
+  if (!args.csv.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--csv", args.csv));
+  if (!args.json.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json));
+  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--csv", args.csv}, {"--json", args.json}},
+                                        {{"scenario", args.scenario}, {"--prices", args.prices}}));
   SS_ASSIGN_OR_RETURN(sim::SweepBase base, sim::LoadSweepBase(args.scenario, args.sets));
   sim::PriceTable prices = sim::DefaultPriceTable();
   if (!args.prices.empty()) {
@@ -76,14 +85,19 @@ Status RunSweepCommand(const SweepArgs& args) {
   report.objective = objective;
   report.top = args.top;
   fmt::print("{}", sim::FormatSweepTable(*result, report));
-  if (!args.csv.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.csv, sim::SweepToCsv(*result, report)));
-    fmt::print("CSV written to {}\n", args.csv);
-  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!args.csv.empty()) files.emplace_back(args.csv, sim::SweepToCsv(*result, report));
   if (!args.json.empty()) {
-    SS_RETURN_IF_ERROR(
-        WriteFileAtomic(args.json, sim::SweepToJson(*result, report).dump(1) + "\n"));
-    fmt::print("JSON written to {}\n", args.json);
+    files.emplace_back(args.json, sim::SweepToJson(*result, report).dump(1) + "\n");
+  }
+  SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  if (!args.csv.empty()) fmt::print("CSV written to {}\n", args.csv);
+  if (!args.json.empty()) fmt::print("JSON written to {}\n", args.json);
+  // Nothing ran: the axes (or the base) are wrong, not the hardware's limits.
+  if (result->fitting + result->not_fitting == 0 && !result->variants.empty()) {
+    const sim::VariantResult& first = result->variants.front();
+    return InvalidInput(fmt::format("every combination is invalid; the first ({}): {}",
+                                    fmt::join(first.sets, " "), first.message));
   }
   return Status::Ok();
 }
@@ -106,12 +120,17 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--objective", args->objective,
                   "rank by throughput (tokens/s/GPU, default), cost ($ per million tokens), "
                   "memory (peak reserved) or time (s per million tokens)");
-  sub->add_option("--top", args->top, "rows of the ranked table (default 20; 0: all)");
-  sub->add_option("--csv", args->csv, "write every fitting variant, ranked, as CSV here");
-  sub->add_option("--json", args->json, "write the sweep (shardscope-sweep/1 JSON) here");
+  sub->add_option("--top", args->top, "rows of the ranked table (default 20; 0: all)")
+      ->check(IntegerIn(0, std::numeric_limits<int>::max()));
+  sub->add_option("--csv", args->csv, "write every fitting variant, ranked, as CSV here")
+      ->check(NonEmptyText());
+  sub->add_option("--json", args->json, "write the sweep (shardscope-sweep/1 JSON) here")
+      ->check(NonEmptyText());
   sub->add_option("--prices", args->prices,
-                  "price table (shardscope-prices/1 JSON) instead of the built-in one");
-  sub->add_option("--threads", args->threads, "worker threads (default 0: every core)");
+                  "price table (shardscope-prices/1 JSON) instead of the built-in one")
+      ->check(NonEmptyText());
+  sub->add_option("--threads", args->threads, "worker threads (default 0: every core)")
+      ->check(IntegerIn(0, sim::kMaxThreads));
   sub->add_flag("--exact", args->exact,
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_flag("--progress", args->progress,

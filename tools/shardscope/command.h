@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -55,6 +57,32 @@ inline CLI::Validator NumberAbove(double bound, bool inclusive) {
       fmt::format("NUMBER{}{:g}", inclusive ? ">=" : ">", bound));
 }
 inline CLI::Validator NonNegative() { return NumberAbove(0, true); }
+
+// An integer flag within [lo, hi], checked on the text as typed: CLI11 alone takes '' as 0 and
+// clamps 99999999999999999999 to the type's largest value, and a message then quotes a number
+// nobody typed.
+inline CLI::Validator IntegerIn(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) {
+          return fmt::format("expected an integer from {} to {}, got '{}'", lo, hi, text);
+        }
+        return {};
+      },
+      fmt::format("INT in [{}, {}]", lo, hi));
+}
+
+// A flag naming a file or folder: given empty ('--csv ""'), it would be skipped silently.
+inline CLI::Validator NonEmptyText() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? std::string("expected a non-empty value, got ''") : std::string();
+      },
+      "TEXT");
+}
 inline CLI::Validator Positive() { return NumberAbove(0, false); }
 
 // Subcommands (one file each).

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "core/util/limits.h"
 #include "tools/shardscope/command.h"
 
 #ifndef SHARDSCOPE_VERSION
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const Status status = registry.RunSelected();
+    Status status = CheckLimitVariables();
+    if (status.ok()) status = registry.RunSelected();
     if (!status.ok()) {
       // What the command printed comes before the error, also when stdout is a pipe.
       std::fflush(stdout);
