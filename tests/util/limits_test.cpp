@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "core/util/file_io.h"
 
@@ -22,11 +23,22 @@ TEST(LimitsTest, DefaultsAndTheEnvironment) {
             "t.json: 13 modules, more than the limit of 12 (set SHARDSCOPE_MAX_MODULES to raise "
             "it)");
   // Not a positive integer: the default stays (a typo must not lift every bound).
+  // ... and the program refuses to start with it (CheckLimitVariables, called by main).
   for (const char* bad : {"0", "-5", "12x", "", "99999999999999999999"}) {
     ::setenv("SHARDSCOPE_MAX_MODULES", bad, 1);
     EXPECT_EQ(LimitValue(Limit::kModules), int64_t{1} << 20) << bad;
+    const Status check = CheckLimitVariables();
+    EXPECT_EQ(check.code(), ErrorCode::kInvalidInput) << bad;
+    EXPECT_EQ(check.message().rfind(std::string("SHARDSCOPE_MAX_MODULES=") + bad +
+                                        ": expected a positive integer",
+                                    0),
+              0u)
+        << check.message();
   }
+  ::setenv("SHARDSCOPE_MAX_MODULES", "12", 1);
+  EXPECT_TRUE(CheckLimitVariables().ok());
   ::unsetenv("SHARDSCOPE_MAX_MODULES");
+  EXPECT_TRUE(CheckLimitVariables().ok());
 }
 
 // A character device never ends: the read stops at the limit instead of filling memory.
