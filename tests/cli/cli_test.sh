@@ -43,10 +43,19 @@ grep -q "error trail" "$out/plain" && fail "bad input shows a trail without SHAR
 SHARDSCOPE_ERROR_TRACE=1 "$bin" plan "$out/job.json" 2> "$out/traced" > /dev/null
 grep -Eq "^shardscope: error trail: core/[a-z_/]+\.(cpp|h):[0-9]+ <- " "$out/traced" ||
   { cat "$out/traced"; fail "SHARDSCOPE_ERROR_TRACE=1 shows no file:line trail"; }
-# A runtime error (an unwritable output) always shows it.
-"$bin" simulate $small --summary /nonexistent-dir-shardscope/s.json > "$out/rt" 2>&1
+# An output in a folder that does not exist is bad input, found before the work.
+"$bin" simulate $small --summary /nonexistent-dir-shardscope/s.json > "$out/nodir" 2>&1
 rc=$?
-[ $rc -eq 3 ] || fail "unwritable summary exit $rc (expected 3)"
+[ $rc -eq 2 ] || fail "summary in a missing folder exit $rc (expected 2)"
+grep -q "the folder '/nonexistent-dir-shardscope' does not exist" "$out/nodir" ||
+  { cat "$out/nodir"; fail "missing folder not named"; }
+grep -q "MFU" "$out/nodir" && fail "simulated before checking --summary"
+# A runtime error (a write that fails: /dev/full has no space) always shows the trail.
+[ -c /dev/full ] || fail "no /dev/full on this machine"
+"$bin" simulate $small --summary /dev/full > "$out/rt" 2>&1
+rc=$?
+[ $rc -eq 3 ] || fail "summary to /dev/full exit $rc (expected 3)"
+[ -c /dev/full ] || fail "/dev/full was replaced"
 grep -q "error trail: core/util/output_files.cpp:" "$out/rt" || { cat "$out/rt"; fail "runtime error without trail"; }
 # One file for both streams: what the command printed comes before the error (stdout, fully
 # buffered into a file, is flushed before the error is written).

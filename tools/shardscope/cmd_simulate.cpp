@@ -171,6 +171,11 @@ Status RunSimulate(const SimulateArgs& args) {
     scenario_or = LoadScenario(args.scenario, args.sets);
   }
   SS_ASSIGN_OR_RETURN(Scenario scenario, std::move(scenario_or));
+  // Outputs are checked before the work, and written together after it (all or none).
+  if (!args.summary.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--summary", args.summary));
+  if (!args.trace.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--trace", args.trace));
+  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--summary", args.summary}, {"--trace", args.trace}},
+                                        {{"scenario", args.scenario}}));
   sim::SimulateOptions options;
   options.keep_memory_samples = !args.trace.empty();
   // A trace is always drawn from the whole step.
@@ -190,14 +195,18 @@ Status RunSimulate(const SimulateArgs& args) {
     fmt::print("{}", sim::FormatFitAdvice(advice));
     summary_json["advice"] = sim::FitAdviceToJson(advice);
   }
-  if (!args.summary.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.summary, summary_json.dump(2) + "\n"));
-    fmt::print("Summary written to {}\n", args.summary);
-  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!args.summary.empty()) files.emplace_back(args.summary, summary_json.dump(2) + "\n");
+  size_t trace_events = 0;
   if (!args.trace.empty()) {
     const Trace trace = sim::SimulationTrace(sim, std::string("shardscope ") + SHARDSCOPE_VERSION);
-    SS_RETURN_IF_ERROR(WriteTrace(trace, args.trace));
-    fmt::print("Trace written to {} ({} events)\n", args.trace, trace.events.size());
+    trace_events = trace.events.size();
+    files.emplace_back(args.trace, SerializeTrace(trace));
+  }
+  SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  if (!args.summary.empty()) fmt::print("Summary written to {}\n", args.summary);
+  if (!args.trace.empty()) {
+    fmt::print("Trace written to {} ({} events)\n", args.trace, trace_events);
   }
   if (args.require_fit && !sim.summary.fits) {
     return CheckFailed(
@@ -215,8 +224,10 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
       app.add_subcommand("simulate", "predict one training step (time, throughput, memory)");
   sub->add_option("scenario", args->scenario,
                   "scenario JSON file (default: the built-in Llama 3 8B job)");
-  sub->add_option("--trace", args->trace, "write the predicted trace (Chrome trace JSON) here");
-  sub->add_option("--summary", args->summary, "write the summary JSON here");
+  sub->add_option("--trace", args->trace, "write the predicted trace (Chrome trace JSON) here")
+      ->check(NonEmptyText());
+  sub->add_option("--summary", args->summary, "write the summary JSON here")
+      ->check(NonEmptyText());
   // One value per --set, so `--set a=1 job.json` keeps job.json as the scenario.
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
