@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -98,6 +99,20 @@ Status ExpandRange(std::string_view item, std::vector<std::string>* values) {
   return Status::Ok();
 }
 
+// Whole numbers written as floats ("4.0") as integers, so that a value is known by what it is.
+nlohmann::json Canonical(nlohmann::json j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 9.0e15) {
+      return static_cast<int64_t>(v);
+    }
+  }
+  if (j.is_object() || j.is_array()) {
+    for (auto& item : j) item = Canonical(item);
+  }
+  return j;
+}
+
 }  // namespace
 
 Result<VaryAxis> ParseVary(std::string_view text) {
@@ -137,7 +152,7 @@ Result<VaryAxis> ParseVary(std::string_view text) {
       if (why.rfind(set_prefix, 0) == 0) why = why.substr(set_prefix.size());
       return fail(fmt::format("{}: {}", axis.path, why));
     }
-    if (!seen.insert(scratch.dump()).second) {
+    if (!seen.insert(Canonical(scratch).dump()).second) {
       return fail(fmt::format("the value '{}' is given twice", v));
     }
   }
