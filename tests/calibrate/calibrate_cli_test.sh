@@ -35,7 +35,7 @@ rc=$?
 set -e
 echo "$msg"
 [[ $rc -eq 2 ]] || { echo "bad input: exit $rc, expected 2"; exit 1; }
-[[ $msg == *"$out/bad.json: runs[0].measured.step_time_s: expected a number"* ]]
+[[ $msg == *"$out/bad.json: runs[0] (id \"a\").measured.step_time_s: expected a number"* ]]
 # A negative timing floor is a usage error naming the flag and what it takes.
 set +e
 msg=$("$ss" calibrate "$out/bad.json" --out "$out/x.json" --timing-floor-us -5 2>&1)
