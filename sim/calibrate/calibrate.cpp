@@ -42,6 +42,17 @@ class GpuFit {
   }
 
   const FigureSet& set() const { return set_; }
+
+  // The inputs of this fit, for messages: the first few, then how many more.
+  std::string Sources() const {
+    constexpr size_t kShown = 3;
+    std::string out;
+    for (size_t i = 0; i < samples_.size() && i < kShown; ++i) {
+      out += (i == 0 ? "" : ", ") + in_.samples[samples_[i]].source;
+    }
+    if (samples_.size() > kShown) out += fmt::format(" and {} more", samples_.size() - kShown);
+    return out;
+  }
   const std::vector<int>& observations() const { return observations_; }
 
   // Predicted values of `obs` with the figures `active` at `z` (active empty and `defaults`:
@@ -181,7 +192,9 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
   }
   if (active.empty()) {
     return InvalidInput(fmt::format(
-        "calibrate: {}: no free figure of the cost model changes the predicted observations", gpu));
+        "calibrate: {}: no free figure of the cost model changes the predicted observations of "
+        "{} (are these the scenarios that were measured?)",
+        gpu, fit.Sources()));
   }
 
   std::vector<double> z_fit;
@@ -190,6 +203,7 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
   SS_ASSIGN_OR_RETURN(std::vector<double> after, fit.Predict(z_fit, active, obs, false));
   g.fit_before = Errors(before, measured);
   g.fit_after = Errors(after, measured);
+  g.not_improved = g.fit_after.median >= g.fit_before.median;
   for (size_t i = 0; i < set.figures.size(); ++i) {
     const FreeFigure& f = set.figures[i];
     FittedFigure ff;

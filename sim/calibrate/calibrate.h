@@ -65,7 +65,10 @@ struct GpuCalibration {
   int folds = 0;                     // 0: too few groups to cross-validate
   ErrorStats cv_before, cv_after;    // held-out
   bool worse = false;                // cv_after.median > cv_before.median
-  Calibration calibration;           // what `--out` writes
+  // fit_after.median >= fit_before.median: the fit explains its own inputs no better than the
+  // catalog (measurements it cannot move towards, or ones the defaults already predict).
+  bool not_improved = false;
+  Calibration calibration;  // what `--out` writes
 };
 
 struct CalibrateReport {

@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/trace/trace_io.h"
+#include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
 
 namespace shardscope::calibrate {
@@ -17,10 +20,67 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kRunsFormat = "shardscope-runs/1";
+
+// The measured figures and the range a real measurement can take. A value outside it is a
+// unit slip or garbage (1e-320 s, 1e300 s): fitted, it pins every figure at a bound and writes
+// a calibration that predicts nothing. docs/calibration.md lists the same ranges.
+struct MeasuredFigure {
+  const char* key;
+  double lo;
+  double hi;
+  const char* unit;
+};
+constexpr MeasuredFigure kMeasuredFigures[] = {
+    {"step_time_s", 1e-6, 1e6, "s"},
+    {"tokens_per_s_per_gpu", 1e-3, 1e9, "tokens/s"},
+    {"peak_memory_reserved_gib", 1e-3, 1e5, "GiB"},
+};
+
 const std::vector<std::string>& MeasuredKeys() {
-  static const std::vector<std::string> keys = {"step_time_s", "tokens_per_s_per_gpu",
-                                                "peak_memory_reserved_gib"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const MeasuredFigure& f : kMeasuredFigures) k.emplace_back(f.key);
+    return k;
+  }();
   return keys;
+}
+
+const MeasuredFigure& FigureOf(const std::string& key) {
+  for (const MeasuredFigure& f : kMeasuredFigures) {
+    if (key == f.key) return f;
+  }
+  return kMeasuredFigures[0];  // callers pass only MeasuredKeys()
+}
+
+Status CheckPlausible(const std::string& key, double value, const std::string& where) {
+  if (std::isnan(value) || value <= 0) {
+    return InvalidInput(fmt::format("{}: expected a positive number, got {}", where, value));
+  }
+  const MeasuredFigure& f = FigureOf(key);
+  if (value < f.lo || value > f.hi) {
+    return InvalidInput(fmt::format("{}: expected a measurement within {:g} .. {:g} {}, got {:g}",
+                                    where, f.lo, f.hi, f.unit, value));
+  }
+  return Status::Ok();
+}
+
+// `"id"` as JSON writes it, so that an id with quotes or control characters reads unambiguously.
+std::string Quoted(const std::string& id) {
+  return nlohmann::json(id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// "runs.json: runs[3]", and with the id once it is known: "runs.json: runs[3] (id "a")".
+std::string RunWhere(const std::string& position, const std::string& id) {
+  return id.empty() ? position : fmt::format("{} (id {})", position, Quoted(id));
+}
+
+// "unknown key (did you mean runs?)", or the keys expected when none is close.
+std::string UnknownKey(const std::string& key, const std::vector<std::string>& known) {
+  const std::string close = DidYouMean(key, known);
+  if (!close.empty()) return "unknown key" + close;
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  return "unknown key (expected " + list + ")";
 }
 
 std::string DirOf(const std::string& path) {
@@ -28,11 +88,16 @@ std::string DirOf(const std::string& path) {
   return p.has_parent_path() ? p.parent_path().string() : std::string(".");
 }
 
+// A run's scenario path as it is read: relative to the table's folder.
+std::string Resolved(const json& path, const std::string& base) {
+  std::filesystem::path p(path.get<std::string>());
+  if (p.is_relative()) p = std::filesystem::path(base) / p;
+  return p.string();
+}
+
 Result<Scenario> ScenarioFrom(const json& v, const std::string& where, const std::string& base) {
   if (v.is_string()) {
-    std::filesystem::path p(v.get<std::string>());
-    if (p.is_relative()) p = std::filesystem::path(base) / p;
-    Result<Scenario> sc = LoadScenario(p.string());
+    Result<Scenario> sc = LoadScenario(Resolved(v, base));
     if (!sc.ok()) return sc.status().WithContext(where);
     return sc;
   }
@@ -43,9 +108,7 @@ Result<Scenario> ScenarioFrom(const json& v, const std::string& where, const std
 }
 
 Status SetMeasured(RunInput& run, const std::string& key, double value, const std::string& where) {
-  if (!std::isfinite(value) || value <= 0) {
-    return InvalidInput(fmt::format("{}: expected a positive number, got {}", where, value));
-  }
+  SS_RETURN_IF_ERROR(CheckPlausible(key, value, where));
   if (key == "step_time_s") run.step_time_s = value;
   if (key == "tokens_per_s_per_gpu") run.tokens_per_s_per_gpu = value;
   if (key == "peak_memory_reserved_gib") run.peak_memory_reserved_gib = value;
@@ -85,24 +148,63 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
   return cells;
 }
 
-Result<std::vector<TraceInput>> LoadTrace(const std::string& path) {
+// Two runs with one id would make every message about either ambiguous.
+Status CheckUniqueId(std::map<std::string, std::string>* first_at, const std::string& id,
+                     const std::string& where, const std::string& position) {
+  const auto [it, inserted] = first_at->emplace(id, position);
+  if (inserted) return Status::Ok();
+  return InvalidInput(fmt::format(
+      "{}: id: the same id as {} (expected every run's id to be unique)", where, it->second));
+}
+
+// The first traceEvents[i] whose pid is `rank`, for messages; -1 when none says so (a PyTorch
+// trace's rank comes from its distributedInfo, not from pid).
+int64_t EventWithPid(const json& doc, int rank) {
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) return -1;
+  const json& events = doc["traceEvents"];
+  for (size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
+    if (e.is_object() && e.contains("pid") && e["pid"].is_number_integer() &&
+        e["pid"].get<int64_t>() == rank) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+// `doc` is the file's JSON, already parsed; it only locates events for messages.
+Result<std::vector<TraceInput>> LoadTrace(const std::string& path, const json& doc) {
   SS_ASSIGN_OR_RETURN(Trace t, ReadTrace(path));
-  if (t.metadata.scenario.is_null() || !t.metadata.scenario.is_object()) {
+  if (t.metadata.scenario.is_null()) {
     return InvalidInput(path +
                         ": metadata.scenario: missing (calibrate needs the scenario the trace "
                         "ran; `shardscope run` and `simulate` write it)");
+  }
+  if (!t.metadata.scenario.is_object()) {
+    return InvalidInput(fmt::format(
+        "{}: metadata.scenario: expected an object (the scenario the trace ran), got {}", path,
+        t.metadata.scenario.type_name()));
   }
   // The writer already resolved the scenario's file paths (model, cost model) against its own
   // working directory, so they are not relative to the trace's folder: resolving them there
   // again would look for tests/…/tiny_llama.config.json under the trace's folder.
   SS_ASSIGN_OR_RETURN(Scenario sc,
                       ParseScenario(t.metadata.scenario, path + ": metadata.scenario", ""));
+  const int world = sc.cluster.world_size();
   t.SortEvents();
   std::map<int, TraceInput> by_rank;
   std::map<std::pair<int, std::string>, int> seen;
   for (const WorkEvent& e : t.events) {
     const std::string op_id(t.Str(e.op_id));
     if (op_id.empty() || e.dur_ns <= 0) continue;
+    if (e.rank < 0 || e.rank >= world) {
+      const int64_t at = EventWithPid(doc, e.rank);
+      const std::string field =
+          at >= 0 ? fmt::format("traceEvents[{}].pid", at) : fmt::format("rank {}", e.rank);
+      return InvalidInput(fmt::format(
+          "{}: {}: {} is not a rank of metadata.scenario (expected 0 .. {}: it has {} GPUs)", path,
+          field, e.rank, world - 1, world));
+    }
     TraceInput& in = by_rank[e.rank];
     in.rank = e.rank;
     in.ops.push_back({op_id, seen[{e.rank, op_id}]++, e.dur_ns});
@@ -110,14 +212,18 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path) {
   if (by_rank.empty()) {
     return InvalidInput(path + ": traceEvents: no operation with an op_id and a duration");
   }
+  double step_time_s = 0;
+  if (t.metadata.summary.is_object() && t.metadata.summary.contains("step_time_s") &&
+      t.metadata.summary["step_time_s"].is_number() && by_rank.size() == 1) {
+    step_time_s = t.metadata.summary["step_time_s"].get<double>();
+    SS_RETURN_IF_ERROR(
+        CheckPlausible("step_time_s", step_time_s, path + ": metadata.summary.step_time_s"));
+  }
   std::vector<TraceInput> out;
   for (auto& [rank, in] : by_rank) {
     in.path = path;
     in.scenario = sc;
-    if (t.metadata.summary.is_object() && t.metadata.summary.contains("step_time_s") &&
-        t.metadata.summary["step_time_s"].is_number() && by_rank.size() == 1) {
-      in.step_time_s = t.metadata.summary["step_time_s"].get<double>();
-    }
+    in.step_time_s = step_time_s;
     out.push_back(std::move(in));
   }
   return out;
@@ -127,32 +233,45 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path) {
 
 Result<std::vector<RunInput>> ParseRunsJson(std::string_view text, const std::string& source,
                                             const std::string& base_dir) {
+  static const std::vector<std::string> kTableKeys = {"format", "runs"};
+  static const std::vector<std::string> kRunKeys = {"id", "scenario", "measured", "notes"};
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidInput(source + ": not a JSON object");
   if (!j.contains("format") || j["format"] != kRunsFormat) {
     return InvalidInput(fmt::format("{}: format: expected \"{}\"", source, kRunsFormat));
   }
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(kTableKeys.begin(), kTableKeys.end(), key) == kTableKeys.end()) {
+      return InvalidInput(fmt::format("{}: {}: {}", source, key, UnknownKey(key, kTableKeys)));
+    }
+  }
   if (!j.contains("runs") || !j["runs"].is_array() || j["runs"].empty()) {
     return InvalidInput(source + ": runs: expected a non-empty array of runs");
   }
   std::vector<RunInput> runs;
+  std::map<std::string, std::string> first_at;
   for (size_t i = 0; i < j["runs"].size(); ++i) {
     const json& r = j["runs"][i];
-    const std::string where = fmt::format("{}: runs[{}]", source, i);
-    if (!r.is_object()) return InvalidInput(where + ": expected an object");
+    const std::string position = fmt::format("runs[{}]", i);
+    if (!r.is_object()) {
+      return InvalidInput(fmt::format("{}: {}: expected an object (a run)", source, position));
+    }
+    // The id first, so that every message about this run names it.
+    const bool has_id =
+        r.contains("id") && r["id"].is_string() && !r["id"].get<std::string>().empty();
+    RunInput run;
+    if (has_id) run.id = r["id"].get<std::string>();
+    const std::string where = source + ": " + RunWhere(position, run.id);
     for (const auto& [key, value] : r.items()) {
-      if (key != "id" && key != "scenario" && key != "measured" && key != "notes") {
-        return InvalidInput(
-            fmt::format("{}.{}: unknown key (expected id, scenario, measured)", where, key));
+      if (std::find(kRunKeys.begin(), kRunKeys.end(), key) == kRunKeys.end()) {
+        return InvalidInput(fmt::format("{}.{}: {}", where, key, UnknownKey(key, kRunKeys)));
       }
     }
-    RunInput run;
-    if (!r.contains("id") || !r["id"].is_string() || r["id"].get<std::string>().empty()) {
-      return InvalidInput(where + ".id: expected a non-empty string");
-    }
-    run.id = r["id"].get<std::string>();
-    run.source = fmt::format("{} (id '{}')", where, run.id);
+    if (!has_id) return InvalidInput(where + ".id: expected a non-empty string");
+    SS_RETURN_IF_ERROR(CheckUniqueId(&first_at, run.id, where, position));
+    run.source = where;
     if (!r.contains("scenario")) return InvalidInput(where + ".scenario: missing");
+    if (r["scenario"].is_string()) run.scenario_file = Resolved(r["scenario"], base_dir);
     SS_ASSIGN_OR_RETURN(run.scenario, ScenarioFrom(r["scenario"], where + ".scenario", base_dir));
     if (!r.contains("measured") || !r["measured"].is_object()) {
       return InvalidInput(where + ".measured: expected an object with any of " + KnownKeys());
@@ -178,6 +297,7 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
   std::string line;
   std::vector<std::string> header;
   std::vector<RunInput> runs;
+  std::map<std::string, std::string> first_at;
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
@@ -186,17 +306,28 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
     if (header.empty()) {
       header = cells;
       bool has_id = false, has_scenario = false;
-      for (const std::string& h : header) {
+      for (size_t c = 0; c < header.size(); ++c) {
+        const std::string& h = header[c];
         has_id = has_id || h == "id";
         has_scenario = has_scenario || h == "scenario";
         if (h != "id" && h != "scenario" && !IsMeasuredKey(h)) {
           return InvalidInput(
-              fmt::format("{}: line 1: column '{}': unknown (expected id, scenario, {})", source, h,
-                          KnownKeys()));
+              fmt::format("{}: line {}: column '{}': unknown (expected id, scenario, {})", source,
+                          line_no, h, KnownKeys()));
+        }
+        // Two cells of one figure in a row could disagree; neither may silently win.
+        for (size_t d = 0; d < c; ++d) {
+          if (header[d] == h) {
+            return InvalidInput(fmt::format(
+                "{}: line {}: column '{}': named twice (columns {} and {}; expected each column "
+                "once)",
+                source, line_no, h, d + 1, c + 1));
+          }
         }
       }
       if (!has_id || !has_scenario) {
-        return InvalidInput(source + ": line 1: the header must name the columns id and scenario");
+        return InvalidInput(fmt::format(
+            "{}: line {}: the header must name the columns id and scenario", source, line_no));
       }
       continue;
     }
@@ -210,23 +341,23 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
       if (header[c] == "id") run.id = cells[c];
       if (header[c] == "scenario") scenario_path = cells[c];
     }
-    const std::string where = fmt::format("{}: line {}", source, line_no);
+    const std::string position = fmt::format("line {}", line_no);
+    const std::string where = source + ": " + RunWhere(position, run.id);
     if (run.id.empty()) return InvalidInput(where + ": column id: empty");
+    SS_RETURN_IF_ERROR(CheckUniqueId(&first_at, run.id, where, position));
     if (scenario_path.empty()) return InvalidInput(where + ": column scenario: empty");
-    run.source = fmt::format("{} (id '{}')", where, run.id);
+    run.source = where;
+    run.scenario_file = Resolved(json(scenario_path), base_dir);
     SS_ASSIGN_OR_RETURN(run.scenario,
                         ScenarioFrom(json(scenario_path), where + ": column scenario", base_dir));
     for (size_t c = 0; c < cells.size(); ++c) {
       if (!IsMeasuredKey(header[c]) || cells[c].empty()) continue;
       const std::string field = fmt::format("{}: column {}", where, header[c]);
-      size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(cells[c], &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != cells[c].size()) {
+      // strtod, not stod: stod throws on a denormal or an overflow, which would call 1e-320
+      // "not a number" instead of naming the plausible range.
+      char* end = nullptr;
+      const double v = std::strtod(cells[c].c_str(), &end);
+      if (cells[c].empty() || end != cells[c].c_str() + cells[c].size()) {
         return InvalidInput(fmt::format("{}: '{}' is not a number", field, cells[c]));
       }
       SS_RETURN_IF_ERROR(SetMeasured(run, header[c], v, field));
@@ -241,11 +372,14 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
 Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& paths) {
   if (paths.empty()) return InvalidInput("calibrate: no input (measured traces or run tables)");
   CalibrationInputs inputs;
+  auto add_runs = [&](std::vector<RunInput> runs) {
+    for (RunInput& r : runs) inputs.runs.push_back(std::move(r));
+  };
   for (const std::string& path : paths) {
     if (path.ends_with(".csv") || path.ends_with(".csv.gz")) {
       SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
       SS_ASSIGN_OR_RETURN(std::vector<RunInput> runs, ParseRunsCsv(text, path, DirOf(path)));
-      for (RunInput& r : runs) inputs.runs.push_back(std::move(r));
+      add_runs(std::move(runs));
       continue;
     }
     SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
@@ -254,15 +388,42 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
     if (!head.is_discarded() && head.is_object() && head.contains("format") &&
         head["format"] == kRunsFormat) {
       SS_ASSIGN_OR_RETURN(std::vector<RunInput> runs, ParseRunsJson(text, path, DirOf(path)));
-      for (RunInput& r : runs) inputs.runs.push_back(std::move(r));
+      add_runs(std::move(runs));
       continue;
     }
     if (!head.is_discarded() && head.is_object() && head.contains("runs")) {
       return InvalidInput(
           fmt::format("{}: format: expected \"{}\" for a run table", path, kRunsFormat));
     }
-    SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces, LoadTrace(path));
+    // Valid JSON without traceEvents (a price table, a scenario) would otherwise be reported
+    // as a trace missing its events, which sends the user looking in the wrong place.
+    if (!head.is_discarded() && (!head.is_object() || !head.contains("traceEvents"))) {
+      std::string what;
+      if (!head.is_object()) {
+        what = fmt::format("a JSON {}", head.type_name());
+      } else if (head.contains("format") && head["format"].is_string()) {
+        what = fmt::format("its format is \"{}\"", head["format"].get<std::string>());
+      } else if (head.contains("model")) {
+        what = "it looks like a scenario (a run table names one in a run's scenario)";
+      } else {
+        what =
+            fmt::format("an object with neither \"format\": \"{}\" nor traceEvents", kRunsFormat);
+      }
+      return InvalidInput(
+          fmt::format("{}: neither a {} table nor a trace: {}", path, kRunsFormat, what));
+    }
+    SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces, LoadTrace(path, head));
     for (TraceInput& t : traces) inputs.traces.push_back(std::move(t));
+  }
+  // Across tables too: the same id in two tables (or one table given twice) is ambiguous.
+  std::map<std::string, std::string> first_at;
+  for (const RunInput& r : inputs.runs) {
+    const auto [it, inserted] = first_at.emplace(r.id, r.source);
+    if (!inserted) {
+      return InvalidInput(fmt::format(
+          "{}: id: the same id as {} (expected every run's id to be unique across the inputs)",
+          r.source, it->second));
+    }
   }
   return inputs;
 }

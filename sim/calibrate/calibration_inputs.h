@@ -13,9 +13,10 @@
 //   {"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": {...} | "path.json",
 //     "measured": {"step_time_s": 1.2, "tokens_per_s_per_gpu": 6800,
 //                  "peak_memory_reserved_gib": 61.0}}]}
-// any subset of the measured keys (at least one); or CSV with a header naming the columns id,
-// scenario (a scenario file path) and any of the measured keys, empty cells for absent
-// figures. Relative scenario paths resolve against the table's folder. A trace needs its
+// any subset of the measured keys (at least one), each within a plausible range (a step time
+// of 1 µs .. 1e6 s, docs/calibration.md); ids unique across all inputs; or CSV with a header naming
+// the columns id, scenario (a scenario file path) and any of the measured keys, empty cells for
+// absent figures. Relative scenario paths resolve against the table's folder. A trace needs its
 // metadata.scenario (what `shardscope run` and `simulate` write).
 #pragma once
 
@@ -44,9 +45,10 @@ struct TraceInput {
 };
 
 struct RunInput {
-  std::string source;  // "runs.json: runs[3] (id 'a')", for messages
+  std::string source;  // "runs.json: runs[3] (id "a")", "runs.csv: line 4 (id "a")"
   std::string id;
   Scenario scenario;
+  std::string scenario_file;  // the scenario's file as read ("" when the table holds it inline)
   std::optional<double> step_time_s;
   std::optional<double> tokens_per_s_per_gpu;
   std::optional<double> peak_memory_reserved_gib;

@@ -9,6 +9,7 @@
 #include "core/plan/planner.h"
 #include "core/schedule/op_kind.h"
 #include "core/schedule/schedule_options.h"
+#include "sim/cost/calibration.h"
 #include "sim/cost/cost_model.h"
 
 namespace shardscope::calibrate {
@@ -19,27 +20,57 @@ struct Built {
   Schedule schedule;
 };
 
+// The scenario key a model loaded from `m` is named by.
+std::string ModelKey(const ModelSource& m) {
+  switch (m.kind) {
+    case ModelSource::Kind::kHfConfigFile:
+      return "model.hf_config";
+    case ModelSource::Kind::kModuleTreeFile:
+      return "model.module_tree";
+    case ModelSource::Kind::kHfInline:
+      return "model.hf";
+    case ModelSource::Kind::kBuiltin:
+      break;
+  }
+  return "model";
+}
+
 // The schedule `shardscope run` executes for `rank` (rank < 0: the simulator's own roles).
-Result<Built> BuildFor(const Scenario& sc, int rank) {
+// `where` names the scenario in errors ("runs.json: runs[0] (id "a").scenario"): a model file
+// that cannot be read says only its own path, which leaves the user to guess which run of
+// which input named it.
+Result<Built> BuildFor(const Scenario& sc, int rank, const std::string& where) {
   ModelBuildOptions build;
   build.tp = sc.parallelism.tp;
   build.ep = sc.parallelism.ep;
   Built b;
-  SS_ASSIGN_OR_RETURN(b.tree, LoadModel(sc.model, build));
-  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, b.tree));
+  Result<ModelTree> tree = LoadModel(sc.model, build);
+  if (!tree.ok()) return tree.status().WithContext(where + "." + ModelKey(sc.model));
+  b.tree = std::move(tree).value();
+  Result<Plan> plan = PlanScenario(sc, b.tree);
+  if (!plan.ok()) return plan.status().WithContext(where);
+  Result<Schedule> schedule = Schedule();
   if (rank < 0) {
-    SS_ASSIGN_OR_RETURN(b.schedule, BuildScenarioSchedule(sc, b.tree, plan));
+    schedule = BuildScenarioSchedule(sc, b.tree, *plan);
   } else {
     ScheduleOptions so = ScheduleOptionsFromScenario(sc);
     so.rank = rank;
-    SS_ASSIGN_OR_RETURN(b.schedule, BuildSchedule(b.tree, plan, so));
+    schedule = BuildSchedule(b.tree, *plan, so);
   }
+  if (!schedule.ok()) return schedule.status().WithContext(where);
+  b.schedule = std::move(schedule).value();
   return b;
+}
+
+// A run's scenario in messages: its JSON path in the table, and its file when it has one.
+std::string ScenarioWhere(const RunInput& r) {
+  const std::string where = r.source + ".scenario";
+  return r.scenario_file.empty() ? where : fmt::format("{} ({})", where, r.scenario_file);
 }
 
 // Catalog hardware and default figures of the scenario; calibration files the scenario names
 // are left out: a fit starts from, and is regularised towards, the catalog.
-Status FillPricing(const Scenario& sc, const ModelTree& tree, Sample* s) {
+Status FillPricing(const Scenario& sc, const ModelTree& tree, const std::string& where, Sample* s) {
   Result<Hardware> hw = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
   if (!hw.ok()) return hw.status().WithContext(sc.source + ": cluster.gpu");
   s->hw = *hw;
@@ -48,7 +79,15 @@ Status FillPricing(const Scenario& sc, const ModelTree& tree, Sample* s) {
   if (sc.training.attention_backend == AttentionBackend::kCudnn) {
     SS_RETURN_IF_ERROR(UseCudnnAttention(s->hw, &s->defaults).WithContext(sc.source));
   }
-  SS_ASSIGN_OR_RETURN(sim::ScenarioPricing pricing, sim::PriceScenario(sc, tree));
+  // The file is not used (the fit starts from the catalog), but a scenario naming one that
+  // cannot be read is wrong, and PriceScenario's error would name neither the run nor the key.
+  if (!sc.cluster.cost_model.empty()) {
+    const Result<Calibration> cal = LoadCalibration(sc.cluster.cost_model);
+    if (!cal.ok()) return cal.status().WithContext(where + ".cluster.cost_model");
+  }
+  Result<sim::ScenarioPricing> priced = sim::PriceScenario(sc, tree);
+  if (!priced.ok()) return priced.status().WithContext(where);
+  sim::ScenarioPricing pricing = std::move(priced).value();
   s->ctx = pricing.ctx;
   s->ctx.keep_memory_samples = false;
   return Status::Ok();
@@ -79,8 +118,8 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
   for (const TraceInput& t : inputs.traces) {
     Sample s;
     s.source = fmt::format("{} rank {}", t.path, t.rank);
-    SS_ASSIGN_OR_RETURN(Built b, BuildFor(t.scenario, t.rank));
-    SS_RETURN_IF_ERROR(FillPricing(t.scenario, b.tree, &s));
+    SS_ASSIGN_OR_RETURN(Built b, BuildFor(t.scenario, t.rank, t.scenario.source));
+    SS_RETURN_IF_ERROR(FillPricing(t.scenario, b.tree, t.scenario.source, &s));
     // (op_id, occurrence) → op of the rank's one role.
     std::map<std::pair<std::string, int>, int> index;
     std::map<std::string, int> seen;
@@ -140,8 +179,24 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
   for (const RunInput& r : inputs.runs) {
     Sample s;
     s.source = r.source;
-    SS_ASSIGN_OR_RETURN(Built b, BuildFor(r.scenario, -1));
-    SS_RETURN_IF_ERROR(FillPricing(r.scenario, b.tree, &s));
+    const std::string where = ScenarioWhere(r);
+    SS_ASSIGN_OR_RETURN(Built b, BuildFor(r.scenario, -1, where));
+    SS_RETURN_IF_ERROR(FillPricing(r.scenario, b.tree, where, &s));
+    // A measured run ran, so it fit in memory: a scenario the simulator says overflows is not
+    // the scenario that was measured (a wrong GPU, batch or parallelism), and fitting its step
+    // time would bend every figure towards a job that never existed.
+    {
+      std::unique_ptr<CostModel> cost = MakeDefaultCostModel(s.hw, s.defaults);
+      SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateSchedule(b.schedule, *cost, s.ctx));
+      if (!sim.summary.fits) {
+        return InvalidInput(fmt::format(
+            "{}: the simulator predicts that this scenario does not fit in memory ({:.1f} GiB "
+            "reserved at the peak vs {:.1f} GiB usable on {}), so it cannot be the scenario of a "
+            "measured run (expected the GPU, parallelism, batch and checkpointing that ran)",
+            r.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib,
+            r.scenario.cluster.gpu));
+      }
+    }
     double measured = 0;
     if (r.step_time_s) {
       s.figure = Sample::Figure::kStepTime;

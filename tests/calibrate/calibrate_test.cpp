@@ -3,6 +3,7 @@
 // whose held-out error gets worse being reported as such.
 #include "sim/calibrate/calibrate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -134,6 +135,7 @@ TEST(CalibrateTest, RecoversKnownFiguresFromSyntheticTracesWithin2Percent) {
   EXPECT_LT(g.cv_after.median, g.cv_before.median);
   EXPECT_LT(g.cv_after.median, 0.01);  // the noise is 0.4%
   EXPECT_FALSE(g.worse);
+  EXPECT_FALSE(g.not_improved);
   // The file it writes reads back and names the fitted figures.
   const std::string text = CalibrationToJson(g.calibration);
   Result<Calibration> back = ParseCalibration(text, "fitted.json");
@@ -181,27 +183,31 @@ TEST(CalibrateTest, RunTableErrorsNameFileAndField) {
   };
   EXPECT_EQ(err(R"({"format": "shardscope-runs/2", "runs": []})"),
             "runs.json: format: expected \"shardscope-runs/1\"");
-  EXPECT_EQ(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" +
-                ok_scenario + R"(, "measured": {"step_time_s": -1}}]})"),
-            "runs.json: runs[0].measured.step_time_s: expected a positive number, got -1");
-  EXPECT_EQ(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" +
-                ok_scenario + R"(, "measured": {"step_time": 1}}]})"),
-            "runs.json: runs[0].measured.step_time: unknown key (expected one of step_time_s, "
-            "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
-  EXPECT_EQ(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" +
-                ok_scenario + R"(, "measured": {}}]})"),
-            "runs.json: runs[0].measured: no measured figure (expected one of step_time_s, "
-            "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
+  EXPECT_EQ(
+      err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" + ok_scenario +
+          R"(, "measured": {"step_time_s": -1}}]})"),
+      "runs.json: runs[0] (id \"a\").measured.step_time_s: expected a positive number, got -1");
+  EXPECT_EQ(
+      err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" + ok_scenario +
+          R"(, "measured": {"step_time": 1}}]})"),
+      "runs.json: runs[0] (id \"a\").measured.step_time: unknown key (expected one of step_time_s, "
+      "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
+  EXPECT_EQ(
+      err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": )" + ok_scenario +
+          R"(, "measured": {}}]})"),
+      "runs.json: runs[0] (id \"a\").measured: no measured figure (expected one of step_time_s, "
+      "tokens_per_s_per_gpu, peak_memory_reserved_gib)");
   EXPECT_NE(err(R"({"format": "shardscope-runs/1", "runs": [{"id": "a", "scenario": {"model":
             "llama3-8b", "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 8},
             "training": {"seq_len": "long"}}, "measured": {"step_time_s": 1}}]})")
-                .find("runs.json: runs[0].scenario"),
+                .find("runs.json: runs[0] (id \"a\").scenario"),
             std::string::npos);
 
   Result<std::vector<RunInput>> csv =
       ParseRunsCsv("id,scenario,step_time_s\na,missing.json,1.5\n", "runs.csv", ".");
   ASSERT_FALSE(csv.ok());
-  EXPECT_NE(csv.status().message().find("runs.csv: line 2: column scenario"), std::string::npos)
+  EXPECT_NE(csv.status().message().find("runs.csv: line 2 (id \"a\"): column scenario"),
+            std::string::npos)
       << csv.status().message();
   csv = ParseRunsCsv("id,scenario,step_time\n", "runs.csv", ".");
   ASSERT_FALSE(csv.ok());
@@ -237,6 +243,217 @@ TEST(CalibrateTest, TraceWithoutScenarioIsBadInput) {
   EXPECT_NE(in.status().message().find(dir + "/t.json: metadata.scenario: missing"),
             std::string::npos)
       << in.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+// The message of loading `files` (name → contents, written under a fresh folder) as inputs
+// and, when they load, of calibrating them; "" when both succeed.
+std::string InputError(const std::map<std::string, std::string>& files,
+                       const std::vector<std::string>& names) {
+  const std::string dir = TempDir();
+  for (const auto& [name, text] : files) EXPECT_TRUE(WriteFileAtomic(dir + "/" + name, text).ok());
+  std::vector<std::string> paths;
+  for (const std::string& n : names) paths.push_back(dir + "/" + n);
+  Result<CalibrationInputs> in = LoadCalibrationInputs(paths);
+  std::string msg;
+  if (!in.ok()) {
+    EXPECT_EQ(in.status().code(), ErrorCode::kInvalidInput) << in.status().message();
+    msg = in.status().message();
+  } else {
+    Result<CalibrateReport> r = Calibrate(*in, {});
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput) << r.status().message();
+      msg = r.status().message();
+    }
+  }
+  std::filesystem::remove_all(dir);
+  // Messages name paths under `dir`; the tests compare what follows it.
+  for (size_t at = msg.find(dir + "/"); at != std::string::npos; at = msg.find(dir + "/")) {
+    msg.erase(at, dir.size() + 1);
+  }
+  return msg;
+}
+
+std::string RunJson(const std::string& id, const nlohmann::json& scenario,
+                    const std::string& measured) {
+  return nlohmann::json{
+      {"id", id}, {"scenario", scenario}, {"measured", nlohmann::json::parse(measured)}}
+      .dump();
+}
+
+std::string Table(const std::vector<std::string>& runs, const std::string& extra = "") {
+  std::string s = R"({"format": "shardscope-runs/1", )" + extra + R"("runs": [)";
+  for (size_t i = 0; i < runs.size(); ++i) s += (i ? ", " : "") + runs[i];
+  return s + "]}";
+}
+
+TEST(CalibrateTest, CsvColumnNamedTwiceIsRefused) {
+  Result<std::vector<RunInput>> r =
+      ParseRunsCsv("id,scenario,step_time_s,step_time_s\nr1,a.json,0.0031,0.5\n", "runs.csv", ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "runs.csv: line 1: column 'step_time_s': named twice (columns 3 and 4; expected each "
+            "column once)");
+}
+
+TEST(CalibrateTest, RunMessagesNameTheIdAndIdsAreUnique) {
+  nlohmann::json bad = Small(128, 1);
+  bad["model"] = "nosuch-model";
+  const std::string ok = RunJson("ok-run", Small(128, 1), R"({"step_time_s": 0.1})");
+  EXPECT_NE(
+      InputError({{"runs.json", Table({ok, RunJson("bad-run", bad, R"({"step_time_s": 0.1})")})}},
+                 {"runs.json"})
+          .find("runs.json: runs[1] (id \"bad-run\").scenario: model: unknown built-in "
+                "model 'nosuch-model'"),
+      std::string::npos);
+  EXPECT_EQ(InputError({{"runs.json", Table({ok, ok})}}, {"runs.json"}),
+            "runs.json: runs[1] (id \"ok-run\"): id: the same id as runs[0] (expected every run's "
+            "id to be unique)");
+  EXPECT_EQ(InputError({{"a.json", Table({ok})}, {"b.json", Table({ok})}}, {"a.json", "b.json"}),
+            "b.json: runs[0] (id \"ok-run\"): id: the same id as a.json: runs[0] (id \"ok-run\") "
+            "(expected every run's id to be unique across the inputs)");
+  EXPECT_EQ(InputError({{"runs.csv", "id,scenario,step_time_s\nr1,a.json,1\nr1,a.json,2\n"},
+                        {"a.json", Small(128, 1).dump()}},
+                       {"runs.csv"}),
+            "runs.csv: line 3 (id \"r1\"): id: the same id as line 2 (expected every run's id to "
+            "be unique)");
+}
+
+TEST(CalibrateTest, UnknownTableKeyIsRefused) {
+  const std::string ok = RunJson("a", Small(128, 1), R"({"step_time_s": 0.1})");
+  Result<std::vector<RunInput>> r = ParseRunsJson(Table({ok}, R"("run": [], )"), "runs.json", ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "runs.json: run: unknown key (did you mean runs?)");
+  r = ParseRunsJson(Table({ok}, R"("comment": "x", )"), "runs.json", ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "runs.json: comment: unknown key (expected format, runs)");
+}
+
+TEST(CalibrateTest, ImplausibleMeasurementsAreRefusedWithTheRange) {
+  auto err = [](const std::string& measured) {
+    Result<std::vector<RunInput>> r =
+        ParseRunsJson(Table({RunJson("r1", Small(128, 1), measured)}), "runs.json", ".");
+    EXPECT_FALSE(r.ok()) << measured;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(err(R"({"step_time_s": 1e-300})"),
+            "runs.json: runs[0] (id \"r1\").measured.step_time_s: expected a measurement within "
+            "1e-06 .. 1e+06 s, got 1e-300");
+  EXPECT_EQ(err(R"({"step_time_s": 1e300})"),
+            "runs.json: runs[0] (id \"r1\").measured.step_time_s: expected a measurement within "
+            "1e-06 .. 1e+06 s, got 1e+300");
+  EXPECT_NE(err(R"({"step_time_s": 5e-324})").find("measured.step_time_s: expected a measurement"),
+            std::string::npos);
+  EXPECT_NE(
+      err(R"({"tokens_per_s_per_gpu": 1e12})")
+          .find("tokens_per_s_per_gpu: expected a measurement within 0.001 .. 1e+09 tokens/s"),
+      std::string::npos);
+  EXPECT_NE(
+      err(R"({"peak_memory_reserved_gib": 1e6})")
+          .find("peak_memory_reserved_gib: expected a measurement within 0.001 .. 100000 GiB"),
+      std::string::npos);
+  EXPECT_NE(InputError({{"runs.csv", "id,scenario,step_time_s\nr1,a.json,1e-320\n"},
+                        {"a.json", Small(128, 1).dump()}},
+                       {"runs.csv"})
+                .find("runs.csv: line 2 (id \"r1\"): column step_time_s: expected a measurement "
+                      "within 1e-06 .. 1e+06 s"),
+            std::string::npos);
+}
+
+TEST(CalibrateTest, MissingModelAndCostModelFilesNameTheRunAndKey) {
+  nlohmann::json model = Small(128, 1);
+  model["model"] = {{"hf_config", "nope/config.json"}};
+  EXPECT_NE(InputError({{"runs.json", Table({RunJson("r1", model, R"({"step_time_s": 0.1})")})}},
+                       {"runs.json"})
+                .find("runs.json: runs[0] (id \"r1\").scenario.model.hf_config: "),
+            std::string::npos);
+  nlohmann::json cost = Small(128, 1);
+  cost["cluster"]["cost_model"] = "nope.json";
+  EXPECT_NE(InputError({{"runs.json", Table({RunJson("r1", cost, R"({"step_time_s": 0.1})")})}},
+                       {"runs.json"})
+                .find("runs.json: runs[0] (id \"r1\").scenario.cluster.cost_model: "),
+            std::string::npos);
+  // A scenario file: its own path is named too.
+  EXPECT_NE(
+      InputError({{"runs.json", Table({RunJson("r1", "job.json", R"({"step_time_s": 0.1})")})},
+                  {"job.json", model.dump()}},
+                 {"runs.json"})
+          .find("runs.json: runs[0] (id \"r1\").scenario ("),
+      std::string::npos);
+}
+
+TEST(CalibrateTest, RunThatCannotFitInMemoryIsRefused) {
+  const nlohmann::json big = nlohmann::json::parse(
+      R"({"model": "llama3-70b", "cluster": {"gpu": "a100-40g", "nodes": 1, "gpus_per_node": 1},
+          "training": {"seq_len": 2048, "local_batch": 1}})");
+  const std::string msg = InputError(
+      {{"runs.json", Table({RunJson("big", big, R"({"step_time_s": 10})")})}}, {"runs.json"});
+  EXPECT_NE(msg.find("runs.json: runs[0] (id \"big\"): the simulator predicts that this scenario "
+                     "does not fit in memory"),
+            std::string::npos)
+      << msg;
+}
+
+// A trace of `scenario` with one operation on `rank`.
+std::string OneOpTrace(const nlohmann::json& scenario, int rank) {
+  Trace t;
+  t.metadata.kind = "measured";
+  t.metadata.scenario = scenario;
+  t.AddWork(rank, kLaneCompute, "x", "fwd/x", 0, 100);
+  const std::string dir = TempDir();
+  EXPECT_TRUE(WriteTrace(t, dir + "/one.json").ok());
+  Result<std::string> text = ReadFile(dir + "/one.json");
+  EXPECT_TRUE(text.ok());
+  return text.ok() ? *text : std::string();
+}
+
+TEST(CalibrateTest, TraceInputErrorsNameFileEventAndField) {
+  Result<Scenario> sc = ParseScenario(Small(128, 1), "s", ".");
+  ASSERT_TRUE(sc.ok());
+  const std::string bad_pid = OneOpTrace(sc->resolved, 99);
+  const nlohmann::json doc = nlohmann::json::parse(bad_pid);
+  int64_t at = -1;
+  for (size_t i = 0; i < doc["traceEvents"].size(); ++i) {
+    if (doc["traceEvents"][i].value("pid", -1) == 99) {
+      at = static_cast<int64_t>(i);
+      break;
+    }
+  }
+  ASSERT_GE(at, 0);
+  EXPECT_EQ(InputError({{"t.json", bad_pid}}, {"t.json"}),
+            fmt::format("t.json: traceEvents[{}].pid: 99 is not a rank of metadata.scenario "
+                        "(expected 0 .. 3: it has 4 GPUs)",
+                        at));
+  EXPECT_EQ(InputError({{"t.json", OneOpTrace("job.json", 0)}}, {"t.json"}),
+            "t.json: metadata.scenario: expected an object (the scenario the trace ran), got "
+            "string");
+  EXPECT_EQ(InputError({{"p.json", R"({"format": "shardscope-prices/1", "per_gpu_hour": {}})"}},
+                       {"p.json"}),
+            "p.json: neither a shardscope-runs/1 table nor a trace: its format is "
+            "\"shardscope-prices/1\"");
+  EXPECT_EQ(
+      InputError({{"s.json", Small(128, 1).dump()}}, {"s.json"}),
+      "s.json: neither a shardscope-runs/1 table nor a trace: it looks like a scenario (a run "
+      "table names one in a run's scenario)");
+}
+
+TEST(CalibrateTest, FitThatDoesNotLowerItsOwnErrorIsFlagged) {
+  // One run measured exactly as the catalog predicts: no figure can do better than 0%.
+  const std::string dir = TempDir();
+  Result<Scenario> sc = ParseScenario(Small(256, 1), "run", dir);
+  ASSERT_TRUE(sc.ok());
+  Result<sim::Simulation> sim = sim::SimulateScenario(*sc);
+  ASSERT_TRUE(sim.ok());
+  const std::string exact = fmt::format(R"({{"step_time_s": {:.17g}}})", sim->summary.step_time_s);
+  ASSERT_TRUE(
+      WriteFileAtomic(dir + "/runs.json", Table({RunJson("r", Small(256, 1), exact)})).ok());
+  Result<CalibrationInputs> in = LoadCalibrationInputs({dir + "/runs.json"});
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  Result<CalibrateReport> r = Calibrate(*in, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_TRUE(r->gpus[0].not_improved)
+      << r->gpus[0].fit_before.median << " -> " << r->gpus[0].fit_after.median;
   std::filesystem::remove_all(dir);
 }
 

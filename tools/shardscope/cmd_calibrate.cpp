@@ -3,13 +3,17 @@
 // (sim/calibrate/calibrate.h), prints each figure with its uncertainty and the cross-validated
 // error before and after, and writes the calibration file scenarios name in
 // `cluster.cost_model`. Several GPU types: one file each, FILE's name with the GPU before its
-// extension (cal.json → cal.h100-sxm.json). A fit that predicts held-out observations worse
-// than the defaults is exit 1, its file not written.
+// extension (cal.json → cal.h100-sxm.json). Output paths are checked before the inputs are
+// read, and every file is written at the end, all or none. A GPU whose fit predicts held-out
+// observations worse than the defaults, or does not lower the error on its own inputs, is
+// exit 1 and its file is not written; the other GPUs' files are, and both the output and the
+// --json report say which were written and which not.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,8 +79,10 @@ void PrintGpu(const calibrate::GpuCalibration& g) {
   }
 }
 
+// `files[i]`: what GPU i's calibration was written to, or "" with `why_not[i]` saying why not.
 nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
-                          const std::vector<std::string>& files) {
+                          const std::vector<std::string>& files,
+                          const std::vector<std::string>& why_not) {
   auto stats = [](const calibrate::ErrorStats& s) {
     return nlohmann::json{{"count", s.count}, {"median", s.median}, {"p90", s.p90}};
   };
@@ -102,46 +108,107 @@ nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
                          {"cv_before", stats(g.cv_before)},
                          {"cv_after", stats(g.cv_after)},
                          {"worse", g.worse},
-                         {"file", files[i].empty() ? nlohmann::json() : nlohmann::json(files[i])}});
+                         {"not_improved", g.not_improved},
+                         {"written", !files[i].empty()},
+                         {"file", files[i].empty() ? nlohmann::json() : nlohmann::json(files[i])},
+                         {"not_written_because",
+                          why_not[i].empty() ? nlohmann::json() : nlohmann::json(why_not[i])}});
   }
   return j;
 }
 
-Status RunCalibrate(const CalibrateArgs& args) {
+// Why GPU `g`'s calibration must not be written ("" when it may be).
+std::string WhyNotWritten(const calibrate::GpuCalibration& g) {
+  std::string why;
+  if (g.not_improved) {
+    why = fmt::format(
+        "the fit does not lower the error on its own inputs ({:.2f}% -> {:.2f}% median)",
+        100 * g.fit_before.median, 100 * g.fit_after.median);
+  }
+  if (g.worse) {
+    why += fmt::format(
+        "{}the fitted figures predict held-out observations worse than the catalog defaults "
+        "({:.2f}% -> {:.2f}% median)",
+        why.empty() ? "" : "; ", 100 * g.cv_before.median, 100 * g.cv_after.median);
+  }
+  return why;
+}
+
+Status RunCalibrate(const CalibrateArgs& args, bool json_given) {
+  // Output paths first: a typo in --out must not cost the whole fit.
+  SS_RETURN_IF_ERROR(CheckOutputPath("--out", args.out));
+  if (json_given) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json));
+  std::vector<NamedPath> inputs_named;
+  for (const std::string& in : args.inputs) inputs_named.push_back({"input", in});
+  std::vector<NamedPath> outputs = {{"--out", args.out}, {"--json", args.json}};
+  SS_RETURN_IF_ERROR(CheckDistinctFiles(outputs, inputs_named));
+
   SS_ASSIGN_OR_RETURN(calibrate::CalibrationInputs inputs,
                       calibrate::LoadCalibrationInputs(args.inputs));
+  // Before the fit: the per-GPU names of every GPU the inputs name (the fit writes a subset),
+  // and the scenario and model files the run tables read, which an output must not replace.
+  std::set<std::string> gpus;
+  for (const calibrate::TraceInput& t : inputs.traces) gpus.insert(t.scenario.cluster.gpu);
+  for (const calibrate::RunInput& r : inputs.runs) {
+    gpus.insert(r.scenario.cluster.gpu);
+    if (!r.scenario_file.empty()) inputs_named.push_back({r.source + " scenario", r.scenario_file});
+  }
+  auto add_model_file = [&](const Scenario& sc) {
+    if (sc.model.kind == ModelSource::Kind::kHfConfigFile ||
+        sc.model.kind == ModelSource::Kind::kModuleTreeFile) {
+      inputs_named.push_back({sc.source + " model", sc.model.name_or_path});
+    }
+  };
+  for (const calibrate::TraceInput& t : inputs.traces) add_model_file(t.scenario);
+  for (const calibrate::RunInput& r : inputs.runs) add_model_file(r.scenario);
+  if (gpus.size() > 1) {
+    for (const std::string& gpu : gpus) {
+      const std::string path = OutPathFor(args.out, gpu, true);
+      SS_RETURN_IF_ERROR(CheckOutputPath(fmt::format("--out ({})", gpu), path));
+      outputs.push_back({fmt::format("--out ({})", gpu), path});
+    }
+  }
+  SS_RETURN_IF_ERROR(CheckDistinctFiles(outputs, inputs_named));
+
   calibrate::CalibrateOptions options;
   options.folds = args.folds;
   if (args.timing_floor_us >= 0) options.timing_floor_ns = args.timing_floor_us * 1e3;
   SS_ASSIGN_OR_RETURN(calibrate::CalibrateReport report, calibrate::Calibrate(inputs, options));
   for (const std::string& note : report.notes) fmt::print("note: {}\n", note);
   const bool several = report.gpus.size() > 1;
-  std::vector<std::string> files(report.gpus.size());
-  std::string worse;
+  std::vector<std::string> files(report.gpus.size()), why_not(report.gpus.size());
+  std::vector<std::pair<std::string, std::string>> writes;
+  std::string failed, kept, written;
   for (size_t i = 0; i < report.gpus.size(); ++i) {
     const calibrate::GpuCalibration& g = report.gpus[i];
     PrintGpu(g);
-    if (g.worse) {
-      fmt::print(
-          "  the fitted figures predict held-out observations worse than the catalog defaults "
-          "({:.2f}% -> {:.2f}% median): calibration not written\n",
-          100 * g.cv_before.median, 100 * g.cv_after.median);
-      worse += (worse.empty() ? "" : ", ") + g.gpu;
+    const std::string path = OutPathFor(args.out, g.gpu, several);
+    why_not[i] = WhyNotWritten(g);
+    if (!why_not[i].empty()) {
+      fmt::print("  {}: calibration not written\n", why_not[i]);
+      failed += (failed.empty() ? "" : ", ") + g.gpu;
+      kept += (kept.empty() ? "" : ", ") + path;
       continue;
     }
-    files[i] = OutPathFor(args.out, g.gpu, several);
-    SS_RETURN_IF_ERROR(WriteFileAtomic(files[i], CalibrationToJson(g.calibration)));
-    fmt::print("Calibration written to {} (name it in cluster.cost_model)\n", files[i]);
+    files[i] = path;
+    writes.emplace_back(path, CalibrationToJson(g.calibration));
+    written += (written.empty() ? "" : ", ") + path;
   }
-  if (!args.json.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.json, ReportJson(report, files).dump(2) + "\n"));
-    fmt::print("Report written to {}\n", args.json);
+  if (json_given) writes.emplace_back(args.json, ReportJson(report, files, why_not).dump(2) + "\n");
+  // Each GPU's fit passes or fails on its own (docs/calibration.md), so the ones that passed
+  // are written even when another failed; all of them and the report land together or not at
+  // all, and the summary below says which.
+  SS_RETURN_IF_ERROR(WriteFilesAtomic(writes));
+  for (const std::string& f : files) {
+    if (!f.empty()) fmt::print("Calibration written to {} (name it in cluster.cost_model)\n", f);
   }
-  if (!worse.empty()) {
+  if (json_given) fmt::print("Report written to {}\n", args.json);
+  if (!failed.empty()) {
     return CheckFailed(fmt::format(
-        "calibrate: {}: the held-out error got worse with the fitted figures; more or more "
-        "varied measurements are needed",
-        worse));
+        "calibrate: {}: the fitted figures do not predict the measurements better than the "
+        "catalog defaults; more or more varied measurements are needed. Not written: {} (left as "
+        "it was){}",
+        failed, kept, written.empty() ? std::string() : "; written: " + written));
   }
   return Status::Ok();
 }
@@ -167,8 +234,11 @@ void RegisterCalibrateCommand(CLI::App& app, CommandRegistry& registry) {
                   "are fitted by absolute, not relative, error (default: the catalog's "
                   "timing_jitter_us of each device; 0 on GPUs)")
       ->check(NonNegative());
-  sub->add_option("--json", args->json, "write the report (figures, errors) as JSON here");
-  registry.Add(sub, [args] { return RunCalibrate(*args); });
+  CLI::Option* json = sub->add_option("--json", args->json,
+                                      "write the report (figures, errors, files written) as JSON "
+                                      "here");
+  // `--json ''` is a mistake to report, not the option left out.
+  registry.Add(sub, [args, json] { return RunCalibrate(*args, json->count() > 0); });
 }
 
 }  // namespace shardscope::cli
