@@ -20,6 +20,10 @@ struct Built {
   Schedule schedule;
 };
 
+// A run table's scenario predicted to need more than this many times the usable memory cannot
+// be what ran; between 1 and this it is noted, as the memory estimate's own error.
+constexpr double kImplausibleMemoryRatio = 1.5;
+
 // The scenario key a model loaded from `m` is named by.
 std::string ModelKey(const ModelSource& m) {
   switch (m.kind) {
@@ -182,19 +186,31 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
     const std::string where = ScenarioWhere(r);
     SS_ASSIGN_OR_RETURN(Built b, BuildFor(r.scenario, -1, where));
     SS_RETURN_IF_ERROR(FillPricing(r.scenario, b.tree, where, &s));
-    // A measured run ran, so it fit in memory: a scenario the simulator says overflows is not
-    // the scenario that was measured (a wrong GPU, batch or parallelism), and fitting its step
-    // time would bend every figure towards a job that never existed.
+    // A measured run ran, so it fit in memory. A scenario the simulator puts far over the
+    // capacity is not the scenario that was measured (a wrong GPU, batch or parallelism), and
+    // fitting its step time would bend every figure towards a job that never existed. Just
+    // over is the memory estimate's error as much as the user's, so that is only noted.
     {
       std::unique_ptr<CostModel> cost = MakeDefaultCostModel(s.hw, s.defaults);
       SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateSchedule(b.schedule, *cost, s.ctx));
-      if (!sim.summary.fits) {
+      const double over = sim.summary.usable_gib > 0
+                              ? sim.summary.peak_memory_reserved_gib / sim.summary.usable_gib
+                              : 0.0;
+      if (!sim.summary.fits && over > kImplausibleMemoryRatio) {
         return InvalidInput(fmt::format(
             "{}: the simulator predicts that this scenario does not fit in memory ({:.1f} GiB "
-            "reserved at the peak vs {:.1f} GiB usable on {}), so it cannot be the scenario of a "
-            "measured run (expected the GPU, parallelism, batch and checkpointing that ran)",
+            "reserved at the peak vs {:.1f} GiB usable on {}, {:.1f}x), so it cannot be the "
+            "scenario of a measured run (expected the GPU, parallelism, batch and checkpointing "
+            "that ran)",
             r.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib,
-            r.scenario.cluster.gpu));
+            r.scenario.cluster.gpu, over));
+      }
+      if (!sim.summary.fits) {
+        p.notes.push_back(fmt::format(
+            "{}: predicted {:.1f} GiB reserved at the peak, over the {:.1f} GiB usable, though it "
+            "ran; fitted anyway (the memory estimate is off, or the run used allocator settings "
+            "the model does not have)",
+            r.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib));
       }
     }
     double measured = 0;

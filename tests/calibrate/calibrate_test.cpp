@@ -16,6 +16,7 @@
 #include "core/util/file_io.h"
 #include "core/util/output_files.h"
 #include "sim/calibrate/calibration_inputs.h"
+#include "sim/calibrate/sample.h"
 #include "sim/cost/calibration.h"
 #include "sim/engine/simulator.h"
 
@@ -392,6 +393,30 @@ TEST(CalibrateTest, RunThatCannotFitInMemoryIsRefused) {
                      "does not fit in memory"),
             std::string::npos)
       << msg;
+}
+
+// Just over the capacity (1.05x here) is the memory estimate's error as much as the user's: the
+// run is fitted, with a note.
+TEST(CalibrateTest, RunJustOverTheCapacityIsFittedWithANote) {
+  const nlohmann::json close = nlohmann::json::parse(
+      R"({"model": "llama3.2-1b", "cluster": {"gpu": "a100-40g", "nodes": 1, "gpus_per_node": 1},
+          "training": {"seq_len": 8192, "local_batch": 1, "activation_checkpoint": "none"}})");
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/runs.json",
+                              Table({RunJson("close", close, R"({"step_time_s": 1.5})")}))
+                  .ok());
+  Result<CalibrationInputs> in = LoadCalibrationInputs({dir + "/runs.json"});
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  Result<PreparedInputs> prepared = PrepareSamples(*in);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().message();
+  ASSERT_EQ(prepared->samples.size(), 1u);
+  bool noted = false;
+  for (const std::string& n : prepared->notes) {
+    noted = noted || n.find("over the 37.9 GiB usable, though it ran; fitted anyway") !=
+                         std::string::npos;
+  }
+  EXPECT_TRUE(noted);
 }
 
 // A trace of `scenario` with one operation on `rank`.
