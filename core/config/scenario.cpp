@@ -496,13 +496,7 @@ Result<Scenario> ParseScenario(json doc, const std::string& source, const std::s
 
 Result<Scenario> LoadScenario(const std::string& path, const std::vector<std::string>& overrides) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    return InvalidInput(fmt::format("{}: invalid JSON: {}", path, e.what()));
-  }
+  SS_ASSIGN_OR_RETURN(json doc, ParseJsonInput(text, path));
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   return ParseScenario(std::move(doc), path, base_dir, overrides);
 }

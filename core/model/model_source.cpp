@@ -18,10 +18,9 @@ using nlohmann::json;
 
 Result<json> ReadJsonFile(const std::string& path, const char* expected) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return InvalidInput(path + ": not valid JSON (expected " + std::string(expected) + ")");
+  Result<json> j = ParseJsonInput(text, path);
+  if (!j.ok() && j.status().message().find(": not valid JSON") != std::string::npos) {
+    return InvalidInput(j.status().message() + " (expected " + std::string(expected) + ")");
   }
   return j;
 }

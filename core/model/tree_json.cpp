@@ -413,12 +413,12 @@ Result<ModelTree> ParseModelTree(const json& j, const std::string& source_name) 
 
 Result<ModelTree> LoadModelTreeFile(const std::string& path) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return InvalidInput(path + ": not valid JSON (expected a shardscope-tree/1 module tree)");
+  Result<json> j = ParseJsonInput(text, path);
+  if (!j.ok() && j.status().message().find(": not valid JSON") != std::string::npos) {
+    return InvalidInput(j.status().message() + " (expected a shardscope-tree/1 module tree)");
   }
-  return ParseModelTree(j, path);
+  if (!j.ok()) return j.status();
+  return ParseModelTree(*j, path);
 }
 
 namespace {

@@ -1,8 +1,10 @@
 #include "core/util/json_guard.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace shardscope {
@@ -109,6 +111,54 @@ Status CheckJsonText(std::string_view text, const std::string& source, int max_d
     }
   }
   return Status::Ok();
+}
+
+Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source) {
+  SS_RETURN_IF_ERROR(CheckJsonText(text, source));
+  // The keys of each enclosing object as the parser meets them; arrays are frames without keys.
+  struct Frame {
+    bool object = false;
+    std::vector<std::string> keys;
+  };
+  std::vector<Frame> frames;
+  std::string repeated;  // "<path>: the key ..." of the first key given twice
+  using Json = nlohmann::json;
+  const Json::parser_callback_t note_keys = [&](int, Json::parse_event_t e, Json& value) {
+    using Event = Json::parse_event_t;
+    if (e == Event::object_start || e == Event::array_start) {
+      frames.push_back({e == Event::object_start, {}});
+    } else if ((e == Event::object_end || e == Event::array_end) && !frames.empty()) {
+      frames.pop_back();
+    } else if (e == Event::key && !frames.empty() && repeated.empty()) {
+      std::vector<std::string>& keys = frames.back().keys;
+      const std::string key = value.get<std::string>();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+        std::string path;
+        for (size_t i = 0; i + 1 < frames.size(); ++i) {
+          if (!frames[i].object) {
+            path += "[]";
+          } else if (!frames[i].keys.empty()) {
+            path += (path.empty() ? "" : ".") + frames[i].keys.back();
+          }
+        }
+        repeated = (path.empty() ? "" : path + ": ") + "the key \"" + key +
+                   "\" appears twice in one object (the last would win silently)";
+      }
+      keys.push_back(key);
+    }
+    return true;
+  };
+  Json doc;
+  try {
+    doc = Json::parse(text, note_keys);
+  } catch (const Json::exception& e) {
+    const auto* parse = dynamic_cast<const Json::parse_error*>(&e);
+    return InvalidInput(parse != nullptr ? source + ": not valid JSON at byte " +
+                                               std::to_string(parse->byte) + ": " + e.what()
+                                         : source + ": not valid JSON: " + e.what());
+  }
+  if (!repeated.empty()) return InvalidInput(source + ": " + repeated);
+  return doc;
 }
 
 }  // namespace shardscope

@@ -5,8 +5,10 @@
 // Contents:
 //   kMaxJsonDepth   the deepest nesting of arrays and objects any input may have
 //   CheckJsonText   iterative scan: nesting depth and out-of-range numbers, with the key path
+//   ParseJsonInput  CheckJsonText, then the document; a key twice in one object is an error
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -25,5 +27,13 @@ inline constexpr int kMaxJsonDepth = 512;
 // Text that is not JSON at all passes: the parser that follows reports it.
 Status CheckJsonText(std::string_view text, const std::string& source,
                      int max_depth = kMaxJsonDepth);
+
+// The JSON document of a user's file (scenario, config.json, module tree, calibration, price or
+// run table): CheckJsonText, then parsed. nlohmann keeps the last of a key given twice in one
+// object, so `"gpus_per_node": 4, "gpus_per_node": 2` would plan 2 GPUs without a word; here
+// it is an error naming the key and where. Errors (InvalidInput), prefixed with `source`:
+//   "<source>: not valid JSON at byte N: <parser's reason>"
+//   "<source>: cluster: the key \"gpus_per_node\" appears twice in one object"
+Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source);
 
 }  // namespace shardscope

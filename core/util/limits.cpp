@@ -56,9 +56,9 @@ Status CheckLimitVariables() {
     const LimitInfo info = InfoOf(limit);
     const char* env = std::getenv(info.variable);
     if (env != nullptr && !ParsedValue(env)) {
-      return InvalidInput(std::string(info.variable) + "=" + env + ": expected a positive integer (" +
-                          info.what + "; unset it for the default " +
-                          std::to_string(info.default_value) + ")");
+      return InvalidInput(std::string(info.variable) + "=" + env +
+                          ": expected a positive integer (" + info.what +
+                          "; unset it for the default " + std::to_string(info.default_value) + ")");
     }
   }
   return Status::Ok();

@@ -51,7 +51,8 @@ Status WriteAll(int fd, const std::string& data, const std::string& path) {
   return Status::Ok();
 }
 
-Status WriteTo(const std::string& path, const std::string& data, int flags, const std::string& name) {
+Status WriteTo(const std::string& path, const std::string& data, int flags,
+               const std::string& name) {
   const int fd = ::open(path.c_str(), flags, 0666);
   if (fd < 0) return RuntimeError(name + ": cannot write (" + Errno() + ")");
   Status s = WriteAll(fd, data, name);

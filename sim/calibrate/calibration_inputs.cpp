@@ -13,6 +13,7 @@
 #include "core/trace/trace_io.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope::calibrate {
 namespace {
@@ -235,8 +236,8 @@ Result<std::vector<RunInput>> ParseRunsJson(std::string_view text, const std::st
                                             const std::string& base_dir) {
   static const std::vector<std::string> kTableKeys = {"format", "runs"};
   static const std::vector<std::string> kRunKeys = {"id", "scenario", "measured", "notes"};
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidInput(source + ": not a JSON object");
+  SS_ASSIGN_OR_RETURN(json j, ParseJsonInput(text, source));
+  if (!j.is_object()) return InvalidInput(source + ": not a JSON object");
   if (!j.contains("format") || j["format"] != kRunsFormat) {
     return InvalidInput(fmt::format("{}: format: expected \"{}\"", source, kRunsFormat));
   }

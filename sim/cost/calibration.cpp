@@ -232,9 +232,7 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
 
 Result<Calibration> ParseCalibration(std::string_view text, std::string_view source) {
   const std::string src(source);
-  SS_RETURN_IF_ERROR(CheckJsonText(text, src));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidInput(src + ": not valid JSON");
+  SS_ASSIGN_OR_RETURN(json j, ParseJsonInput(text, src));
   if (!j.is_object()) return InvalidInput(src + ": expected a JSON object at the top level");
   // Validate every key and value now, against a catalog GPU, so a bad file fails at load.
   Result<Hardware> probe = LookupHardware("h100-sxm", 8, 1);

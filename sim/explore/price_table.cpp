@@ -35,35 +35,7 @@ std::optional<double> PriceTable::PerGpuHour(std::string_view gpu) const {
 }
 
 Result<PriceTable> ParsePriceTable(std::string_view text, const std::string& source) {
-  SS_RETURN_IF_ERROR(CheckJsonText(text, source));
-  // A key twice in one object would leave the last price standing without a word: each
-  // object's keys are collected as the parser meets them.
-  std::vector<std::vector<std::string>> keys;
-  std::string repeated;
-  const nlohmann::json::parser_callback_t note_keys = [&](int, nlohmann::json::parse_event_t e,
-                                                          nlohmann::json& value) {
-    using Event = nlohmann::json::parse_event_t;
-    if (e == Event::object_start) keys.emplace_back();
-    if (e == Event::object_end && !keys.empty()) keys.pop_back();
-    if (e == Event::key && !keys.empty() && repeated.empty()) {
-      const std::string key = value.get<std::string>();
-      if (std::find(keys.back().begin(), keys.back().end(), key) != keys.back().end()) {
-        repeated = key;
-      }
-      keys.back().push_back(key);
-    }
-    return true;
-  };
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text, note_keys);
-  } catch (const nlohmann::json::parse_error& e) {
-    return InvalidInput(fmt::format("{}: not valid JSON at byte {}: {}", source, e.byte, e.what()));
-  }
-  if (!repeated.empty()) {
-    return InvalidInput(fmt::format("{}: the key \"{}\" appears twice in one object", source,
-                                    repeated));
-  }
+  SS_ASSIGN_OR_RETURN(const nlohmann::json doc, ParseJsonInput(text, source));
   if (!doc.is_object()) {
     return InvalidInput(fmt::format("{}: expected a JSON object (shardscope-prices/1)", source));
   }

@@ -112,10 +112,8 @@ double ObjectiveKey(const VariantFigures& f, Objective objective) {
 
 Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::string>& sets) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  SS_RETURN_IF_ERROR(CheckJsonText(text, path));
   SweepBase base;
-  base.doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (base.doc.is_discarded()) return InvalidInput(fmt::format("{}: invalid JSON", path));
+  SS_ASSIGN_OR_RETURN(base.doc, ParseJsonInput(text, path));
   base.source = path;
   base.base_dir = std::filesystem::path(path).parent_path().string();
   base.sets = sets;
@@ -200,8 +198,8 @@ std::vector<int> ParetoFront(const std::vector<VariantResult>& variants) {
 Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<std::string>> sets,
                                 const SweepOptions& options) {
   if (options.threads < 0 || options.threads > kMaxThreads) {
-    return InvalidInput(fmt::format("--threads {}: expected 0 (all cores) to {}", options.threads,
-                                    kMaxThreads));
+    return InvalidInput(
+        fmt::format("--threads {}: expected 0 (all cores) to {}", options.threads, kMaxThreads));
   }
   const PriceTable& prices = options.prices != nullptr ? *options.prices : DefaultPriceTable();
   const int64_t total = static_cast<int64_t>(sets.size());

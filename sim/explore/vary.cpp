@@ -5,8 +5,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/config/scenario.h"
 

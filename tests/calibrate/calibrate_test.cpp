@@ -413,8 +413,8 @@ TEST(CalibrateTest, RunJustOverTheCapacityIsFittedWithANote) {
   ASSERT_EQ(prepared->samples.size(), 1u);
   bool noted = false;
   for (const std::string& n : prepared->notes) {
-    noted = noted || n.find("over the 37.9 GiB usable, though it ran; fitted anyway") !=
-                         std::string::npos;
+    noted = noted ||
+            n.find("over the 37.9 GiB usable, though it ran; fitted anyway") != std::string::npos;
   }
   EXPECT_TRUE(noted);
 }

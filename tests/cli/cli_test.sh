@@ -50,6 +50,19 @@ rc=$?
 grep -q "the folder '/nonexistent-dir-shardscope' does not exist" "$out/nodir" ||
   { cat "$out/nodir"; fail "missing folder not named"; }
 grep -q "MFU" "$out/nodir" && fail "simulated before checking --summary"
+# Every command's outputs: checked before the work, never one another or an input.
+"$bin" simulate $small --trace "$out/t.json" > /dev/null 2>&1 || fail "simulate --trace"
+for args in "stats $out/t.json --json $out/t.json" "diff $out/t.json $out/t.json --json $out/t.json" \
+            "model llama3.2-1b --tree $out/m.json --json $out/m.json" \
+            "plan examples/tied_llama3.2_1b.json --json $out/nodir/p.json" \
+            "simulate $small --summary $out/s --trace $out/s"; do
+  "$bin" $args > "$out/o" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] || { cat "$out/o"; fail "$args: exit $rc (expected 2)"; }
+  grep -Eq "an output would overwrite an input|the same file as|does not exist|is not a folder" "$out/o" ||
+    { cat "$out/o"; fail "$args: the output is not named"; }
+done
+"$bin" check-trace "$out/t.json" > /dev/null 2>&1 || fail "stats --json over its input replaced it"
 # A runtime error (a write that fails: /dev/full has no space) always shows the trail.
 [ -c /dev/full ] || fail "no /dev/full on this machine"
 "$bin" simulate $small --summary /dev/full > "$out/rt" 2>&1

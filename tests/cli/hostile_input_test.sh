@@ -152,7 +152,24 @@ expect_error 2 "more than the limit of 100 (set SHARDSCOPE_MAX_SCHEDULE_OPS to r
 
 # Filesystem: a directory as input says so; an unwritable output names the user's path.
 expect_error 2 "$out: is a directory" "$bin" plan "$out"
-expect_error 3 "$out/no-such-dir/plan.json: cannot write" \
+expect_error 2 "$out/no-such-dir/plan.json: the folder '$out/no-such-dir' does not exist" \
   "$bin" plan "$out/job.json" --json "$out/no-such-dir/plan.json"
+# A key twice in one object: the last one used to win silently.
+printf '{"model": "llama3-8b", "cluster": {"gpus_per_node": 4, "gpus_per_node": 2}}\n' > "$out/dup.json"
+expect_error 2 "$out/dup.json: cluster: the key \"gpus_per_node\" appears twice in one object" \
+  "$bin" plan "$out/dup.json"
 grep -q "\.tmp\." "$out/stderr" && { cat "$out/stderr"; fail "unwritable output names the temporary file"; }
+# run: outputs checked before the step (a scenario, its model file or the other output are not
+# overwritten), bounds on the numbers it converts.
+cp tests/backend_mpi/scenarios/fsdp.json tests/backend_mpi/scenarios/tiny_llama.config.json "$out/"
+expect_error 2 "is the scenario $out/fsdp.json" \
+  "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --trace "$out/fsdp.json"
+expect_error 2 "is the scenario's model file" \
+  "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --summary "$out/tiny_llama.config.json"
+expect_error 2 "the same file as --summary" \
+  "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --summary "$out/s.json" --trace "$out/./s.json"
+expect_error 2 "--timeout: expected a number > 0 and <= 1e+06, got '1e300'" \
+  "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --timeout 1e300
+expect_error 2 "--memory-limit: expected a number > 0" \
+  "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --memory-limit 0
 echo "hostile_input_test: ok"

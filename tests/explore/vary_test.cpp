@@ -79,9 +79,9 @@ TEST(Combinations, LastAxisFastestAndBounded) {
   EXPECT_EQ(CombinationSets(axes, 2), (V{"parallelism.tp=1", "cluster.nodes=4"}));
   EXPECT_EQ(CombinationSets(axes, 3), (V{"parallelism.tp=2", "cluster.nodes=1"}));
   EXPECT_EQ(CombinationSets(axes, 5), (V{"parallelism.tp=2", "cluster.nodes=4"}));
-  Result<int64_t> too_many =
-      CombinationCount({*ParseVary("training.local_batch=1..1000"),
-                        *ParseVary("training.seq_len=1..1000"), *ParseVary("cluster.nodes=1..1000")});
+  Result<int64_t> too_many = CombinationCount({*ParseVary("training.local_batch=1..1000"),
+                                               *ParseVary("training.seq_len=1..1000"),
+                                               *ParseVary("cluster.nodes=1..1000")});
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.status().message().find("more than 1000000 combinations"), std::string::npos)
       << too_many.status().message();
@@ -98,7 +98,8 @@ TEST(Combinations, LastAxisFastestAndBounded) {
 }
 
 TEST(Vary, AValueTwiceInOneAxisIsRefused) {
-  for (const char* text : {"parallelism.tp=1,1,2", "parallelism.tp=4,2..4", "training.seq_len=4,4.0"}) {
+  for (const char* text :
+       {"parallelism.tp=1,1,2", "parallelism.tp=4,2..4", "training.seq_len=4,4.0"}) {
     Result<VaryAxis> axis = ParseVary(text);
     ASSERT_FALSE(axis.ok()) << text;
     EXPECT_NE(axis.status().message().find("is given twice"), std::string::npos)

@@ -1,5 +1,4 @@
 #include "core/util/file_io.h"
-#include "core/util/output_files.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -8,6 +7,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include "core/util/output_files.h"
 
 namespace shardscope {
 namespace {

@@ -29,10 +29,10 @@ TEST(LimitsTest, DefaultsAndTheEnvironment) {
     EXPECT_EQ(LimitValue(Limit::kModules), int64_t{1} << 20) << bad;
     const Status check = CheckLimitVariables();
     EXPECT_EQ(check.code(), ErrorCode::kInvalidInput) << bad;
-    EXPECT_EQ(check.message().rfind(std::string("SHARDSCOPE_MAX_MODULES=") + bad +
-                                        ": expected a positive integer",
-                                    0),
-              0u)
+    EXPECT_EQ(
+        check.message().rfind(
+            std::string("SHARDSCOPE_MAX_MODULES=") + bad + ": expected a positive integer", 0),
+        0u)
         << check.message();
   }
   ::setenv("SHARDSCOPE_MAX_MODULES", "12", 1);

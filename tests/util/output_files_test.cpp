@@ -99,8 +99,8 @@ TEST_F(OutputFilesTest, OutputPathsAreCheckedBeforeTheWork) {
   EXPECT_EQ(empty.message(), "--csv: empty path (expected a file name)");
   const Status folder = CheckOutputPath("--json", P("nodir/x.json"));
   EXPECT_EQ(folder.code(), ErrorCode::kInvalidInput);
-  EXPECT_NE(folder.message().find("--json " + P("nodir/x.json") + ": the folder '" +
-                                  P("nodir") + "' does not exist"),
+  EXPECT_NE(folder.message().find("--json " + P("nodir/x.json") + ": the folder '" + P("nodir") +
+                                  "' does not exist"),
             std::string::npos)
       << folder.message();
   const Status directory = CheckOutputPath("--out", dir_.string());
@@ -126,9 +126,9 @@ TEST_F(OutputFilesTest, OutputsMayNotOverwriteEachOtherOrAnInput) {
   EXPECT_NE(input.message().find("is the scenario " + P("scenario.json")), std::string::npos)
       << input.message();
   // Devices keep nothing: both outputs may go there; options not given are skipped.
-  EXPECT_TRUE(CheckDistinctFiles({{"--csv", "/dev/null"}, {"--json", "/dev/null"}, {"--x", ""}},
-                                 inputs)
-                  .ok());
+  EXPECT_TRUE(
+      CheckDistinctFiles({{"--csv", "/dev/null"}, {"--json", "/dev/null"}, {"--x", ""}}, inputs)
+          .ok());
 }
 
 }  // namespace

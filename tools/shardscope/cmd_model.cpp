@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/model/model_source.h"
 #include "core/model/model_summary.h"
@@ -47,6 +49,10 @@ std::string Count(int64_t n) {
 }
 
 Status RunModel(const ModelArgs& args) {
+  if (!args.tree_out.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--tree", args.tree_out));
+  if (!args.json_out.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json_out));
+  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--tree", args.tree_out}, {"--json", args.json_out}},
+                                        {{"model", args.model}}));
   SS_ASSIGN_OR_RETURN(ModelSource source, ClassifyModelArgument(args.model));
   ModelBuildOptions options;
   options.tp = args.tp;
@@ -85,14 +91,14 @@ Status RunModel(const ModelArgs& args) {
     fmt::print("expert units     {} (with ep > 1): {} .. {}\n", s.expert_modules.size(),
                s.expert_modules.front(), s.expert_modules.back());
   }
-  if (!args.tree_out.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.tree_out, ModelTreeToJson(tree).dump(1) + "\n"));
-    fmt::print("wrote tree       {}\n", args.tree_out);
-  }
-  if (!args.json_out.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.json_out, ModelSummaryToJson(s).dump(2) + "\n"));
-    fmt::print("wrote summary    {}\n", args.json_out);
-  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!args.tree_out.empty())
+    files.emplace_back(args.tree_out, ModelTreeToJson(tree).dump(1) + "\n");
+  if (!args.json_out.empty())
+    files.emplace_back(args.json_out, ModelSummaryToJson(s).dump(2) + "\n");
+  SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  if (!args.tree_out.empty()) fmt::print("wrote tree       {}\n", args.tree_out);
+  if (!args.json_out.empty()) fmt::print("wrote summary    {}\n", args.json_out);
   return Status::Ok();
 }
 
@@ -107,8 +113,9 @@ void RegisterModelCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("model", args->model,
                   "A built-in name (" + names + "), an HF config.json, or a module tree file")
       ->required();
-  sub->add_option("--tree", args->tree_out, "Write the module tree (shardscope-tree/1 JSON)");
-  sub->add_option("--json", args->json_out, "Write the summary as JSON");
+  sub->add_option("--tree", args->tree_out, "Write the module tree (shardscope-tree/1 JSON)")
+      ->check(NonEmptyText());
+  sub->add_option("--json", args->json_out, "Write the summary as JSON")->check(NonEmptyText());
   sub->add_option("--tp", args->tp, "Tensor-parallel size: attach the standard TP source layout")
       ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--ep", args->ep, "Expert-parallel size: shard routed experts over ep")

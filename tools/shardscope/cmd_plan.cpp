@@ -17,6 +17,7 @@
 #include "sim/cost/cost_params.h"
 #include "sim/hardware/hardware.h"
 #include "tools/shardscope/command.h"
+#include "tools/shardscope/scenario_files.h"
 
 namespace shardscope::cli {
 namespace {
@@ -40,7 +41,10 @@ Status CheckClusterAsSimulateDoes(const Scenario& sc) {
 }
 
 Status RunPlan(const PlanArgs& args) {
+  if (!args.json.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json));
   SS_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(args.scenario, args.sets));
+  SS_RETURN_IF_ERROR(
+      CheckDistinctFiles({{"--json", args.json}}, ScenarioFiles(scenario, args.scenario)));
   SS_RETURN_IF_ERROR(CheckClusterAsSimulateDoes(scenario));
   ModelBuildOptions build;
   build.tp = scenario.parallelism.tp;
@@ -71,7 +75,8 @@ void RegisterPlanCommand(CLI::App& app, CommandRegistry& registry) {
   CLI::App* sub = app.add_subcommand(
       "plan", "Plan the FSDP units of a scenario: units, meshes, reduction, prefetch, sharding");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
-  sub->add_option("--json", args->json, "write the plan (shardscope-plan/1 JSON) here");
+  sub->add_option("--json", args->json, "write the plan (shardscope-plan/1 JSON) here")
+      ->check(NonEmptyText());
   sub->add_option("--set", args->sets, "override a scenario field, path=value (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

@@ -10,8 +10,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/util/file_io.h"

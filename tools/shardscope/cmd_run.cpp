@@ -24,6 +24,7 @@
 #include "core/util/units.h"
 #include "sim/engine/simulator.h"
 #include "tools/shardscope/command.h"
+#include "tools/shardscope/scenario_files.h"
 
 #ifndef SHARDSCOPE_VERSION
 #define SHARDSCOPE_VERSION "dev"
@@ -190,6 +191,14 @@ Status Run(const RunArgs& args) {
   if (device_kind.empty()) device_kind = "cpu";
 #endif
   SS_ASSIGN_OR_RETURN(World world, ResolveWorld(args, sc));
+  // Launched ranks: "{rank}" in a path names each rank's file; without it rank 0 writes. The
+  // outputs are checked before the step runs and written together after it.
+  const std::string summary_path = RankPath(args.summary, world);
+  const std::string trace_path = RankPath(args.trace, world);
+  if (!summary_path.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--summary", summary_path));
+  if (!trace_path.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--trace", trace_path));
+  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--summary", summary_path}, {"--trace", trace_path}},
+                                        ScenarioFiles(sc, args.scenario)));
   if (args.check && world.emulated && world.size > 1) {
     return InvalidInput(fmt::format(
         "--check verifies what the ranks exchange, so it needs all {} of them: launch them with "
@@ -254,18 +263,15 @@ Status Run(const RunArgs& args) {
   SS_ASSIGN_OR_RETURN(backend::MeasuredOutput out, backend::MakeMeasuredOutput(schedule, run, mc));
   const Trace& trace = out.trace;
   nlohmann::json& summary_json = out.summary_json;
-  // Launched ranks: "{rank}" in a path names each rank's file; without it rank 0 writes.
-  const std::string summary_path = RankPath(args.summary, world);
-  const std::string trace_path = RankPath(args.trace, world);
   if (run.failure.ok() && (!world.launched || world.rank == 0)) {
     PrintRun(out.summary, run, mc.device, world);
   }
-  if (!summary_path.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(summary_path, summary_json.dump(2) + "\n"));
-    fmt::print("Summary written to {}\n", summary_path);
-  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!summary_path.empty()) files.emplace_back(summary_path, summary_json.dump(2) + "\n");
+  if (!trace_path.empty()) files.emplace_back(trace_path, SerializeTrace(trace));
+  SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  if (!summary_path.empty()) fmt::print("Summary written to {}\n", summary_path);
   if (!trace_path.empty()) {
-    SS_RETURN_IF_ERROR(WriteTrace(trace, trace_path));
     fmt::print("Trace written to {} ({} events{})\n", trace_path, trace.events.size(),
                run.failure.ok() ? "" : ", up to the failure");
   }
@@ -290,15 +296,17 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
       ->check(Positive());
   sub->add_option("--rank", args->rank, "the rank --emulate-world runs (default 0)")
       ->check(NonNegative());
-  sub->add_option("--trace", args->trace, "write the measured trace (Chrome trace JSON) here");
-  sub->add_option("--summary", args->summary, "write the measured summary JSON here");
+  sub->add_option("--trace", args->trace, "write the measured trace (Chrome trace JSON) here")
+      ->check(NonEmptyText());
+  sub->add_option("--summary", args->summary, "write the measured summary JSON here")
+      ->check(NonEmptyText());
   sub->add_option("--timeout", args->timeout_s,
                   "seconds a step may take before its stuck collective is an error (default 300)")
-      ->check(Positive());
+      ->check(NumberIn(0, 1e6));
   sub->add_option("--memory-limit", args->memory_limit_gib,
                   "GiB the device may reserve (default: the scenario GPU's usable memory on the "
                   "CPU, the whole GPU on CUDA)")
-      ->check(NonNegative());
+      ->check(NumberIn(0, 1e6));
   sub->add_flag("--check", args->check,
                 "after the step, verify every all-gather, reduction and optimizer update of this "
                 "rank against the plan's references (exit 1 naming op, rank and element)");

@@ -19,6 +19,7 @@
 #include "sim/advisor/fit_cause.h"
 #include "sim/engine/simulator.h"
 #include "tools/shardscope/command.h"
+#include "tools/shardscope/scenario_files.h"
 
 #ifndef SHARDSCOPE_VERSION
 #define SHARDSCOPE_VERSION "dev"
@@ -175,7 +176,7 @@ Status RunSimulate(const SimulateArgs& args) {
   if (!args.summary.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--summary", args.summary));
   if (!args.trace.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--trace", args.trace));
   SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--summary", args.summary}, {"--trace", args.trace}},
-                                        {{"scenario", args.scenario}}));
+                                        ScenarioFiles(scenario, args.scenario)));
   sim::SimulateOptions options;
   options.keep_memory_samples = !args.trace.empty();
   // A trace is always drawn from the whole step.
@@ -226,8 +227,7 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
                   "scenario JSON file (default: the built-in Llama 3 8B job)");
   sub->add_option("--trace", args->trace, "write the predicted trace (Chrome trace JSON) here")
       ->check(NonEmptyText());
-  sub->add_option("--summary", args->summary, "write the summary JSON here")
-      ->check(NonEmptyText());
+  sub->add_option("--summary", args->summary, "write the summary JSON here")->check(NonEmptyText());
   // One value per --set, so `--set a=1 job.json` keeps job.json as the scenario.
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);

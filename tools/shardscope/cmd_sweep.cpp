@@ -4,14 +4,13 @@
 // ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md. Under mpirun
 // the combinations are split over the ranks and rank 0 prints (tools/shardscope/sweep_ranks.h).
 #include <fmt/core.h>
-
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <limits>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/launch.h"

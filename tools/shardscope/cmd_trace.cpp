@@ -12,8 +12,8 @@
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
 #include "core/util/file_io.h"
-#include "core/util/output_files.h"
 #include "core/util/json_guard.h"
+#include "core/util/output_files.h"
 #include "core/util/units.h"
 #include "tools/shardscope/command.h"
 
@@ -43,7 +43,15 @@ void PrintImport(const Trace& t) {
   }
 }
 
+// An output option checked before the inputs are read: its folder exists, and it is none of them.
+Status CheckJsonOutput(const std::string& json_path, const std::vector<NamedPath>& inputs) {
+  if (json_path.empty()) return Status::Ok();
+  SS_RETURN_IF_ERROR(CheckOutputPath("--json", json_path));
+  return CheckDistinctFiles({{"--json", json_path}}, inputs);
+}
+
 Status RunStats(const std::string& path, const std::string& json_path, int top) {
+  SS_RETURN_IF_ERROR(CheckJsonOutput(json_path, {{"trace", path}}));
   SS_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
   const TraceStats s = ComputeStats(trace, top);
   PrintImport(trace);
@@ -147,6 +155,7 @@ std::string FormatRelative(const MetricDelta& m) {
 Status RunDiff(const std::string& path_a, const std::string& path_b, const std::string& tol_spec,
                const std::string& json_path) {
   SS_ASSIGN_OR_RETURN(Tolerances tol, ParseTolerances(tol_spec));
+  SS_RETURN_IF_ERROR(CheckJsonOutput(json_path, {{"input A", path_a}, {"input B", path_b}}));
   SS_ASSIGN_OR_RETURN(std::string text_a, ReadFile(path_a));
   SS_ASSIGN_OR_RETURN(std::string text_b, ReadFile(path_b));
   const bool trace_a = LooksLikeTrace(text_a), trace_b = LooksLikeTrace(text_b);
@@ -275,7 +284,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
       app.add_subcommand("stats", "Time accounting, collectives and memory peak of a trace");
   stats->add_option("TRACE", o->trace, "trace file (ours or PyTorch profiler; .gz accepted)")
       ->required();
-  stats->add_option("--json", o->json, "write the statistics as JSON");
+  stats->add_option("--json", o->json, "write the statistics as JSON")->check(NonEmptyText());
   stats->add_option("--top", o->top, "how many of the longest operations to list")
       ->check(NonNegative());
   registry.Add(stats, [o] { return RunStats(o->trace, o->json, o->top); });
@@ -285,7 +294,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   diff->add_option("B", o->b, "trace or summary to compare")->required();
   diff->add_option("--tol", o->tol,
                    "tolerances, e.g. step_time=+2%,peak_memory=+1GiB,op=off. " + ToleranceHelp());
-  diff->add_option("--json", o->json, "write the report as JSON");
+  diff->add_option("--json", o->json, "write the report as JSON")->check(NonEmptyText());
   registry.Add(diff, [o] { return RunDiff(o->a, o->b, o->tol, o->json); });
 
   CLI::App* check =

@@ -57,6 +57,19 @@ inline CLI::Validator NumberAbove(double bound, bool inclusive) {
       fmt::format("NUMBER{}{:g}", inclusive ? ">=" : ">", bound));
 }
 inline CLI::Validator NonNegative() { return NumberAbove(0, true); }
+// A finite number in (lo, hi]: a bound past it would overflow what the flag converts to
+// (--timeout 1e300 as nanoseconds, --memory-limit 1e30 GiB as bytes).
+inline CLI::Validator NumberIn(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v <= lo || v > hi) {
+          return fmt::format("expected a number > {:g} and <= {:g}, got '{}'", lo, hi, text);
+        }
+        return {};
+      },
+      fmt::format("NUMBER in ({:g}, {:g}]", lo, hi));
+}
 
 // An integer flag within [lo, hi], checked on the text as typed: CLI11 alone takes '' as 0 and
 // clamps 99999999999999999999 to the type's largest value, and a message then quotes a number
