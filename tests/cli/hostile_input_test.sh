@@ -172,4 +172,13 @@ expect_error 2 "--timeout: expected a number > 0 and <= 1e+06, got '1e300'" \
   "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --timeout 1e300
 expect_error 2 "--memory-limit: expected a number > 0" \
   "$bin" run "$out/fsdp.json" --device cpu --emulate-world 4 --memory-limit 0
+# An event kind our format does not define fails check-trace and is counted by stats, not
+# dropped silently.
+"$bin" simulate --set training.local_batch=1 --set training.seq_len=2048 \
+  --trace "$out/t.json" > /dev/null 2>&1 || fail "simulate --trace"
+sed '0,/"ph":"X"/s//"ph":"Q"/' "$out/t.json" > "$out/tq.json"
+expect_error 2 "1 event of a kind the format does not define (ph=Q)" "$bin" check-trace "$out/tq.json"
+"$bin" stats "$out/tq.json" > "$out/stats" 2>&1 || fail "stats on a trace with one unknown event"
+grep -q "events of a kind the format does not define, skipped: 1" "$out/stats" ||
+  { cat "$out/stats"; fail "stats does not say it skipped the event"; }
 echo "hostile_input_test: ok"
