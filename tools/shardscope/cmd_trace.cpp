@@ -266,9 +266,12 @@ Status RunCheck(const std::string& path) {
   options.format = TraceFormat::kShardscope;
   SS_ASSIGN_OR_RETURN(Trace trace, ParseTrace(text, path, options));
   std::vector<std::string> problems = CheckTrace(trace);
-  // Our format defines its events' kinds (formats.md §3): any other is a writer's mistake that
-  // every reader would skip.
+  // Our format defines its events' kinds (formats.md §3): any other phase is a writer's mistake
+  // that every reader would skip.
+  // (Metadata events of other names, such as Chrome's process_sort_index, are Chrome's own
+  // and fine to skip.)
   for (const auto& [name, count] : trace.import.unknown_by_name) {
+    if (!name.starts_with("ph=")) continue;
     problems.push_back(fmt::format("{}: {} event{} of a kind the format does not define ({})", path,
                                    count, count == 1 ? "" : "s", name));
   }
