@@ -181,4 +181,7 @@ expect_error 2 "1 event of a kind the format does not define (ph=Q)" "$bin" chec
 "$bin" stats "$out/tq.json" > "$out/stats" 2>&1 || fail "stats on a trace with one unknown event"
 grep -q "events of a kind the format does not define, skipped: 1" "$out/stats" ||
   { cat "$out/stats"; fail "stats does not say it skipped the event"; }
+# A module tree's layouts are its own: --tp on one is refused, not ignored.
+"$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
+expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2
 echo "hostile_input_test: ok"

@@ -54,6 +54,16 @@ Status RunModel(const ModelArgs& args) {
   SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--tree", args.tree_out}, {"--json", args.json_out}},
                                         {{"model", args.model}}));
   SS_ASSIGN_OR_RETURN(ModelSource source, ClassifyModelArgument(args.model));
+  // A module tree carries its own layouts and dtypes (as exported): these flags would be
+  // ignored, and a tree that --tp 3 cannot split would pass here and fail in simulate.
+  if (source.kind == ModelSource::Kind::kModuleTreeFile &&
+      (args.tp != 1 || args.ep != 1 || args.param_dtype != "float32")) {
+    return InvalidInput(fmt::format(
+        "{}: a module tree carries its own layouts and dtypes; --tp, --ep and --param-dtype "
+        "apply to built-in models and config.json files (a scenario's parallelism.tp is "
+        "checked against the tree's layouts by plan and simulate)",
+        args.model));
+  }
   ModelBuildOptions options;
   options.tp = args.tp;
   options.ep = args.ep;
