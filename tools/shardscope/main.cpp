@@ -33,9 +33,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    // --help and --version exit 0; every other parse error is a usage error (exit 2).
-    return rc == 0 ? 0 : static_cast<int>(ErrorCode::kInvalidInput);
+    // --help and --version exit 0; every other parse error is a usage error (exit 2), printed
+    // as every other error is, so a script can match one prefix.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    fmt::print(stderr, "shardscope: error: {} (see --help)\n", e.what());
+    return static_cast<int>(ErrorCode::kInvalidInput);
   }
 
   try {
