@@ -18,11 +18,7 @@ using nlohmann::json;
 
 Result<json> ReadJsonFile(const std::string& path, const char* expected) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  Result<json> j = ParseJsonInput(text, path);
-  if (!j.ok() && j.status().message().find(": not valid JSON") != std::string::npos) {
-    return InvalidInput(j.status().message() + " (expected " + std::string(expected) + ")");
-  }
-  return j;
+  return ParseJsonInput(text, path, expected);
 }
 
 }  // namespace

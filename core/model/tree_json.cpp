@@ -413,12 +413,8 @@ Result<ModelTree> ParseModelTree(const json& j, const std::string& source_name) 
 
 Result<ModelTree> LoadModelTreeFile(const std::string& path) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  Result<json> j = ParseJsonInput(text, path);
-  if (!j.ok() && j.status().message().find(": not valid JSON") != std::string::npos) {
-    return InvalidInput(j.status().message() + " (expected a shardscope-tree/1 module tree)");
-  }
-  if (!j.ok()) return j.status();
-  return ParseModelTree(*j, path);
+  SS_ASSIGN_OR_RETURN(json j, ParseJsonInput(text, path, "a shardscope-tree/1 module tree"));
+  return ParseModelTree(j, path);
 }
 
 namespace {

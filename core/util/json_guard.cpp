@@ -113,7 +113,8 @@ Status CheckJsonText(std::string_view text, const std::string& source, int max_d
   return Status::Ok();
 }
 
-Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source) {
+Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source,
+                                      std::string_view expected) {
   SS_RETURN_IF_ERROR(CheckJsonText(text, source));
   // The keys of each enclosing object as the parser meets them; arrays are frames without keys.
   struct Frame {
@@ -153,9 +154,12 @@ Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& 
     doc = Json::parse(text, note_keys);
   } catch (const Json::exception& e) {
     const auto* parse = dynamic_cast<const Json::parse_error*>(&e);
-    return InvalidInput(parse != nullptr ? source + ": not valid JSON at byte " +
-                                               std::to_string(parse->byte) + ": " + e.what()
-                                         : source + ": not valid JSON: " + e.what());
+    const std::string suffix =
+        expected.empty() ? std::string() : " (expected " + std::string(expected) + ")";
+    return InvalidInput(parse != nullptr
+                            ? source + ": not valid JSON at byte " + std::to_string(parse->byte) +
+                                  ": " + e.what() + suffix
+                            : source + ": not valid JSON: " + e.what() + suffix);
   }
   if (!repeated.empty()) return InvalidInput(source + ": " + repeated);
   return doc;

@@ -32,8 +32,10 @@ Status CheckJsonText(std::string_view text, const std::string& source,
 // run table): CheckJsonText, then parsed. nlohmann keeps the last of a key given twice in one
 // object, so `"gpus_per_node": 4, "gpus_per_node": 2` would plan 2 GPUs without a word; here
 // it is an error naming the key and where. Errors (InvalidInput), prefixed with `source`:
-//   "<source>: not valid JSON at byte N: <parser's reason>"
+//   "<source>: not valid JSON at byte N: <parser's reason>[ (expected <expected>)]"
 //   "<source>: cluster: the key \"gpus_per_node\" appears twice in one object"
-Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source);
+// `expected` ("a config.json") names what the file should have been, for the parse error.
+Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source,
+                                      std::string_view expected = {});
 
 }  // namespace shardscope

@@ -85,12 +85,12 @@ Target TargetOf(const std::string& path) {
 Status CheckOutputPath(std::string_view flag, const std::string& path) {
   const std::string name = std::string(flag) + " " + path;
   if (path.empty()) return InvalidInput(std::string(flag) + ": empty path (expected a file name)");
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    return InvalidInput(name + ": is a directory (expected a file name)");
-  }
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return Status::Ok();  // a device
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return InvalidInput(name + ": is a directory (expected a file name)");
+    if (!S_ISREG(st.st_mode)) return Status::Ok();  // a device, written in place
+  }
+  std::error_code ec;
   fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";
   if (!fs::exists(folder, ec)) {
@@ -132,16 +132,19 @@ Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
     if (a.exists && b.exists) return a.dev == b.dev && a.ino == b.ino;
     return a.absolute == b.absolute;
   };
+  std::vector<std::pair<const NamedPath*, Key>> input_keys;
+  for (const NamedPath& in : inputs) {
+    if (in.path.empty()) continue;
+    if (const std::optional<Key> k = key_of(in.path)) input_keys.emplace_back(&in, *k);
+  }
   std::vector<std::pair<const NamedPath*, Key>> seen;
   for (const NamedPath& out : outputs) {
     if (out.path.empty()) continue;
     const std::optional<Key> k = key_of(out.path);
     if (!k) continue;
-    for (const NamedPath& in : inputs) {
-      if (in.path.empty()) continue;
-      const std::optional<Key> ki = key_of(in.path);
-      if (ki && same(*k, *ki)) {
-        return InvalidInput(out.what + " " + out.path + ": is the " + in.what + " " + in.path +
+    for (const auto& [in, ki] : input_keys) {
+      if (same(*k, ki)) {
+        return InvalidInput(out.what + " " + out.path + ": is the " + in->what + " " + in->path +
                             " (an output would overwrite an input)");
       }
     }
@@ -154,6 +157,13 @@ Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
     seen.emplace_back(&out, *k);
   }
   return Status::Ok();
+}
+
+Status CheckOutputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  for (const NamedPath& out : outputs) {
+    if (!out.path.empty()) SS_RETURN_IF_ERROR(CheckOutputPath(out.what, out.path));
+  }
+  return CheckDistinctFiles(outputs, inputs);
 }
 
 Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files) {

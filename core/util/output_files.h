@@ -3,6 +3,7 @@
 // Contents:
 //   CheckOutputPath    an output option's path, checked before the work that fills it
 //   CheckDistinctFiles outputs that would overwrite each other or one of the inputs
+//   CheckOutputs       both, for a command's outputs (those given) and inputs
 //   WriteFilesAtomic   several outputs, all or none: each to a temporary name, then renamed
 //   WriteFileAtomic    one output
 //
@@ -36,6 +37,10 @@ struct NamedPath {
 // Empty paths are skipped (an option not given).
 Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
                           const std::vector<NamedPath>& inputs);
+
+// CheckOutputPath for each output given (a non-empty path; an empty one is an option left out),
+// then CheckDistinctFiles: what a command calls before its work.
+Status CheckOutputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
 // Writes every (path, contents): all to temporary names in their folders first, then renamed
 // over the targets, so an error leaves every previous file as it was (a name ending in `.gz`

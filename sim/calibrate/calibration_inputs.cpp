@@ -173,9 +173,11 @@ int64_t EventWithPid(const json& doc, int rank) {
   return -1;
 }
 
-// `doc` is the file's JSON, already parsed; it only locates events for messages.
-Result<std::vector<TraceInput>> LoadTrace(const std::string& path, const json& doc) {
-  SS_ASSIGN_OR_RETURN(Trace t, ReadTrace(path));
+// `text` is the file as read, `doc` its JSON, already parsed; `doc` only locates events for
+// messages.
+Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_view text,
+                                          const json& doc) {
+  SS_ASSIGN_OR_RETURN(Trace t, ParseTrace(text, path));
   if (t.metadata.scenario.is_null()) {
     return InvalidInput(path +
                         ": metadata.scenario: missing (calibrate needs the scenario the trace "
@@ -413,7 +415,7 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
       return InvalidInput(
           fmt::format("{}: neither a {} table nor a trace: {}", path, kRunsFormat, what));
     }
-    SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces, LoadTrace(path, head));
+    SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces, LoadTrace(path, text, head));
     for (TraceInput& t : traces) inputs.traces.push_back(std::move(t));
   }
   // Across tables too: the same id in two tables (or one table given twice) is ambiguous.

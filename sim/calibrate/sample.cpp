@@ -189,10 +189,13 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
     // A measured run ran, so it fit in memory. A scenario the simulator puts far over the
     // capacity is not the scenario that was measured (a wrong GPU, batch or parallelism), and
     // fitting its step time would bend every figure towards a job that never existed. Just
-    // over is the memory estimate's error as much as the user's, so that is only noted.
+    // over is the memory estimate's error as much as the user's, so that is only noted. The
+    // schedule goes through the simulation and back, not copied.
     {
       std::unique_ptr<CostModel> cost = MakeDefaultCostModel(s.hw, s.defaults);
-      SS_ASSIGN_OR_RETURN(sim::Simulation sim, sim::SimulateSchedule(b.schedule, *cost, s.ctx));
+      SS_ASSIGN_OR_RETURN(sim::Simulation sim,
+                          sim::SimulateSchedule(std::move(b.schedule), *cost, s.ctx));
+      b.schedule = std::move(sim.schedule);
       const double over = sim.summary.usable_gib > 0
                               ? sim.summary.peak_memory_reserved_gib / sim.summary.usable_gib
                               : 0.0;

@@ -23,6 +23,7 @@
 #include "sim/calibrate/calibration_inputs.h"
 #include "sim/cost/calibration.h"
 #include "tools/shardscope/command.h"
+#include "tools/shardscope/scenario_files.h"
 
 namespace shardscope::cli {
 namespace {
@@ -146,21 +147,18 @@ Status RunCalibrate(const CalibrateArgs& args, bool json_given) {
   SS_ASSIGN_OR_RETURN(calibrate::CalibrationInputs inputs,
                       calibrate::LoadCalibrationInputs(args.inputs));
   // Before the fit: the per-GPU names of every GPU the inputs name (the fit writes a subset),
-  // and the scenario and model files the run tables read, which an output must not replace.
+  // and the files the inputs' scenarios read, which an output must not replace.
   std::set<std::string> gpus;
-  for (const calibrate::TraceInput& t : inputs.traces) gpus.insert(t.scenario.cluster.gpu);
-  for (const calibrate::RunInput& r : inputs.runs) {
-    gpus.insert(r.scenario.cluster.gpu);
-    if (!r.scenario_file.empty()) inputs_named.push_back({r.source + " scenario", r.scenario_file});
-  }
-  auto add_model_file = [&](const Scenario& sc) {
-    if (sc.model.kind == ModelSource::Kind::kHfConfigFile ||
-        sc.model.kind == ModelSource::Kind::kModuleTreeFile) {
-      inputs_named.push_back({sc.source + " model", sc.model.name_or_path});
-    }
+  auto add_scenario = [&](const Scenario& sc, const std::string& file, const std::string& named) {
+    gpus.insert(sc.cluster.gpu);
+    for (NamedPath& f : ScenarioFiles(sc, file, named)) inputs_named.push_back(std::move(f));
   };
-  for (const calibrate::TraceInput& t : inputs.traces) add_model_file(t.scenario);
-  for (const calibrate::RunInput& r : inputs.runs) add_model_file(r.scenario);
+  for (const calibrate::TraceInput& t : inputs.traces) {
+    add_scenario(t.scenario, "", t.scenario.source);
+  }
+  for (const calibrate::RunInput& r : inputs.runs) {
+    add_scenario(r.scenario, r.scenario_file, r.source + " scenario");
+  }
   if (gpus.size() > 1) {
     for (const std::string& gpu : gpus) {
       const std::string path = OutPathFor(args.out, gpu, true);

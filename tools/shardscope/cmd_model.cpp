@@ -49,10 +49,8 @@ std::string Count(int64_t n) {
 }
 
 Status RunModel(const ModelArgs& args) {
-  if (!args.tree_out.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--tree", args.tree_out));
-  if (!args.json_out.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json_out));
-  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--tree", args.tree_out}, {"--json", args.json_out}},
-                                        {{"model", args.model}}));
+  SS_RETURN_IF_ERROR(CheckOutputs({{"--tree", args.tree_out}, {"--json", args.json_out}},
+                                  {{"model", args.model}}));
   SS_ASSIGN_OR_RETURN(ModelSource source, ClassifyModelArgument(args.model));
   // A module tree carries its own layouts and dtypes (as exported): these flags would be
   // ignored, and a tree that --tp 3 cannot split would pass here and fail in simulate.

@@ -195,10 +195,8 @@ Status Run(const RunArgs& args) {
   // outputs are checked before the step runs and written together after it.
   const std::string summary_path = RankPath(args.summary, world);
   const std::string trace_path = RankPath(args.trace, world);
-  if (!summary_path.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--summary", summary_path));
-  if (!trace_path.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--trace", trace_path));
-  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--summary", summary_path}, {"--trace", trace_path}},
-                                        ScenarioFiles(sc, args.scenario)));
+  SS_RETURN_IF_ERROR(CheckOutputs({{"--summary", summary_path}, {"--trace", trace_path}},
+                                  ScenarioFiles(sc, args.scenario)));
   if (args.check && world.emulated && world.size > 1) {
     return InvalidInput(fmt::format(
         "--check verifies what the ranks exchange, so it needs all {} of them: launch them with "

@@ -173,10 +173,8 @@ Status RunSimulate(const SimulateArgs& args) {
   }
   SS_ASSIGN_OR_RETURN(Scenario scenario, std::move(scenario_or));
   // Outputs are checked before the work, and written together after it (all or none).
-  if (!args.summary.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--summary", args.summary));
-  if (!args.trace.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--trace", args.trace));
-  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--summary", args.summary}, {"--trace", args.trace}},
-                                        ScenarioFiles(scenario, args.scenario)));
+  SS_RETURN_IF_ERROR(CheckOutputs({{"--summary", args.summary}, {"--trace", args.trace}},
+                                  ScenarioFiles(scenario, args.scenario)));
   sim::SimulateOptions options;
   options.keep_memory_samples = !args.trace.empty();
   // A trace is always drawn from the whole step.

@@ -52,10 +52,8 @@ Status RunSweepCommand(const SweepArgs& args) {
   if (args.top < 0)
     return InvalidInput(fmt::format("--top {}: expected 0 (all) or more", args.top));
   // Outputs are checked before the work, and written together after it (all or none).
-  if (!args.csv.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--csv", args.csv));
-  if (!args.json.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json));
-  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--csv", args.csv}, {"--json", args.json}},
-                                        {{"scenario", args.scenario}, {"--prices", args.prices}}));
+  SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}},
+                                  {{"scenario", args.scenario}, {"--prices", args.prices}}));
   SS_ASSIGN_OR_RETURN(sim::SweepBase base, sim::LoadSweepBase(args.scenario, args.sets));
   sim::PriceTable prices = sim::DefaultPriceTable();
   if (!args.prices.empty()) {

@@ -48,15 +48,8 @@ void PrintImport(const Trace& t) {
   }
 }
 
-// An output option checked before the inputs are read: its folder exists, and it is none of them.
-Status CheckJsonOutput(const std::string& json_path, const std::vector<NamedPath>& inputs) {
-  if (json_path.empty()) return Status::Ok();
-  SS_RETURN_IF_ERROR(CheckOutputPath("--json", json_path));
-  return CheckDistinctFiles({{"--json", json_path}}, inputs);
-}
-
 Status RunStats(const std::string& path, const std::string& json_path, int top) {
-  SS_RETURN_IF_ERROR(CheckJsonOutput(json_path, {{"trace", path}}));
+  SS_RETURN_IF_ERROR(CheckOutputs({{"--json", json_path}}, {{"trace", path}}));
   SS_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
   const TraceStats s = ComputeStats(trace, top);
   PrintImport(trace);
@@ -160,7 +153,8 @@ std::string FormatRelative(const MetricDelta& m) {
 Status RunDiff(const std::string& path_a, const std::string& path_b, const std::string& tol_spec,
                const std::string& json_path) {
   SS_ASSIGN_OR_RETURN(Tolerances tol, ParseTolerances(tol_spec));
-  SS_RETURN_IF_ERROR(CheckJsonOutput(json_path, {{"input A", path_a}, {"input B", path_b}}));
+  SS_RETURN_IF_ERROR(
+      CheckOutputs({{"--json", json_path}}, {{"input A", path_a}, {"input B", path_b}}));
   SS_ASSIGN_OR_RETURN(std::string text_a, ReadFile(path_a));
   SS_ASSIGN_OR_RETURN(std::string text_b, ReadFile(path_b));
   // An empty file is neither kind: said so, not called a summary by default.

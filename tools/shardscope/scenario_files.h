@@ -11,14 +11,17 @@
 
 namespace shardscope::cli {
 
-inline std::vector<NamedPath> ScenarioFiles(const Scenario& sc, const std::string& scenario_path) {
-  std::vector<NamedPath> files = {{"scenario", scenario_path}};
+// `scenario_path` is "" for a scenario embedded in another file (a trace's, a run table's);
+// `named` names the scenario in messages.
+inline std::vector<NamedPath> ScenarioFiles(const Scenario& sc, const std::string& scenario_path,
+                                            const std::string& named = "scenario") {
+  std::vector<NamedPath> files = {{named, scenario_path}};
   if (sc.model.kind == ModelSource::Kind::kHfConfigFile ||
       sc.model.kind == ModelSource::Kind::kModuleTreeFile) {
-    files.push_back({"scenario's model file", sc.model.name_or_path});
+    files.push_back({named + "'s model file", sc.model.name_or_path});
   }
   if (!sc.cluster.cost_model.empty()) {
-    files.push_back({"scenario's cluster.cost_model", sc.cluster.cost_model});
+    files.push_back({named + "'s cluster.cost_model", sc.cluster.cost_model});
   }
   return files;
 }
