@@ -19,6 +19,36 @@ namespace fs = std::filesystem;
 
 std::string Errno() { return std::strerror(errno); }
 
+// Which file a path names, to tell two names of one file apart from two files.
+struct FileKey {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string absolute;
+};
+
+// nullopt for what is not a regular file: a device (/dev/null, /dev/stdout) can take every
+// output, it keeps none of them, and reading one twice reads two different streams.
+std::optional<FileKey> KeyOf(const std::string& path) {
+  FileKey k;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) return std::nullopt;
+    k.exists = true;
+    k.dev = st.st_dev;
+    k.ino = st.st_ino;
+  }
+  std::error_code ec;
+  k.absolute = fs::weakly_canonical(fs::absolute(path, ec), ec).lexically_normal().string();
+  return k;
+}
+
+// The same file by device and inode when both exist, else by absolute path.
+bool Same(const FileKey& a, const FileKey& b) {
+  if (a.exists && b.exists) return a.dev == b.dev && a.ino == b.ino;
+  return a.absolute == b.absolute;
+}
+
 // gzip framing (deflate with a gzip header and trailer), what `gzip -d` and ReadFile read.
 Result<std::string> Gzip(const std::string& path, const std::string& data) {
   if (data.size() > 0xffffffffu) return RuntimeError(path + ": too large to gzip in one piece");
@@ -108,53 +138,46 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
 
 Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
                           const std::vector<NamedPath>& inputs) {
-  struct Key {
-    bool exists = false;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    std::string absolute;
-  };
-  auto key_of = [](const std::string& path) {
-    Key k;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) {
-      // A device (/dev/null, /dev/stdout) can take every output: it keeps none of them.
-      if (!S_ISREG(st.st_mode)) return std::optional<Key>();
-      k.exists = true;
-      k.dev = st.st_dev;
-      k.ino = st.st_ino;
-    }
-    std::error_code ec;
-    k.absolute = fs::weakly_canonical(fs::absolute(path, ec), ec).lexically_normal().string();
-    return std::optional<Key>(k);
-  };
-  auto same = [](const Key& a, const Key& b) {
-    if (a.exists && b.exists) return a.dev == b.dev && a.ino == b.ino;
-    return a.absolute == b.absolute;
-  };
-  std::vector<std::pair<const NamedPath*, Key>> input_keys;
+  std::vector<std::pair<const NamedPath*, FileKey>> input_keys;
   for (const NamedPath& in : inputs) {
     if (in.path.empty()) continue;
-    if (const std::optional<Key> k = key_of(in.path)) input_keys.emplace_back(&in, *k);
+    if (const std::optional<FileKey> k = KeyOf(in.path)) input_keys.emplace_back(&in, *k);
   }
-  std::vector<std::pair<const NamedPath*, Key>> seen;
+  std::vector<std::pair<const NamedPath*, FileKey>> seen;
   for (const NamedPath& out : outputs) {
     if (out.path.empty()) continue;
-    const std::optional<Key> k = key_of(out.path);
+    const std::optional<FileKey> k = KeyOf(out.path);
     if (!k) continue;
     for (const auto& [in, ki] : input_keys) {
-      if (same(*k, ki)) {
+      if (Same(*k, ki)) {
         return InvalidInput(out.what + " " + out.path + ": is the " + in->what + " " + in->path +
                             " (an output would overwrite an input)");
       }
     }
     for (const auto& [other, ko] : seen) {
-      if (same(*k, ko)) {
+      if (Same(*k, ko)) {
         return InvalidInput(out.what + " " + out.path + ": the same file as " + other->what + " " +
                             other->path + " (one output would overwrite the other)");
       }
     }
     seen.emplace_back(&out, *k);
+  }
+  return Status::Ok();
+}
+
+Status CheckDistinctInputs(const std::vector<NamedPath>& inputs) {
+  std::vector<std::pair<const NamedPath*, FileKey>> seen;
+  for (const NamedPath& in : inputs) {
+    if (in.path.empty()) continue;
+    const std::optional<FileKey> k = KeyOf(in.path);
+    if (!k) continue;
+    for (const auto& [other, ko] : seen) {
+      if (Same(*k, ko)) {
+        return InvalidInput(in.what + " " + in.path + ": the same file as " + other->what + " " +
+                            other->path + " (it would be read twice)");
+      }
+    }
+    seen.emplace_back(&in, *k);
   }
   return Status::Ok();
 }

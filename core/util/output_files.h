@@ -3,6 +3,7 @@
 // Contents:
 //   CheckOutputPath    an output option's path, checked before the work that fills it
 //   CheckDistinctFiles outputs that would overwrite each other or one of the inputs
+//   CheckDistinctInputs inputs given twice (their contents would count twice)
 //   CheckOutputs       both, for a command's outputs (those given) and inputs
 //   WriteFilesAtomic   several outputs, all or none: each to a temporary name, then renamed
 //   WriteFileAtomic    one output
@@ -37,6 +38,10 @@ struct NamedPath {
 // Empty paths are skipped (an option not given).
 Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
                           const std::vector<NamedPath>& inputs);
+
+// Exit 2 when two of `inputs` are one file (by the rule above): a file read twice would count
+// its contents twice. Devices and FIFOs are not compared. Empty paths are skipped.
+Status CheckDistinctInputs(const std::vector<NamedPath>& inputs);
 
 // CheckOutputPath for each output given (a non-empty path; an empty one is an option left out),
 // then CheckDistinctFiles: what a command calls before its work.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
+#include "core/util/output_files.h"
 
 namespace shardscope::calibrate {
 namespace {
@@ -158,6 +160,30 @@ Status CheckUniqueId(std::map<std::string, std::string>* first_at, const std::st
       "{}: id: the same id as {} (expected every run's id to be unique)", where, it->second));
 }
 
+// A CSV cell as the decimal number a spreadsheet writes. strtod alone also took hex
+// ("0x1p3"), "inf" and "nan", and turned 1e400 into inf, which the range check then called
+// "got inf". An underflow (1e-320) keeps its tiny value, so that the range check names the
+// plausible range.
+Result<double> DecimalCell(std::string_view cell, const std::string& field) {
+  std::string_view digits = cell;
+  if (digits.starts_with('+')) digits.remove_prefix(1);  // from_chars takes '-' only
+  double v = 0;
+  const auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), v, std::chars_format::general);
+  const bool whole = !digits.empty() && end == digits.data() + digits.size();
+  if (!whole || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    return InvalidInput(fmt::format("{}: '{}' is not a decimal number", field, cell));
+  }
+  if (ec == std::errc::result_out_of_range) {
+    v = std::strtod(std::string(digits).c_str(), nullptr);
+    if (std::isinf(v)) return InvalidInput(fmt::format("{}: '{}' is too large", field, cell));
+  }
+  if (!std::isfinite(v)) {
+    return InvalidInput(fmt::format("{}: '{}' is not a finite number", field, cell));
+  }
+  return v;
+}
+
 // The first traceEvents[i] whose pid is `rank`, for messages; -1 when none says so (a PyTorch
 // trace's rank comes from its distributedInfo, not from pid).
 int64_t EventWithPid(const json& doc, int rank) {
@@ -173,11 +199,9 @@ int64_t EventWithPid(const json& doc, int rank) {
   return -1;
 }
 
-// `text` is the file as read, `doc` its JSON, already parsed; `doc` only locates events for
-// messages.
-Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_view text,
-                                          const json& doc) {
-  SS_ASSIGN_OR_RETURN(Trace t, ParseTrace(text, path));
+// `t`: the trace ParseTrace read from `text`, the file as read; `text` is parsed as JSON again
+// only to locate an event for a message.
+Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_view text, Trace t) {
   if (t.metadata.scenario.is_null()) {
     return InvalidInput(path +
                         ": metadata.scenario: missing (calibrate needs the scenario the trace "
@@ -201,7 +225,8 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
     const std::string op_id(t.Str(e.op_id));
     if (op_id.empty() || e.dur_ns <= 0) continue;
     if (e.rank < 0 || e.rank >= world) {
-      const int64_t at = EventWithPid(doc, e.rank);
+      const int64_t at =
+          EventWithPid(json::parse(text, nullptr, /*allow_exceptions=*/false), e.rank);
       const std::string field =
           at >= 0 ? fmt::format("traceEvents[{}].pid", at) : fmt::format("rank {}", e.rank);
       return InvalidInput(fmt::format(
@@ -356,13 +381,7 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
     for (size_t c = 0; c < cells.size(); ++c) {
       if (!IsMeasuredKey(header[c]) || cells[c].empty()) continue;
       const std::string field = fmt::format("{}: column {}", where, header[c]);
-      // strtod, not stod: stod throws on a denormal or an overflow, which would call 1e-320
-      // "not a number" instead of naming the plausible range.
-      char* end = nullptr;
-      const double v = std::strtod(cells[c].c_str(), &end);
-      if (cells[c].empty() || end != cells[c].c_str() + cells[c].size()) {
-        return InvalidInput(fmt::format("{}: '{}' is not a number", field, cells[c]));
-      }
+      SS_ASSIGN_OR_RETURN(const double v, DecimalCell(cells[c], field));
       SS_RETURN_IF_ERROR(SetMeasured(run, header[c], v, field));
     }
     SS_RETURN_IF_ERROR(NeedSomeFigure(run, where));
@@ -374,6 +393,11 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
 
 Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& paths) {
   if (paths.empty()) return InvalidInput("calibrate: no input (measured traces or run tables)");
+  std::vector<NamedPath> named;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    named.push_back({fmt::format("calibrate: input {}", i + 1), paths[i]});
+  }
+  SS_RETURN_IF_ERROR(CheckDistinctInputs(named));
   CalibrationInputs inputs;
   auto add_runs = [&](std::vector<RunInput> runs) {
     for (RunInput& r : runs) inputs.runs.push_back(std::move(r));
@@ -386,7 +410,17 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
       continue;
     }
     SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-    // A run table says so in its first bytes; anything else is read as a trace.
+    // A trace is read by the trace reader alone: parsed into a JSON document first as well, a
+    // 150 MB trace cost seconds and gigabytes more. Only what the reader refuses (a run table
+    // has no traceEvents) is parsed as JSON, to tell a run table or another kind of file from
+    // a broken trace.
+    Result<Trace> trace = ParseTrace(text, path);
+    if (trace.ok()) {
+      SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces,
+                          LoadTrace(path, text, std::move(trace).value()));
+      for (TraceInput& t : traces) inputs.traces.push_back(std::move(t));
+      continue;
+    }
     const json head = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!head.is_discarded() && head.is_object() && head.contains("format") &&
         head["format"] == kRunsFormat) {
@@ -415,8 +449,7 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
       return InvalidInput(
           fmt::format("{}: neither a {} table nor a trace: {}", path, kRunsFormat, what));
     }
-    SS_ASSIGN_OR_RETURN(std::vector<TraceInput> traces, LoadTrace(path, text, head));
-    for (TraceInput& t : traces) inputs.traces.push_back(std::move(t));
+    return trace.status();
   }
   // Across tables too: the same id in two tables (or one table given twice) is ambiguous.
   std::map<std::string, std::string> first_at;

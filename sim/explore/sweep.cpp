@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/util/file_io.h"
@@ -39,13 +40,18 @@ std::string ReasonOf(const std::string& message, const std::string& source,
   return std::string(m.substr(0, n));
 }
 
+// The base with the --set flags, then the variant's own overrides: what its flags reproduce.
+Result<Scenario> ParseVariant(const SweepBase& base, const std::vector<std::string>& sets) {
+  std::vector<std::string> overrides = base.sets;
+  overrides.insert(overrides.end(), sets.begin(), sets.end());
+  return ParseScenario(base.doc, base.source, base.base_dir, overrides);
+}
+
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
                        const PriceTable& prices, bool exact) {
   VariantResult r;
   r.sets = std::move(sets);
-  std::vector<std::string> overrides = base.sets;
-  overrides.insert(overrides.end(), r.sets.begin(), r.sets.end());
-  Result<Scenario> variant = ParseScenario(base.doc, base.source, base.base_dir, overrides);
+  Result<Scenario> variant = ParseVariant(base, r.sets);
   if (!variant.ok()) {
     r.message = variant.status().message();
     r.reason = ReasonOf(r.message, base.source, "scenario");
@@ -261,6 +267,109 @@ void FinishSweep(Objective objective, SweepResult* r) {
   r->ranking = RankVariants(r->variants, objective);
   r->pareto = ParetoFront(r->variants);
   for (int i : r->pareto) r->variants[i].pareto = true;
+}
+
+Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes) {
+  SS_ASSIGN_OR_RETURN(const int64_t count, CombinationCount(axes));
+  const size_t n = axes.size();
+  if (n == 0) return Status::Ok();
+  // Combination index = Σ value index · stride, the last axis fastest (CombinationSets).
+  std::vector<int64_t> size(n), stride(n, 1);
+  for (size_t a = 0; a < n; ++a) size[a] = static_cast<int64_t>(axes[a].values.size());
+  for (size_t a = n; a-- > 1;) stride[a - 1] = stride[a] * size[a];
+  std::vector<std::vector<char>> parses(n);
+  for (size_t a = 0; a < n; ++a) parses[a].assign(static_cast<size_t>(size[a]), 0);
+  bool any_parsed = false;
+  auto parse = [&](int64_t index) {
+    Result<Scenario> sc = ParseVariant(base, CombinationSets(axes, index));
+    if (sc.ok()) {
+      any_parsed = true;
+      for (size_t a = 0; a < n; ++a)
+        parses[a][static_cast<size_t>(index / stride[a] % size[a])] = 1;
+    }
+    return sc.status();
+  };
+  // First the diagonal (value k of every axis, modulo its size): where every value is valid,
+  // as in nearly every sweep, that settles them all in as many parses as the longest axis has
+  // values.
+  const int64_t longest = *std::max_element(size.begin(), size.end());
+  for (int64_t k = 0; k < longest; ++k) {
+    int64_t index = 0;
+    for (size_t a = 0; a < n; ++a) index += k % size[a] * stride[a];
+    (void)parse(index);
+  }
+  // Then each value not settled: its combinations in order, until one parses. The first value
+  // that none does is reported, unless no combination parses at all (the values of the first
+  // axis cover every combination): then the base or the axes together are wrong, not a value.
+  struct Failure {
+    size_t axis = 0;
+    int64_t value = 0;
+    int64_t index = -1;  // its first combination
+    Status status;
+  };
+  std::optional<Failure> failure;
+  for (size_t a = 0; a < n && !(failure && any_parsed); ++a) {
+    for (int64_t j = 0; j < size[a] && !(failure && any_parsed); ++j) {
+      Failure f{a, j, -1, Status::Ok()};
+      for (int64_t r = 0; r < count / size[a] && !parses[a][static_cast<size_t>(j)]; ++r) {
+        const int64_t index = r / stride[a] * stride[a] * size[a] + j * stride[a] + r % stride[a];
+        Status s = parse(index);
+        if (!s.ok() && f.index < 0) {
+          f.index = index;
+          f.status = std::move(s);
+        }
+      }
+      if (!parses[a][static_cast<size_t>(j)] && !failure) failure = std::move(f);
+    }
+    if (a == 0 && !any_parsed) {
+      return InvalidInput(fmt::format("every combination is invalid; the first ({}): {}",
+                                      fmt::join(CombinationSets(axes, 0), " "),
+                                      failure->status.message()));
+    }
+  }
+  if (!failure) return Status::Ok();
+  const VaryAxis& axis = axes[failure->axis];
+  const std::string& value = axis.values[static_cast<size_t>(failure->value)];
+  if (n == 1) {
+    return InvalidInput(
+        fmt::format("--vary {}: value '{}': {}", axis.flag, value, failure->status.message()));
+  }
+  return InvalidInput(fmt::format(
+      "--vary {}: value '{}' is invalid with every combination of the other axes; the first "
+      "({}): {}",
+      axis.flag, value, fmt::join(CombinationSets(axes, failure->index), " "),
+      failure->status.message()));
+}
+
+std::vector<std::string> ValuesNeverValid(const SweepResult& result,
+                                          const std::vector<VaryAxis>& axes) {
+  std::vector<std::string> notes;
+  const int64_t count = static_cast<int64_t>(result.variants.size());
+  int64_t stride = count;
+  for (const VaryAxis& axis : axes) {
+    const int64_t size = static_cast<int64_t>(axis.values.size());
+    if (size == 0 || stride % size != 0) return {};  // not this sweep's axes
+    stride /= size;
+    for (int64_t j = 0; j < size; ++j) {
+      const VariantResult* first = nullptr;
+      bool valid = false;
+      for (int64_t i = j * stride; i < count && !valid; i += stride * size) {
+        for (int64_t k = i; k < i + stride; ++k) {
+          const VariantResult& v = result.variants[static_cast<size_t>(k)];
+          if (v.outcome != VariantOutcome::kInvalid) {
+            valid = true;
+            break;
+          }
+          if (first == nullptr) first = &v;
+        }
+      }
+      if (valid || first == nullptr) continue;
+      notes.push_back(fmt::format("{}={} was invalid in every combination; the first ({}): {}",
+                                  axis.path, axis.values[static_cast<size_t>(j)],
+                                  fmt::join(first->sets, " "), first->message));
+    }
+  }
+  return notes;
 }
 
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,

@@ -10,6 +10,8 @@
 //   SweepBase / LoadSweepBase  the scenario document variants start from
 //   RunVariants        the engine: a base scenario + a list of override sets → SweepResult
 //   RunSweep           the axes' combinations through RunVariants
+//   CheckAxisValues    a --vary value that no combination parses: an error before any run
+//   ValuesNeverValid   the values that ran in no combination (each invalid), for notes
 //   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
 //                      last step; a sweep split over MPI ranks runs it on the gathered variants)
 //   ObjectiveKey       the objective's key of one variant (lower is better)
@@ -127,6 +129,20 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                                 const SweepOptions& options);
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,
                              const SweepOptions& options);
+// InvalidInput naming the --vary flag and the value when one value of an axis fails
+// ParseScenario (a type, a range, a size that cannot divide) with every combination of the
+// other axes, with the first combination's error: a typo (`parallelism.tp=1,abc`) is refused
+// before anything runs. A parse costs tens of microseconds; the axes are usually settled by
+// their diagonal (as many parses as the longest axis has values), and a value that fails is
+// tried against the other axes' combinations until one parses.
+Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes);
+
+// For `result` of RunSweep over `axes` (variants in combination order): one line per axis value
+// whose every combination was invalid (it parsed, but the plan or the simulation refused it),
+// "parallelism.tp=16 was invalid in every combination; the first (...): <error>".
+std::vector<std::string> ValuesNeverValid(const SweepResult& result,
+                                          const std::vector<VaryAxis>& axes);
+
 // Fills the counts, `ranking`, `pareto` and each variant's `pareto` of `result` from its
 // variants (which it resets first).
 void FinishSweep(Objective objective, SweepResult* result);

@@ -462,6 +462,46 @@ TEST(CalibrateTest, TraceInputErrorsNameFileEventAndField) {
       "table names one in a run's scenario)");
 }
 
+// A file named twice would count its runs or operations twice: refused, whatever the path
+// spelling. A broken trace still gets the trace reader's own message (it is parsed once).
+TEST(CalibrateTest, AnInputGivenTwiceIsRefused) {
+  Result<Scenario> sc = ParseScenario(Small(128, 1), "s", ".");
+  ASSERT_TRUE(sc.ok());
+  const std::string trace = OneOpTrace(sc->resolved, 0);
+  EXPECT_EQ(InputError({{"t.json", trace}}, {"t.json", "./t.json"}),
+            "calibrate: input 2 ./t.json: the same file as calibrate: input 1 t.json (it would be "
+            "read twice)");
+  EXPECT_EQ(InputError({{"t.json", trace}, {"u.json", trace}}, {"t.json", "u.json"}).find("same"),
+            std::string::npos);
+  EXPECT_EQ(InputError({{"t.json", R"({"traceEvents": [{"ph": "X"}]})"}}, {"t.json"})
+                .rfind("t.json: traceEvents[0]", 0),
+            0u);
+}
+
+// CSV cells are decimal numbers: hex, inf and nan are refused by name, and an overflow says so
+// rather than "got inf".
+TEST(CalibrateTest, CsvCellsAreDecimalNumbers) {
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/a.json", Small(128, 1).dump()).ok());
+  auto cell = [&](const std::string& value) {
+    Result<std::vector<RunInput>> r =
+        ParseRunsCsv("id,scenario,step_time_s\nx,a.json," + value + "\n", "runs.csv", dir);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(cell("0.25"), "ok");
+  EXPECT_EQ(cell("+2.5e-1"), "ok");
+  const std::string at = "runs.csv: line 2 (id \"x\"): column step_time_s: ";
+  EXPECT_EQ(cell("0x1p-2"), at + "'0x1p-2' is not a decimal number");
+  EXPECT_EQ(cell("1e400"), at + "'1e400' is too large");
+  EXPECT_EQ(cell("inf"), at + "'inf' is not a finite number");
+  EXPECT_EQ(cell("nan"), at + "'nan' is not a finite number");
+  EXPECT_EQ(cell("1.5s"), at + "'1.5s' is not a decimal number");
+  // An underflow keeps its tiny value, which the plausible range then names.
+  EXPECT_NE(cell("1e-320").find("column step_time_s"), std::string::npos) << cell("1e-320");
+  EXPECT_EQ(cell("1e-320").find("decimal"), std::string::npos) << cell("1e-320");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CalibrateTest, FitThatDoesNotLowerItsOwnErrorIsFlagged) {
   // One run measured exactly as the catalog predicts: no figure can do better than 0%.
   const std::string dir = TempDir();

@@ -36,6 +36,8 @@ expect_error 2 "deep.tree.json: JSON nested deeper than 512 levels at config.x" 
 { printf '{"metadata": {"format": "shardscope-trace/1", "x": '; nest 100000 '[' ']'
   printf '}, "traceEvents": []}\n'; } > "$out/deep.trace.json"
 expect_error 2 "deep.trace.json: JSON nested deeper than 512 levels at metadata.x" "$bin" stats "$out/deep.trace.json"
+# An empty --tol is refused, not read as the defaults.
+expect_error 2 "--tol: expected a non-empty value" "$bin" diff "$out/a.json" "$out/a.json" --tol ''
 # Huge figures in a summary print as they are, never wrapped through int64.
 printf '{"step_time_s": 1e300}\n' > "$out/huge_summary.json"
 "$bin" diff "$out/a.json" "$out/huge_summary.json" > "$out/diff" 2>&1

@@ -39,6 +39,15 @@ grep -q "the value '1' is given twice" "$out/err" || fail "repeated value: $(cat
 expect2 sweep "$job" --vary parallelism.tp=abc,def
 grep -q "every combination is invalid; the first (parallelism.tp=abc): .*expected an integer" \
   "$out/err" || fail "all invalid: $(cat "$out/err")"
+# A value no combination accepts is refused before the run (a typo); one that parses but that
+# the plan refuses everywhere runs and is named after the table.
+expect2 sweep "$job" --vary parallelism.tp=1,abc
+grep -q -- "--vary parallelism.tp=1,abc: value 'abc': .*expected an integer" "$out/err" ||
+  fail "bad value: $(cat "$out/err")"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --vary parallelism.ep=1,2 > "$out/table" 2> "$out/err" ||
+  fail "ep=1,2 sweep: $(cat "$out/err")"
+grep -q "sweep: note: parallelism.ep=2 was invalid in every combination; the first (parallelism.tp=1 parallelism.ep=2): .*no routed experts" \
+  "$out/err" || fail "never-valid note: $(cat "$out/err")"
 expect2 sweep "$job" --vary parallelism.tp=1,2 --csv ''
 expect2 sweep "$job" --vary parallelism.tp=1,2 --top ''
 echo ORIGINAL > "$out/keep.csv"

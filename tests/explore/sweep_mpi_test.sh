@@ -12,8 +12,9 @@ cat >"$out/job.json" <<JSON
  "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": 4},
  "training": {"local_batch": 1, "seq_len": 256, "activation_checkpoint": "none"}}
 JSON
-# 15 combinations over 4 ranks (4, 4, 4 and 3 each), a few invalid ones (tp 3 of 4 GPUs).
-axes=(--vary training.seq_len=128,256,512,1024,2048 --vary parallelism.tp=1,2,3 --vary training.local_batch=1
+# 15 combinations over 4 ranks (4, 4, 4 and 3 each), a few invalid ones (tp 4: the model has
+# 2 KV heads).
+axes=(--vary training.seq_len=128,256,512,1024,2048 --vary parallelism.tp=1,2,4 --vary training.local_batch=1
       --vary fsdp.reshard_after_forward=true)
 mkdir "$out/one" "$out/np4"
 (cd "$out/one" && "$ss" sweep ../job.json "${axes[@]}" --vary cluster.nodes=1 --top 0 \

@@ -131,5 +131,20 @@ TEST_F(OutputFilesTest, OutputsMayNotOverwriteEachOtherOrAnInput) {
           .ok());
 }
 
+TEST_F(OutputFilesTest, AnInputNamedTwiceIsRefused) {
+  Put(P("a.json"), "{}");
+  Put(P("b.json"), "{}");
+  fs::create_symlink(P("a.json"), P("link.json"));
+  EXPECT_TRUE(CheckDistinctInputs({{"input 1", P("a.json")}, {"input 2", P("b.json")}}).ok());
+  const Status twice = CheckDistinctInputs(
+      {{"input 1", P("a.json")}, {"input 2", P("b.json")}, {"input 3", P("link.json")}});
+  EXPECT_EQ(twice.code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(twice.message(), "input 3 " + P("link.json") + ": the same file as input 1 " +
+                                 P("a.json") + " (it would be read twice)");
+  // Devices are streams, not files: each read is its own. Empty paths are options not given.
+  EXPECT_TRUE(
+      CheckDistinctInputs({{"a", "/dev/null"}, {"b", "/dev/null"}, {"c", ""}, {"d", ""}}).ok());
+}
+
 }  // namespace
 }  // namespace shardscope

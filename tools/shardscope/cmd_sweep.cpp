@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -55,6 +56,7 @@ Status RunSweepCommand(const SweepArgs& args) {
   SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}},
                                   {{"scenario", args.scenario}, {"--prices", args.prices}}));
   SS_ASSIGN_OR_RETURN(sim::SweepBase base, sim::LoadSweepBase(args.scenario, args.sets));
+  SS_RETURN_IF_ERROR(sim::CheckAxisValues(base, axes));
   sim::PriceTable prices = sim::DefaultPriceTable();
   if (!args.prices.empty()) {
     SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
@@ -82,6 +84,14 @@ Status RunSweepCommand(const SweepArgs& args) {
   report.objective = objective;
   report.top = args.top;
   fmt::print("{}", sim::FormatSweepTable(*result, report));
+  // Values that parsed but never ran (the plan or the simulation refused each combination);
+  // where nothing ran at all, the error below says so once.
+  if (result->fitting + result->not_fitting > 0) {
+    std::fflush(stdout);  // after the table, not inside it on a terminal
+    for (const std::string& note : sim::ValuesNeverValid(*result, axes)) {
+      fmt::print(stderr, "sweep: note: {}\n", note);
+    }
+  }
   std::vector<std::pair<std::string, std::string>> files;
   if (!args.csv.empty()) files.emplace_back(args.csv, sim::SweepToCsv(*result, report));
   if (!args.json.empty()) {

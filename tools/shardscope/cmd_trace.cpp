@@ -302,7 +302,8 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   diff->add_option("A", o->a, "baseline trace or summary")->required();
   diff->add_option("B", o->b, "trace or summary to compare")->required();
   diff->add_option("--tol", o->tol,
-                   "tolerances, e.g. step_time=+2%,peak_memory=+1GiB,op=off. " + ToleranceHelp());
+                   "tolerances, e.g. step_time=+2%,peak_memory=+1GiB,op=off. " + ToleranceHelp())
+      ->check(NonEmptyText());
   diff->add_option("--json", o->json, "write the report as JSON")->check(NonEmptyText());
   registry.Add(diff, [o] { return RunDiff(o->a, o->b, o->tol, o->json); });
 
