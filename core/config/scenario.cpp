@@ -225,6 +225,16 @@ Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
   if (p["pp_microbatches"].is_null()) p["pp_microbatches"] = par.pp;
   SS_RETURN_IF_ERROR(InRange(p, "parallelism", "pp_microbatches", 1, kMaxMicrobatches));
   par.pp_microbatches = p["pp_microbatches"].get<int>();
+  // torch.distributed.pipelining's single-stage schedules (Schedule1F1B, ScheduleGPipe: a
+  // PipelineScheduleSingle) raise ValueError for fewer micro-batches than stages; a prediction
+  // of such a job would be of one that cannot be launched.
+  if (par.pp > 1 && par.pp_schedule != PpSchedule::kInterleaved1F1B &&
+      par.pp_microbatches < par.pp) {
+    return InvalidInput(fmt::format(
+        "parallelism.pp_microbatches = {}: fewer than the {} pipeline stages (parallelism.pp); "
+        "PyTorch's {} schedule needs at least one micro-batch per stage (expected {} or more)",
+        par.pp_microbatches, par.pp, sched, par.pp));
+  }
   return Status::Ok();
 }
 

@@ -202,7 +202,20 @@ TEST(ScenarioTest, AbsurdSizesNameTheFieldAndRange) {
                          {"cluster", {{"gpus_per_node", 3}}},
                          {"training", {{"seq_len", 8192}}}})
                 .find("training.seq_len = 8192 is not divisible by 2·parallelism.cp = 6"),
+            std::string::npos);  // PyTorch's 1F1B and GPipe (single-stage schedules) raise for
+                                 // fewer micro-batches than stages.
+  EXPECT_NE(ErrorOf(json{{"model", llama},
+                         {"parallelism", {{"pp", 4}, {"pp_microbatches", 2}}},
+                         {"training", {{"local_batch", 2}}}})
+                .find("parallelism.pp_microbatches = 2: fewer than the 4 pipeline stages "
+                      "(parallelism.pp); PyTorch's 1f1b schedule needs at least one micro-batch "
+                      "per stage (expected 4 or more)"),
             std::string::npos);
+  EXPECT_NE(
+      ErrorOf(json{{"model", llama},
+                   {"parallelism", {{"pp", 2}, {"pp_microbatches", 1}, {"pp_schedule", "gpipe"}}}})
+          .find("PyTorch's gpipe schedule"),
+      std::string::npos);
 }
 
 TEST(ScenarioTest, SimulatorKeysAreParsed) {
