@@ -90,7 +90,7 @@ cmp -s "$out/runs.json" "$out/keep_runs.json" || { echo "the input was overwritt
 expect_exit 2 "--out $out/job.json: is the $out/runs.json: runs[0] (id \"r0\") scenario" \
   "$out/runs.json" --out "$out/job.json"
 # An input named twice would count twice, whatever the spelling of its path.
-expect_exit 2 "input 2 $out/./measured.json: the same file as calibrate: input 1 $out/measured.json" \
+expect_exit 2 "calibrate: input 2 $out/./measured.json: the same file as input 1 $out/measured.json" \
   "$out/measured.json" "$out/./measured.json" --out "$out/c.json"
 # A report that cannot be written leaves the calibration file as it was (all or none).
 echo ORIGINAL >"$out/keep.json"

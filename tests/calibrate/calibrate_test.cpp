@@ -468,9 +468,9 @@ TEST(CalibrateTest, AnInputGivenTwiceIsRefused) {
   Result<Scenario> sc = ParseScenario(Small(128, 1), "s", ".");
   ASSERT_TRUE(sc.ok());
   const std::string trace = OneOpTrace(sc->resolved, 0);
-  EXPECT_EQ(InputError({{"t.json", trace}}, {"t.json", "./t.json"}),
-            "calibrate: input 2 ./t.json: the same file as calibrate: input 1 t.json (it would be "
-            "read twice)");
+  EXPECT_EQ(
+      InputError({{"t.json", trace}}, {"t.json", "./t.json"}),
+      "calibrate: input 2 ./t.json: the same file as input 1 t.json (it would be read twice)");
   EXPECT_EQ(InputError({{"t.json", trace}, {"u.json", trace}}, {"t.json", "u.json"}).find("same"),
             std::string::npos);
   EXPECT_EQ(InputError({{"t.json", R"({"traceEvents": [{"ph": "X"}]})"}}, {"t.json"})
