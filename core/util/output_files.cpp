@@ -49,6 +49,25 @@ bool Same(const FileKey& a, const FileKey& b) {
   return a.absolute == b.absolute;
 }
 
+// The first of `paths` that names the same file as an earlier one: "<what> <path>: the same
+// file as <what> <path> (<why>)". Empty paths (options not given) are skipped.
+Status NoRepeats(const std::vector<NamedPath>& paths, const std::string& why) {
+  std::vector<std::pair<const NamedPath*, FileKey>> seen;
+  for (const NamedPath& p : paths) {
+    if (p.path.empty()) continue;
+    const std::optional<FileKey> k = KeyOf(p.path);
+    if (!k) continue;
+    for (const auto& [other, ko] : seen) {
+      if (Same(*k, ko)) {
+        return InvalidInput(p.what + " " + p.path + ": the same file as " + other->what + " " +
+                            other->path + " (" + why + ")");
+      }
+    }
+    seen.emplace_back(&p, *k);
+  }
+  return Status::Ok();
+}
+
 // gzip framing (deflate with a gzip header and trailer), what `gzip -d` and ReadFile read.
 Result<std::string> Gzip(const std::string& path, const std::string& data) {
   if (data.size() > 0xffffffffu) return RuntimeError(path + ": too large to gzip in one piece");
@@ -143,7 +162,6 @@ Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
     if (in.path.empty()) continue;
     if (const std::optional<FileKey> k = KeyOf(in.path)) input_keys.emplace_back(&in, *k);
   }
-  std::vector<std::pair<const NamedPath*, FileKey>> seen;
   for (const NamedPath& out : outputs) {
     if (out.path.empty()) continue;
     const std::optional<FileKey> k = KeyOf(out.path);
@@ -154,32 +172,12 @@ Status CheckDistinctFiles(const std::vector<NamedPath>& outputs,
                             " (an output would overwrite an input)");
       }
     }
-    for (const auto& [other, ko] : seen) {
-      if (Same(*k, ko)) {
-        return InvalidInput(out.what + " " + out.path + ": the same file as " + other->what + " " +
-                            other->path + " (one output would overwrite the other)");
-      }
-    }
-    seen.emplace_back(&out, *k);
   }
-  return Status::Ok();
+  return NoRepeats(outputs, "one output would overwrite the other");
 }
 
 Status CheckDistinctInputs(const std::vector<NamedPath>& inputs) {
-  std::vector<std::pair<const NamedPath*, FileKey>> seen;
-  for (const NamedPath& in : inputs) {
-    if (in.path.empty()) continue;
-    const std::optional<FileKey> k = KeyOf(in.path);
-    if (!k) continue;
-    for (const auto& [other, ko] : seen) {
-      if (Same(*k, ko)) {
-        return InvalidInput(in.what + " " + in.path + ": the same file as " + other->what + " " +
-                            other->path + " (it would be read twice)");
-      }
-    }
-    seen.emplace_back(&in, *k);
-  }
-  return Status::Ok();
+  return NoRepeats(inputs, "it would be read twice");
 }
 
 Status CheckOutputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
