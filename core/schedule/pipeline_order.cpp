@@ -24,15 +24,18 @@ std::vector<PipeAction> OneFOneB(int pp, int s, int m) {
   return out;
 }
 
-// Megatron's interleaved schedule: virtual micro-step j runs local chunk (j / pp) mod v of
-// micro-batch (j / (pp·v))·pp + j mod pp; backward visits the chunks in reverse. Warm-up is
-// (pp − s − 1)·2 + (v − 1)·pp forwards.
-std::vector<PipeAction> Interleaved(int pp, int v, int s, int m) {
+// The interleaved schedule of torch.distributed.pipelining's ScheduleInterleaved1F1B: the
+// micro-batches go in rounds of r (`microbatches_per_round`); virtual micro-step j runs local
+// chunk (j / r) mod v of micro-batch (j / (r·v))·r + j mod r, and backward visits the chunks in
+// reverse. Warm-up is (pp − s − 1)·2 + (v − 1)·r forwards. With r = pp (M a multiple of pp) it
+// is Megatron's interleaved order; tests/schedule/pipeline_orders_torch.json holds PyTorch's
+// own orders for other counts.
+std::vector<PipeAction> Interleaved(int pp, int v, int s, int m, int r) {
   const int total = m * v;
-  auto micro_of = [&](int j) { return (j / (pp * v)) * pp + j % pp; };
-  auto fwd = [&](int j) { return F(((j / pp) % v) * pp + s, micro_of(j)); };
-  auto bwd = [&](int j) { return B((v - 1 - (j / pp) % v) * pp + s, micro_of(j)); };
-  const int warmup = std::min((pp - s - 1) * 2 + (v - 1) * pp, total);
+  auto micro_of = [&](int j) { return (j / (r * v)) * r + j % r; };
+  auto fwd = [&](int j) { return F(((j / r) % v) * pp + s, micro_of(j)); };
+  auto bwd = [&](int j) { return B((v - 1 - (j / r) % v) * pp + s, micro_of(j)); };
+  const int warmup = std::min((pp - s - 1) * 2 + (v - 1) * r, total);
   std::vector<PipeAction> out;
   for (int j = 0; j < warmup; ++j) out.push_back(fwd(j));
   for (int j = 0; j < total - warmup; ++j) {
@@ -61,13 +64,22 @@ Result<std::vector<std::vector<PipeAction>>> PipelineOrder(const std::string& sc
     return order;
   }
   if (schedule == "interleaved_1f1b") {
-    if (micro_batches % pp != 0) {
+    // PyTorch's rule: M / pp rounds (at least one), each of M / rounds micro-batches.
+    const int rounds = std::max(1, micro_batches / pp);
+    if (micro_batches % rounds != 0) {
+      auto fits = [pp](int m) { return m % std::max(1, m / pp) == 0; };
+      int below = micro_batches - 1, above = micro_batches + 1;
+      while (!fits(below)) --below;
+      while (!fits(above)) ++above;
       return InvalidInput(fmt::format(
-          "parallelism.pp_microbatches: the interleaved 1F1B schedule needs a multiple of pp = "
-          "{} micro-batches, got {}",
-          pp, micro_batches));
+          "parallelism.pp_microbatches = {}: the interleaved 1F1B schedule runs the "
+          "micro-batches in {} rounds (pp_microbatches / pp, rounded down), and {} is not a "
+          "multiple of {} (PyTorch's ScheduleInterleaved1F1B raises; {} or {} would do)",
+          micro_batches, rounds, micro_batches, rounds, below, above));
     }
-    for (int s = 0; s < pp; ++s) order[s] = Interleaved(pp, virtual_stages, s, micro_batches);
+    for (int s = 0; s < pp; ++s) {
+      order[s] = Interleaved(pp, virtual_stages, s, micro_batches, micro_batches / rounds);
+    }
     return order;
   }
   if (virtual_stages != 1) {

@@ -1,6 +1,7 @@
 // The order in which each pipeline stage runs forward and backward of its model chunks
 // (torch.distributed.pipelining's ScheduleGPipe / Schedule1F1B / ScheduleInterleaved1F1B,
-// Megatron's interleaved order). Without pipelining it is F, B per micro-batch.
+// Megatron's interleaved order, which PyTorch's is when the micro-batches are a multiple of pp;
+// PyTorch's rounds rule otherwise). Without pipelining it is F, B per micro-batch.
 //
 // Contents:
 //   PipeAction      forward or backward of one model chunk for one micro-batch

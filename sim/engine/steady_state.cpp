@@ -62,6 +62,10 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
     if (p.pp_schedule == PpSchedule::k1F1B) {
       runs = {p.pp_microbatches, p.pp + 1, 2 * p.pp + 1};
     } else {
+      // Rounds of pp micro-batches only: a count that is not a multiple of pp runs longer
+      // rounds (pipeline_order.cpp, PyTorch's rule; 170 on 16 stages: 10 rounds of 17), which
+      // the short runs' rounds of pp would not repeat.
+      if (p.pp_microbatches % p.pp != 0) return std::nullopt;
       runs = {p.pp_microbatches, 2 * p.pp, 3 * p.pp};
     }
   } else {

@@ -13,7 +13,8 @@
 //                         nullopt when the two runs are not in the same steady state
 //
 // Which jobs: pp > 1 with grad_accum 1 (the micro-batches are the pipeline's): 1F1B with
-// a = pp + 1, b = 2·pp + 1; interleaved 1F1B (period pp, its round) with a = 2·pp, b = 3·pp; pp = 1
+// a = pp + 1, b = 2·pp + 1; interleaved 1F1B (period pp, its round; M a multiple of pp, whose
+// rounds are pp long) with a = 2·pp, b = 3·pp; pp = 1
 // with gradient accumulation, a = 3, b = 4. Only when a + b ≤ M / 2. GPipe is never extrapolated:
 // its memory grows with M. The check behind ExtrapolateSummary's nullopt (equal peaks, role and
 // fit in a and b), and the simulator's on the allocator (neither run may meet the capacity: see

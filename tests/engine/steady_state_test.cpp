@@ -216,6 +216,16 @@ TEST(SteadyStateTest, NoFastPathForGPipeOrFewMicroBatches) {
   EXPECT_LT(sixteen->b, 16);
   EXPECT_FALSE(plan({"training.grad_accum=13"}));
   EXPECT_TRUE(plan({"training.grad_accum=14"}));
+  // Interleaved: 170 micro-batches on 16 stages run in 10 rounds of 17, which the short runs'
+  // rounds of 16 would not repeat; 160 (rounds of 16) takes the fast path.
+  auto interleaved = [&](int micro) {
+    return plan({"cluster.nodes=2", "cluster.gpus_per_node=8", "parallelism.pp=16",
+                 "parallelism.pp_schedule=interleaved_1f1b", "parallelism.pp_virtual_stages=2",
+                 "parallelism.pp_microbatches=" + std::to_string(micro),
+                 "training.local_batch=" + std::to_string(micro)});
+  };
+  EXPECT_FALSE(interleaved(170));
+  EXPECT_TRUE(interleaved(160));
 }
 
 TEST(SteadyStateTest, WithMicroBatchesKeepsTheMicroBatchSize) {

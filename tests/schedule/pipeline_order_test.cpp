@@ -1,7 +1,10 @@
 #include "core/schedule/pipeline_order.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace shardscope {
@@ -40,15 +43,50 @@ TEST(PipelineOrderTest, InterleavedVisitsChunksInGroupsOfPp) {
 }
 
 TEST(PipelineOrderTest, RefusesWhatItCannotOrder) {
-  Result<std::vector<std::vector<PipeAction>>> bad = PipelineOrder("interleaved_1f1b", 4, 2, 6);
+  // 9 micro-batches on 4 stages: 2 rounds, and 9 is odd.
+  Result<std::vector<std::vector<PipeAction>>> bad = PipelineOrder("interleaved_1f1b", 4, 2, 9);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("parallelism.pp_microbatches"), std::string::npos);
+  EXPECT_EQ(bad.status().message(),
+            "parallelism.pp_microbatches = 9: the interleaved 1F1B schedule runs the micro-batches "
+            "in 2 rounds (pp_microbatches / pp, rounded down), and 9 is not a multiple of 2 "
+            "(PyTorch's ScheduleInterleaved1F1B raises; 8 or 10 would do)");
   Result<std::vector<std::vector<PipeAction>>> virt = PipelineOrder("gpipe", 2, 2, 4);
   ASSERT_FALSE(virt.ok());
   EXPECT_NE(virt.status().message().find("parallelism.pp_virtual_stages = 2"), std::string::npos);
   Result<std::vector<std::vector<PipeAction>>> name = PipelineOrder("dualpipe", 2, 1, 4);
   ASSERT_FALSE(name.ok());
   EXPECT_NE(name.status().message().find("'dualpipe'"), std::string::npos);
+}
+
+// PyTorch's ScheduleInterleaved1F1B orders (tools/pipeline_order_reference.py, recorded with
+// the torch named in the file; the torch-labelled test pipeline_orders_torch re-asks the
+// installed one): multiples of pp, fewer micro-batches than stages, rounds longer than pp, and
+// the counts PyTorch refuses.
+TEST(PipelineOrderTest, InterleavedIsPyTorchsOrder) {
+  std::ifstream in(std::string(SHARDSCOPE_SOURCE_DIR) +
+                   "/tests/schedule/pipeline_orders_torch.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  ASSERT_GE(ref["cases"].size(), 10u);
+  int refused = 0;
+  for (const nlohmann::json& c : ref["cases"]) {
+    const int pp = c["pp"], v = c["virtual_stages"], m = c["micro_batches"];
+    SCOPED_TRACE(fmt::format("pp {} v {} micro-batches {}", pp, v, m));
+    Result<std::vector<std::vector<PipeAction>>> o = PipelineOrder("interleaved_1f1b", pp, v, m);
+    if (c.contains("error")) {
+      EXPECT_FALSE(o.ok());
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(o.ok()) << o.status().message();
+    ASSERT_EQ(o->size(), c["orders"].size());
+    for (size_t s = 0; s < o->size(); ++s) {
+      std::string ours = Text((*o)[s]);
+      ours.pop_back();  // Text's trailing space
+      EXPECT_EQ(ours, c["orders"][s].get<std::string>()) << "stage " << s;
+    }
+  }
+  EXPECT_GE(refused, 2);
 }
 
 }  // namespace
