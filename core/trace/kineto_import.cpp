@@ -60,6 +60,47 @@ bool IsAutogradNode(std::string_view name) {
   return name.starts_with("autograd::engine::evaluate_function");
 }
 
+// The language-model loss, which the schedule runs as its own op each way (step_builder.cpp):
+// forward, cross_entropy (log_softmax, then nll_loss inside it) or nll_loss alone; backward,
+// the autograd node of nll_loss, then log_softmax's.
+bool IsLossForward(std::string_view name) {
+  // Not aten::nll_loss_backward, which runs inside the backward node.
+  return name == "aten::cross_entropy_loss" || name == "aten::nll_loss_nd" ||
+         name == "aten::nll_loss" || name == "aten::nll_loss2d";
+}
+bool IsLossBackwardNode(std::string_view name) {
+  return IsAutogradNode(name) && name.find("NllLoss") != std::string_view::npos;
+}
+bool IsLogSoftmaxBackwardNode(std::string_view name) {
+  return IsAutogradNode(name) && name.ends_with("LogSoftmaxBackward0");
+}
+
+// The loss's time ranges on the main thread (`ops`: its CPU ops sorted by start): each
+// outermost loss forward, and each loss backward node with the log_softmax backward node that
+// runs right after it (the next autograd node to start after it ends).
+std::vector<std::pair<int64_t, int64_t>> LossRanges(
+    const std::vector<std::pair<std::string_view, std::pair<int64_t, int64_t>>>& ops) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t open_until = INT64_MIN;  // the last forward range's end: nested loss ops are inside it
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& [name, range] = ops[i];
+    if (IsLossForward(name)) {
+      if (range.first >= open_until) out.push_back(range);
+      open_until = std::max(open_until, range.second);
+    } else if (IsLossBackwardNode(name)) {
+      std::pair<int64_t, int64_t> r = range;
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        // Nodes inside it (FSDP's pre-backward hook runs in the loss's node) are its own.
+        if (!IsAutogradNode(ops[j].first) || ops[j].second.first < range.second) continue;
+        if (IsLogSoftmaxBackwardNode(ops[j].first)) r.second = ops[j].second.second;
+        break;
+      }
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 // A c10d collective issued from the main thread (c10d::_allgather_base_, allreduce_, ...).
 bool IsC10dCollective(std::string_view name) {
   return name.starts_with("c10d::") && CollectiveLane(name) != 0;
@@ -363,6 +404,7 @@ Status KinetoSink::Finish() {
   std::vector<LabelRange> labels;
   std::vector<std::pair<int64_t, int64_t>> optimizer;
   std::vector<int64_t> steps, backward_marks;
+  std::vector<std::pair<std::string_view, std::pair<int64_t, int64_t>>> loss_candidates;
   std::unordered_map<int64_t, int64_t> launch_time;  // correlation → CPU launch time
   bool has_gpu = false;
   for (const Event& e : events_) {
@@ -371,6 +413,9 @@ Status KinetoSink::Finish() {
     if (e.cat == Cat::kRuntime && e.correlation >= 0) launch_time[e.correlation] = e.start_ns;
     if (e.cat == Cat::kCpuOp && e.pid == main.first && IsAutogradNode(name)) {
       backward_marks.push_back(e.start_ns);
+    }
+    if (e.cat == Cat::kCpuOp && on_main(e) && (IsLossForward(name) || IsAutogradNode(name))) {
+      loss_candidates.push_back({name, {e.start_ns, e.end_ns()}});
     }
     if (e.cat != Cat::kUserAnnotation || e.pid != main.first) continue;
     if (on_main(e) && name.starts_with("ProfilerStep#")) {
@@ -395,7 +440,10 @@ Status KinetoSink::Finish() {
   std::sort(labels.begin(), labels.end(), [](const LabelRange& a, const LabelRange& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   });
-  const StepTimeline timeline(labels, steps, std::move(backward_marks), std::move(optimizer));
+  std::sort(loss_candidates.begin(), loss_candidates.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  const StepTimeline timeline(labels, steps, std::move(backward_marks), std::move(optimizer),
+                              LossRanges(loss_candidates));
 
   // Work to import, each with the CPU moment that places it in the step.
   struct Item {

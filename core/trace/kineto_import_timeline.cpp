@@ -79,7 +79,8 @@ std::vector<int> InnermostLabels(const std::vector<LabelRange>& labels,
 
 StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<int64_t> step_starts,
                            std::vector<int64_t> backward_marks,
-                           std::vector<std::pair<int64_t, int64_t>> optimizer)
+                           std::vector<std::pair<int64_t, int64_t>> optimizer,
+                           const std::vector<std::pair<int64_t, int64_t>>& loss)
     : steps_(std::move(step_starts)), optimizer_(std::move(optimizer)), root_(UnitOpLabel("")) {
   std::sort(steps_.begin(), steps_.end());
   std::sort(optimizer_.begin(), optimizer_.end());
@@ -113,10 +114,11 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
     if (b != backward_marks.end() && *b < end) passes_[i].backward_ns = *b;
   }
 
-  // Unit changes, in time order; at equal times a phase boundary first, then pops, then pushes.
+  // Unit changes, in time order; at equal times a phase boundary first, then pops, then pushes,
+  // then the loss's splits.
   struct Change {
     int64_t t;
-    int order;  // 0 boundary, 1 pop, 2 push
+    int order;  // 0 boundary, 1 pop, 2 push, 3 a new run of the same unit (the loss)
     const FsdpLabel* label;
   };
   std::vector<Change> changes;
@@ -131,6 +133,10 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
     } else if (k == FsdpKind::kPostForward || k == FsdpKind::kPostBackward) {
       changes.push_back({r.start_ns, 1, &r.label});
     }
+  }
+  for (const auto& [start, end] : loss) {
+    changes.push_back({start, 3, nullptr});
+    changes.push_back({end, 3, nullptr});
   }
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return std::tie(a.t, a.order) < std::tie(b.t, b.order);
@@ -149,6 +155,10 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
       stack.clear();
       runs.clear();
       begin_run(c.t, {root, false});
+      continue;
+    }
+    if (c.order == 3) {
+      begin_run(c.t, top);
       continue;
     }
     if (c.order == 2) {

@@ -24,6 +24,9 @@
 //     `compute:k` chunks of op_id.h (callers number only the runs that hold work, so empty runs
 //     between two nested units do not count). A pre-forward during backward (activation
 //     checkpointing re-running a unit's forward) pushes a recompute run.
+//   - The loss is a run of its own each way, as the schedule has it: a run begins at each
+//     loss range's start and another at its end (the importer's ranges: the outermost
+//     cross_entropy / nll_loss op forward, the nll_loss and log_softmax autograd nodes backward).
 #pragma once
 
 #include <cstdint>
@@ -85,10 +88,12 @@ struct Place {
 class StepTimeline {
  public:
   // `labels`: sorted as InnermostLabels wants. `step_starts`: ProfilerStep starts.
-  // `backward_marks`: starts of autograd nodes. `optimizer`: optimizer ranges.
+  // `backward_marks`: starts of autograd nodes. `optimizer`: optimizer ranges. `loss`: the
+  // loss's ranges (each its own run of the unit running it).
   StepTimeline(const std::vector<LabelRange>& labels, std::vector<int64_t> step_starts,
                std::vector<int64_t> backward_marks,
-               std::vector<std::pair<int64_t, int64_t>> optimizer);
+               std::vector<std::pair<int64_t, int64_t>> optimizer,
+               const std::vector<std::pair<int64_t, int64_t>>& loss = {});
 
   Place At(int64_t t) const;
   // The run of `unit` at t within t's pass and phase: its latest run begun by t, else its first

@@ -1,6 +1,8 @@
 // Predicted op_ids against a real FSDP2 profiler trace of the same configuration: every
 // operation the schedule predicts for a rank should be found, by op_id, among the operations
-// the Kineto importer names in that rank's measured trace (issue 10: at least 95%).
+// the Kineto importer names in that rank's measured trace. Issue 10 asked for at least 95%;
+// the test asks for all: at 95% it passed while the loss's two ops (its own run each way in the
+// schedule, merged with the lm_head's by the importer) were missing, 40 of 42.
 //
 // The fixture (tests/fixtures/kineto/fsdp2_llama_cpu_rank<r>.json.gz, scenario beside it) was
 // recorded by tools/record_fsdp2_trace.py: 4 gloo CPU ranks, a transformers Llama (3 layers,
@@ -75,7 +77,7 @@ TEST(KinetoMatch, PredictedOpIdsFoundInRealFsdp2Trace) {
     std::cout << "rank " << rank << ": " << found << " of " << predicted.size()
               << " predicted op_ids measured (" << 100.0 * rate << "%)"
               << (missing.empty() ? "" : "; missing:" + missing) << "\n";
-    EXPECT_GE(rate, 0.95) << path << " lacks" << missing;
+    EXPECT_EQ(found, predicted.size()) << path << " lacks" << missing;
   }
 }
 

@@ -96,6 +96,11 @@ std::vector<Ev> GlooStep() {
       {kCpu, "autograd::engine::evaluate_function: NllLossBackward0", 110, 20},
       {kAnn, "FSDP::pre_backward", 112, 5},
       {kCpu, "NllLossBackward0", 120, 5},
+      {kCpu, "aten::nll_loss_backward", 121, 3},  // inside it: not a loss forward
+      {kCpu, "autograd::engine::evaluate_function: AccumulateGrad", 126, 1},  // inside it
+      // log_softmax's backward ends the loss's run; the lm_head's backward is the root's next.
+      {kCpu, "autograd::engine::evaluate_function: LogSoftmaxBackward0", 131, 1.5},
+      {kCpu, "autograd::engine::evaluate_function: TBackward0", 133, 1.5},
       {kCpu, "autograd::engine::evaluate_function: AddBackward0", 135, 30},
       {kAnn, "FSDP::pre_backward (model.layers.0)", 136, 4},
       {kCpu, "AddBackward0", 145, 2},
@@ -129,18 +134,23 @@ TEST(KinetoNaming, GlooStepNamesEveryOpAsTheSchedule) {
   EXPECT_EQ(OpIdOf(t, "fsdp::split_with_sizes_copy"), "fwd/root/copy_out");
   EXPECT_EQ(OpIdOf(t, "aten::embedding"), "fwd/root/compute");
   EXPECT_EQ(OpIdOf(t, "aten::linear"), "fwd/model.layers.0/compute");
-  // The root's work after its block: its second run, the loss after its post-forward too.
+  // The root's work after its block: its second run; the loss (here after the root's
+  // post-forward) its own run, as the schedule has it each way.
   EXPECT_EQ(OpIdOf(t, "aten::mm"), "fwd/root/compute:1");
-  EXPECT_EQ(OpIdOf(t, "aten::cross_entropy_loss"), "fwd/root/compute:1");
-  // The loss's backward runs before the root's pre-backward hook: still backward.
+  EXPECT_EQ(OpIdOf(t, "aten::cross_entropy_loss"), "fwd/root/compute:2");
+  // The loss's backward runs before the root's pre-backward hook: still backward, a run of its
+  // own with log_softmax's node; the head's backward is the root's next run.
   EXPECT_EQ(OpIdOf(t, "NllLossBackward0"), "bwd/root/compute");
+  EXPECT_EQ(OpIdOf(t, "autograd::engine::evaluate_function: LogSoftmaxBackward0"),
+            "bwd/root/compute");
+  EXPECT_EQ(OpIdOf(t, "autograd::engine::evaluate_function: TBackward0"), "bwd/root/compute:1");
   EXPECT_EQ(OpIdOf(t, "AddBackward0"), "bwd/model.layers.0/compute");
   EXPECT_EQ(OpIdOf(t, "autograd::engine::evaluate_function: MmBackward0"),
             "bwd/model.layers.0/compute");
   EXPECT_EQ(OpIdOf(t, "fsdp::chunk_cat"), "bwd/model.layers.0/reduce_copy_in");
   EXPECT_EQ(OpIdOf(t, "aten::copy_"), "bwd/model.layers.0/reduce_scatter");
   EXPECT_EQ(OpIdOf(t, "autograd::engine::evaluate_function: EmbeddingBackward0"),
-            "bwd/root/compute:1");
+            "bwd/root/compute:2");
   EXPECT_EQ(OpIdOf(t, "aten::detach"), "step/wait_reductions");
   EXPECT_EQ(OpIdOf(t, "aten::add_"), "step/optimizer");
   EXPECT_EQ(OpIdOf(t, "aten::zero_"), "step/optimizer");
