@@ -17,6 +17,7 @@ reads four attributes of the schedule, set here as __init__ sets them.
 
 import argparse
 import json
+import os
 import sys
 import types
 
@@ -78,13 +79,14 @@ def main():
         with open(args.out + ".tmp", "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
-        import os
         os.replace(args.out + ".tmp", args.out)
         print(f"wrote {len(doc['cases'])} cases from torch {torch.__version__} to {args.out}")
         return 0
     with open(args.check) as f:
         ref = json.load(f)
     if ref["cases"] != doc["cases"]:
+        if len(ref["cases"]) != len(doc["cases"]):
+            print(f"{len(ref['cases'])} cases in {args.check}, {len(doc['cases'])} asked of torch")
         for a, b in zip(ref["cases"], doc["cases"]):
             if a != b:
                 print(f"differs from torch {torch.__version__}: {a} against {b}")
