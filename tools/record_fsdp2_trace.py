@@ -11,7 +11,14 @@ weights, nothing downloaded; the loss is transformers' own, computed inside the 
 from `labels`); `--model tiny` is a small self-contained transformer (torch only).
 `--scenario FILE` also writes the shardscope scenario of the same configuration (model as an
 inline `{"hf": {...}}` config, world size, batch, sequence, precision, checkpointing, prefetch),
-so `shardscope simulate FILE` predicts what was recorded.
+so `shardscope simulate FILE` predicts what was recorded. `--ac full` wraps every block in
+torchtitan's checkpoint_wrapper (non-reentrant) and `--no-reshard-after-forward` keeps blocks
+gathered into backward.
+
+With --ac full the importer cannot name the recomputation yet: non-reentrant checkpointing
+re-runs the block's forward inside the first backward node that unpacks a saved tensor, with no
+FSDP label around it, so it lands in that node's `bwd/<unit>/compute` and the predicted
+`bwd/<unit>/recompute` ops are not found (2026-12-05, torch 2.15: 42 of 45 op_ids).
 
 The shardscope importer tests (tests/trace/kineto_test.cpp, tests/kineto_match/) read the
 result without torch.
@@ -110,8 +117,16 @@ def worker(rank, world, args, tmpdir):
     fully_shard = fully_shard_fn()
     model, blocks = build_model(args)
     model = model.to(device)
+    if args.ac == "full":
+        # torchtitan's full activation checkpointing: each block wrapped, then sharded.
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+            checkpoint_wrapper)
+        layers = model.layers if args.model == "tiny" else model.model.layers
+        for i in range(len(layers)):
+            layers[i] = checkpoint_wrapper(layers[i], preserve_rng_state=False)
+        blocks = list(layers)
     for block in blocks:
-        fully_shard(block)
+        fully_shard(block, reshard_after_forward=args.reshard_after_forward)
     fully_shard(model)
     if args.forward_prefetch > 0:
         # Explicit forward prefetch of the next `depth` blocks (FSDP2 does none by default).
@@ -156,12 +171,12 @@ def scenario(args):
                         f"{torch.__version__}); the cluster is only where the step is predicted"),
         "model": {"hf": hf_config(args)},
         "cluster": {"gpu": "h100-sxm", "nodes": 1, "gpus_per_node": args.world},
-        "fsdp": {"reshard_after_forward": True,
+        "fsdp": {"reshard_after_forward": args.reshard_after_forward,
                  "forward_prefetch_depth": args.forward_prefetch,
                  "backward_prefetch_depth": 1,
                  "mix_precision": {"param_dtype": "float32", "reduce_dtype": "float32"}},
         "training": {"local_batch": args.batch, "seq_len": args.seq, "grad_accum": 1,
-                     "activation_checkpoint": "none", "optimizer": "adamw"},
+                     "activation_checkpoint": args.ac, "optimizer": "adamw"},
     }
 
 
@@ -187,6 +202,11 @@ def main():
     parser.add_argument("--seq", type=int, default=16)
     parser.add_argument("--forward-prefetch", type=int, default=0,
                         help="explicit forward prefetch depth (0: FSDP2's default, none)")
+    parser.add_argument("--ac", choices=["none", "full"], default="none",
+                        help="activation checkpointing of every block (torchtitan's full AC)")
+    parser.add_argument("--no-reshard-after-forward", dest="reshard_after_forward",
+                        action="store_false",
+                        help="blocks keep their parameters gathered from forward to backward")
     parser.add_argument("--port", type=int, default=0, help="rendezvous port (0: a free one)")
     parser.add_argument("--scenario", help="also write the shardscope scenario to this file")
     parser.add_argument("--cuda", action="store_true", help="NCCL on GPUs instead of gloo on CPU")
