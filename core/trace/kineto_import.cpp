@@ -78,6 +78,31 @@ bool IsLogSoftmaxBackwardNode(std::string_view name) {
 // The loss's time ranges on the main thread (`ops`: its CPU ops sorted by start): each
 // outermost loss forward, and each loss backward node with the log_softmax backward node that
 // runs right after it (the next autograd node to start after it ends).
+// Activation checkpointing's re-run forwards (non-reentrant: PyTorch runs the checkpointed
+// block's forward again inside the first backward node that unpacks a saved tensor, with no
+// label around it): per outermost autograd node on the main thread, the span of the forward ops
+// inside it. `nodes` and `forward_ops`: (start, end), sorted by start.
+std::vector<std::pair<int64_t, int64_t>> RecomputeRanges(
+    const std::vector<std::pair<int64_t, int64_t>>& nodes,
+    const std::vector<std::pair<int64_t, int64_t>>& forward_ops) {
+  std::vector<std::pair<int64_t, int64_t>> outermost;
+  for (const auto& n : nodes) {
+    if (outermost.empty() || n.first >= outermost.back().second) outermost.push_back(n);
+  }
+  std::vector<std::pair<int64_t, int64_t>> out(outermost.size(), {INT64_MAX, INT64_MIN});
+  for (const auto& [start, end] : forward_ops) {
+    auto it =
+        std::upper_bound(outermost.begin(), outermost.end(), std::make_pair(start, INT64_MAX));
+    if (it == outermost.begin()) continue;
+    --it;
+    if (end > it->second) continue;  // not inside that node
+    auto& r = out[it - outermost.begin()];
+    r = {std::min(r.first, start), std::max(r.second, end)};
+  }
+  std::erase_if(out, [](const auto& r) { return r.first > r.second; });
+  return out;
+}
+
 std::vector<std::pair<int64_t, int64_t>> LossRanges(
     const std::vector<std::pair<std::string_view, std::pair<int64_t, int64_t>>>& ops) {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -364,6 +389,10 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
       a != nullptr && a->value.type == RawValue::Type::kInt) {
     ev.correlation = a->value.i;
   }
+  if (ev.cat == Cat::kCpuOp && e.FindArg("Sequence number") != nullptr) {
+    const RawArg* fwd = e.FindArg("Fwd thread id");
+    ev.forward_op = fwd != nullptr && fwd->value.type == RawValue::Type::kInt && fwd->value.i == 0;
+  }
   if (const RawArg* a = e.FindArg("stream");
       a != nullptr && a->value.type == RawValue::Type::kInt) {
     ev.stream = a->value.i;
@@ -405,6 +434,7 @@ Status KinetoSink::Finish() {
   std::vector<std::pair<int64_t, int64_t>> optimizer;
   std::vector<int64_t> steps, backward_marks;
   std::vector<std::pair<std::string_view, std::pair<int64_t, int64_t>>> loss_candidates;
+  std::vector<std::pair<int64_t, int64_t>> autograd_nodes, forward_ops;
   std::unordered_map<int64_t, int64_t> launch_time;  // correlation → CPU launch time
   bool has_gpu = false;
   for (const Event& e : events_) {
@@ -416,6 +446,12 @@ Status KinetoSink::Finish() {
     }
     if (e.cat == Cat::kCpuOp && on_main(e) && (IsLossForward(name) || IsAutogradNode(name))) {
       loss_candidates.push_back({name, {e.start_ns, e.end_ns()}});
+    }
+    if (e.cat == Cat::kCpuOp && on_main(e) && IsAutogradNode(name)) {
+      autograd_nodes.emplace_back(e.start_ns, e.end_ns());
+    }
+    if (e.cat == Cat::kCpuOp && on_main(e) && e.forward_op && !IsAutogradNode(name)) {
+      forward_ops.emplace_back(e.start_ns, e.end_ns());
     }
     if (e.cat != Cat::kUserAnnotation || e.pid != main.first) continue;
     if (on_main(e) && name.starts_with("ProfilerStep#")) {
@@ -442,8 +478,14 @@ Status KinetoSink::Finish() {
   });
   std::sort(loss_candidates.begin(), loss_candidates.end(),
             [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::sort(autograd_nodes.begin(), autograd_nodes.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  std::sort(forward_ops.begin(), forward_ops.end());
+  const std::vector<std::pair<int64_t, int64_t>> recompute =
+      RecomputeRanges(autograd_nodes, forward_ops);
   const StepTimeline timeline(labels, steps, std::move(backward_marks), std::move(optimizer),
-                              LossRanges(loss_candidates));
+                              LossRanges(loss_candidates), recompute);
 
   // Work to import, each with the CPU moment that places it in the step.
   struct Item {
@@ -555,11 +597,17 @@ Status KinetoSink::Finish() {
     // label (their pieces outside it are taken instead) and c10d issue calls.
     std::vector<std::pair<int64_t, int64_t>> label_ranges;
     for (const LabelRange& r : labels) label_ranges.emplace_back(r.start_ns, r.end_ns);
+    // A re-run forward is cut out of its backward node as a label is: its ops are the
+    // recompute run, the node's own ops its unit's compute.
+    label_ranges.insert(label_ranges.end(), recompute.begin(), recompute.end());
+    std::sort(label_ranges.begin(), label_ranges.end());
     auto contains_label = [&](const Event& e) {
       for (auto it = std::lower_bound(label_ranges.begin(), label_ranges.end(),
                                       std::make_pair(e.start_ns, INT64_MIN));
            it != label_ranges.end() && it->first < e.end_ns(); ++it) {
-        if (it->second <= e.end_ns()) return true;
+        // (A range that is the op itself, a re-run forward of one op, is that op.)
+        if (it->second <= e.end_ns() && (it->first != e.start_ns || it->second != e.end_ns()))
+          return true;
       }
       return false;
     };

@@ -26,7 +26,9 @@
 //     the collectives (`reduce_scatter`, HSDP's `all_reduce`) and what follows them; work inside a
 //     unit's own hooks is that unit's; "FSDP::root_post_backward_callback" is
 //     `step/wait_reductions`; the optimizer's ranges `step/optimizer`; everything else is the
-//     running unit's `compute:k` (its k-th run holding work in that phase) or `recompute:k`.
+//     running unit's `compute:k` (its k-th run holding work in that phase) or `recompute:k`;
+//     forward ops inside a backward node (non-reentrant checkpointing's re-run, no label) are
+//     the unit's recompute, and the loss is a run of its own each way.
 //   - Collective sizes, when the profiler recorded them (record_shapes, NCCL kernel args
 //     `In msg nelems` / `Out msg nelems` / `Group size` / `dtype`, c10d `Input Dims` /
 //     `Input type`), in the schedule's convention: the gathered bytes of an all-gather, the input
@@ -82,6 +84,9 @@ class KinetoSink : public RawEventSink {
     StrId name = kEmptyStr;
     Cat cat = Cat::kOther;
     int32_t comm = -1;  // index into comms_ (collective sizes recorded for this event), or -1
+    // A CPU op that records an autograd node ("Sequence number" with "Fwd thread id" 0): a
+    // forward op. Inside a backward node it is activation checkpointing's re-run forward.
+    bool forward_op = false;
     int64_t end_ns() const { return start_ns + dur_ns; }
   };
   // What the profiler recorded of a collective's size (-1 / 0: not recorded).

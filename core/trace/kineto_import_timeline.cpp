@@ -80,7 +80,8 @@ std::vector<int> InnermostLabels(const std::vector<LabelRange>& labels,
 StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<int64_t> step_starts,
                            std::vector<int64_t> backward_marks,
                            std::vector<std::pair<int64_t, int64_t>> optimizer,
-                           const std::vector<std::pair<int64_t, int64_t>>& loss)
+                           const std::vector<std::pair<int64_t, int64_t>>& loss,
+                           const std::vector<std::pair<int64_t, int64_t>>& recompute)
     : steps_(std::move(step_starts)), optimizer_(std::move(optimizer)), root_(UnitOpLabel("")) {
   std::sort(steps_.begin(), steps_.end());
   std::sort(optimizer_.begin(), optimizer_.end());
@@ -118,7 +119,8 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
   // then the loss's splits.
   struct Change {
     int64_t t;
-    int order;  // 0 boundary, 1 pop, 2 push, 3 a new run of the same unit (the loss)
+    int order;  // 0 boundary, 1 pop, 2 push, 3 a new run of the same unit (the loss),
+                // 4 a re-run forward begins, 5 it ends
     const FsdpLabel* label;
   };
   std::vector<Change> changes;
@@ -138,6 +140,11 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
     changes.push_back({start, 3, nullptr});
     changes.push_back({end, 3, nullptr});
   }
+  for (const auto& [start, end] : recompute) {
+    if (PassPhase(start) % 2 == 0) continue;  // forward ops in forward are the forward
+    changes.push_back({start, 4, nullptr});
+    changes.push_back({end, 5, nullptr});
+  }
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return std::tie(a.t, a.order) < std::tie(b.t, b.order);
   });
@@ -145,6 +152,7 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
   std::vector<std::pair<std::string, bool>> stack;  // (unit, recompute)
   std::map<std::pair<std::string, bool>, int64_t> runs;
   std::pair<std::string, bool> top{root, false};
+  std::pair<std::pair<std::string, bool>, int64_t> resume{{root, false}, -1};
   auto begin_run = [&](int64_t t, const std::pair<std::string, bool>& now) {
     const int64_t run = runs[now]++;
     segments_.push_back({t, PassPhase(t), now.first, run, now.second});
@@ -159,6 +167,19 @@ StepTimeline::StepTimeline(const std::vector<LabelRange>& labels, std::vector<in
     }
     if (c.order == 3) {
       begin_run(c.t, top);
+      continue;
+    }
+    if (c.order == 4) {
+      resume = {top, runs[top] - 1};
+      begin_run(c.t, {top.first, true});
+      continue;
+    }
+    if (c.order == 5) {
+      if (resume.second >= 0) {  // back to the run the re-run forward interrupted
+        segments_.push_back({c.t, PassPhase(c.t), resume.first.first, resume.second, false});
+        top = resume.first;
+      }
+      resume.second = -1;
       continue;
     }
     if (c.order == 2) {

@@ -27,6 +27,10 @@
 //   - The loss is a run of its own each way, as the schedule has it: a run begins at each
 //     loss range's start and another at its end (the importer's ranges: the outermost
 //     cross_entropy / nll_loss op forward, the nll_loss and log_softmax autograd nodes backward).
+//   - A re-run forward in backward (the importer's ranges: non-reentrant activation
+//     checkpointing runs it inside a backward node, without a label) is a recompute run of the
+//     unit on top; after it the unit's compute run goes on (the same run, as the schedule has
+//     one backward op around it).
 #pragma once
 
 #include <cstdint>
@@ -89,11 +93,12 @@ class StepTimeline {
  public:
   // `labels`: sorted as InnermostLabels wants. `step_starts`: ProfilerStep starts.
   // `backward_marks`: starts of autograd nodes. `optimizer`: optimizer ranges. `loss`: the
-  // loss's ranges (each its own run of the unit running it).
+  // loss's ranges (each its own run of the unit running it). `recompute`: re-run forwards.
   StepTimeline(const std::vector<LabelRange>& labels, std::vector<int64_t> step_starts,
                std::vector<int64_t> backward_marks,
                std::vector<std::pair<int64_t, int64_t>> optimizer,
-               const std::vector<std::pair<int64_t, int64_t>>& loss = {});
+               const std::vector<std::pair<int64_t, int64_t>>& loss = {},
+               const std::vector<std::pair<int64_t, int64_t>>& recompute = {});
 
   Place At(int64_t t) const;
   // The run of `unit` at t within t's pass and phase: its latest run begun by t, else its first

@@ -160,6 +160,42 @@ TEST(KinetoNaming, GlooStepNamesEveryOpAsTheSchedule) {
   EXPECT_EQ(t.import.unknown_by_name.at("cpu_op c10d issue (its gloo range is the collective)"), 3);
 }
 
+// Non-reentrant activation checkpointing re-runs a block's forward inside the first backward
+// node that unpacks a saved tensor, with no label around it: the forward ops (a sequence number
+// with "Fwd thread id" 0) are the block's recompute run, the node's own ops its compute, the
+// same run before and after the re-run. Forward ops in forward stay compute.
+TEST(KinetoNaming, ReRunForwardInABackwardNodeIsTheRecompute) {
+  const std::string fwd = R"("Sequence number":7,"Fwd thread id":0)";
+  const std::string bwd = R"("Sequence number":7,"Fwd thread id":1)";
+  const Trace t = Import({
+      {kAnn, "ProfilerStep#1", 0, 1000},
+      {kAnn, "FSDP::root_pre_forward", 1, 2},
+      {kAnn, "FSDP::pre_forward (model.layers.0)", 10, 5},
+      {kCpu, "aten::linear", 20, 10, fwd},
+      {kAnn, "FSDP::post_forward (model.layers.0)", 35, 2},
+      {kCpu, "autograd::engine::evaluate_function: SumBackward0", 100, 10, bwd},
+      {kCpu, "autograd::engine::evaluate_function: AddBackward0", 120, 10, bwd},
+      {kAnn, "FSDP::pre_backward (model.layers.0)", 121, 4},
+      {kCpu, "autograd::engine::evaluate_function: MmBackward0", 140, 60, bwd},
+      {kCpu, "MmBackward0", 141, 58, bwd},
+      {kCpu, "aten::t", 142, 2},  // the node's own, before it unpacks
+      {kCpu, "aten::rms_norm", 150, 10, fwd},
+      {kCpu, "aten::linear", 162, 20, fwd},
+      {kCpu, "aten::mm", 185, 10},
+      {kCpu, "autograd::engine::evaluate_function: PowBackward0", 205, 5, bwd},
+      {kAnn, "FSDP::post_backward_reshard (model.layers.0)", 220, 2},
+  });
+  EXPECT_EQ(OpIdOf(t, "aten::linear"), "fwd/model.layers.0/compute");
+  EXPECT_EQ(OpIdOf(t, "aten::rms_norm"), "bwd/model.layers.0/recompute");
+  EXPECT_EQ(OpIdOf(t, "aten::linear", 100), "bwd/model.layers.0/recompute");
+  EXPECT_EQ(OpIdOf(t, "aten::t"), "bwd/model.layers.0/compute");
+  EXPECT_EQ(OpIdOf(t, "aten::mm"), "bwd/model.layers.0/compute");
+  EXPECT_EQ(OpIdOf(t, "autograd::engine::evaluate_function: PowBackward0"),
+            "bwd/model.layers.0/compute");
+  // The node around the re-run is not work itself: its pieces are.
+  EXPECT_EQ(Named(t, "autograd::engine::evaluate_function: MmBackward0"), nullptr);
+}
+
 TEST(KinetoNaming, GlooCollectivesTakeKindAndSizeFromTheirIssue) {
   const Trace t = Import(GlooStep());
   const WorkEvent* ag = Named(t, "gloo:all_gather");
