@@ -75,9 +75,6 @@ bool IsLogSoftmaxBackwardNode(std::string_view name) {
   return IsAutogradNode(name) && name.ends_with("LogSoftmaxBackward0");
 }
 
-// The loss's time ranges on the main thread (`ops`: its CPU ops sorted by start): each
-// outermost loss forward, and each loss backward node with the log_softmax backward node that
-// runs right after it (the next autograd node to start after it ends).
 // Activation checkpointing's re-run forwards (non-reentrant: PyTorch runs the checkpointed
 // block's forward again inside the first backward node that unpacks a saved tensor, with no
 // label around it): per outermost autograd node on the main thread, the span of the forward ops
@@ -103,6 +100,9 @@ std::vector<std::pair<int64_t, int64_t>> RecomputeRanges(
   return out;
 }
 
+// The loss's time ranges on the main thread (`ops`: its CPU ops sorted by start): each
+// outermost loss forward, and each loss backward node with the log_softmax backward node that
+// runs right after it (the next autograd node to start after it ends).
 std::vector<std::pair<int64_t, int64_t>> LossRanges(
     const std::vector<std::pair<std::string_view, std::pair<int64_t, int64_t>>>& ops) {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -444,14 +444,14 @@ Status KinetoSink::Finish() {
     if (e.cat == Cat::kCpuOp && e.pid == main.first && IsAutogradNode(name)) {
       backward_marks.push_back(e.start_ns);
     }
-    if (e.cat == Cat::kCpuOp && on_main(e) && (IsLossForward(name) || IsAutogradNode(name))) {
-      loss_candidates.push_back({name, {e.start_ns, e.end_ns()}});
-    }
-    if (e.cat == Cat::kCpuOp && on_main(e) && IsAutogradNode(name)) {
-      autograd_nodes.emplace_back(e.start_ns, e.end_ns());
-    }
-    if (e.cat == Cat::kCpuOp && on_main(e) && e.forward_op && !IsAutogradNode(name)) {
-      forward_ops.emplace_back(e.start_ns, e.end_ns());
+    if (e.cat == Cat::kCpuOp && on_main(e)) {  // what places the loss and the re-run forwards
+      const bool node = IsAutogradNode(name);
+      if (node || IsLossForward(name)) loss_candidates.push_back({name, {e.start_ns, e.end_ns()}});
+      if (node) {
+        autograd_nodes.emplace_back(e.start_ns, e.end_ns());
+      } else if (e.forward_op) {
+        forward_ops.emplace_back(e.start_ns, e.end_ns());
+      }
     }
     if (e.cat != Cat::kUserAnnotation || e.pid != main.first) continue;
     if (on_main(e) && name.starts_with("ProfilerStep#")) {
