@@ -22,6 +22,17 @@ std::string TooLarge(const std::string& path, bool gz, size_t max_bytes) {
 Result<std::string> ReadGzip(const std::string& path, size_t max_bytes) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return InvalidInput(path + ": cannot open (" + std::strerror(errno) + ")");
+  // zlib reads a file without the gzip header as it is ("transparent" mode), so a `.gz` that
+  // holds plain text (a trace renamed, or written without compression) would be read without a
+  // word; the name says gzip, and a file that is not is refused, as `gzip -d` refuses it. Asked
+  // right after gzopen, gzdirect looks at the first bytes for the header.
+  if (gzdirect(f) == 1) {
+    gzclose(f);
+    return InvalidInput(path +
+                        ": not gzip data (a name ending in .gz is read as gzip, and this file "
+                        "does not start with the gzip header 1f 8b); rename it without .gz if "
+                        "it is plain text");
+  }
   std::string out;
   char buf[1 << 16];
   int n;
@@ -34,9 +45,17 @@ Result<std::string> ReadGzip(const std::string& path, size_t max_bytes) {
   }
   int err = 0;
   const char* msg = gzerror(f, &err);
-  std::string message = (n < 0 && msg != nullptr) ? msg : "";
+  std::string message = msg != nullptr ? msg : "";
   gzclose(f);
   if (n < 0) return InvalidInput(path + ": not a valid gzip file (" + message + ")");
+  // A stream cut short (a copy that stopped, a disk that filled) ends without an error from
+  // gzread: what was inflated comes back and gzerror says Z_BUF_ERROR. Half a trace must not
+  // pass for a whole one.
+  if (err == Z_BUF_ERROR) {
+    return InvalidInput(path +
+                        ": not a valid gzip file (it ends in the middle of the gzip "
+                        "stream: truncated?)");
+  }
   return out;
 }
 

@@ -36,6 +36,12 @@ expect_error 2 "deep.tree.json: JSON nested deeper than 512 levels at config.x" 
 { printf '{"metadata": {"format": "shardscope-trace/1", "x": '; nest 100000 '[' ']'
   printf '}, "traceEvents": []}\n'; } > "$out/deep.trace.json"
 expect_error 2 "deep.trace.json: JSON nested deeper than 512 levels at metadata.x" "$bin" stats "$out/deep.trace.json"
+# A `.gz` name promises gzip: plain text under it, or a gzip stream cut short, is refused.
+"$bin" simulate "$out/job.json" --trace "$out/whole.json.gz" > /dev/null 2>&1 || fail "simulate --trace .gz"
+gzip -dc "$out/whole.json.gz" > "$out/plain.json.gz"
+expect_error 2 "plain.json.gz: not gzip data" "$bin" stats "$out/plain.json.gz"
+head -c 2000 "$out/whole.json.gz" > "$out/cut.json.gz"
+expect_error 2 "cut.json.gz: not a valid gzip file (it ends in the middle" "$bin" stats "$out/cut.json.gz"
 # An empty --tol is refused, not read as the defaults.
 expect_error 2 "--tol: expected a non-empty value" "$bin" diff "$out/a.json" "$out/a.json" --tol ''
 # Huge figures in a summary print as they are, never wrapped through int64.

@@ -109,13 +109,38 @@ TEST(FileIoTest, ReadsGzip) {
   auto r = ReadFile(p.string());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "{\"a\": 1}");
-  // Not gzip at all: a clean error.
-  std::ofstream(dir / "bad.gz") << "plain text";
-  auto bad = ReadFile((dir / "bad.gz").string());
-  // zlib passes non-gzip data through transparently; either outcome must not crash.
-  if (bad.ok()) {
-    EXPECT_EQ(*bad, "plain text");
+  fs::remove_all(dir);
+}
+
+// A `.gz` name promises gzip: plain text under it (zlib would read it through as it is), an
+// empty file or a stream cut short is refused with the path, not read as something else.
+TEST(FileIoTest, AGzNameThatIsNotGzipIsRefused) {
+  fs::path dir = TempDir();
+  std::ofstream(dir / "plain.json.gz") << "{\"a\": 1}";
+  auto plain = ReadFile((dir / "plain.json.gz").string());
+  ASSERT_FALSE(plain.ok());
+  EXPECT_EQ(plain.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(plain.status().message().find("plain.json.gz: not gzip data"), std::string::npos)
+      << plain.status().message();
+
+  std::ofstream(dir / "empty.gz").flush();
+  auto empty = ReadFile((dir / "empty.gz").string());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("empty.gz: not gzip data"), std::string::npos)
+      << empty.status().message();
+
+  ASSERT_TRUE(WriteFileAtomic((dir / "cut.json.gz").string(), std::string(4096, 'x')).ok());
+  std::string raw;
+  {
+    std::ifstream in(dir / "cut.json.gz", std::ios::binary);
+    raw.assign(std::istreambuf_iterator<char>(in), {});
   }
+  std::ofstream(dir / "cut.json.gz", std::ios::binary | std::ios::trunc)
+      << raw.substr(0, raw.size() / 2);
+  auto cut = ReadFile((dir / "cut.json.gz").string());
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("cut.json.gz: not a valid gzip file"), std::string::npos)
+      << cut.status().message();
   fs::remove_all(dir);
 }
 
