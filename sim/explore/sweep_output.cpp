@@ -163,6 +163,7 @@ nlohmann::json SweepToJson(const SweepResult& r, const SweepReport& report) {
   nlohmann::json front = nlohmann::json::array();
   for (int i : r.pareto) front.push_back(rank_of[i]);
   j["pareto_front"] = front;
+  j["notes"] = report.notes;
   return j;
 }
 

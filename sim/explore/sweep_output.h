@@ -23,6 +23,9 @@ struct SweepReport {
   std::vector<std::string> paths;  // the axes' paths, in order
   Objective objective = Objective::kThroughput;
   int top = 20;  // table rows (0: all)
+  // What the user should know beside the ranking (ValuesNeverValid's lines): printed on stderr
+  // after the table, and the JSON's "notes".
+  std::vector<std::string> notes;
 };
 
 std::string FormatSweepTable(const SweepResult& result, const SweepReport& report);

@@ -44,10 +44,15 @@ grep -q "every combination is invalid; the first (parallelism.tp=abc): .*expecte
 expect2 sweep "$job" --vary parallelism.tp=1,abc
 grep -q -- "--vary parallelism.tp=1,abc: value 'abc': .*expected an integer" "$out/err" ||
   fail "bad value: $(cat "$out/err")"
-"$bin" sweep "$job" --vary parallelism.tp=1,2 --vary parallelism.ep=1,2 > "$out/table" 2> "$out/err" ||
-  fail "ep=1,2 sweep: $(cat "$out/err")"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --vary parallelism.ep=1,2 --json "$out/ep.json" \
+  > "$out/table" 2> "$out/err" || fail "ep=1,2 sweep: $(cat "$out/err")"
 grep -q "sweep: note: parallelism.ep=2 was invalid in every combination; the first (parallelism.tp=1 parallelism.ep=2): .*no routed experts" \
   "$out/err" || fail "never-valid note: $(cat "$out/err")"
+# The JSON carries the same notes, one string each.
+grep -q '"parallelism.ep=2 was invalid in every combination; the first (parallelism.tp=1 parallelism.ep=2): .*no routed experts' \
+  "$out/ep.json" || fail "never-valid note not in the JSON: $(grep -A3 notes "$out/ep.json")"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --json "$out/tp.json" > /dev/null 2>&1 || fail "tp sweep"
+grep -q '"notes": \[\]' "$out/tp.json" || fail "a sweep without notes: $(grep notes "$out/tp.json")"
 expect2 sweep "$job" --vary parallelism.tp=1,2 --csv ''
 expect2 sweep "$job" --vary parallelism.tp=1,2 --top ''
 echo ORIGINAL > "$out/keep.csv"

@@ -83,15 +83,13 @@ Status RunSweepCommand(const SweepArgs& args) {
   for (const sim::VaryAxis& a : axes) report.paths.push_back(a.path);
   report.objective = objective;
   report.top = args.top;
-  fmt::print("{}", sim::FormatSweepTable(*result, report));
   // Values that parsed but never ran (the plan or the simulation refused each combination);
   // where nothing ran at all, the error below says so once.
-  if (result->fitting + result->not_fitting > 0) {
-    std::fflush(stdout);  // after the table, not inside it on a terminal
-    for (const std::string& note : sim::ValuesNeverValid(*result, axes)) {
-      fmt::print(stderr, "sweep: note: {}\n", note);
-    }
-  }
+  if (result->fitting + result->not_fitting > 0)
+    report.notes = sim::ValuesNeverValid(*result, axes);
+  fmt::print("{}", sim::FormatSweepTable(*result, report));
+  std::fflush(stdout);  // the notes after the table, not inside it on a terminal
+  for (const std::string& note : report.notes) fmt::print(stderr, "sweep: note: {}\n", note);
   std::vector<std::pair<std::string, std::string>> files;
   if (!args.csv.empty()) files.emplace_back(args.csv, sim::SweepToCsv(*result, report));
   if (!args.json.empty()) {
