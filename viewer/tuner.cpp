@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "sim/engine/simulator.h"
 #include "viewer/predict_adapter.h"
@@ -147,7 +148,7 @@ Status Tuner::WriteScenario(const std::string& path, const TuningKnobs& knobs) c
     absolute(doc["cluster"]["cost_model"]);
   }
   if (doc.contains("model")) absolute(doc["model"]);
-  return WriteFileAtomic(path, doc.dump(2) + "\n");
+  return WriteFileAtomic(path, DumpJson(doc, 2) + "\n");
 }
 
 }  // namespace shardscope::viewer

@@ -420,7 +420,10 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
   }
   SS_RETURN_IF_ERROR(CheckJsonText(text, "--set " + path));
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = text;
+  if (value.is_discarded()) {
+    SS_RETURN_IF_ERROR(CheckUtf8(text, "--set " + path));
+    value = text;
+  }
   if (!doc.is_object()) doc = json::object();
   if (model_key) {
     // Another model source replaces the whole model entry (its implementation stays).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/util/flat_index.h"
+#include "core/util/json_guard.h"
 
 namespace shardscope {
 
@@ -123,7 +124,7 @@ Marker& Trace::AddMarker(int rank, int64_t time_ns, std::string_view name) {
 namespace {
 // `{"a":1}` → `"a":1`: the members text Trace::extra_args stores.
 std::string MembersText(const nlohmann::json& object) {
-  const std::string text = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = DumpJson(object);
   return text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string();
 }
 }  // namespace

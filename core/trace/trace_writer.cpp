@@ -10,6 +10,7 @@
 #include "core/trace/json_text.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 
 namespace shardscope {
@@ -212,8 +213,7 @@ std::string SerializeTrace(const Trace& trace) {
     }
   }
   out.append("\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":");
-  out.append(
-      MetadataJson(trace.metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out.append(DumpJson(MetadataJson(trace.metadata)));
   out.append("}\n");
   return out;
 }

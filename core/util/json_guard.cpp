@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -45,7 +46,55 @@ bool NumberChar(char c) {
   return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
 }
 
+// Bytes a lead byte says follow it, and the lowest code point a sequence of that length may
+// hold (a lower one is an overlong form). Hand-written: the standard library has no UTF-8
+// validation (std::codecvt_utf8 is deprecated), and nlohmann's lives inside its parser.
+struct Utf8Lead {
+  int continuation = -1;  // -1: not a lead byte
+  char32_t min = 0;
+  char32_t bits = 0;
+};
+
+Utf8Lead LeadOf(unsigned char b) {
+  if (b < 0x80) return {0, 0, b};
+  if ((b & 0xE0) == 0xC0) return {1, 0x80, static_cast<char32_t>(b & 0x1F)};
+  if ((b & 0xF0) == 0xE0) return {2, 0x800, static_cast<char32_t>(b & 0x0F)};
+  if ((b & 0xF8) == 0xF0) return {3, 0x10000, static_cast<char32_t>(b & 0x07)};
+  return {};
+}
+
 }  // namespace
+
+std::optional<size_t> InvalidUtf8At(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const Utf8Lead lead = LeadOf(static_cast<unsigned char>(text[i]));
+    if (lead.continuation < 0) return i;
+    char32_t cp = lead.bits;
+    for (int k = 1; k <= lead.continuation; ++k) {
+      if (i + k >= text.size()) return i;
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      if ((b & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp < lead.min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += 1 + static_cast<size_t>(lead.continuation);
+  }
+  return std::nullopt;
+}
+
+Status CheckUtf8(std::string_view text, const std::string& source) {
+  const std::optional<size_t> at = InvalidUtf8At(text);
+  if (!at) return Status::Ok();
+  char byte[8];
+  std::snprintf(byte, sizeof(byte), "0x%02X", static_cast<unsigned char>(text[*at]));
+  return InvalidInput(source + ": not valid UTF-8 (byte " + byte + " at offset " +
+                      std::to_string(*at) + ")");
+}
+
+std::string DumpJson(const nlohmann::json& doc, int indent) {
+  return doc.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
 
 Status CheckJsonText(std::string_view text, const std::string& source, int max_depth) {
   std::vector<Level> levels;

@@ -68,9 +68,7 @@ Status CheckPlausible(const std::string& key, double value, const std::string& w
 }
 
 // `"id"` as JSON writes it, so that an id with quotes or control characters reads unambiguously.
-std::string Quoted(const std::string& id) {
-  return nlohmann::json(id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string Quoted(const std::string& id) { return DumpJson(nlohmann::json(id)); }
 
 // "runs.json: runs[3]", and with the id once it is known: "runs.json: runs[3] (id "a")".
 std::string RunWhere(const std::string& position, const std::string& id) {
@@ -321,6 +319,12 @@ Result<std::vector<RunInput>> ParseRunsJson(std::string_view text, const std::st
 
 Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::string& source,
                                            const std::string& base_dir) {
+  // Its cells become JSON strings (ids in the calibration report) and paths: text, as the JSON
+  // table's parser demands of its strings.
+  if (const std::optional<size_t> at = InvalidUtf8At(text)) {
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + *at, '\n'));
+    return CheckUtf8(text, fmt::format("{}: line {}", source, line));
+  }
   std::istringstream in{std::string(text)};
   std::string line;
   std::vector<std::string> header;

@@ -42,6 +42,22 @@ gzip -dc "$out/whole.json.gz" > "$out/plain.json.gz"
 expect_error 2 "plain.json.gz: not gzip data" "$bin" stats "$out/plain.json.gz"
 head -c 2000 "$out/whole.json.gz" > "$out/cut.json.gz"
 expect_error 2 "cut.json.gz: not a valid gzip file (it ends in the middle" "$bin" stats "$out/cut.json.gz"
+# Text handed over as it is must be UTF-8 (it ends up in JSON); a file's name need not be, and
+# a report naming it is still written (the byte as U+FFFD), not an internal error.
+bad=$(printf 'h20\377')
+expect_error 2 "--set description: not valid UTF-8 (byte 0xFF at offset 3)" \
+  "$bin" simulate "$out/job.json" --set "description=$bad"
+expect_error 2 "--vary cluster.gpu=h100-sxm,$bad: cluster.gpu: not valid UTF-8" \
+  "$bin" sweep "$out/job.json" --vary "cluster.gpu=h100-sxm,$bad"
+printf 'id,scenario,step_time_s\nr1,a.json,1\nr%s,b.json,2\n' "$bad" > "$out/runs.csv"
+expect_error 2 "runs.csv: line 3: not valid UTF-8 (byte 0xFF at offset" \
+  "$bin" calibrate "$out/runs.csv" --out "$out/cal.json"
+cp "$out/job.json" "$out/$bad.json"
+"$bin" sweep "$out/$bad.json" --vary parallelism.tp=1,2 --json "$out/sweep.json" > /dev/null 2>&1 ||
+  fail "sweep of a scenario whose name is not UTF-8: exit $?"
+grep -q "$(printf '\357\277\275').json" "$out/sweep.json" || fail "the name's byte is not U+FFFD in the JSON"
+"$bin" simulate "$out/$bad.json" --summary "$out/summary.json" > /dev/null 2>&1 ||
+  fail "simulate --summary of a scenario whose name is not UTF-8: exit $?"
 # An empty --tol is refused, not read as the defaults.
 expect_error 2 "--tol: expected a non-empty value" "$bin" diff "$out/a.json" "$out/a.json" --tol ''
 # Huge figures in a summary print as they are, never wrapped through int64.

@@ -301,6 +301,12 @@ TEST(ScenarioTest, SetErrors) {
   EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}}, {"training.local_batch=four"}),
             "job.json: training.local_batch: expected an integer, got string (from --set "
             "training.local_batch=four)");
+  // A value that is not JSON is taken as a string, which must be text: the scenario is
+  // written back as JSON (summaries, traces), where those bytes cannot go.
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}}, {"description=h20\xFF"}),
+            "--set description: not valid UTF-8 (byte 0xFF at offset 3)");
+  EXPECT_EQ(ErrorOf(json{{"model", "llama3-8b"}}, {"description=\"h20\xFF\""}),
+            "--set description: not valid UTF-8 (byte 0xFF at offset 4)");
 }
 
 TEST(ScenarioTest, LoadResolvesModelPathsAgainstTheFile) {

@@ -13,4 +13,4 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="
   -DCMAKE_CXX_COMPILER=clang++-16 -DCMAKE_C_COMPILER=clang-16 "${launcher[@]}" \
   -DSHARDSCOPE_BUILD_FUZZ=ON -DSHARDSCOPE_BUILD_BENCH=OFF -DSHARDSCOPE_BUILD_VIEWER=OFF \
   -DSHARDSCOPE_BUILD_CUDA=OFF >/dev/null
-cmake --build "$dir" --target tree_fuzz trace_fuzz scenario_fuzz plan_fuzz
+cmake --build "$dir" --target tree_fuzz trace_fuzz scenario_fuzz plan_fuzz explore_fuzz

@@ -49,6 +49,34 @@ TEST(JsonGuardTest, NumberBeyondDoubleNamesThePath) {
   EXPECT_NE(neg.message().find("[1]: number -2e308"), std::string::npos) << neg.message();
 }
 
+TEST(JsonGuardTest, Utf8IsCheckedByteByByte) {
+  EXPECT_EQ(InvalidUtf8At(""), std::nullopt);
+  EXPECT_EQ(InvalidUtf8At("plain ASCII"), std::nullopt);
+  // Two, three and four bytes: é, €, U+10FFFF (the last code point).
+  EXPECT_EQ(InvalidUtf8At("caf\xC3\xA9 \xE2\x82\xAC \xF4\x8F\xBF\xBF"), std::nullopt);
+  EXPECT_EQ(InvalidUtf8At("h20\xFF"), 3u);           // never a UTF-8 byte
+  EXPECT_EQ(InvalidUtf8At("ab\x80"), 2u);            // a continuation without a lead
+  EXPECT_EQ(InvalidUtf8At("a\xC3"), 1u);             // cut short at the end
+  EXPECT_EQ(InvalidUtf8At("a\xE2\x82z"), 1u);        // cut short inside
+  EXPECT_EQ(InvalidUtf8At("\xC0\xAF"), 0u);          // overlong '/'
+  EXPECT_EQ(InvalidUtf8At("x\xE0\x80\xAF"), 1u);     // overlong, three bytes
+  EXPECT_EQ(InvalidUtf8At("\xED\xA0\x80"), 0u);      // a UTF-16 surrogate, U+D800
+  EXPECT_EQ(InvalidUtf8At("\xF4\x90\x80\x80"), 0u);  // U+110000, past the last code point
+  const Status s = CheckUtf8("h20\xFF", "--set description");
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(s.message(), "--set description: not valid UTF-8 (byte 0xFF at offset 3)");
+  EXPECT_TRUE(CheckUtf8("caf\xC3\xA9", "x").ok());
+}
+
+// A file's name need not be UTF-8: written into a report it becomes U+FFFD, where nlohmann's
+// dump() throws.
+TEST(JsonGuardTest, DumpJsonReplacesBytesThatAreNotUtf8) {
+  const nlohmann::json doc = {{"scenario", std::string("/tmp/\xFF.json")}, {"n", 1}};
+  EXPECT_THROW((void)doc.dump(), nlohmann::json::type_error);
+  EXPECT_EQ(DumpJson(doc), "{\"n\":1,\"scenario\":\"/tmp/\xEF\xBF\xBD.json\"}");
+  EXPECT_EQ(DumpJson(nlohmann::json{{"a", "\xC3\xA9"}}, 1), "{\n \"a\": \"\xC3\xA9\"\n}");
+}
+
 TEST(CheckedMathTest, ReportsOverflow) {
   EXPECT_EQ(CheckedMul(int64_t{1} << 31, int64_t{1} << 31), int64_t{1} << 62);
   EXPECT_FALSE(CheckedMul(int64_t{1} << 62, 2).has_value());

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "sim/calibrate/calibrate.h"
 #include "sim/calibrate/calibration_inputs.h"
@@ -192,7 +193,8 @@ Status RunCalibrate(const CalibrateArgs& args, bool json_given) {
     writes.emplace_back(path, CalibrationToJson(g.calibration));
     written += (written.empty() ? "" : ", ") + path;
   }
-  if (json_given) writes.emplace_back(args.json, ReportJson(report, files, why_not).dump(2) + "\n");
+  if (json_given)
+    writes.emplace_back(args.json, DumpJson(ReportJson(report, files, why_not), 2) + "\n");
   // Each GPU's fit passes or fails on its own (docs/calibration.md), so the ones that passed
   // are written even when another failed; all of them and the report land together or not at
   // all, and the summary below says which.

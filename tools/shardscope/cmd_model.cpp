@@ -13,6 +13,7 @@
 #include "core/model/model_summary.h"
 #include "core/model/tree_json.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "core/util/units.h"
 #include "tools/shardscope/command.h"
@@ -101,9 +102,9 @@ Status RunModel(const ModelArgs& args) {
   }
   std::vector<std::pair<std::string, std::string>> files;
   if (!args.tree_out.empty())
-    files.emplace_back(args.tree_out, ModelTreeToJson(tree).dump(1) + "\n");
+    files.emplace_back(args.tree_out, DumpJson(ModelTreeToJson(tree), 1) + "\n");
   if (!args.json_out.empty())
-    files.emplace_back(args.json_out, ModelSummaryToJson(s).dump(2) + "\n");
+    files.emplace_back(args.json_out, DumpJson(ModelSummaryToJson(s), 2) + "\n");
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (!args.tree_out.empty()) fmt::print("wrote tree       {}\n", args.tree_out);
   if (!args.json_out.empty()) fmt::print("wrote summary    {}\n", args.json_out);

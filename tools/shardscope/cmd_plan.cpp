@@ -12,6 +12,7 @@
 #include "core/plan/plan_json.h"
 #include "core/plan/planner.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "sim/cost/calibration.h"
 #include "sim/cost/cost_params.h"
@@ -62,7 +63,7 @@ Status RunPlan(const PlanArgs& args) {
       plan.adapter.empty() ? "" : ", " + plan.adapter);
   fmt::print("{}", FormatPlanTable(plan));
   if (!args.json.empty()) {
-    SS_RETURN_IF_ERROR(WriteFileAtomic(args.json, PlanToJson(plan).dump(1) + "\n"));
+    SS_RETURN_IF_ERROR(WriteFileAtomic(args.json, DumpJson(PlanToJson(plan), 1) + "\n"));
     fmt::print("plan written to {}\n", args.json);
   }
   return Status::Ok();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/recommend.h"
@@ -131,7 +132,7 @@ Status RunRecommend(const RecommendArgs& args) {
                f.usd_per_gpu_hour
                    ? fmt::format(", {:.2f} $/h for the cluster", *f.usd_per_gpu_hour * f.world_size)
                    : std::string());
-    const std::string text = p.scenario.dump(2) + "\n";
+    const std::string text = DumpJson(p.scenario, 2) + "\n";
     if (!args.scenarios.empty()) {
       const std::string path =
           (std::filesystem::path(args.scenarios) / fmt::format("plan_{}.json", k + 1)).string();

@@ -20,6 +20,7 @@
 #include "core/schedule/schedule_options.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "core/util/units.h"
 #include "sim/engine/simulator.h"
@@ -265,7 +266,7 @@ Status Run(const RunArgs& args) {
     PrintRun(out.summary, run, mc.device, world);
   }
   std::vector<std::pair<std::string, std::string>> files;
-  if (!summary_path.empty()) files.emplace_back(summary_path, summary_json.dump(2) + "\n");
+  if (!summary_path.empty()) files.emplace_back(summary_path, DumpJson(summary_json, 2) + "\n");
   if (!trace_path.empty()) files.emplace_back(trace_path, SerializeTrace(trace));
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (!summary_path.empty()) fmt::print("Summary written to {}\n", summary_path);

@@ -14,6 +14,7 @@
 #include "core/config/scenario.h"
 #include "core/trace/trace_io.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "sim/advisor/fit_advisor.h"
 #include "sim/advisor/fit_cause.h"
@@ -195,7 +196,7 @@ Status RunSimulate(const SimulateArgs& args) {
     summary_json["advice"] = sim::FitAdviceToJson(advice);
   }
   std::vector<std::pair<std::string, std::string>> files;
-  if (!args.summary.empty()) files.emplace_back(args.summary, summary_json.dump(2) + "\n");
+  if (!args.summary.empty()) files.emplace_back(args.summary, DumpJson(summary_json, 2) + "\n");
   size_t trace_events = 0;
   if (!args.trace.empty()) {
     const Trace trace = sim::SimulationTrace(sim, std::string("shardscope ") + SHARDSCOPE_VERSION);

@@ -16,6 +16,7 @@
 
 #include "backend/launch.h"
 #include "core/util/file_io.h"
+#include "core/util/json_guard.h"
 #include "core/util/output_files.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/sweep.h"
@@ -93,7 +94,7 @@ Status RunSweepCommand(const SweepArgs& args) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!args.csv.empty()) files.emplace_back(args.csv, sim::SweepToCsv(*result, report));
   if (!args.json.empty()) {
-    files.emplace_back(args.json, sim::SweepToJson(*result, report).dump(1) + "\n");
+    files.emplace_back(args.json, DumpJson(sim::SweepToJson(*result, report), 1) + "\n");
   }
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (!args.csv.empty()) fmt::print("CSV written to {}\n", args.csv);

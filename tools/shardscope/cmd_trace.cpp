@@ -113,7 +113,7 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
   if (!json_path.empty()) {
     nlohmann::json j = StatsToJson(s);
     j["trace"] = path;
-    SS_RETURN_IF_ERROR(WriteFileAtomic(json_path, j.dump(2) + "\n"));
+    SS_RETURN_IF_ERROR(WriteFileAtomic(json_path, DumpJson(j, 2) + "\n"));
   }
   return Status::Ok();
 }
@@ -212,7 +212,7 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
     nlohmann::json j = DiffToJson(report);
     j["a"] = path_a;
     j["b"] = path_b;
-    SS_RETURN_IF_ERROR(WriteFileAtomic(json_path, j.dump(2) + "\n"));
+    SS_RETURN_IF_ERROR(WriteFileAtomic(json_path, DumpJson(j, 2) + "\n"));
   }
   if (!report.within_tolerance)
     return CheckFailed(fmt::format("{} and {} differ beyond tolerance", path_a, path_b));

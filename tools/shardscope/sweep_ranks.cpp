@@ -12,6 +12,7 @@
 #if defined(SHARDSCOPE_HAVE_MPI)
 #include "backend/comm/mpi_roll_call.h"  // MpiWorld holds one
 #include "backend/comm/mpi_world.h"
+#include "core/util/json_guard.h"
 #endif
 
 namespace shardscope::cli {
@@ -127,7 +128,7 @@ Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
     if (part.ok()) {
       for (const sim::VariantResult& v : part->variants) sent.push_back(VariantToJson(v));
     }
-    SS_ASSIGN_OR_RETURN(std::vector<std::string> texts, GatherTexts(*world, sent.dump()));
+    SS_ASSIGN_OR_RETURN(std::vector<std::string> texts, GatherTexts(*world, DumpJson(sent)));
     if (!part.ok()) return part.status();
     *print = rank == 0;
     if (rank != 0) return sim::SweepResult();
