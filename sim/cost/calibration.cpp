@@ -266,6 +266,6 @@ Status ApplyCalibration(const Calibration& cal, Hardware* hw, CostParams* params
   return Status::Ok();
 }
 
-std::string CalibrationToJson(const Calibration& cal) { return cal.overrides.dump(2) + "\n"; }
+std::string CalibrationToJson(const Calibration& cal) { return DumpJson(cal.overrides, 2) + "\n"; }
 
 }  // namespace shardscope
