@@ -43,13 +43,18 @@
 
 namespace shardscope::sim {
 
+// Headroom (usable − peak reserved) under which a job that fits is still "thin": the caching
+// allocator's reserve is an estimate, and a real step's fragmentation varies. `simulate`'s fit
+// advice and `recommend`'s plans use it unless --margin says otherwise.
+inline constexpr double kDefaultMarginGib = 2.0;
+
 enum class FitVerdict { kFits, kThinMargin, kDoesNotFit };
 std::string_view FitVerdictName(FitVerdict v);  // "fits" | "thin_margin" | "does_not_fit"
 
 struct FitAdviceOptions {
-  double margin_gib = 2.0;   // headroom (usable − peak reserved) below this is "thin"
-  int max_suggestions = 5;   // shown; the rest are counted
-  int max_simulations = 64;  // bound on the variants simulated
+  double margin_gib = kDefaultMarginGib;  // headroom (usable − peak reserved) below: "thin"
+  int max_suggestions = 5;                // shown; the rest are counted
+  int max_simulations = 64;               // bound on the variants simulated
 };
 
 struct FitSuggestion {

@@ -12,6 +12,7 @@
 #include "core/config/scenario.h"
 #include "core/model/model_source.h"
 #include "core/model/model_summary.h"
+#include "core/util/units.h"
 #include "sim/engine/model_flops.h"
 #include "sim/hardware/hardware.h"
 
@@ -53,6 +54,15 @@ double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective 
   return 0;
 }
 
+// Whether a simulated plan fits with at least the margin's headroom; one that fits with less
+// is counted in rec->thin (when given).
+bool KeepsMargin(const VariantResult& v, const RecommendOptions& o, Recommendation* rec) {
+  if (v.outcome != VariantOutcome::kFits) return false;
+  if (v.figures.headroom_gib >= o.margin_gib) return true;
+  if (rec != nullptr) ++rec->thin;
+  return false;
+}
+
 std::string Group(const std::vector<std::string>& sets) {
   std::string key;
   for (const std::string& s : sets) {
@@ -87,6 +97,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         o.global_batch_tokens, o.seq_len));
   }
   if (o.max_gpus < 1) return InvalidInput(fmt::format("--max-gpus {}: expected >= 1", o.max_gpus));
+  if (!(o.margin_gib >= 0) || !std::isfinite(o.margin_gib)) {
+    return InvalidInput(
+        fmt::format("--margin {}: expected a finite number of GiB >= 0", o.margin_gib));
+  }
   if (o.top < 1) return InvalidInput(fmt::format("--top {}: expected >= 1", o.top));
   if (o.budget_per_hour && !(*o.budget_per_hour > 0)) {
     return InvalidInput(fmt::format("--budget-per-hour {}: expected > 0", *o.budget_per_hour));
@@ -142,7 +156,8 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
                                       gpu, prices.source));
       continue;
     }
-    const double usable = static_cast<double>(hw.gpu.usable_bytes());
+    // What a plan may reserve and still keep the margin's headroom.
+    const double usable = static_cast<double>(hw.gpu.usable_bytes()) - o.margin_gib * kGiB;
     const int tp_max = std::min(8, std::max(gpn, hw.node.nvlink_domain));
     for (int nodes = 1; int64_t{nodes} * gpn <= o.max_gpus; nodes *= 2) {
       const int world = nodes * gpn;
@@ -250,7 +265,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(chunk), sweep));
       rec.invalid += r.invalid;
       for (VariantResult& v : r.variants) {
-        if (v.outcome != VariantOutcome::kFits) continue;
+        if (!KeepsMargin(v, o, &rec)) continue;
         best_keys.insert(std::upper_bound(best_keys.begin(), best_keys.end(),
                                           ObjectiveKey(v.figures, o.objective)),
                          ObjectiveKey(v.figures, o.objective));
@@ -282,7 +297,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     rec.simulated += static_cast<int64_t>(refine.size());
     SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(refine), sweep));
     for (VariantResult& v : r.variants) {
-      if (v.outcome == VariantOutcome::kFits) fitting.push_back(std::move(v));
+      if (KeepsMargin(v, o, nullptr)) fitting.push_back(std::move(v));
     }
   }
   // Best first, one plan per mesh / batch / checkpoint choice (its best FSDP settings).

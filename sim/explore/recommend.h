@@ -16,7 +16,8 @@
 //     none, selective_op, selective_op:2 or full. Combinations the batch does not divide into
 //     are not generated.
 //  2. Prune, soundly: a plan whose sharded parameters, gradients and optimizer state alone
-//     (4 × the stored parameter bytes over dp_shard·cp·tp·pp) exceed the usable HBM, or whose
+//     (4 × the stored parameter bytes over dp_shard·cp·tp·pp) leave less than the margin of
+//     the usable HBM, or whose
 //     GPUs cost more per hour than the budget, is never simulated. Then, best bound first and in
 //     fixed chunks (so the result does not depend on thread count), a plan whose upper bound —
 //     model FLOPs (plus full checkpointing's recomputed forward) at the GPU's best measured
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "core/util/status.h"
+#include "sim/advisor/fit_advisor.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/sweep.h"
 
@@ -49,6 +51,9 @@ struct RecommendOptions {
   std::vector<std::string> gpus = {"h100-sxm"};
   int max_gpus = 1024;
   std::optional<double> budget_per_hour;  // USD for the whole cluster
+  // A plan must leave this much headroom under the usable HBM (peak reserved is an estimate);
+  // one that fits with less is counted in Recommendation::thin and not recommended.
+  double margin_gib = kDefaultMarginGib;
   Objective objective = Objective::kTime;
   int top = 5;
   int threads = 0;
@@ -71,7 +76,8 @@ struct Recommendation {
   int64_t pruned_budget = 0;
   int64_t pruned_bound = 0;
   int64_t simulated = 0;
-  int64_t fitting = 0;
+  int64_t fitting = 0;  // fit with at least the margin's headroom
+  int64_t thin = 0;     // fit, with less headroom than the margin
   int64_t invalid = 0;
   std::vector<std::string> notes;  // GPUs skipped and why
 };

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/config/scenario.h"
 #include "sim/engine/simulator.h"
 
@@ -75,6 +78,36 @@ TEST(Recommend, ResultDoesNotDependOnThreads) {
   for (size_t k = 0; k < a->plans.size(); ++k) {
     EXPECT_EQ(a->plans[k].scenario.dump(), b->plans[k].scenario.dump());
   }
+}
+
+// Peak reserved is an estimate: a recommended plan keeps --margin GiB of headroom. The best
+// plan without a margin is the tightest a margin just above its headroom rules out, counted in
+// `thin`; a margin beyond the HBM prunes every plan unsimulated.
+TEST(Recommend, PlansKeepTheMargin) {
+  RecommendOptions o = SmallCase();
+  o.global_batch_tokens = 4 * 2048;
+  o.margin_gib = 0;
+  Result<Recommendation> none = Recommend(o);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  ASSERT_FALSE(none->plans.empty());
+  EXPECT_EQ(none->thin, 0);
+  double tightest = HUGE_VAL;
+  for (const RecommendedPlan& p : none->plans)
+    tightest = std::min(tightest, p.result.figures.headroom_gib);
+  o.margin_gib = tightest + 0.5;
+  Result<Recommendation> kept = Recommend(o);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  EXPECT_GT(kept->thin, 0);
+  for (const RecommendedPlan& p : kept->plans)
+    EXPECT_GE(p.result.figures.headroom_gib, o.margin_gib) << p.scenario.dump();
+  EXPECT_EQ(RecommendOptions{}.margin_gib, kDefaultMarginGib);
+  o.margin_gib = 1000;
+  Result<Recommendation> all = Recommend(o);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->pruned_memory, all->generated);
+  EXPECT_TRUE(all->plans.empty());
+  o.margin_gib = -1;
+  EXPECT_EQ(Recommend(o).status().code(), ErrorCode::kInvalidInput);
 }
 
 TEST(Recommend, MemoryPruningIsSound) {

@@ -34,6 +34,7 @@ struct RecommendArgs {
   int max_gpus = 1024;
   double budget_per_hour = 0;
   bool budget_given = false;
+  double margin_gib = sim::kDefaultMarginGib;
   std::string objective = "time";
   int top = 5;
   std::string scenarios;
@@ -78,6 +79,7 @@ Status RunRecommend(const RecommendArgs& args) {
   }
   o.max_gpus = args.max_gpus;
   if (args.budget_given) o.budget_per_hour = args.budget_per_hour;
+  o.margin_gib = args.margin_gib;
   SS_ASSIGN_OR_RETURN(o.objective, sim::ParseObjective(args.objective));
   o.top = args.top;
   o.threads = args.threads;
@@ -110,12 +112,20 @@ Status RunRecommend(const RecommendArgs& args) {
   const sim::Recommendation& rec = *rec_or;
   fmt::print(
       "Searched {} plans of {} for {} tokens per step (seq {}): {} pruned by memory, {} by "
-      "budget, {} by their throughput bound; {} simulated, {} fit, {} invalid\n",
+      "budget, {} by their throughput bound; {} simulated, {} fit with {:g} GiB of headroom or "
+      "more (--margin), {} fit with less, {} invalid\n",
       rec.generated, args.model, args.global_batch_tokens, args.seq_len, rec.pruned_memory,
-      rec.pruned_budget, rec.pruned_bound, rec.simulated, rec.fitting, rec.invalid);
+      rec.pruned_budget, rec.pruned_bound, rec.simulated, rec.fitting, args.margin_gib, rec.thin,
+      rec.invalid);
   for (const std::string& n : rec.notes) fmt::print("  note: {}\n", n);
   if (rec.plans.empty()) {
-    return CheckFailed("no plan fits: raise --max-gpus or --budget-per-hour, or add a --gpu");
+    const bool margin = args.margin_gib > 0;
+    return CheckFailed(
+        fmt::format("no plan fits{}: {}raise --max-gpus or --budget-per-hour, or add a --gpu",
+                    margin ? fmt::format(" with {:g} GiB of headroom ({} fit with less)",
+                                         args.margin_gib, rec.thin)
+                           : std::string(),
+                    margin ? "lower --margin, " : ""));
   }
   fmt::print("Best {} by {} (prices: {}):\n", rec.plans.size(), args.objective, prices.source);
   fmt::print("{}", sim::RankedTableHeader());
@@ -168,6 +178,11 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
                   "most the cluster may cost per hour, in the price table's currency")
       ->check(Positive())
       ->each([args](const std::string&) { args->budget_given = true; });
+  sub->add_option("--margin", args->margin_gib,
+                  fmt::format("GiB of headroom under the usable HBM a plan must leave (peak "
+                              "reserved is an estimate; default {:g})",
+                              sim::kDefaultMarginGib))
+      ->check(NonNegative());
   sub->add_option("--objective", args->objective,
                   "rank by time (s per million tokens, default), cost, throughput or memory");
   sub->add_option("--top", args->top, "plans shown (default 5)")

@@ -36,7 +36,7 @@ struct SimulateArgs {
   std::vector<std::string> sets;
   bool require_fit = false;
   bool exact = false;
-  double margin_gib = 2.0;
+  double margin_gib = sim::kDefaultMarginGib;
 };
 
 std::string Bar(double fraction, int width) {
@@ -234,7 +234,9 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_flag("--exact", args->exact,
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
   sub->add_option("--margin", args->margin_gib,
-                  "GiB of headroom under which a job that fits still gets fit advice (default 2)")
+                  fmt::format("GiB of headroom under which a job that fits still gets fit advice "
+                              "(default {:g})",
+                              sim::kDefaultMarginGib))
       ->check(NonNegative());
   registry.Add(sub, [args] { return RunSimulate(*args); });
 }
