@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as a scenario file with `--set` overrides, through
 // validation, the model it names and the planner to the plan JSON. Every input must give a
 // value or a Status (with a message), never a crash, a sanitizer report or an exception, and a
-// scenario that validated must validate again from its resolved JSON, unchanged.
+// scenario that validated must validate again from its resolved JSON, unchanged, and be UTF-8
+// text throughout.
 //
 // Input: the lines before the first line that starts with `{` are overrides, one `path=value`
 // each (as `--set` takes them); the rest is the scenario JSON. Relative model paths resolve
@@ -66,6 +67,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = ParseScenario(scenario->resolved, "resolved.json", base_dir);
   if (!again.ok()) Fail("a resolved scenario does not validate", again.status().message());
   if (again->resolved != scenario->resolved) Fail("resolve is not a fixed point", text);
+  // The resolved scenario is written into summaries and traces: every string in it must be
+  // UTF-8 (nlohmann's strict dump throws otherwise; a --set value taken as a raw string did).
+  try {
+    (void)scenario->resolved.dump();
+  } catch (const nlohmann::json::exception& e) {
+    Fail("the resolved scenario is not UTF-8 text", e.what());
+  }
 
   ModelBuildOptions build;
   build.tp = scenario->parallelism.tp;
