@@ -275,6 +275,12 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
             unit.empty() ? std::string("a unit is required") : "unknown unit \"" + unit + "\"",
             UnitList(units), name));
       }
+      // 1e308 s is finite, but not in nanoseconds: a limit nothing can reach is `off`.
+      if (!std::isfinite(number * u->scale)) {
+        return InvalidInput(fmt::format(
+            "--tol: \"{}\": too large (past the double range in {}); off means no limit", item,
+            is_time ? "nanoseconds" : "bytes"));
+      }
       t = Make(-1, number * u->scale, value);
     }
     t.side = side;

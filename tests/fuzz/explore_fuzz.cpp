@@ -1,16 +1,17 @@
 // libFuzzer target: the inputs of `sweep`, `recommend` and `calibrate` (issue 14) that the
 // other targets do not reach: --vary axes, price tables, calibration (cost model) files and run
-// tables in JSON and CSV. Every input must give a value or a Status with a message, never a
-// crash, a sanitizer report or an exception; and what parsed must keep the promises its
-// header makes (below, per parser).
+// tables in JSON and CSV; and `diff`'s --tol list. Every input must give a value or a Status with a
+// message, never a crash, a sanitizer report or an exception; and what parsed must keep the
+// promises its header makes (below, per parser).
 //
-// Input: the first byte picks the parser (modulo 5), the rest is its text:
+// Input: the first byte picks the parser (modulo 6), the rest is its text:
 //   0  --vary flags, one per line (ParseVary), then CombinationCount and CombinationSets
 //   1  a price table (ParsePriceTable)
 //   2  a calibration file (ParseCalibration; its canonical JSON reads back the same; then
 //      ApplyCalibration onto the H100 SXM catalog entry)
 //   3  a JSON run table (ParseRunsJson)
 //   4  a CSV run table (ParseRunsCsv)
+//   5  a --tol list (ParseTolerances)
 // Relative scenario paths resolve against a folder that does not exist, so run tables load
 // only inline scenarios, built-in models and absolute paths.
 #include <cmath>
@@ -23,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/trace/trace_diff.h"
 #include "sim/calibrate/calibration_inputs.h"
 #include "sim/cost/calibration.h"
 #include "sim/cost/cost_params.h"
@@ -133,12 +135,30 @@ void Runs(std::string_view text, bool csv) {
   }
 }
 
+// trace_diff.h: every metric's limit is off or a non-negative finite figure; no change is
+// always allowed, and the allowed difference is -1 (no limit) or non-negative.
+void ToleranceList(std::string_view text) {
+  Result<Tolerances> tol = ParseTolerances(text);
+  RequireMessage(tol.status(), text);
+  if (!tol.ok()) return;
+  for (const auto& [metric, t] : *tol) {
+    for (double limit : {t.relative, t.absolute}) {
+      if (!std::isfinite(limit) || (limit < 0 && limit != -1)) Fail("a limit out of range", text);
+    }
+    for (double a : {0.0, 1.0, 1e9}) {
+      if (!t.Allows(a, a)) Fail(("no change is refused for " + metric).c_str(), text);
+      const double allowed = t.Allowed(a);
+      if (allowed != -1 && !(allowed >= 0)) Fail("an allowed difference below 0", text);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0:
       Vary(text);
       break;
@@ -151,8 +171,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3:
       Runs(text, /*csv=*/false);
       break;
-    default:
+    case 4:
       Runs(text, /*csv=*/true);
+      break;
+    default:
+      ToleranceList(text);
       break;
   }
   return 0;

@@ -157,7 +157,9 @@ TEST(TraceDiff, ToleranceParsing) {
         Bad{"op=5parsecs", "unknown unit \"parsecs\""}, Bad{"op=-1us,op=+-1us", "a number"},
         Bad{"step_time=2", "a unit is required"},
         Bad{"peak_memory=50us", "unknown unit \"us\" (expected % or one of B,"},
-        Bad{"step_time=1GiB", "one of ns, us, ms, s for step_time"}, Bad{"op=+", "a number"}}) {
+        Bad{"step_time=1GiB", "one of ns, us, ms, s for step_time"}, Bad{"op=+", "a number"},
+        Bad{"op=1e308s", "too large (past the double range in nanoseconds)"},
+        Bad{"peak_memory=1e300GiB", "too large (past the double range in bytes)"}}) {
     auto r = ParseTolerances(bad.spec);
     ASSERT_FALSE(r.ok()) << bad.spec;
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
