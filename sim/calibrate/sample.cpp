@@ -97,6 +97,39 @@ Status FillPricing(const Scenario& sc, const ModelTree& tree, const std::string&
   return Status::Ok();
 }
 
+// A measured run ran, so it fit in memory. A scenario the simulator puts far over the capacity
+// is not the scenario that was measured (a wrong GPU, batch or parallelism), and fitting its
+// step time would bend every figure towards a job that never existed. Just over is the memory
+// estimate's error as much as the user's, so that is only noted. The same holds for a trace's
+// scenario (its metadata, or the one given beside a PyTorch trace) as for a run table's. The
+// schedule goes through the simulation and back, not copied.
+Status CheckItRanInMemory(const Sample& s, const std::string& gpu, Built& b,
+                          std::vector<std::string>* notes) {
+  std::unique_ptr<CostModel> cost = MakeDefaultCostModel(s.hw, s.defaults);
+  SS_ASSIGN_OR_RETURN(sim::Simulation sim,
+                      sim::SimulateSchedule(std::move(b.schedule), *cost, s.ctx));
+  b.schedule = std::move(sim.schedule);
+  const double over = sim.summary.usable_gib > 0
+                          ? sim.summary.peak_memory_reserved_gib / sim.summary.usable_gib
+                          : 0.0;
+  if (!sim.summary.fits && over > kImplausibleMemoryRatio) {
+    return InvalidInput(fmt::format(
+        "{}: the simulator predicts that this scenario does not fit in memory ({:.1f} GiB "
+        "reserved at the peak vs {:.1f} GiB usable on {}, {:.1f}x), so it cannot be the "
+        "scenario of a measured run (expected the GPU, parallelism, batch and checkpointing "
+        "that ran)",
+        s.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib, gpu, over));
+  }
+  if (!sim.summary.fits) {
+    notes->push_back(fmt::format(
+        "{}: predicted {:.1f} GiB reserved at the peak, over the {:.1f} GiB usable, though it "
+        "ran; fitted anyway (the memory estimate is off, or the run used allocator settings "
+        "the model does not have)",
+        s.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<double>> Sample::Predict(const CostParams& params) const {
@@ -124,6 +157,7 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
     s.source = fmt::format("{} rank {}", t.path, t.rank);
     SS_ASSIGN_OR_RETURN(Built b, BuildFor(t.scenario, t.rank, t.scenario.source));
     SS_RETURN_IF_ERROR(FillPricing(t.scenario, b.tree, t.scenario.source, &s));
+    SS_RETURN_IF_ERROR(CheckItRanInMemory(s, t.scenario.cluster.gpu, b, &p.notes));
     // (op_id, occurrence) → op of the rank's one role.
     std::map<std::pair<std::string, int>, int> index;
     std::map<std::string, int> seen;
@@ -186,36 +220,7 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
     const std::string where = ScenarioWhere(r);
     SS_ASSIGN_OR_RETURN(Built b, BuildFor(r.scenario, -1, where));
     SS_RETURN_IF_ERROR(FillPricing(r.scenario, b.tree, where, &s));
-    // A measured run ran, so it fit in memory. A scenario the simulator puts far over the
-    // capacity is not the scenario that was measured (a wrong GPU, batch or parallelism), and
-    // fitting its step time would bend every figure towards a job that never existed. Just
-    // over is the memory estimate's error as much as the user's, so that is only noted. The
-    // schedule goes through the simulation and back, not copied.
-    {
-      std::unique_ptr<CostModel> cost = MakeDefaultCostModel(s.hw, s.defaults);
-      SS_ASSIGN_OR_RETURN(sim::Simulation sim,
-                          sim::SimulateSchedule(std::move(b.schedule), *cost, s.ctx));
-      b.schedule = std::move(sim.schedule);
-      const double over = sim.summary.usable_gib > 0
-                              ? sim.summary.peak_memory_reserved_gib / sim.summary.usable_gib
-                              : 0.0;
-      if (!sim.summary.fits && over > kImplausibleMemoryRatio) {
-        return InvalidInput(fmt::format(
-            "{}: the simulator predicts that this scenario does not fit in memory ({:.1f} GiB "
-            "reserved at the peak vs {:.1f} GiB usable on {}, {:.1f}x), so it cannot be the "
-            "scenario of a measured run (expected the GPU, parallelism, batch and checkpointing "
-            "that ran)",
-            r.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib,
-            r.scenario.cluster.gpu, over));
-      }
-      if (!sim.summary.fits) {
-        p.notes.push_back(fmt::format(
-            "{}: predicted {:.1f} GiB reserved at the peak, over the {:.1f} GiB usable, though it "
-            "ran; fitted anyway (the memory estimate is off, or the run used allocator settings "
-            "the model does not have)",
-            r.source, sim.summary.peak_memory_reserved_gib, sim.summary.usable_gib));
-      }
-    }
+    SS_RETURN_IF_ERROR(CheckItRanInMemory(s, r.scenario.cluster.gpu, b, &p.notes));
     double measured = 0;
     if (r.step_time_s) {
       s.figure = Sample::Figure::kStepTime;

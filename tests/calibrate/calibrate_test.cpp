@@ -432,6 +432,21 @@ std::string OneOpTrace(const nlohmann::json& scenario, int rank) {
   return text.ok() ? *text : std::string();
 }
 
+// The same holds for a trace: its scenario ran. The trace's own operations are those of a
+// scenario that fits; its metadata names Llama 3 70B on one A100 40G, which cannot be what ran.
+TEST(CalibrateTest, TraceWhoseScenarioCannotFitIsRefused) {
+  const nlohmann::json big = nlohmann::json::parse(
+      R"({"model": "llama3-70b", "cluster": {"gpu": "a100-40g", "nodes": 1, "gpus_per_node": 1},
+          "training": {"seq_len": 2048, "local_batch": 1}})");
+  Result<Scenario> sc = ParseScenario(big, "big", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  const std::string msg = InputError({{"t.json", OneOpTrace(sc->resolved, 0)}}, {"t.json"});
+  EXPECT_NE(msg.find("t.json rank 0: the simulator predicts that this scenario does not fit in "
+                     "memory"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(CalibrateTest, TraceInputErrorsNameFileEventAndField) {
   Result<Scenario> sc = ParseScenario(Small(128, 1), "s", ".");
   ASSERT_TRUE(sc.ok());
