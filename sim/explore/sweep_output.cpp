@@ -53,6 +53,7 @@ nlohmann::json VariantJson(int rank, const VariantResult& v, const SweepReport& 
       f.cost_per_mtok_usd ? nlohmann::json(*f.cost_per_mtok_usd) : nullptr;
   j["s_per_million_tokens"] = f.s_per_mtok;
   j["pareto"] = v.pareto;
+  j["thin"] = IsThin(v, report.margin_gib);
   return j;
 }
 
@@ -65,24 +66,34 @@ std::string ShortSet(const std::string& set) {
 }
 
 std::string RankedTableHeader() {
-  return fmt::format("{:>4} {:1} {:>11} {:>9} {:>9} {:>9} {:>9} {:>6} {:>8}  {}\n", "rank", "P",
+  return fmt::format("{:>4} {:1} {:>11} {:>9} {:>9} {:>9}  {:>9} {:>6} {:>8}  {}\n", "rank", "P",
                      "tok/s/GPU", "step s", "peak GiB", "headroom", "exp comm", "MFU", "$/Mtok",
                      "variant");
 }
 
-std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label) {
+bool IsThin(const VariantResult& v, double margin_gib) {
+  return v.outcome == VariantOutcome::kFits && v.figures.headroom_gib < margin_gib;
+}
+
+std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label, bool thin) {
   const VariantFigures& f = v.figures;
   return fmt::format(
-      "{:>4} {:1} {:>11.0f} {:>9.4f} {:>9.2f} {:>9.2f} {:>9.4f} {:>5.1f}% {:>8}  {}\n", rank,
+      "{:>4} {:1} {:>11.0f} {:>9.4f} {:>9.2f} {:>9.2f}{:1} {:>9.4f} {:>5.1f}% {:>8}  {}\n", rank,
       v.pareto ? "*" : "", f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib,
-      f.headroom_gib, f.exposed_comm_s, 100.0 * f.mfu, CostText(f), label);
+      f.headroom_gib, thin ? "!" : "", f.exposed_comm_s, 100.0 * f.mfu, CostText(f), label);
 }
 
 std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   const int64_t total = static_cast<int64_t>(r.variants.size());
+  const int64_t thin = std::count_if(r.variants.begin(), r.variants.end(),
+                                     [&](const auto& v) { return IsThin(v, report.margin_gib); });
   std::string out =
-      fmt::format("Sweep of {}: {} combinations; {} fit, {} do not fit in memory, {} invalid\n",
-                  report.scenario, total, r.fitting, r.not_fitting, r.invalid);
+      fmt::format("Sweep of {}: {} combinations; {} fit{}, {} do not fit in memory, {} invalid\n",
+                  report.scenario, total, r.fitting,
+                  thin > 0 ? fmt::format(" ({} with less than {:g} GiB of headroom, marked !)",
+                                         thin, report.margin_gib)
+                           : std::string(),
+                  r.not_fitting, r.invalid);
   // Each reason with its first combination's error, so that a value no combination accepts
   // (parallelism.tp=abc) says what was expected.
   for (const auto& [reason, count] : r.invalid_by_reason) {
@@ -106,7 +117,7 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   out += RankedTableHeader();
   for (int k = 0; k < rows; ++k) {
     const VariantResult& v = r.variants[r.ranking[k]];
-    out += RankedTableRow(k + 1, v, Label(v));
+    out += RankedTableRow(k + 1, v, Label(v), IsThin(v, report.margin_gib));
   }
   if (!r.pareto.empty()) {
     out += fmt::format("Pareto front ({} variants, fastest first):\n", r.pareto.size());
@@ -153,6 +164,7 @@ nlohmann::json SweepToJson(const SweepResult& r, const SweepReport& report) {
   j["not_fitting"] = r.not_fitting;
   j["invalid"] = r.invalid;
   j["invalid_by_reason"] = r.invalid_by_reason;
+  j["margin_gib"] = report.margin_gib;
   nlohmann::json ranked = nlohmann::json::array();
   for (size_t k = 0; k < r.ranking.size(); ++k)
     ranked.push_back(VariantJson(static_cast<int>(k) + 1, r.variants[r.ranking[k]], report));

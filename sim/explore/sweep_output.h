@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/advisor/fit_advisor.h"
 #include "sim/explore/sweep.h"
 
 namespace shardscope::sim {
@@ -23,6 +24,9 @@ struct SweepReport {
   std::vector<std::string> paths;  // the axes' paths, in order
   Objective objective = Objective::kThroughput;
   int top = 20;  // table rows (0: all)
+  // Fitting variants with less headroom than this are marked "thin" (peak reserved is an
+  // estimate): a `!` after the table's headroom, "thin": true in the JSON. They stay ranked.
+  double margin_gib = kDefaultMarginGib;
   // What the user should know beside the ranking (ValuesNeverValid's lines): printed on stderr
   // after the table, and the JSON's "notes".
   std::vector<std::string> notes;
@@ -35,6 +39,10 @@ std::string ShortSet(const std::string& set);
 
 // One row of the ranked table (shared with `recommend`): the header, and a variant's cells.
 std::string RankedTableHeader();
-std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label);
+// `thin`: the variant fits with less headroom than the margin (a `!` after its headroom).
+std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label,
+                           bool thin = false);
+// Whether a fitting variant's headroom is under `margin_gib`.
+bool IsThin(const VariantResult& v, double margin_gib);
 
 }  // namespace shardscope::sim

@@ -53,6 +53,17 @@ grep -q '"parallelism.ep=2 was invalid in every combination; the first (parallel
   "$out/ep.json" || fail "never-valid note not in the JSON: $(grep -A3 notes "$out/ep.json")"
 "$bin" sweep "$job" --vary parallelism.tp=1,2 --json "$out/tp.json" > /dev/null 2>&1 || fail "tp sweep"
 grep -q '"notes": \[\]' "$out/tp.json" || fail "a sweep without notes: $(grep notes "$out/tp.json")"
+# A variant fitting with less headroom than --margin is marked, counted and flagged in the JSON;
+# a margin past the HBM makes every fitting variant thin, --margin 0 none.
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 1000 --json "$out/thin.json" > "$out/table" 2>&1 ||
+  fail "margin sweep: $(cat "$out/table")"
+grep -q "2 fit (2 with less than 1000 GiB of headroom, marked !)" "$out/table" || fail "thin count: $(cat "$out/table")"
+[ "$(grep -c '[0-9]! ' "$out/table")" -eq 2 ] || fail "thin marks: $(cat "$out/table")"
+grep -q '"thin": true' "$out/thin.json" || fail "thin not in the JSON"
+grep -q '"margin_gib": 1000' "$out/thin.json" || fail "margin not in the JSON"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 0 > "$out/table" 2>&1 || fail "margin 0 sweep"
+grep -q "marked !" "$out/table" && fail "thin variants with --margin 0: $(cat "$out/table")"
+expect2 sweep "$job" --vary parallelism.tp=1,2 --margin -1
 expect2 sweep "$job" --vary parallelism.tp=1,2 --csv ''
 expect2 sweep "$job" --vary parallelism.tp=1,2 --top ''
 echo ORIGINAL > "$out/keep.csv"

@@ -1,8 +1,9 @@
 // `shardscope sweep SCENARIO --vary path=v1,v2,… [--vary …] [--set …] [--objective O] [--top K]
-// [--csv F] [--json F] [--prices F] [--threads N] [--progress]`: every combination of the axes
-// simulated on all cores (sim/explore/sweep.h), invalid ones counted by reason, those that fit
-// ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md. Under mpirun
-// the combinations are split over the ranks and rank 0 prints (tools/shardscope/sweep_ranks.h).
+// [--margin GIB] [--csv F] [--json F] [--prices F] [--threads N] [--progress]`: every combination
+// of the axes simulated on all cores (sim/explore/sweep.h), invalid ones counted by reason, those
+// that fit ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md. Under
+// mpirun the combinations are split over the ranks and rank 0 prints
+// (tools/shardscope/sweep_ranks.h).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -35,6 +36,7 @@ struct SweepArgs {
   std::vector<std::string> sets;
   std::string objective = "throughput";
   int top = 20;
+  double margin_gib = sim::kDefaultMarginGib;
   std::string csv;
   std::string json;
   std::string prices;
@@ -84,6 +86,7 @@ Status RunSweepCommand(const SweepArgs& args) {
   for (const sim::VaryAxis& a : axes) report.paths.push_back(a.path);
   report.objective = objective;
   report.top = args.top;
+  report.margin_gib = args.margin_gib;
   // Values that parsed but never ran (the plan or the simulation refused each combination);
   // where nothing ran at all, the error below says so once.
   if (result->fitting + result->not_fitting > 0)
@@ -128,6 +131,11 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
                   "memory (peak reserved) or time (s per million tokens)");
   sub->add_option("--top", args->top, "rows of the ranked table (default 20; 0: all)")
       ->check(IntegerIn(0, std::numeric_limits<int>::max()));
+  sub->add_option("--margin", args->margin_gib,
+                  fmt::format("GiB of headroom under which a fitting variant is marked thin (!): "
+                              "peak reserved is an estimate (default {:g})",
+                              sim::kDefaultMarginGib))
+      ->check(NonNegative());
   sub->add_option("--csv", args->csv, "write every fitting variant, ranked, as CSV here")
       ->check(NonEmptyText());
   sub->add_option("--json", args->json, "write the sweep (shardscope-sweep/1 JSON) here")
