@@ -173,8 +173,8 @@ std::vector<FitSuggestion> Rank(std::vector<FitSuggestion> fitting, int max_sugg
 
 FitVerdict JudgeFit(const Summary& summary, double margin_gib) {
   if (!summary.fits) return FitVerdict::kDoesNotFit;
-  if (summary.usable_gib > 0 &&
-      summary.usable_gib - summary.peak_memory_reserved_gib < margin_gib) {
+  if (ThinHeadroom(summary.usable_gib, summary.usable_gib - summary.peak_memory_reserved_gib,
+                   margin_gib)) {
     return FitVerdict::kThinMargin;
   }
   return FitVerdict::kFits;

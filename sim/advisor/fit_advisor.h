@@ -48,6 +48,12 @@ namespace shardscope::sim {
 // advice and `recommend`'s plans use it unless --margin says otherwise.
 inline constexpr double kDefaultMarginGib = 2.0;
 
+// The one rule of "thin": a job that fits with less headroom (usable − peak reserved) than the
+// margin; never when the memory is unlimited (usable <= 0). JudgeFit, sweep and recommend ask it.
+inline bool ThinHeadroom(double usable_gib, double headroom_gib, double margin_gib) {
+  return usable_gib > 0 && headroom_gib < margin_gib;
+}
+
 enum class FitVerdict { kFits, kThinMargin, kDoesNotFit };
 std::string_view FitVerdictName(FitVerdict v);  // "fits" | "thin_margin" | "does_not_fit"
 

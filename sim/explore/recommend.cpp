@@ -58,7 +58,7 @@ double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective 
 // is counted in rec->thin (when given).
 bool KeepsMargin(const VariantResult& v, const RecommendOptions& o, Recommendation* rec) {
   if (v.outcome != VariantOutcome::kFits) return false;
-  if (v.figures.headroom_gib >= o.margin_gib) return true;
+  if (!IsThin(v, o.margin_gib)) return true;
   if (rec != nullptr) ++rec->thin;
   return false;
 }

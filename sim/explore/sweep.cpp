@@ -18,6 +18,7 @@
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/units.h"
+#include "sim/advisor/fit_advisor.h"
 #include "sim/engine/simulator.h"
 
 namespace shardscope::sim {
@@ -101,6 +102,11 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
 }
 
 }  // namespace
+
+bool IsThin(const VariantResult& v, double margin_gib) {
+  return v.outcome == VariantOutcome::kFits &&
+         ThinHeadroom(v.figures.usable_gib, v.figures.headroom_gib, margin_gib);
+}
 
 double ObjectiveKey(const VariantFigures& f, Objective objective) {
   switch (objective) {

@@ -114,6 +114,9 @@ struct VariantResult {
   bool pareto = false;
 };
 
+// Whether a variant fits with less headroom than `margin_gib` (ThinHeadroom, fit_advisor.h).
+bool IsThin(const VariantResult& v, double margin_gib);
+
 struct SweepResult {
   std::vector<VariantResult> variants;  // in combination order
   int64_t fitting = 0;

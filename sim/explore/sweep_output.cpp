@@ -71,10 +71,6 @@ std::string RankedTableHeader() {
                      "variant");
 }
 
-bool IsThin(const VariantResult& v, double margin_gib) {
-  return v.outcome == VariantOutcome::kFits && v.figures.headroom_gib < margin_gib;
-}
-
 std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label, bool thin) {
   const VariantFigures& f = v.figures;
   return fmt::format(

@@ -42,7 +42,5 @@ std::string RankedTableHeader();
 // `thin`: the variant fits with less headroom than the margin (a `!` after its headroom).
 std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label,
                            bool thin = false);
-// Whether a fitting variant's headroom is under `margin_gib`.
-bool IsThin(const VariantResult& v, double margin_gib);
 
 }  // namespace shardscope::sim
