@@ -128,8 +128,11 @@ TEST(OpCostTest, ExpertsUseRoutedTokensPerRank) {
   auto c8 = EstimateOp(experts, ctx);
   ASSERT_TRUE(c1.ok() && c8.ok());
   EXPECT_DOUBLE_EQ(c1->fwd_flops, 2.0 * 4096 * 8 * 2048 * 768 * 3);
-  EXPECT_DOUBLE_EQ(c8->fwd_flops, c1->fwd_flops / 8);
-  EXPECT_EQ(c8->gemm_m, 4096 * 8 / 8 / 16);  // routed tokens per local expert
+  // EP moves tokens, not work: each rank's 16 experts get every EP rank's tokens routed to them,
+  // 8 ranks · 4096 tokens · 8 / 128 experts = 2048 each, as many token-expert pairs as its own
+  // 4096 tokens make.
+  EXPECT_DOUBLE_EQ(c8->fwd_flops, c1->fwd_flops);
+  EXPECT_EQ(c8->gemm_m, 4096 * 8 / 16);  // routed tokens per local expert
 }
 
 TEST(OpCostTest, NormsActivationsAndLossAreMemoryBound) {
@@ -213,8 +216,8 @@ TEST(OpWorkTest, DescriptionsCarryTheShapesABackendRuns) {
                  ctx);
   const auto& e = std::get<GroupedGemmWork>(*experts);
   EXPECT_EQ(e.experts, 8);
-  EXPECT_EQ(e.routed_tokens, 4096 * 6 / 8);
-  EXPECT_EQ(e.tokens_per_expert(), 4096 * 6 / 8 / 8);
+  EXPECT_EQ(e.routed_tokens, 4096 * 6);  // every EP rank's tokens routed to these 8 experts
+  EXPECT_EQ(e.tokens_per_expert(), 4096 * 6 / 8);
   EXPECT_EQ(e.branches, 2);
   const auto norm = DescribeOp(Op(OpKind::kNorm, {{"dim", 4096}}, "rmsnorm"), ctx);
   const auto& n = std::get<EltwiseWork>(*norm);

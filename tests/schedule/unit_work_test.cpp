@@ -94,7 +94,7 @@ TEST(UnitWorkTest, ItemsCarryTheirModulesWorkDescriptions) {
   const auto* experts = std::get_if<GroupedGemmWork>(&entries[1].item.work);
   ASSERT_NE(experts, nullptr);
   EXPECT_EQ(experts->experts, 4);
-  EXPECT_EQ(experts->routed_tokens, 64 * 2 / 2);
+  EXPECT_EQ(experts->routed_tokens, 64 * 2);  // ep 2: both ranks' tokens routed to these 4 experts
   for (const WorkEntry& e : entries) {
     EXPECT_TRUE(e.item.is_module());
     EXPECT_DOUBLE_EQ(FiguresOf(e.item.work).fwd_flops, e.item.cost.fwd_flops);
