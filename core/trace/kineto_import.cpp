@@ -441,11 +441,9 @@ Status KinetoSink::Finish() {
     const std::string_view name = t.Str(e.name);
     if (e.cat == Cat::kKernel || e.cat == Cat::kMemcpy || e.cat == Cat::kMemset) has_gpu = true;
     if (e.cat == Cat::kRuntime && e.correlation >= 0) launch_time[e.correlation] = e.start_ns;
-    if (e.cat == Cat::kCpuOp && e.pid == main.first && IsAutogradNode(name)) {
-      backward_marks.push_back(e.start_ns);
-    }
+    const bool node = e.cat == Cat::kCpuOp && IsAutogradNode(name);
+    if (node && e.pid == main.first) backward_marks.push_back(e.start_ns);
     if (e.cat == Cat::kCpuOp && on_main(e)) {  // what places the loss and the re-run forwards
-      const bool node = IsAutogradNode(name);
       if (node || IsLossForward(name)) loss_candidates.push_back({name, {e.start_ns, e.end_ns()}});
       if (node) {
         autograd_nodes.emplace_back(e.start_ns, e.end_ns());

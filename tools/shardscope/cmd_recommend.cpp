@@ -178,11 +178,9 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
                   "most the cluster may cost per hour, in the price table's currency")
       ->check(Positive())
       ->each([args](const std::string&) { args->budget_given = true; });
-  sub->add_option("--margin", args->margin_gib,
-                  fmt::format("GiB of headroom under the usable HBM a plan must leave (peak "
-                              "reserved is an estimate; default {:g})",
-                              sim::kDefaultMarginGib))
-      ->check(NonNegative());
+  AddMarginOption(sub, &args->margin_gib,
+                  "GiB of headroom under the usable HBM a plan must leave, as peak reserved is "
+                  "an estimate");
   sub->add_option("--objective", args->objective,
                   "rank by time (s per million tokens, default), cost, throughput or memory");
   sub->add_option("--top", args->top, "plans shown (default 5)")

@@ -233,11 +233,8 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_flag("--require-fit", args->require_fit, "exit 1 when the job does not fit in memory");
   sub->add_flag("--exact", args->exact,
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
-  sub->add_option("--margin", args->margin_gib,
-                  fmt::format("GiB of headroom under which a job that fits still gets fit advice "
-                              "(default {:g})",
-                              sim::kDefaultMarginGib))
-      ->check(NonNegative());
+  AddMarginOption(sub, &args->margin_gib,
+                  "GiB of headroom under which a job that fits still gets fit advice");
   registry.Add(sub, [args] { return RunSimulate(*args); });
 }
 

@@ -131,11 +131,9 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
                   "memory (peak reserved) or time (s per million tokens)");
   sub->add_option("--top", args->top, "rows of the ranked table (default 20; 0: all)")
       ->check(IntegerIn(0, std::numeric_limits<int>::max()));
-  sub->add_option("--margin", args->margin_gib,
-                  fmt::format("GiB of headroom under which a fitting variant is marked thin (!): "
-                              "peak reserved is an estimate (default {:g})",
-                              sim::kDefaultMarginGib))
-      ->check(NonNegative());
+  AddMarginOption(sub, &args->margin_gib,
+                  "GiB of headroom under which a fitting variant is marked thin (!): peak "
+                  "reserved is an estimate");
   sub->add_option("--csv", args->csv, "write every fitting variant, ranked, as CSV here")
       ->check(NonEmptyText());
   sub->add_option("--json", args->json, "write the sweep (shardscope-sweep/1 JSON) here")

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,14 @@ inline CLI::Validator NumberAbove(double bound, bool inclusive) {
       fmt::format("NUMBER{}{:g}", inclusive ? ">=" : ">", bound));
 }
 inline CLI::Validator NonNegative() { return NumberAbove(0, true); }
+// `--margin GIB` (simulate, sweep, recommend): GiB of headroom, >= 0; `what` says what the
+// margin does in that command, the help adds the default, which is `*margin_gib` as given
+// (sim::kDefaultMarginGib).
+inline CLI::Option* AddMarginOption(CLI::App* sub, double* margin_gib, std::string_view what) {
+  return sub
+      ->add_option("--margin", *margin_gib, fmt::format("{} (default {:g})", what, *margin_gib))
+      ->check(NonNegative());
+}
 // A finite number in (lo, hi]: a bound past it would overflow what the flag converts to
 // (--timeout 1e300 as nanoseconds, --memory-limit 1e30 GiB as bytes).
 inline CLI::Validator NumberIn(double lo, double hi) {
