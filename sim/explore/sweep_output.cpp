@@ -132,18 +132,19 @@ std::string SweepToCsv(const SweepResult& r, const SweepReport& report) {
   out +=
       ",gpu,gpus,tokens_per_s_per_gpu,step_time_s,peak_memory_reserved_gib,headroom_gib,"
       "exposed_comm_s,mfu,usd_per_gpu_hour,cost_per_million_tokens_usd,s_per_million_tokens,"
-      "pareto\n";
+      "pareto,thin\n";
   for (size_t k = 0; k < r.ranking.size(); ++k) {
     const VariantResult& v = r.variants[r.ranking[k]];
     const VariantFigures& f = v.figures;
     out += std::to_string(k + 1);
     for (const std::string& s : v.sets) out.append(",").append(CsvField(ValueOf(s)));
-    out += fmt::format(",{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{}\n", f.gpu,
-                       f.world_size, f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib,
-                       f.headroom_gib, f.exposed_comm_s, f.mfu,
+    out += fmt::format(",{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{},{}\n",
+                       f.gpu, f.world_size, f.tokens_per_s_per_gpu, f.step_time_s,
+                       f.peak_reserved_gib, f.headroom_gib, f.exposed_comm_s, f.mfu,
                        f.usd_per_gpu_hour ? fmt::format("{:.6g}", *f.usd_per_gpu_hour) : "",
                        f.cost_per_mtok_usd ? fmt::format("{:.6g}", *f.cost_per_mtok_usd) : "",
-                       f.s_per_mtok, v.pareto ? "true" : "false");
+                       f.s_per_mtok, v.pareto ? "true" : "false",
+                       IsThin(v, report.margin_gib) ? "true" : "false");
   }
   return out;
 }

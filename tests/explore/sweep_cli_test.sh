@@ -55,14 +55,18 @@ grep -q '"parallelism.ep=2 was invalid in every combination; the first (parallel
 grep -q '"notes": \[\]' "$out/tp.json" || fail "a sweep without notes: $(grep notes "$out/tp.json")"
 # A variant fitting with less headroom than --margin is marked, counted and flagged in the JSON;
 # a margin past the HBM makes every fitting variant thin, --margin 0 none.
-"$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 1000 --json "$out/thin.json" > "$out/table" 2>&1 ||
-  fail "margin sweep: $(cat "$out/table")"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 1000 --json "$out/thin.json" \
+  --csv "$out/thin.csv" > "$out/table" 2>&1 || fail "margin sweep: $(cat "$out/table")"
 grep -q "2 fit (2 with less than 1000 GiB of headroom, marked !)" "$out/table" || fail "thin count: $(cat "$out/table")"
 [ "$(grep -c '[0-9]! ' "$out/table")" -eq 2 ] || fail "thin marks: $(cat "$out/table")"
 grep -q '"thin": true' "$out/thin.json" || fail "thin not in the JSON"
 grep -q '"margin_gib": 1000' "$out/thin.json" || fail "margin not in the JSON"
-"$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 0 > "$out/table" 2>&1 || fail "margin 0 sweep"
+head -1 "$out/thin.csv" | grep -q ',pareto,thin$' || fail "no thin column: $(head -1 "$out/thin.csv")"
+[ "$(grep -c ',true$' "$out/thin.csv")" -eq 2 ] || fail "thin in the CSV: $(cat "$out/thin.csv")"
+"$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 0 --csv "$out/thick.csv" > "$out/table" 2>&1 ||
+  fail "margin 0 sweep"
 grep -q "marked !" "$out/table" && fail "thin variants with --margin 0: $(cat "$out/table")"
+[ "$(grep -c ',false$' "$out/thick.csv")" -eq 2 ] || fail "thin with --margin 0: $(cat "$out/thick.csv")"
 expect2 sweep "$job" --vary parallelism.tp=1,2 --margin -1
 expect2 sweep "$job" --vary parallelism.tp=1,2 --csv ''
 expect2 sweep "$job" --vary parallelism.tp=1,2 --top ''
