@@ -329,6 +329,9 @@ def main():
             "memory_kind": mem_kind, "measured_mem_gib": meas_mem, "predicted_mem_gib": pred_mem,
             "mem_error_pct": pct_error(pred_mem, meas_mem) if meas_mem else None,
             "fits": s["fits"], "step_time_s": s["step_time_s"], "mfu": s["mfu"],
+            # A part run under a power cap the source does not state is priced at the
+            # catalog's full power: its error is partly the cap's, which no figure here knows.
+            "power_limited": "power limited" in row["hardware"]["gpu"].lower(),
         })
 
     print(f"{'row':<52} {'tok/s/GPU meas':>14} {'pred':>8} {'err%':>7}  {'mem GiB meas':>12} {'pred':>7} {'err%':>7}  notes")
@@ -340,6 +343,8 @@ def main():
         notes = []
         if r["compile"]:
             notes.append("torch.compile run, predicted as eager")
+        if r["power_limited"]:
+            notes.append("power-limited part, cap not stated, predicted at full power")
         if r["memory_kind"]:
             notes.append(r["memory_kind"])
         if not r["fits"]:
