@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/util/count_text.h"
+
 namespace shardscope::sim {
 namespace {
 
@@ -84,8 +86,8 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   const int64_t thin = std::count_if(r.variants.begin(), r.variants.end(),
                                      [&](const auto& v) { return IsThin(v, report.margin_gib); });
   std::string out =
-      fmt::format("Sweep of {}: {} combinations; {} fit{}, {} do not fit in memory, {} invalid\n",
-                  report.scenario, total, r.fitting,
+      fmt::format("Sweep of {}: {}; {} fit{}, {} do not fit in memory, {} invalid\n",
+                  report.scenario, CountOf(total, "combination"), r.fitting,
                   thin > 0 ? fmt::format(" ({} with less than {:g} GiB of headroom, marked !)",
                                          thin, report.margin_gib)
                            : std::string(),
@@ -116,7 +118,8 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
     out += RankedTableRow(k + 1, v, Label(v), IsThin(v, report.margin_gib));
   }
   if (!r.pareto.empty()) {
-    out += fmt::format("Pareto front ({} variants, fastest first):\n", r.pareto.size());
+    out += fmt::format("Pareto front ({}, fastest first):\n",
+                       CountOf(static_cast<int64_t>(r.pareto.size()), "variant"));
     for (int i : r.pareto) {
       const VariantResult& v = r.variants[i];
       out += fmt::format("  {:>10.1f} s/Mtok  {:>8} $/Mtok  {}\n", v.figures.s_per_mtok,

@@ -53,6 +53,12 @@ grep -q '"parallelism.ep=2 was invalid in every combination; the first (parallel
   "$out/ep.json" || fail "never-valid note not in the JSON: $(grep -A3 notes "$out/ep.json")"
 "$bin" sweep "$job" --vary parallelism.tp=1,2 --json "$out/tp.json" > /dev/null 2>&1 || fail "tp sweep"
 grep -q '"notes": \[\]' "$out/tp.json" || fail "a sweep without notes: $(grep notes "$out/tp.json")"
+# Counts in the right number: one combination of one axis, one variant on the Pareto front.
+"$bin" sweep "$job" --vary parallelism.tp=1 > "$out/one" 2>&1 || fail "one-combination sweep: $(cat "$out/one")"
+grep -q "^sweep: 1 combination of 1 axis$" "$out/one" || fail "singular on stderr: $(cat "$out/one")"
+grep -q ": 1 combination; 1 fit" "$out/one" || fail "singular count: $(cat "$out/one")"
+grep -q "^Pareto front (1 variant, fastest first)" "$out/one" || fail "singular front: $(cat "$out/one")"
+
 # A variant fitting with less headroom than --margin is marked, counted and flagged in the JSON;
 # a margin past the HBM makes every fitting variant thin, --margin 0 none.
 "$bin" sweep "$job" --vary parallelism.tp=1,2 --margin 1000 --json "$out/thin.json" \

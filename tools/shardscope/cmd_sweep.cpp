@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/launch.h"
+#include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
@@ -75,7 +76,10 @@ Status RunSweepCommand(const SweepArgs& args) {
   if (root && (args.progress || StderrIsTty())) {
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
   }
-  if (root) fmt::print(stderr, "sweep: {} combinations of {} axes\n", count, axes.size());
+  if (root) {
+    fmt::print(stderr, "sweep: {} of {}\n", CountOf(count, "combination"),
+               CountOf(static_cast<int64_t>(axes.size()), "axis", "axes"));
+  }
   bool print = true;
   Result<sim::SweepResult> result = SweepOverRanks(base, axes, options, &print);
   bar.Finish();
