@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
@@ -48,8 +49,8 @@ std::string Pct(const calibrate::ErrorStats& s, double calibrate::ErrorStats::*f
 }
 
 void PrintGpu(const calibrate::GpuCalibration& g) {
-  fmt::print("Calibration for {}: {} input{}, {} observations\n", g.gpu, g.samples,
-             g.samples == 1 ? "" : "s", g.observations);
+  fmt::print("Calibration for {}: {}, {} observations\n", g.gpu, CountOf(g.samples, "input"),
+             g.observations);
   fmt::print("  {:<48} {:>12} {:>12} {:>12}\n", "figure", "default", "fitted", "± 1 sd");
   std::string kept;
   for (const calibrate::FittedFigure& f : g.figures) {

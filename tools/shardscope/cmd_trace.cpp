@@ -11,6 +11,7 @@
 #include "core/trace/trace_diff.h"
 #include "core/trace/trace_io.h"
 #include "core/trace/trace_stats.h"
+#include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
@@ -227,10 +228,8 @@ Status RunCheckKineto(const std::string& path, const std::string& text) {
     if (check.problem_count > static_cast<int64_t>(check.problems.size())) {
       fmt::print(stderr, "… {} more\n", check.problem_count - check.problems.size());
     }
-    return InvalidInput(
-        fmt::format("{}: PyTorch profiler (Kineto) trace with {} problem{} (listed "
-                    "above)",
-                    path, check.problem_count, check.problem_count == 1 ? "" : "s"));
+    return InvalidInput(fmt::format("{}: PyTorch profiler (Kineto) trace with {} (listed above)",
+                                    path, CountOf(check.problem_count, "problem")));
   }
   ReadTraceOptions options;
   options.format = TraceFormat::kKineto;
@@ -266,8 +265,8 @@ Status RunCheck(const std::string& path) {
   // and fine to skip.)
   for (const auto& [name, count] : trace.import.unknown_by_name) {
     if (!name.starts_with("ph=")) continue;
-    problems.push_back(fmt::format("{}: {} event{} of a kind the format does not define ({})", path,
-                                   count, count == 1 ? "" : "s", name));
+    problems.push_back(fmt::format("{}: {} of a kind the format does not define ({})", path,
+                                   CountOf(count, "event"), name));
   }
   if (problems.empty()) {
     fmt::print("{}: valid {} (ranks {}, {} work events, {} counter samples, {} markers)\n", path,
@@ -276,8 +275,8 @@ Status RunCheck(const std::string& path) {
     return Status::Ok();
   }
   for (const std::string& p : problems) fmt::print(stderr, "{}\n", p);
-  return InvalidInput(fmt::format("{}: {} problem{} (listed above)", path, problems.size(),
-                                  problems.size() == 1 ? "" : "s"));
+  return InvalidInput(fmt::format("{}: {} (listed above)", path,
+                                  CountOf(static_cast<int64_t>(problems.size()), "problem")));
 }
 
 }  // namespace
