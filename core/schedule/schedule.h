@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -193,7 +194,18 @@ struct ScheduleOp {
   ComputeItems items;         // compute / optimizer work (shared by ops running the same)
   std::vector<MemoryEffect> memory;
   bool on_host = false;  // runs on the CPU (offloaded optimizer step), not on a GPU lane
+  // op_id's phase part, as the builder that formed op_id knew it: StepPhaseOf reads this
+  // instead of parsing op_id (the memory replay asks for every op's phase; the parse was 4% of
+  // a prediction's instructions). Unset for ops made elsewhere (tests): StepPhaseOf parses.
+  // Two bytes beside on_host, in the record's padding (see the size check below).
+  std::optional<OpPhase> id_phase;
 };
+// A step holds tens of thousands of ops, and every stage of a prediction walks them: with this
+// record at 264 bytes instead of 256 (an 8-byte field between op_id and name), the builder of
+// TP 8 x PP 8 x 17 micro-batches took 11.7-12.1 ms against 7.4-7.6 (bench/explore_benchmark,
+// BM_StagesOfTheLongerRun, two interleaved pairs). A new field goes into padding or pays for
+// itself in a measurement.
+static_assert(sizeof(ScheduleOp) <= 256, "ScheduleOp grew: measure the builder before it does");
 
 // One simulated rank standing for all ranks that behave alike (runtime.md "role"), or, in a
 // schedule built for one given rank (ScheduleOptions::rank), that rank alone.

@@ -194,8 +194,9 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
   const int num_chunks = static_cast<int>(chunks.roots.size());
   const int pp = o.pp;
   auto id = [&](const PipeAction& a, std::string_view what) {
-    return MakeOpId(a.forward ? OpPhase::kForward : OpPhase::kBackward, ChunkLabel(a.chunk), what,
-                    0, in.micro_batches > 1 ? a.micro : -1);
+    const OpPhase phase = a.forward ? OpPhase::kForward : OpPhase::kBackward;
+    return NamedOpId{
+        MakeOpId(phase, ChunkLabel(a.chunk), what, 0, in.micro_batches > 1 ? a.micro : -1), phase};
   };
   // The roles' ranks sit at the same place in their stages (`local`).
   const int local = o.rank ? *o.rank % world.stage_size() : 0;

@@ -3,11 +3,13 @@
 #include <fmt/core.h>
 
 #include <array>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 
 #include "core/schedule/op_kind.h"
+#include "core/trace/op_id_view.h"
 
 namespace shardscope {
 namespace {
@@ -117,6 +119,13 @@ Status ValidateSchedule(const Schedule& s) {
     }
     if (!ids.insert({op.role, op.op_id}).second) {
       return InvalidInput(fmt::format("{}: op_id repeated within role {}", Where(s, i), op.role));
+    }
+    if (op.id_phase) {
+      const std::optional<OpIdView> id = ParseOpIdView(op.op_id);
+      if (!id || id->phase != *op.id_phase) {
+        return InvalidInput(fmt::format("{}: recorded phase '{}' is not the op_id's", Where(s, i),
+                                        OpPhaseName(*op.id_phase)));
+      }
     }
     for (int d : op.deps) {
       if (d < 0 || d >= static_cast<int>(i)) {

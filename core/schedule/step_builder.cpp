@@ -184,19 +184,19 @@ class RoleEmitter::Impl {
     for (int w : waits) barrier_.push_back(w);
     Backward(root);
   }
-  int SendOp(const std::string& op_id, int group, int64_t bytes, int micro) {
+  int SendOp(NamedOpId op_id, int group, int64_t bytes, int micro) {
     micro_ = micro;
-    ScheduleOp op = NewOp(Lane::kP2P, OpType::kSend, op_id, "ncclSend", -1);
+    ScheduleOp op = NewOp(Lane::kP2P, OpType::kSend, std::move(op_id), "ncclSend", -1);
     op.group = group;
     op.bytes = bytes;
     op.collective = CollectiveOf(in_.compute_dtype, bytes);
     if (last_compute_ >= 0) op.deps.push_back(last_compute_);
     return Push(std::move(op));
   }
-  int RecvOp(const std::string& op_id, int group, int peer_send, int micro) {
+  int RecvOp(NamedOpId op_id, int group, int peer_send, int micro) {
     micro_ = micro;
     // The paired send carries the transfer; the receive is this rank's join point on it.
-    ScheduleOp op = NewOp(Lane::kP2P, OpType::kRecv, op_id, "ncclRecv", -1);
+    ScheduleOp op = NewOp(Lane::kP2P, OpType::kRecv, std::move(op_id), "ncclRecv", -1);
     op.group = group;
     op.collective = s_.ops[peer_send].collective;  // what the matching send transfers
     op.deps.push_back(peer_send);
@@ -302,9 +302,9 @@ class RoleEmitter::Impl {
   }
 
   // ----- op emission -----
-  std::string Id(std::string_view phase, int u, std::string_view what, int index = 0) const {
-    return MakeOpId(phase == "fwd" ? OpPhase::kForward : OpPhase::kBackward, in_.labels[u], what,
-                    index, micro_steps_ > 1 ? micro_ : -1);
+  NamedOpId Id(std::string_view phase, int u, std::string_view what, int index = 0) const {
+    const OpPhase p = phase == "fwd" ? OpPhase::kForward : OpPhase::kBackward;
+    return {MakeOpId(p, in_.labels[u], what, index, micro_steps_ > 1 ? micro_ : -1), p};
   }
 
   static MemoryEffect Effect(MemoryEffect::When when, MemCategory c, int64_t bytes, int buffer) {
@@ -354,12 +354,13 @@ class RoleEmitter::Impl {
     buffer = -1;
   }
 
-  ScheduleOp NewOp(Lane lane, OpType type, std::string op_id, std::string name, int u) {
+  ScheduleOp NewOp(Lane lane, OpType type, NamedOpId id, std::string name, int u) {
     ScheduleOp op;
     op.role = role_;
     op.lane = lane;
     op.type = type;
-    op.op_id = std::move(op_id);
+    op.op_id = std::move(id.text);
+    op.id_phase = id.phase;
     op.name = std::move(name);
     op.unit = u >= 0 ? Unit(u).fqn : std::string();
     op.micro_step = micro_;
@@ -1089,13 +1090,15 @@ class RoleEmitter::Impl {
   void EmitOptimizer() {
     micro_ = micro_steps_ - 1;
     ScheduleOp wait =
-        NewOp(Lane::kCompute, OpType::kWait, MakeOpId(OpPhase::kStep, "", op_what::kWaitReductions),
+        NewOp(Lane::kCompute, OpType::kWait,
+              NamedOpId{MakeOpId(OpPhase::kStep, "", op_what::kWaitReductions), OpPhase::kStep},
               "wait_for_reductions", -1);
     wait.deps = reductions_;
     const int wait_index = Push(std::move(wait));
     bool host = false;
     ScheduleOp opt =
-        NewOp(Lane::kCompute, OpType::kOptimizer, MakeOpId(OpPhase::kStep, "", op_what::kOptimizer),
+        NewOp(Lane::kCompute, OpType::kOptimizer,
+              NamedOpId{MakeOpId(OpPhase::kStep, "", op_what::kOptimizer), OpPhase::kStep},
               "Optimizer.step#" + in_.options->optimizer, -1);
     const bool moments = in_.options->optimizer != "sgd";
     std::vector<int> temps;
@@ -1186,11 +1189,11 @@ void RoleEmitter::Forward(int chunk_root, int micro, const std::vector<int>& wai
 void RoleEmitter::Backward(int chunk_root, int micro, const std::vector<int>& waits) {
   impl_->BackwardChunk(chunk_root, micro, waits);
 }
-int RoleEmitter::Send(const std::string& op_id, int group, int64_t bytes, int micro) {
-  return impl_->SendOp(op_id, group, bytes, micro);
+int RoleEmitter::Send(NamedOpId op_id, int group, int64_t bytes, int micro) {
+  return impl_->SendOp(std::move(op_id), group, bytes, micro);
 }
-int RoleEmitter::Recv(const std::string& op_id, int group, int peer_send, int micro) {
-  return impl_->RecvOp(op_id, group, peer_send, micro);
+int RoleEmitter::Recv(NamedOpId op_id, int group, int peer_send, int micro) {
+  return impl_->RecvOp(std::move(op_id), group, peer_send, micro);
 }
 void RoleEmitter::Finish() { impl_->Finish(); }
 

@@ -47,6 +47,12 @@ struct StepInputs {
   DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 
+// An op_id as the builder forms it, with its phase part (ScheduleOp::id_phase).
+struct NamedOpId {
+  std::string text;
+  OpPhase phase = OpPhase::kForward;
+};
+
 class RoleEmitter {
  public:
   // `groups` are this role's process groups per unit; `units` the units this role runs;
@@ -63,8 +69,8 @@ class RoleEmitter {
   void Backward(int chunk_root, int micro, const std::vector<int>& waits);
   // A pipeline transfer on this role's p2p lane; returns the op index. A send depends on the
   // last compute op; a receive on `peer_send` (the matching send on the other role).
-  int Send(const std::string& op_id, int group, int64_t bytes, int micro);
-  int Recv(const std::string& op_id, int group, int peer_send, int micro);
+  int Send(NamedOpId op_id, int group, int64_t bytes, int micro);
+  int Recv(NamedOpId op_id, int group, int peer_send, int micro);
   // End of backward: wait for all reductions, then the optimizer step over this role's units.
   void Finish();
 

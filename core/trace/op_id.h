@@ -21,6 +21,7 @@
 // The micro-batch prefix appears only when a step has more than one micro-batch.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,7 +29,7 @@
 
 namespace shardscope {
 
-enum class OpPhase { kForward, kBackward, kStep };
+enum class OpPhase : uint8_t { kForward, kBackward, kStep };
 std::string_view OpPhaseName(OpPhase phase);  // "fwd" | "bwd" | "step"
 
 struct OpId {

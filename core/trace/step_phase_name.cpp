@@ -22,7 +22,11 @@ std::string_view StepPhaseName(StepPhase phase) {
 std::optional<StepPhase> StepPhaseOfOpId(std::string_view op_id) {
   const std::optional<OpIdView> id = ParseOpIdView(op_id);  // once per op: no copies
   if (!id) return std::nullopt;
-  switch (id->phase) {
+  return StepPhaseOfPart(id->phase);
+}
+
+StepPhase StepPhaseOfPart(OpPhase part) {
+  switch (part) {
     case OpPhase::kForward:
       return StepPhase::kForward;
     case OpPhase::kBackward:
@@ -30,7 +34,7 @@ std::optional<StepPhase> StepPhaseOfOpId(std::string_view op_id) {
     case OpPhase::kStep:
       return StepPhase::kOptimizer;
   }
-  return std::nullopt;
+  return StepPhase::kForward;
 }
 
 }  // namespace shardscope

@@ -76,6 +76,8 @@ TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation)
     const Status st = ValidateSchedule(b.schedule);
     EXPECT_TRUE(st.ok()) << st.message();
     EXPECT_EQ(b.schedule.ops.back().op_id, "step/optimizer");
+    // The builder records every op's phase (ValidateSchedule holds it to the op_id's).
+    for (const ScheduleOp& op : b.schedule.ops) EXPECT_TRUE(op.id_phase.has_value()) << op.op_id;
   }
 }
 
@@ -408,6 +410,7 @@ TEST(SchedulePipelineTest, EverySchedulesValidatesWithOneRolePerStage) {
     EXPECT_EQ(s.roles[1].ranks_like, 4);
     const Status st = ValidateSchedule(s);
     EXPECT_TRUE(st.ok()) << st.message();
+    for (const ScheduleOp& op : s.ops) EXPECT_TRUE(op.id_phase.has_value()) << op.op_id;
     int sends = 0;
     for (const ScheduleOp& op : s.ops) sends += op.type == OpType::kSend;
     // Every micro-batch crosses each of the 2·v − 1 chunk boundaries twice (fwd + bwd).

@@ -98,6 +98,15 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
             std::string::npos)
       << st.message();
 
+  Schedule phase = TwoOps();
+  phase.ops[0].op_id = "mb1/bwd/model.layers.0/compute";
+  phase.ops[0].id_phase = OpPhase::kForward;  // what a builder that named it wrongly would say
+  st = ValidateSchedule(phase);
+  EXPECT_NE(st.message().find("recorded phase 'fwd' is not the op_id's"), std::string::npos)
+      << st.message();
+  phase.ops[0].id_phase = OpPhase::kBackward;
+  EXPECT_TRUE(ValidateSchedule(phase).ok());
+
   Schedule dead = TwoOps();
   dead.buffers[0].free_op = 0;  // freed before the collective that reads it
   dead.ops[0].memory.push_back({MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
