@@ -104,13 +104,19 @@ class CachingAllocatorModel {
   int NewBlock(const Block& b);
   void InsertFree(int id);
   void EraseFree(int id);
+  // Block `id`'s entry replaces `entry` (a neighbour's, taken over by a coalesce).
+  void ReplaceFree(std::pair<int64_t, int> entry, int id);
   void ReleaseFreeSegments();
   // A pool's cached blocks, (size, block id) ascending: best fit is the first not below the
   // request, ties to the lowest id (what std::set's order gave). A sorted vector, not a
   // std::set: a step replays an allocation and a free per buffer, and a set allocated and freed
   // a node for each (the allocator model's share of a sweep's profile, issue 14).
   using FreeList = std::vector<std::pair<int64_t, int>>;
-  FreeList& FreeSet(int pool);
+  FreeList& FreeSet(int pool) {  // inline: every insert and erase asks for its list
+    if (pool >= static_cast<int>(free_.size())) [[unlikely]]
+      free_.resize(pool + 1);
+    return free_[pool];
+  }
 
   int64_t capacity_bytes_;
   SegmentBacking* backing_ = nullptr;
