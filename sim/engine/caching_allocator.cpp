@@ -73,6 +73,10 @@ void CachingAllocatorModel::ReplaceFree(std::pair<int64_t, int> entry, int id) {
   FreeList& list = FreeSet(blocks_[id].pool);
   const auto at = std::lower_bound(list.begin(), list.end(), entry);
   assert(at != list.end() && *at == entry);
+  ReplaceFreeAt(list, at, id);
+}
+
+void CachingAllocatorModel::ReplaceFreeAt(FreeList& list, FreeList::iterator at, int id) {
   SortedReplace(list, at, {blocks_[id].size, id});
   blocks_[id].free = true;
 }
@@ -137,8 +141,7 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
     blocks_[id].next = tail_id;
     blocks_[id].size = size;
     if (cached) {
-      blocks_[tail_id].free = true;
-      SortedReplace(free_set, it, {rest, tail_id});
+      ReplaceFreeAt(free_set, it, tail_id);
     } else {
       InsertFree(tail_id);
     }

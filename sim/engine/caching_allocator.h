@@ -104,8 +104,6 @@ class CachingAllocatorModel {
   int NewBlock(const Block& b);
   void InsertFree(int id);
   void EraseFree(int id);
-  // Block `id`'s entry replaces `entry` (a neighbour's, taken over by a coalesce).
-  void ReplaceFree(std::pair<int64_t, int> entry, int id);
   void ReleaseFreeSegments();
   // A pool's cached blocks, (size, block id) ascending: best fit is the first not below the
   // request, ties to the lowest id (what std::set's order gave). A sorted vector, not a
@@ -117,6 +115,10 @@ class CachingAllocatorModel {
       free_.resize(pool + 1);
     return free_[pool];
   }
+  // Block `id`'s entry replaces `entry` (a neighbour's, taken over by a coalesce), or the entry
+  // at `at` of `list`, its pool's (the block a split came from).
+  void ReplaceFree(std::pair<int64_t, int> entry, int id);
+  void ReplaceFreeAt(FreeList& list, FreeList::iterator at, int id);
 
   int64_t capacity_bytes_;
   SegmentBacking* backing_ = nullptr;
