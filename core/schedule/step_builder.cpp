@@ -81,6 +81,28 @@ struct Segment {
   int chunk = -1;  // kChunk: index among the unit's chunks
 };
 
+// How many collectives of each kind (prefix + what) one unit's forward, backward or
+// recomputation has emitted so far: the next one's op_id index. A unit has a handful of kinds,
+// so a linear scan over views of the plan's own strings (a string-keyed map made a node and a
+// key per kind, per unit and micro-batch, and a string per op).
+class CommCounters {
+ public:
+  int Next(std::string_view prefix, std::string_view what) {
+    for (Entry& e : entries_) {
+      if (e.what == what && e.prefix == prefix) return e.count++;
+    }
+    entries_.push_back({prefix, what, 1});
+    return 0;
+  }
+
+ private:
+  struct Entry {
+    std::string_view prefix, what;
+    int count = 0;
+  };
+  std::vector<Entry> entries_;
+};
+
 struct UnitState {
   bool gathered = false;
   int params_buffer = -1;
@@ -354,14 +376,14 @@ class RoleEmitter::Impl {
     buffer = -1;
   }
 
-  ScheduleOp NewOp(Lane lane, OpType type, NamedOpId id, std::string name, int u) {
+  ScheduleOp NewOp(Lane lane, OpType type, NamedOpId id, std::string_view name, int u) {
     ScheduleOp op;
     op.role = role_;
     op.lane = lane;
     op.type = type;
     op.op_id = std::move(id.text);
     op.id_phase = id.phase;
-    op.name = std::move(name);
+    op.name = name;
     op.unit = u >= 0 ? Unit(u).fqn : std::string();
     op.micro_step = micro_;
     return op;
@@ -584,7 +606,7 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
     act.assign(chunks_[u], -1);
-    std::map<std::string, int> counters;
+    CommCounters counters;
     const CheckpointMode mode = ModeOf(u);
     bool root_post_forward = false;
     for (const struct Segment& seg : segments_[u]) {
@@ -674,10 +696,15 @@ class RoleEmitter::Impl {
   }
 
   void EmitComms(int u, std::string_view phase, const std::vector<CommSpec>& comms,
-                 std::map<std::string, int>& counters, std::string_view prefix = "") {
+                 CommCounters& counters, std::string_view prefix = "") {
     for (const CommSpec& c : comms) {
-      const std::string what = std::string(prefix) + c.what;
-      const int k = counters[what]++;
+      std::string_view what = c.what;
+      if (!prefix.empty()) {
+        comm_what_.assign(prefix);
+        comm_what_ += c.what;
+        what = comm_what_;
+      }
+      const int k = counters.Next(prefix, c.what);
       ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(phase, u, what, k), NcclName(c.type), u);
       auto mapped = remap_.find(c.group);
       op.group = mapped == remap_.end() ? c.group : mapped->second;
@@ -693,7 +720,7 @@ class RoleEmitter::Impl {
     }
   }
 
-  static std::string NcclName(OpType t) {
+  static std::string_view NcclName(OpType t) {
     switch (t) {
       case OpType::kAllGather:
         return "ncclAllGather";
@@ -735,7 +762,7 @@ class RoleEmitter::Impl {
       for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
     }
     if (ModeOf(u) == CheckpointMode::kFull) Recompute(u);
-    std::map<std::string, int> counters;
+    CommCounters counters;
     for (; it != segs.rend(); ++it) {
       if (it->kind == Segment::Kind::kUnit) {
         Backward(it->unit);
@@ -812,7 +839,7 @@ class RoleEmitter::Impl {
 
   void Recompute(int u) {
     UnitState& st = state_[u];
-    std::map<std::string, int> counters;
+    CommCounters counters;
     bool first = true;
     for (const struct Segment& seg : segments_[u]) {
       if (seg.kind == Segment::Kind::kUnit) continue;  // nested units recompute on their own
@@ -859,12 +886,15 @@ class RoleEmitter::Impl {
     std::vector<char>& taken = st.grad_group_allocated;
     taken.resize(groups.size(), 0);
     const bool first = std::none_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
+    // The parameters' names only when the schedule is to carry them (the executor's); the
+    // simulator's schedules skip the list (one per backward chunk and micro-batch).
+    const bool names = in_.options->grad_param_names;
     std::vector<int> params;
     int64_t bytes = 0;
     auto take = [&](size_t g) {
       if (taken[g]) return;
       taken[g] = 1;
-      params.insert(params.end(), groups[g].params.begin(), groups[g].params.end());
+      if (names) params.insert(params.end(), groups[g].params.begin(), groups[g].params.end());
       bytes += groups[g].bytes;
     };
     if (chunk >= 0) {
@@ -875,7 +905,6 @@ class RoleEmitter::Impl {
     }
     std::sort(params.begin(), params.end());
     const int buffer = Alloc(op, when, MemCategory::kUnshardedGrads, bytes, z.gather_dtype, u);
-    const bool names = in_.options->grad_param_names;
     if (buffer >= 0) {
       if (names) {
         for (int p : params) s_.buffers[buffer].grads_of.push_back(Unit(u).params[p].fqn);
@@ -1150,6 +1179,7 @@ class RoleEmitter::Impl {
   std::vector<UnitGroups> groups_;
   std::vector<int> role_units_;
   std::map<int, int> remap_;
+  std::string comm_what_;  // EmitComms: the prefixed kind, its buffer reused op to op
   int role_ = 0;
   Schedule& s_;
   std::vector<std::vector<struct Segment>> segments_;
