@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 #include <variant>
 
 #include "core/config/scenario.h"
@@ -125,6 +127,45 @@ TEST(UnitWorkTest, ContextParallelGathersKeysAndValuesBeforeAttention) {
   }
   // The loss runs last although it hangs on the root module.
   EXPECT_EQ((*w)[0].entries.back().item.kind, OpKind::kLoss);
+}
+
+// BuildUnitWork describes each distinct descriptor once and hands its figures to every module
+// that repeats it: equal descriptors give equal items, a different variant or dimension its
+// own.
+TEST(UnitWorkTest, ModulesShareTheFiguresOfEqualDescriptorsOnly) {
+  ModelTree t;
+  Leaf(t, 0, "a", "Linear", Op(OpKind::kLinear, {{"in", 64}, {"out", 128}}, "column"), {128, 64});
+  Leaf(t, 0, "b", "Linear", Op(OpKind::kLinear, {{"in", 64}, {"out", 128}}, "column"), {128, 64});
+  Leaf(t, 0, "c", "Linear", Op(OpKind::kLinear, {{"in", 64}, {"out", 128}}, "row"), {128, 64});
+  Leaf(t, 0, "d", "Linear", Op(OpKind::kLinear, {{"in", 64}, {"out", 96}}, "column"), {96, 64});
+  ScheduleOptions o;
+  o.tp = 2;
+  OpContext ctx;
+  ctx.batch = 2;
+  ctx.seq = 16;
+  ctx.tp = 2;
+  std::vector<std::string> names;
+  Result<std::vector<UnitWork>> w = BuildUnitWork(t, RootOnly(), o, ctx, WorkGroups{}, names);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  std::map<std::string, const GemmWork*> gemm;
+  std::map<std::string, double> flops;
+  for (const WorkEntry& e : (*w)[0].entries) {
+    if (e.kind != WorkEntry::Kind::kItem) continue;
+    gemm[names.at(e.item.module)] = std::get_if<GemmWork>(&e.item.work);
+    flops[names.at(e.item.module)] = e.item.cost.fwd_flops;
+  }
+  ASSERT_EQ(gemm.size(), 4u);
+  for (const auto& [name, g] : gemm) ASSERT_NE(g, nullptr) << name;
+  // column: the output features split over tp; row: the input features.
+  EXPECT_EQ(gemm["a"]->n, 64);
+  EXPECT_EQ(gemm["a"]->k, 64);
+  EXPECT_EQ(gemm["b"]->n, 64);
+  EXPECT_EQ(gemm["c"]->n, 128);
+  EXPECT_EQ(gemm["c"]->k, 32);
+  EXPECT_EQ(gemm["d"]->n, 48);
+  EXPECT_DOUBLE_EQ(flops["a"], flops["b"]);
+  EXPECT_DOUBLE_EQ(flops["a"], flops["c"]);  // the same work, split the other way
+  EXPECT_DOUBLE_EQ(flops["d"], flops["a"] * 96 / 128);
 }
 
 TEST(UnitWorkTest, ScenarioFieldsReachTheOptions) {
