@@ -69,7 +69,7 @@ void CachingAllocatorModel::EraseFree(int id) {
   blocks_[id].free = false;
 }
 
-void CachingAllocatorModel::ReplaceFree(std::pair<int64_t, int> entry, int id) {
+void CachingAllocatorModel::ReplaceFree(FreeEntry entry, int id) {
   FreeList& list = FreeSet(blocks_[id].pool);
   const auto at = std::lower_bound(list.begin(), list.end(), entry);
   assert(at != list.end() && *at == entry);
@@ -100,11 +100,11 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   const int pool = stream * 2 + (large ? 1 : 0);
   auto& free_set = FreeSet(pool);
   int id = -1;
-  auto it = std::lower_bound(free_set.begin(), free_set.end(), std::pair<int64_t, int>{size, -1});
+  auto it = std::lower_bound(free_set.begin(), free_set.end(), FreeEntry{size, -1});
   // The cached block's entry, left in place until the split below knows what replaces it.
   bool cached = false;
   if (it != free_set.end()) {
-    id = it->second;
+    id = it->id;
     cached = true;
     blocks_[id].free = false;
     if (blocks_[id].prev < 0 && blocks_[id].next < 0)
@@ -158,7 +158,7 @@ void CachingAllocatorModel::Free(int handle) {
   allocated_rounded_bytes_ -= blocks_[id].size;
   // Coalesce with free neighbours of the same segment. The merged block's free-list entry takes
   // the place of the first neighbour's (ReplaceFree); a second neighbour's is erased.
-  std::pair<int64_t, int> taken{-1, -1};
+  FreeEntry taken{-1, -1};
   const int prev = blocks_[id].prev;
   if (prev >= 0 && blocks_[prev].free) {
     taken = {blocks_[prev].size, prev};
@@ -170,7 +170,7 @@ void CachingAllocatorModel::Free(int handle) {
   }
   const int next = blocks_[id].next;
   if (next >= 0 && blocks_[next].free) {
-    if (taken.second >= 0) {
+    if (taken.id >= 0) {
       EraseFree(next);
     } else {
       taken = {blocks_[next].size, next};
@@ -182,7 +182,7 @@ void CachingAllocatorModel::Free(int handle) {
     unused_block_ids_.push_back(next);
   }
   if (blocks_[id].prev < 0) segments_[blocks_[id].segment].first_block = id;
-  if (taken.second >= 0) {
+  if (taken.id >= 0) {
     ReplaceFree(taken, id);
   } else {
     InsertFree(id);

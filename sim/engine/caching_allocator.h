@@ -23,6 +23,7 @@
 // soon as the step frees it), no per-allocation alignment beyond 512 B.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -109,7 +110,14 @@ class CachingAllocatorModel {
   // request, ties to the lowest id (what std::set's order gave). A sorted vector, not a
   // std::set: a step replays an allocation and a free per buffer, and a set allocated and freed
   // a node for each (the allocator model's share of a sweep's profile, issue 14).
-  using FreeList = std::vector<std::pair<int64_t, int>>;
+  // An entry: a trivially copyable pair, so that shifting a list's entries is one memmove
+  // (std::pair's assignment is user-provided: element by element).
+  struct FreeEntry {
+    int64_t size;
+    int id;
+    auto operator<=>(const FreeEntry&) const = default;
+  };
+  using FreeList = std::vector<FreeEntry>;
   FreeList& FreeSet(int pool) {  // inline: every insert and erase asks for its list
     if (pool >= static_cast<int>(free_.size())) [[unlikely]]
       free_.resize(pool + 1);
@@ -117,7 +125,7 @@ class CachingAllocatorModel {
   }
   // Block `id`'s entry replaces `entry` (a neighbour's, taken over by a coalesce), or the entry
   // at `at` of `list`, its pool's (the block a split came from).
-  void ReplaceFree(std::pair<int64_t, int> entry, int id);
+  void ReplaceFree(FreeEntry entry, int id);
   void ReplaceFreeAt(FreeList& list, FreeList::iterator at, int id);
 
   int64_t capacity_bytes_;
