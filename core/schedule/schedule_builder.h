@@ -43,7 +43,9 @@
 
 namespace shardscope {
 
-// Per-rank figures of one module; tests inject closed forms, production uses EstimateOp.
+// Per-rank figures of one module; tests inject closed forms, production uses EstimateOp. A
+// function of its arguments alone: the builder calls it once per distinct descriptor and gives
+// its figures to every module with an equal one (BuildUnitWork).
 using OpEstimator = Result<OpCost> (*)(const OpDescriptor&, const OpContext&);
 
 struct ScheduleOptions {
