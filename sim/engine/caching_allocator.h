@@ -25,7 +25,6 @@
 
 #include <compare>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace shardscope::sim {
