@@ -24,7 +24,7 @@ Status IssueCollective(Communicator& comm, const CollectiveCall& call) {
   }
 }
 
-CollectiveCall CollectiveCallOf(const ScheduleOp& op) {
+CollectiveCall CollectiveCallOf(const Schedule& schedule, const ScheduleOp& op) {
   CollectiveCall c;
   c.type = op.type;
   c.lane = op.lane;
@@ -34,7 +34,7 @@ CollectiveCall CollectiveCallOf(const ScheduleOp& op) {
   c.pre_scale = op.collective.pre_scale;
   c.post_scale = op.collective.post_scale;
   c.bytes = op.bytes;
-  c.op_id = op.op_id;
+  c.op_id = OpIdOf(schedule, op);
   return c;
 }
 

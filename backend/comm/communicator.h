@@ -94,7 +94,7 @@ Status IssueCollective(Communicator& comm, const CollectiveCall& call);
 
 // The call of collective op `op` on `lane` with its CollectiveSpec; the caller fills input
 // and output (and the peer of a send / receive).
-CollectiveCall CollectiveCallOf(const ScheduleOp& op);
+CollectiveCall CollectiveCallOf(const Schedule& schedule, const ScheduleOp& op);
 
 class CommFactory {
  public:

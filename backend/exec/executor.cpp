@@ -30,12 +30,12 @@ int64_t ThreadCpuNs() {
 // builder (EmitPipeline) gives each hop "pp:<from>-><to>" the two ranks at this rank's place
 // in the two stages; a send goes to the other one, a receive comes from it (a hop within one
 // stage, pp = 1 with virtual stages, is this rank itself).
-Result<int> PipelinePeer(const ScheduleOp& op, const ProcessGroup& g, int rank) {
+Result<int> PipelinePeer(const Schedule& s, const ScheduleOp& op, const ProcessGroup& g, int rank) {
   const auto me = std::find(g.ranks.begin(), g.ranks.end(), rank);
   if (me == g.ranks.end() || g.size() > 2) {
     return InvalidInput(fmt::format(
         "schedule: {} '{}' on group '{}' (ranks [{}]): a pipeline hop is rank {} and its peer",
-        OpTypeName(op.type), op.op_id, g.name, fmt::join(g.ranks, ", "), rank));
+        OpTypeName(op.type), OpIdOf(s, op), g.name, fmt::join(g.ranks, ", "), rank));
   }
   const auto peer = std::find_if(g.ranks.begin(), g.ranks.end(), [&](int r) { return r != rank; });
   return static_cast<int>((peer == g.ranks.end() ? me : peer) - g.ranks.begin());
@@ -243,7 +243,7 @@ Status Runner::Prepare() {
   std::map<std::string, int> shard_index;
   for (const ScheduleOp& op : s_.ops) {
     if (op.type == OpType::kAllGather && op.group >= 0 && op.collective.output_buffer >= 0) {
-      shard_index.emplace(OpUnitLabel(op), comms_[op.group]->rank());
+      shard_index.emplace(OpUnitLabel(s_, op), comms_[op.group]->rank());
     }
   }
   for (const ScheduledUnit& u : ScheduledUnits(plan_)) {
@@ -255,7 +255,7 @@ Status Runner::Prepare() {
   }
   unit_of_op_.assign(s_.ops.size(), -1);
   for (size_t i = 0; i < s_.ops.size(); ++i) {
-    auto it = unit_by_label_.find(OpUnitLabel(s_.ops[i]));
+    auto it = unit_by_label_.find(OpUnitLabel(s_, s_.ops[i]));
     if (it != unit_by_label_.end()) unit_of_op_[i] = it->second;  // "" is the root's
   }
   // Persistent state, matched by unit and size (schedule_builder.cpp's order per unit:
@@ -439,7 +439,8 @@ Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
         }
         return RuntimeError(fmt::format(
             "out of memory at op '{}' allocating {} bytes of {}: {}; allocated by category: {}",
-            op.op_id, b.bytes, MemCategoryName(b.category), got.status().message(), breakdown));
+            OpIdOf(s_, op), b.bytes, MemCategoryName(b.category), got.status().message(),
+            breakdown));
       }
       live_[e.buffer] = std::move(got).value();
       // A unit's gathered parameters, whichever op allocates them (host run-ahead).
@@ -450,7 +451,7 @@ Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
     } else if (e.bytes < 0) {
       if (live_[e.buffer].data == nullptr) {
         return InvalidInput(fmt::format("schedule: op '{}' frees buffer {}, which is not live",
-                                        op.op_id, e.buffer));
+                                        OpIdOf(s_, op), e.buffer));
       }
       dev_.Free(live_[e.buffer], ready);
       live_[e.buffer] = DeviceBuffer{};
@@ -634,9 +635,9 @@ Status Runner::IssueCopyIn(int i) {
 Status Runner::IssueCollective(int i) {
   const ScheduleOp& op = s_.ops[i];
   if (op.group < 0)
-    return InvalidInput(fmt::format("schedule: collective '{}' has no group", op.op_id));
+    return InvalidInput(fmt::format("schedule: collective '{}' has no group", OpIdOf(s_, op)));
   Communicator& comm = *comms_[op.group];
-  CollectiveCall c = CollectiveCallOf(op);
+  CollectiveCall c = CollectiveCallOf(s_, op);
   const int64_t elem = DTypeBytes(c.dtype);
   char* ws = Workspace(i);
   auto buffer = [&](int id) -> char* {
@@ -678,7 +679,7 @@ Status Runner::IssueCollective(int i) {
           return InvalidInput(fmt::format(
               "schedule: all-reduce '{}' casts {} elements its buffer holds in {} to {}: more "
               "than Prepare sized for",
-              op.op_id, c.count, DTypeName(from), DTypeName(c.dtype)));
+              OpIdOf(s_, op), c.count, DTypeName(from), DTypeName(c.dtype)));
         }
         // An accumulation's sum is there already, in the reduce dtype it was summed in.
         if (!std::exchange(u->replicate_summed, false)) {
@@ -699,7 +700,7 @@ Status Runner::IssueCollective(int i) {
       c.input = ws;
       c.output = ws + c.count * comm.size() * elem;
       if (op.type == OpType::kSend || op.type == OpType::kRecv) {
-        SS_ASSIGN_OR_RETURN(c.peer, PipelinePeer(op, s_.groups[op.group], rank_));
+        SS_ASSIGN_OR_RETURN(c.peer, PipelinePeer(s_, op, s_.groups[op.group], rank_));
       }
       if (op.type == OpType::kSend && p2p_partner_[i] >= 0) {
         SS_RETURN_IF_ERROR(comm.BeginP2PGroup());
@@ -801,7 +802,7 @@ Status Runner::IssueCompute(int i) {
       b.params = static_cast<const char*>(live_[u->gathered].data);
       b.params_bytes = live_[u->gathered].bytes;
     }
-    SS_RETURN_IF_ERROR(IssueItem(dev_, op.lane, item, b).WithContext(op.op_id));
+    SS_RETURN_IF_ERROR(IssueItem(dev_, op.lane, item, b).WithContext(OpIdOf(s_, op)));
   }
   return Status::Ok();
 }
@@ -839,12 +840,12 @@ Status Runner::NoteGradients(int i, MemoryEffect::When when, std::vector<int>& f
         return InvalidInput(fmt::format(
             "schedule: op '{}' allocates gradients of {}, not a {}parameter of unit '{}' that "
             "requires grad",
-            op.op_id, fqn, replicate ? "replicate " : "", u->layout.label));
+            OpIdOf(s_, op), fqn, replicate ? "replicate " : "", u->layout.label));
       }
       if (replicate && it->grad_offset != offset) {
         return InvalidInput(fmt::format(
             "schedule: op '{}' lists the replicate gradients of unit '{}' out of plan order",
-            op.op_id, u->layout.label));
+            OpIdOf(s_, op), u->layout.label));
       }
       if (!replicate) u->grad_at[it - params.begin()] = GradSlot{e.buffer, offset};
       offset += S * it->shard_numel() * DTypeBytes(it->gather_dtype);
@@ -853,7 +854,7 @@ Status Runner::NoteGradients(int i, MemoryEffect::When when, std::vector<int>& f
       return InvalidInput(fmt::format(
           "schedule: op '{}' allocates {} bytes of gradients for unit '{}', whose listed "
           "parameters need {}",
-          op.op_id, b.bytes, u->layout.label, offset));
+          OpIdOf(s_, op), b.bytes, u->layout.label, offset));
     }
     if (replicate) u->replicate_grads = e.buffer;
     fresh.push_back(e.buffer);
@@ -1119,7 +1120,7 @@ Status Runner::Step(int step) {
         const ScheduleOp& op = s_.ops[i];
         failed = i;
         failure = RuntimeError(
-            fmt::format("op '{}'{} did not finish within --timeout {:.3f} s: {}", op.op_id,
+            fmt::format("op '{}'{} did not finish within --timeout {:.3f} s: {}", OpIdOf(s_, op),
                         op.group >= 0 ? fmt::format(" (group {})", s_.groups[op.group].name) : "",
                         std::chrono::duration<double>(o_.timeout).count(), synced.message()));
         break;

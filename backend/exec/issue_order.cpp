@@ -34,8 +34,8 @@ Result<std::vector<int>> IssueOrder(const Schedule& s, int role) {
     if (!mine[i]) continue;
     for (int d : s.ops[i].deps) {
       if (d < 0 || d >= n) {
-        return InvalidInput(
-            fmt::format("schedule: op '{}' depends on op {}, out of range", s.ops[i].op_id, d));
+        return InvalidInput(fmt::format("schedule: op '{}' depends on op {}, out of range",
+                                        OpIdOf(s, s.ops[i]), d));
       }
       if (mine[d]) edge(d, i);  // another role's op is a peer's: the communicator orders it
     }
@@ -57,7 +57,7 @@ Result<std::vector<int>> IssueOrder(const Schedule& s, int role) {
   if (static_cast<int>(order.size()) != count) {
     std::string stuck;
     for (int i = 0; i < n && stuck.size() < 400; ++i) {
-      if (mine[i] && indegree[i] > 0) stuck += (stuck.empty() ? "" : ", ") + s.ops[i].op_id;
+      if (mine[i] && indegree[i] > 0) stuck += (stuck.empty() ? "" : ", ") + OpIdOf(s, s.ops[i]);
     }
     return InvalidInput(fmt::format(
         "schedule: ops of role {} wait on each other across lanes, deps and communicators "

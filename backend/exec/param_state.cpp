@@ -30,9 +30,9 @@ std::vector<ScheduledUnit> ScheduledUnits(const Plan& plan) {
   return out;
 }
 
-std::string OpUnitLabel(const ScheduleOp& op) {
+std::string OpUnitLabel(const Schedule& schedule, const ScheduleOp& op) {
   if (!op.unit.empty()) return UnitOpLabel(op.unit);
-  Result<OpId> id = ParseOpId(op.op_id);
+  Result<OpId> id = ParseOpId(OpIdOf(schedule, op));
   return id.ok() && !id.value().unit.empty() ? id.value().unit : UnitOpLabel("");
 }
 

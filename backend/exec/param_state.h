@@ -81,7 +81,7 @@ std::vector<ScheduledUnit> ScheduledUnits(const Plan& plan);
 // The label of the unit `op` belongs to, as its buffers carry it: the unit part of its op_id,
 // which names a chunk root ("root.chunk<c>") where ScheduleOp::unit holds only the root's
 // FQN; step-level ops get the root's label.
-std::string OpUnitLabel(const ScheduleOp& op);
+std::string OpUnitLabel(const Schedule& schedule, const ScheduleOp& op);
 
 // `unit` labelled `label` (UnitOpLabel of its FQN when empty).
 UnitLayout MakeUnitLayout(const UnitPlan& unit, int shard_index, const std::string& label = "");

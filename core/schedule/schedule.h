@@ -177,12 +177,26 @@ struct CollectiveSpec {
   int output_buffer = -1;
 };
 
+// Where an op's op_id comes from. A builder-made op (ScheduleOp::id_phase set) keeps the
+// parts FormatOpId joins, its unit label and `what` as indices into Schedule::id_words, and
+// OpIdOf forms the text where it is read: a text per op, formed and freed with every schedule,
+// cost TP 8 x PP 8 x 17 micro-batches' build 7.0-7.5 ms against 6.2-6.8 without
+// (bench/explore_benchmark, BM_StagesOfTheLongerRun, three interleaved pairs).
+// An op made elsewhere (tests, SetOpId) has no phase and its whole op_id at id_words[what].
+struct OpIdKey {
+  int32_t unit = -1;   // id_words index of the unit label; -1: a step-level op (no unit part)
+  int32_t what = -1;   // id_words index of the `what`, or of the whole op_id (see above)
+  int32_t index = 0;   // the ":k" suffix; 0: none
+  int32_t micro = -1;  // the "mb<k>/" prefix; -1: none
+};
+
 struct ScheduleOp {
   int role = 0;  // index into Schedule::roles
   Lane lane = Lane::kCompute;
   OpType type = OpType::kCompute;
-  std::string op_id;          // stable key shared with measured traces, e.g.
-                              // "fwd/model.layers.3/all_gather", "step/optimizer"
+  // The op_id, the stable key shared with measured traces ("fwd/model.layers.3/all_gather",
+  // "step/optimizer"): read it with OpIdOf.
+  OpIdKey id;
   std::string name;           // display name; collectives begin with "nccl"
   std::string unit;           // unit FQN ("" for the root or step-level ops)
   int micro_step = 0;         // gradient-accumulation / pipeline micro-batch index
@@ -194,9 +208,8 @@ struct ScheduleOp {
   ComputeItems items;         // compute / optimizer work (shared by ops running the same)
   std::vector<MemoryEffect> memory;
   bool on_host = false;  // runs on the CPU (offloaded optimizer step), not on a GPU lane
-  // op_id's phase part, as the builder that formed op_id knew it: StepPhaseOf reads this
-  // instead of parsing op_id (the memory replay asks for every op's phase; the parse was 4% of
-  // a prediction's instructions). Unset for ops made elsewhere (tests): StepPhaseOf parses.
+  // op_id's phase part, where a builder formed `id` from parts (OpIdKey); StepPhaseOf reads
+  // it without forming the text. Unset for ops made elsewhere (SetOpId): StepPhaseOf parses.
   // Two bytes beside on_host, in the record's padding (see the size check below).
   std::optional<OpPhase> id_phase;
 };
@@ -226,8 +239,9 @@ struct Schedule {
   std::vector<std::array<int64_t, kNumMemCategories>> initial_host_memory;
   int64_t tokens_per_step = 0;  // global tokens per optimizer step
   int world_size = 1;
-  std::vector<std::string> modules;  // names ComputeItem::module points to (interned once)
-  std::vector<std::string> notes;    // what was modelled and how (shown by `simulate`)
+  std::vector<std::string> modules;   // names ComputeItem::module points to (interned once)
+  std::vector<std::string> id_words;  // the op_id parts OpIdKey points to (each once)
+  std::vector<std::string> notes;     // what was modelled and how (shown by `simulate`)
 };
 
 // ----- The execution contract -----
@@ -260,6 +274,14 @@ struct Schedule {
 //     collectives in the same order with the same dtype and count.
 //  6. Memory. A MemoryEffect applies when its op starts (kStart) or ends (kEnd); buffers are
 //     the table's ids, each allocated once and freed at most once.
+
+// op's op_id (OpIdKey): formed from its parts, or the text an op made elsewhere was given.
+std::string OpIdOf(const Schedule& schedule, const ScheduleOp& op);
+// The phase part of op's op_id: the builder's (id_phase), or parsed from the text; nullopt
+// where the text is no schedule op_id.
+std::optional<OpPhase> OpIdPhaseOf(const Schedule& schedule, const ScheduleOp& op);
+// Gives `op`, an op made outside a builder, the op_id `text` (kept in schedule.id_words).
+void SetOpId(Schedule& schedule, ScheduleOp& op, std::string_view text);
 
 // Index of the (role, lane) stream op runs on: role · kNumLanes + lane − 1.
 inline int LaneKey(const ScheduleOp& op) {

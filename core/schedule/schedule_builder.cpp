@@ -190,13 +190,15 @@ DType ComputeDType(const Plan& plan) {
 // comes after its send (deps always point to earlier ops).
 Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const ModelChunks& chunks,
                     const StepInputs& in, const WorldLayout& world, const ScheduleOptions& o,
-                    GroupTable& table, std::vector<std::unique_ptr<RoleEmitter>>& emitters) {
+                    GroupTable& table, IdWords& words,
+                    std::vector<std::unique_ptr<RoleEmitter>>& emitters) {
   const int num_chunks = static_cast<int>(chunks.roots.size());
   const int pp = o.pp;
   auto id = [&](const PipeAction& a, std::string_view what) {
     const OpPhase phase = a.forward ? OpPhase::kForward : OpPhase::kBackward;
-    return NamedOpId{
-        MakeOpId(phase, ChunkLabel(a.chunk), what, 0, in.micro_batches > 1 ? a.micro : -1), phase};
+    return NamedOpId{OpIdKey{words.Of(ChunkLabel(a.chunk)), words.Of(what), 0,
+                             in.micro_batches > 1 ? a.micro : -1},
+                     phase};
   };
   // The roles' ranks sit at the same place in their stages (`local`).
   const int local = o.rank ? *o.rank % world.stage_size() : 0;
@@ -315,6 +317,7 @@ Schedule KeepRole(Schedule s, int keep) {
   out.initial_host_memory = {s.initial_host_memory[keep]};
   out.world_size = s.world_size;
   out.modules = std::move(s.modules);
+  out.id_words = std::move(s.id_words);
   return out;
 }
 
@@ -443,6 +446,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   for (const UnitWork& w : in.work) estimate += 3 * w.entries.size() + 12;
   s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
   s.buffers.reserve(s.ops.capacity());  // an op allocates about one buffer, most ops fewer
+  IdWords words(s);
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
   std::vector<Buffer> persistent_buffers;  // appended after the step's own buffers
   for (int stage = 0; stage < options.pp; ++stage) {
@@ -495,9 +499,9 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
       }
     }
     emitters.push_back(std::make_unique<RoleEmitter>(in, std::move(groups), std::move(units),
-                                                     std::move(remap), stage, s));
+                                                     std::move(remap), stage, s, words));
   }
-  SS_RETURN_IF_ERROR(EmitPipeline(order, chunks, in, world, options, table, emitters));
+  SS_RETURN_IF_ERROR(EmitPipeline(order, chunks, in, world, options, table, words, emitters));
   for (auto& e : emitters) e->Finish();
   for (Buffer& b : persistent_buffers) {
     b.id = static_cast<int>(s.buffers.size());

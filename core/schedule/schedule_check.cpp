@@ -15,7 +15,7 @@ namespace shardscope {
 namespace {
 
 std::string Where(const Schedule& s, size_t i) {
-  return fmt::format("schedule op {} ('{}')", i, s.ops[i].op_id);
+  return fmt::format("schedule op {} ('{}')", i, OpIdOf(s, s.ops[i]));
 }
 
 // The table's own consistency: dense ids, sizes from dtype and count, persistent buffers
@@ -117,14 +117,27 @@ Status ValidateSchedule(const Schedule& s) {
     if (op.role < 0 || op.role >= static_cast<int>(s.roles.size())) {
       return InvalidInput(fmt::format("{}: role {} does not exist", Where(s, i), op.role));
     }
-    if (!ids.insert({op.role, op.op_id}).second) {
+    const std::string op_id = OpIdOf(s, op);
+    if (!ids.insert({op.role, op_id}).second) {
       return InvalidInput(fmt::format("{}: op_id repeated within role {}", Where(s, i), op.role));
     }
     if (op.id_phase) {
-      const std::optional<OpIdView> id = ParseOpIdView(op.op_id);
+      // Formed from parts (OpIdKey): words of the table, a unit part unless a step-level op,
+      // and together an op_id of the grammar with the recorded phase.
+      const auto word = [&](int32_t k) {
+        return k >= 0 && static_cast<size_t>(k) < s.id_words.size();
+      };
+      if (!word(op.id.what) ||
+          (*op.id_phase == OpPhase::kStep ? op.id.unit != -1 : !word(op.id.unit))) {
+        return InvalidInput(fmt::format(
+            "{}: op_id parts (unit {}, what {}) are not words of the "
+            "schedule's {} for a '{}' op",
+            Where(s, i), op.id.unit, op.id.what, s.id_words.size(), OpPhaseName(*op.id_phase)));
+      }
+      const std::optional<OpIdView> id = ParseOpIdView(op_id);
       if (!id || id->phase != *op.id_phase) {
-        return InvalidInput(fmt::format("{}: recorded phase '{}' is not the op_id's", Where(s, i),
-                                        OpPhaseName(*op.id_phase)));
+        return InvalidInput(fmt::format("{}: op_id formed from its parts is not a '{}' op_id",
+                                        Where(s, i), OpPhaseName(*op.id_phase)));
       }
     }
     for (int d : op.deps) {
@@ -206,7 +219,8 @@ StepTotals ComputeStepTotals(const Schedule& s, int role) {
     if (IsCollective(op.type) && op.group >= 0) {
       const double factor = BusBandwidthFactor(op.type, s.groups[op.group].size());
       t.bus_bytes[op.type] += factor * static_cast<double>(op.bytes);
-      const std::string phase = op.op_id.substr(0, op.op_id.find('/'));
+      const std::string op_id = OpIdOf(s, op);
+      const std::string phase = op_id.substr(0, op_id.find('/'));
       t.collective_bytes_by_id_kind[phase + "/" + std::string(OpTypeName(op.type))] += op.bytes;
     }
     for (const ComputeItem& item : op.items) {
@@ -277,7 +291,7 @@ std::string FormatSchedule(const Schedule& s, int role) {
       }
     }
     out += fmt::format("{:4} {:<14} {:<44} bytes={} items={} deps=[{}]{}{}\n", i, LaneName(op.lane),
-                       op.op_id, op.bytes, op.items.size(), deps, coll, mem);
+                       OpIdOf(s, op), op.bytes, op.items.size(), deps, coll, mem);
   }
   return out;
 }

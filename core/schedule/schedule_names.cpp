@@ -1,7 +1,8 @@
 // Names of the schedule's enums, as traces and summaries spell them (formats.md §3,
-// runtime.md memory categories), and the op-type rules of the execution contract
-// (schedule.h).
+// runtime.md memory categories), ops' op_ids (OpIdKey), and the op-type rules of the execution
+// contract (schedule.h).
 #include "core/schedule/schedule.h"
+#include "core/trace/op_id_view.h"
 
 namespace shardscope {
 
@@ -105,6 +106,30 @@ std::string_view MemCategoryName(MemCategory c) {
       return "temporaries";
   }
   return "unknown";
+}
+
+std::string OpIdOf(const Schedule& schedule, const ScheduleOp& op) {
+  const std::vector<std::string>& words = schedule.id_words;
+  auto word = [&](int32_t k) -> std::string_view {
+    return k >= 0 && static_cast<size_t>(k) < words.size() ? std::string_view(words[k])
+                                                           : std::string_view();
+  };
+  if (!op.id_phase) return std::string(word(op.id.what));
+  return MakeOpId(*op.id_phase, word(op.id.unit), word(op.id.what), op.id.index, op.id.micro);
+}
+
+std::optional<OpPhase> OpIdPhaseOf(const Schedule& schedule, const ScheduleOp& op) {
+  if (op.id_phase) return op.id_phase;
+  const std::optional<OpIdView> id = ParseOpIdView(OpIdOf(schedule, op));
+  if (!id) return std::nullopt;
+  return id->phase;
+}
+
+void SetOpId(Schedule& schedule, ScheduleOp& op, std::string_view text) {
+  op.id = OpIdKey{};
+  op.id.what = static_cast<int32_t>(schedule.id_words.size());
+  op.id_phase.reset();
+  schedule.id_words.emplace_back(text);
 }
 
 }  // namespace shardscope

@@ -172,14 +172,16 @@ GradientReduction GradientReductionOf(const UnitPlan& unit, DType reduce_dtype, 
 class RoleEmitter::Impl {
  public:
   Impl(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
-       std::map<int, int> remap, int role, Schedule& s)
+       std::map<int, int> remap, int role, Schedule& s, IdWords& words)
       : in_(in),
         groups_(std::move(groups)),
         role_units_(std::move(units)),
         remap_(std::move(remap)),
         role_(role),
-        s_(s) {
+        s_(s),
+        words_(words) {
     const size_t n = in.units.size();
+    label_words_.assign(in.labels.size(), -1);
     segments_.resize(n);
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
@@ -324,9 +326,15 @@ class RoleEmitter::Impl {
   }
 
   // ----- op emission -----
-  NamedOpId Id(std::string_view phase, int u, std::string_view what, int index = 0) const {
+  NamedOpId Id(std::string_view phase, int u, std::string_view what, int index = 0) {
     const OpPhase p = phase == "fwd" ? OpPhase::kForward : OpPhase::kBackward;
-    return {MakeOpId(p, in_.labels[u], what, index, micro_steps_ > 1 ? micro_ : -1), p};
+    int32_t& label = label_words_[u];
+    if (label < 0) label = words_.Of(in_.labels[u]);
+    return {OpIdKey{label, words_.Of(what), index, micro_steps_ > 1 ? micro_ : -1}, p};
+  }
+  // A step-level op_id ("step/<what>").
+  NamedOpId StepId(std::string_view what) {
+    return {OpIdKey{-1, words_.Of(what), 0, -1}, OpPhase::kStep};
   }
 
   static MemoryEffect Effect(MemoryEffect::When when, MemCategory c, int64_t bytes, int buffer) {
@@ -381,7 +389,7 @@ class RoleEmitter::Impl {
     op.role = role_;
     op.lane = lane;
     op.type = type;
-    op.op_id = std::move(id.text);
+    op.id = id.key;
     op.id_phase = id.phase;
     op.name = name;
     op.unit = u >= 0 ? Unit(u).fqn : std::string();
@@ -1118,17 +1126,13 @@ class RoleEmitter::Impl {
   // ----- step end -----
   void EmitOptimizer() {
     micro_ = micro_steps_ - 1;
-    ScheduleOp wait =
-        NewOp(Lane::kCompute, OpType::kWait,
-              NamedOpId{MakeOpId(OpPhase::kStep, "", op_what::kWaitReductions), OpPhase::kStep},
-              "wait_for_reductions", -1);
+    ScheduleOp wait = NewOp(Lane::kCompute, OpType::kWait, StepId(op_what::kWaitReductions),
+                            "wait_for_reductions", -1);
     wait.deps = reductions_;
     const int wait_index = Push(std::move(wait));
     bool host = false;
-    ScheduleOp opt =
-        NewOp(Lane::kCompute, OpType::kOptimizer,
-              NamedOpId{MakeOpId(OpPhase::kStep, "", op_what::kOptimizer), OpPhase::kStep},
-              "Optimizer.step#" + in_.options->optimizer, -1);
+    ScheduleOp opt = NewOp(Lane::kCompute, OpType::kOptimizer, StepId(op_what::kOptimizer),
+                           "Optimizer.step#" + in_.options->optimizer, -1);
     const bool moments = in_.options->optimizer != "sgd";
     std::vector<int> temps;
     for (int u : role_units_) {
@@ -1182,6 +1186,8 @@ class RoleEmitter::Impl {
   std::string comm_what_;  // EmitComms: the prefixed kind, its buffer reused op to op
   int role_ = 0;
   Schedule& s_;
+  IdWords& words_;
+  std::vector<int32_t> label_words_;  // per unit: its label's index in words_ (-1: not yet)
   std::vector<std::vector<struct Segment>> segments_;
   std::vector<int> chunks_;
   std::vector<std::vector<char>>
@@ -1208,9 +1214,9 @@ class RoleEmitter::Impl {
 
 RoleEmitter::RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups,
                          std::vector<int> units, std::map<int, int> group_remap, int role,
-                         Schedule& schedule)
+                         Schedule& schedule, IdWords& words)
     : impl_(std::make_unique<Impl>(in, std::move(groups), std::move(units), std::move(group_remap),
-                                   role, schedule)) {}
+                                   role, schedule, words)) {}
 RoleEmitter::~RoleEmitter() = default;
 
 void RoleEmitter::Forward(int chunk_root, int micro, const std::vector<int>& waits) {
@@ -1226,5 +1232,13 @@ int RoleEmitter::Recv(NamedOpId op_id, int group, int peer_send, int micro) {
   return impl_->RecvOp(std::move(op_id), group, peer_send, micro);
 }
 void RoleEmitter::Finish() { impl_->Finish(); }
+
+int32_t IdWords::Of(std::string_view word) {
+  if (const auto it = index_.find(word); it != index_.end()) return it->second;
+  const auto k = static_cast<int32_t>(schedule_.id_words.size());
+  schedule_.id_words.emplace_back(word);
+  index_.emplace(keys_.emplace_back(word), k);
+  return k;
+}
 
 }  // namespace shardscope

@@ -6,12 +6,17 @@
 // Contents:
 //   UnitGroups    process groups of one unit for the role's rank
 //   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels
+//   IdWords       Schedule::id_words as the emitters of one schedule share them
+//   NamedOpId     an op_id's parts (OpIdKey) and phase, as an emitter gives them to an op
 //   RoleEmitter   the per-rank emitter the builder drives action by action
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/plan/plan.h"
@@ -47,9 +52,23 @@ struct StepInputs {
   DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 
-// An op_id as the builder forms it, with its phase part (ScheduleOp::id_phase).
+// The words of one schedule's op_ids (Schedule::id_words: unit labels and `what`s), each once.
+class IdWords {
+ public:
+  explicit IdWords(Schedule& schedule) : schedule_(schedule) {}
+  IdWords(const IdWords&) = delete;
+  IdWords& operator=(const IdWords&) = delete;
+  int32_t Of(std::string_view word);  // its index in schedule.id_words, added when new
+
+ private:
+  Schedule& schedule_;
+  std::deque<std::string> keys_;  // what index_'s views point to (a deque never moves them)
+  std::unordered_map<std::string_view, int32_t> index_;
+};
+
+// An op_id as the builder forms it (ScheduleOp::id), with its phase part (ScheduleOp::id_phase).
 struct NamedOpId {
-  std::string text;
+  OpIdKey key;
   OpPhase phase = OpPhase::kForward;
 };
 
@@ -57,8 +76,9 @@ class RoleEmitter {
  public:
   // `groups` are this role's process groups per unit; `units` the units this role runs;
   // `group_remap` maps the TP/CP/EP groups of the unit work (built for stage 0) to this role's.
+  // `words` holds `schedule`'s op_id words for every emitter of it.
   RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
-              std::map<int, int> group_remap, int role, Schedule& schedule);
+              std::map<int, int> group_remap, int role, Schedule& schedule, IdWords& words);
   ~RoleEmitter();
   RoleEmitter(const RoleEmitter&) = delete;
   RoleEmitter& operator=(const RoleEmitter&) = delete;

@@ -9,7 +9,7 @@ namespace shardscope {
 namespace {
 
 std::string OpIdOr(const Schedule& s, int op) {
-  return op >= 0 ? s.ops[op].op_id : std::string("(initial state)");
+  return op >= 0 ? OpIdOf(s, s.ops[op]) : std::string("(initial state)");
 }
 
 void AddMemoryCounters(const Schedule& schedule, const RoleMemory& mem, int rank, Trace* t) {
@@ -40,10 +40,10 @@ void AddMemoryCounters(const Schedule& schedule, const RoleMemory& mem, int rank
 
 // A unit's compute slice carries the unit ("fwd model.layers.3", "recompute root"), so a
 // viewer's slices say what they are without opening their args; other ops keep their name.
-std::string EventName(const ScheduleOp& op) {
-  if (op.name.empty()) return op.op_id;
+std::string EventName(const ScheduleOp& op, const std::string& op_id) {
+  if (op.name.empty()) return op_id;
   if (op.type != OpType::kCompute || op.lane != Lane::kCompute) return op.name;
-  const Result<OpId> id = ParseOpId(op.op_id);
+  const Result<OpId> id = ParseOpId(op_id);
   const std::string label = id.ok() && !id->unit.empty() ? id->unit : UnitOpLabel(op.unit);
   if (op.name == "forward") return fmt::format("fwd {}", label);
   if (op.name == "backward") return fmt::format("bwd {}", label);
@@ -91,8 +91,9 @@ Trace MakeTrace(const Schedule& schedule, const Timeline& timeline,
     if (!IsTracedOp(op, timing)) continue;
     const int rank = schedule.roles[op.role].rank;
     const int64_t dur = timing.duration_ns();
-    WorkEvent& e =
-        t.AddWork(rank, static_cast<int>(op.lane), EventName(op), op.op_id, timing.start_ns, dur);
+    const std::string op_id = OpIdOf(schedule, op);
+    WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), EventName(op, op_id), op_id,
+                             timing.start_ns, dur);
     if (IsCollective(op.type)) {
       e.bytes = op.bytes;
       e.group_size = op.group >= 0 ? schedule.groups[op.group].size() : 1;

@@ -11,7 +11,7 @@ CommPurpose PurposeOf(const Schedule& schedule, const ScheduleOp& op) {
   if (op.group >= 0 && op.group < static_cast<int>(schedule.groups.size())) {
     return PurposeOfDims(schedule.groups[op.group].dims, kind);
   }
-  return PurposeOfOpId(op.op_id, kind);
+  return PurposeOfOpId(OpIdOf(schedule, op), kind);
 }
 
 WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& timing) {

@@ -23,7 +23,7 @@ namespace shardscope {
 // until the head's backward starts), so a reshard knob's forward peak, reached at the loss
 // forward with every kept unit still gathered, is comparable. Pipeline sends and receives
 // belong to the pass they carry.
-StepPhase StepPhaseOf(const ScheduleOp& op);
+StepPhase StepPhaseOf(const Schedule& schedule, const ScheduleOp& op);
 
 struct PhasePeak {
   int64_t allocated_bytes = 0;

@@ -163,8 +163,10 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
     std::map<std::string, int> seen;
     for (size_t i = 0; i < b.schedule.ops.size(); ++i) {
       const ScheduleOp& op = b.schedule.ops[i];
-      if (op.type == OpType::kWait || op.op_id.empty()) continue;
-      index[{op.op_id, seen[op.op_id]++}] = static_cast<int>(i);
+      std::string op_id = OpIdOf(b.schedule, op);
+      if (op.type == OpType::kWait || op_id.empty()) continue;
+      const int occurrence = seen[op_id]++;
+      index[{std::move(op_id), occurrence}] = static_cast<int>(i);
     }
     int unmatched = 0;
     std::map<std::pair<int, std::pair<int, int>>, int64_t> shapes;

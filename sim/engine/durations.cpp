@@ -64,13 +64,13 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
     const ScheduleOp& op = schedule.ops[i];
     if (op.bytes < 0) {
       return InvalidInput(
-          fmt::format("schedule: op '{}': negative byte count {}", op.op_id, op.bytes));
+          fmt::format("schedule: op '{}': negative byte count {}", OpIdOf(schedule, op), op.bytes));
     }
     if (IsCollective(op.type)) {
       if (op.group < 0 || op.group >= static_cast<int>(shapes.size())) {
         return InvalidInput(
             fmt::format("schedule: collective op '{}' has no valid process group (group {})",
-                        op.op_id, op.group));
+                        OpIdOf(schedule, op), op.group));
       }
       // Every layer's all-gather (and every micro-batch's, every stage's) repeats the same
       // call: a cost model is a function of its arguments, so price each one once.
@@ -118,7 +118,7 @@ Result<OpPrices> PriceSchedule(const Schedule& schedule, const CostModel& cost, 
       return InvalidInput(fmt::format(
           "schedule: op '{}' ({:.3g} s) brings the step past the simulator's limit of 2^60 ns "
           "(36.5 years); check the model's op dimensions",
-          op.op_id, static_cast<double>(out.ns[i]) * 1e-9));
+          OpIdOf(schedule, op), static_cast<double>(out.ns[i]) * 1e-9));
     }
   }
   return out;

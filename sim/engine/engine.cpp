@@ -77,7 +77,7 @@ class Engine {
  private:
   std::string Describe(int op) const {
     const ScheduleOp& o = s_.ops[op];
-    return fmt::format("'{}' (op {}, role {}, lane {})", o.op_id, op, o.role,
+    return fmt::format("'{}' (op {}, role {}, lane {})", OpIdOf(s_, o), op, o.role,
                        static_cast<int>(o.lane));
   }
 

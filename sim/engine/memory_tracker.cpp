@@ -55,15 +55,15 @@ class RoleState {
     Sample(0);
   }
 
-  // An effect of op `op_index` of `ops` (read only to name it in an error), which runs on
+  // An effect of op `op_index` of `schedule` (read only to name it in an error), which runs on
   // `lane`; `phase`: StepPhaseOf(op), for the per-phase peaks.
-  Status Apply(const std::vector<ScheduleOp>& ops, int op_index, int lane, StepPhase phase,
+  Status Apply(const Schedule& schedule, int op_index, int lane, StepPhase phase,
                const MemoryEffect& e, int64_t t) {
-    const std::string& op_id = ops[op_index].op_id;  // a reference: read only on error
+    const auto op_id = [&] { return OpIdOf(schedule, schedule.ops[op_index]); };  // on error
     const int c = static_cast<int>(e.category);
     if (c < 0 || c >= kNumMemCategories) {
       return InvalidInput(
-          fmt::format("schedule: op '{}': memory category {} is not known", op_id, c));
+          fmt::format("schedule: op '{}': memory category {} is not known", op_id(), c));
     }
     if (e.bytes > 0) {
       LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes};
@@ -79,7 +79,7 @@ class RoleState {
       if (e.buffer >= 0) {
         if (!InsertNamed(e.buffer, buf)) {
           return InvalidInput(fmt::format(
-              "schedule: op '{}' allocates buffer {} which is already live", op_id, e.buffer));
+              "schedule: op '{}' allocates buffer {} which is already live", op_id(), e.buffer));
         }
       } else {
         anonymous_[{c, e.bytes}].push_back(buf);
@@ -91,8 +91,8 @@ class RoleState {
       if (e.buffer >= 0) {
         LiveBuffer* live = FindNamed(e.buffer);
         if (live == nullptr) {
-          return InvalidInput(
-              fmt::format("schedule: op '{}' frees buffer {} which is not live", op_id, e.buffer));
+          return InvalidInput(fmt::format("schedule: op '{}' frees buffer {} which is not live",
+                                          op_id(), e.buffer));
         }
         buf = *live;
         if (buf.bytes != -e.bytes || buf.category != e.category) {
@@ -100,7 +100,7 @@ class RoleState {
               "schedule: op '{}' frees buffer {} as {} bytes of category {}, but it was allocated "
               "as "
               "{} bytes of category {}",
-              op_id, e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
+              op_id(), e.buffer, -e.bytes, c, buf.bytes, static_cast<int>(buf.category)));
         }
         EraseNamed(e.buffer);
       } else {
@@ -109,7 +109,7 @@ class RoleState {
           return InvalidInput(fmt::format(
               "schedule: op '{}' frees {} bytes of category {} without a buffer id, and no live "
               "allocation of that category and size matches",
-              op_id, -e.bytes, c));
+              op_id(), -e.bytes, c));
         }
         buf = it->second.back();
         it->second.pop_back();
@@ -243,7 +243,7 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     const ScheduleOp& op = schedule.ops[i];
     if (op.role < 0 || static_cast<size_t>(op.role) >= roles) {
       return InvalidInput(fmt::format("schedule: op '{}': role {} is not one of the {} roles",
-                                      op.op_id, op.role, roles));
+                                      OpIdOf(schedule, op), op.role, roles));
     }
     records[i] = {static_cast<int>(effects.size()), op.role, static_cast<int8_t>(op.lane)};
     effects.insert(effects.end(), op.memory.begin(), op.memory.end());
@@ -302,7 +302,7 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     std::vector<int8_t> phases(n, 0);
     for (size_t i = 0; i < n; ++i) {
       if (group_of[records[i].role] == g && records[i + 1].first_effect > records[i].first_effect)
-        phases[i] = static_cast<int8_t>(StepPhaseOf(schedule.ops[i]));
+        phases[i] = static_cast<int8_t>(StepPhaseOf(schedule, schedule.ops[i]));
     }
     const std::vector<Transition>& log = timeline.log;
     for (size_t i = 0; i < log.size(); ++i) {
@@ -315,8 +315,8 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
       for (int k = rec.first_effect; k < end; ++k) {
         const MemoryEffect& e = effects[k];
         if (e.when != when) continue;
-        if (Status s = st.Apply(schedule.ops, tr.op, rec.lane,
-                                static_cast<StepPhase>(phases[tr.op]), e, tr.time_ns);
+        if (Status s = st.Apply(schedule, tr.op, rec.lane, static_cast<StepPhase>(phases[tr.op]), e,
+                                tr.time_ns);
             !s.ok()) {
           outcomes[g] = {i, std::move(s)};
           return;

@@ -221,16 +221,18 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
     const RoleMemory& rm = sim.memory[peak_role];
     s.peak_memory_allocated_gib = ToGiB(rm.peak_allocated_bytes);
     s.peak_memory_time_s = Seconds(rm.peak_allocated_time_ns);
-    s.peak_memory_op = rm.peak_allocated_op >= 0 ? sim.schedule.ops[rm.peak_allocated_op].op_id
-                                                 : "(initial state)";
+    s.peak_memory_op = rm.peak_allocated_op >= 0
+                           ? OpIdOf(sim.schedule, sim.schedule.ops[rm.peak_allocated_op])
+                           : "(initial state)";
     for (int c = 0; c < kNumMemCategories; ++c)
       s.memory_at_peak_gib[c] = ToGiB(rm.at_peak_allocated[c]);
     for (int c = 0; c < kNumMemCategories; ++c)
       s.memory_max_by_category_gib[c] = ToGiB(rm.max_bytes[c]);
     for (int p = 0; p < kNumStepPhases; ++p) {
       const PhasePeak& peak = rm.phase_peaks[p];
-      s.phase_peaks[p] = {ToGiB(peak.allocated_bytes), Seconds(peak.time_ns),
-                          peak.op >= 0 ? sim.schedule.ops[peak.op].op_id : std::string()};
+      s.phase_peaks[p] = {
+          ToGiB(peak.allocated_bytes), Seconds(peak.time_ns),
+          peak.op >= 0 ? OpIdOf(sim.schedule, sim.schedule.ops[peak.op]) : std::string()};
     }
   }
   s.peak_memory_reserved_gib = ToGiB(peak_reserved);
@@ -466,7 +468,8 @@ Simulation NotFitting(Schedule schedule, const MemoryFloor& floor, const CostMod
       "does not fit: role '{}' holds at least {:.2f} GiB at {} whatever the timing, of {:.2f} "
       "GiB usable (not simulated further)",
       s.role, ToGiB(floor.bytes),
-      floor.op >= 0 ? "op '" + sim.schedule.ops[floor.op].op_id + "'" : "the step's start",
+      floor.op >= 0 ? "op '" + OpIdOf(sim.schedule, sim.schedule.ops[floor.op]) + "'"
+                    : "the step's start",
       s.usable_gib));
   return sim;
 }

@@ -37,10 +37,9 @@ StepEdges FindStepEdges(const Schedule& schedule, const Timeline& timeline, int 
     const ScheduleOp& op = schedule.ops[i];
     const OpTiming& t = timeline.ops[i];
     if (op.role != role || t.start_ns < 0 || !IsModuleCompute(op)) continue;
-    const std::optional<OpIdView> id = ParseOpIdView(op.op_id);
-    if (!id) continue;
-    if (id->phase == OpPhase::kForward) fwd.push_back({t.start_ns, t.end_ns, &op.unit});
-    if (id->phase == OpPhase::kBackward) bwd.push_back({t.start_ns, t.end_ns, &op.unit});
+    const std::optional<OpPhase> phase = OpIdPhaseOf(schedule, op);
+    if (phase == OpPhase::kForward) fwd.push_back({t.start_ns, t.end_ns, &op.unit});
+    if (phase == OpPhase::kBackward) bwd.push_back({t.start_ns, t.end_ns, &op.unit});
   }
   auto by_start = [](const Run& a, const Run& b) { return a.start < b.start; };
   std::stable_sort(fwd.begin(), fwd.end(), by_start);
@@ -104,7 +103,7 @@ void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int ro
     if (a.exposed_ns != b.exposed_ns) return a.exposed_ns > b.exposed_ns;
     if (timeline.ops[a.op].start_ns != timeline.ops[b.op].start_ns)
       return timeline.ops[a.op].start_ns < timeline.ops[b.op].start_ns;
-    return schedule.ops[a.op].op_id < schedule.ops[b.op].op_id;
+    return OpIdOf(schedule, schedule.ops[a.op]) < OpIdOf(schedule, schedule.ops[b.op]);
   });
   for (size_t k = 0; k < found.size() && k < kMaxExposedCollectives; ++k) {
     const ScheduleOp& op = schedule.ops[found[k].op];
@@ -112,8 +111,8 @@ void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int ro
     const int64_t edge = accounting.ExposedNs(t.start_ns, std::min(t.end_ns, edges.head_end_ns)) +
                          accounting.ExposedNs(std::max(t.start_ns, edges.tail_start_ns), t.end_ns);
     s->exposed_collectives.push_back(
-        {op.op_id, std::string(CommPurposeName(PurposeOf(schedule, op))), Seconds(t.duration_ns()),
-         Seconds(found[k].exposed_ns), Seconds(edge)});
+        {OpIdOf(schedule, op), std::string(CommPurposeName(PurposeOf(schedule, op))),
+         Seconds(t.duration_ns()), Seconds(found[k].exposed_ns), Seconds(edge)});
   }
 }
 

@@ -32,7 +32,7 @@ Step MeasuredStep() {
     ScheduleOp op;
     op.lane = lane;
     op.type = type;
-    op.op_id = id;
+    SetOpId(s.schedule, op, id);
     op.name = name;
     op.group = group;
     op.bytes = bytes;
@@ -122,11 +122,11 @@ TEST(MakeTrace, ComputeSlicesNameTheirUnitAndOnlyUsedLanesAreDeclared) {
   Step s = MeasuredStep();
   s.schedule.ops[0].name = "forward";
   s.schedule.ops[0].unit = "model.layers.3";
-  s.schedule.ops[0].op_id = "fwd/model.layers.3/compute";
+  SetOpId(s.schedule, s.schedule.ops[0], "fwd/model.layers.3/compute");
   ScheduleOp bwd = s.schedule.ops[0];
   bwd.name = "backward";
   bwd.unit = "";
-  bwd.op_id = "bwd/root/compute";
+  SetOpId(s.schedule, bwd, "bwd/root/compute");
   s.schedule.ops.push_back(bwd);
   s.timeline.ops.push_back({250, 300});
   const Trace t = MakeTrace(s.schedule, s.timeline, {}, TraceInfo{});

@@ -139,8 +139,9 @@ TEST_P(SummaryVsStats, PurposeOfTheGroupIsThatOfTheOpId) {
   for (const ScheduleOp& op : run->schedule.ops) {
     const WorkKind kind = WorkKindOf(op);
     const CommPurpose p = PurposeOf(run->schedule, op);
-    EXPECT_EQ(p, PurposeOfOpId(op.op_id, kind)) << op.op_id;
-    EXPECT_EQ(p == CommPurpose::kNone, !IsCommunication(kind)) << op.op_id;
+    const std::string op_id = OpIdOf(run->schedule, op);
+    EXPECT_EQ(p, PurposeOfOpId(op_id, kind)) << op_id;
+    EXPECT_EQ(p == CommPurpose::kNone, !IsCommunication(kind)) << op_id;
   }
 }
 

@@ -29,20 +29,21 @@ TEST(ExecutorTest, RunsEveryOpInTheContractsOrder) {
   std::map<int, int> last_on_lane, last_on_group;
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const ScheduleOp& op = s.ops[i];
-    ASSERT_GE(t.ops[i].start_ns, 0) << op.op_id << " never ran";
-    ASSERT_GE(t.ops[i].end_ns, t.ops[i].start_ns) << op.op_id;
+    const std::string op_id = OpIdOf(s, op);
+    ASSERT_GE(t.ops[i].start_ns, 0) << op_id << " never ran";
+    ASSERT_GE(t.ops[i].end_ns, t.ops[i].start_ns) << op_id;
     for (int d : op.deps)
-      EXPECT_GE(t.ops[i].start_ns, t.ops[d].end_ns) << op.op_id << " after " << s.ops[d].op_id;
+      EXPECT_GE(t.ops[i].start_ns, t.ops[d].end_ns) << op_id << " after " << OpIdOf(s, s.ops[d]);
     const int lane = static_cast<int>(op.lane);
     if (auto it = last_on_lane.find(lane); it != last_on_lane.end()) {
       EXPECT_GE(t.ops[i].start_ns, t.ops[it->second].end_ns)
-          << op.op_id << " overlaps " << s.ops[it->second].op_id << " on its lane";
+          << op_id << " overlaps " << OpIdOf(s, s.ops[it->second]) << " on its lane";
     }
     last_on_lane[lane] = static_cast<int>(i);
     if (op.group >= 0 && SerializesOnCommunicator(op.type)) {
       if (auto it = last_on_group.find(op.group); it != last_on_group.end()) {
         EXPECT_GE(t.ops[i].start_ns, t.ops[it->second].end_ns)
-            << op.op_id << " overlaps " << s.ops[it->second].op_id << " on its communicator";
+            << op_id << " overlaps " << OpIdOf(s, s.ops[it->second]) << " on its communicator";
       }
       last_on_group[op.group] = static_cast<int>(i);
     }
@@ -209,7 +210,7 @@ TEST(ExecutorTest, EmulatedAllGatherHoldsThisRanksShardAndDeterministicPeers) {
   }
   // Another rank's slot (rank 0's): the emulated peers' deterministic values.
   const DType d = op.collective.dtype;
-  const uint64_t seed = SeedOf(op.op_id);
+  const uint64_t seed = SeedOf(OpIdOf(s, op));
   for (int64_t i = 0; i < 16; ++i) {
     char cell[8];
     StoreFromFloat(cell, d, 0, DeterministicValue(seed, i));
@@ -230,7 +231,8 @@ TEST(ExecutorTest, OutOfMemoryNamesTheOpAndKeepsWhatRanBefore) {
   EXPECT_EQ(run.failure.code(), ErrorCode::kRuntime);
   ASSERT_GE(run.failed_op, 0);
   const std::string& msg = run.failure.message();
-  EXPECT_NE(msg.find("out of memory at op '" + job->schedule.ops[run.failed_op].op_id + "'"),
+  EXPECT_NE(msg.find("out of memory at op '" +
+                     OpIdOf(job->schedule, job->schedule.ops[run.failed_op]) + "'"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("allocated by category: sharded_params"), std::string::npos) << msg;
@@ -246,8 +248,8 @@ TEST(ExecutorTest, IssueOrderRejectsACycleNamingItsOps) {
   Schedule s;
   s.roles.push_back(Role{"r", 0, 1});
   ScheduleOp a, b;
-  a.op_id = "fwd/a/compute";
-  b.op_id = "fwd/b/all_gather";
+  SetOpId(s, a, "fwd/a/compute");
+  SetOpId(s, b, "fwd/b/all_gather");
   b.lane = Lane::kAllGather;
   a.deps = {1};
   b.deps = {0};

@@ -69,7 +69,7 @@ class FinishLog final : public ExecObserver {
  public:
   explicit FinishLog(std::vector<Call>* log) : log_(log) {}
   Status AfterOp(int op, const ExecContext& ctx) override {
-    log_->push_back({"finish", ctx.schedule->ops[op].op_id, -1, ""});
+    log_->push_back({"finish", OpIdOf(*ctx.schedule, ctx.schedule->ops[op]), -1, ""});
     return Status::Ok();
   }
   Status AfterRun(const ExecContext&) override { return Status::Ok(); }

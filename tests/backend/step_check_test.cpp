@@ -168,7 +168,8 @@ class ScaleGradients final : public ExecObserver {
   explicit ScaleGradients(float factor) : factor_(factor) {}
   Status AfterOp(int op, const ExecContext& ctx) override {
     const ScheduleOp& o = ctx.schedule->ops[op];
-    if (o.type != OpType::kWait || o.op_id != "step/wait_reductions") return Status::Ok();
+    if (o.type != OpType::kWait || OpIdOf(*ctx.schedule, o) != "step/wait_reductions")
+      return Status::Ok();
     for (const Buffer& b : ctx.schedule->buffers) {
       const DeviceBuffer& live = ctx.buffer(b.id);
       if (b.category != MemCategory::kShardedGrads || b.host || live.data == nullptr) continue;

@@ -67,19 +67,20 @@ TEST(SimulateTest, TimedStepRespectsLanesGroupsAndDeps) {
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const ScheduleOp& op = s.ops[i];
     const OpTiming& t = sim.timeline.ops[i];
-    ASSERT_GE(t.start_ns, 0) << op.op_id;
-    for (int d : op.deps) ASSERT_GE(t.start_ns, sim.timeline.ops[d].end_ns) << op.op_id;
+    const std::string op_id = OpIdOf(s, op);
+    ASSERT_GE(t.start_ns, 0) << op_id;
+    for (int d : op.deps) ASSERT_GE(t.start_ns, sim.timeline.ops[d].end_ns) << op_id;
     int64_t& end = lane_end[{op.role, static_cast<int>(op.lane)}];
-    ASSERT_GE(t.start_ns, end) << "lane overlap at " << op.op_id;
+    ASSERT_GE(t.start_ns, end) << "lane overlap at " << op_id;
     end = t.end_ns;
     if (op.group >= 0) {
       int64_t& start = group_start[{op.role, op.group}];
-      ASSERT_GE(t.start_ns, start) << "group order at " << op.op_id;
+      ASSERT_GE(t.start_ns, start) << "group order at " << op_id;
       start = t.start_ns;
       if (op.type != OpType::kSend && op.type != OpType::kRecv) {
         // One communicator runs one collective at a time.
         int64_t& busy_until = group_end[{op.role, op.group}];
-        ASSERT_GE(t.start_ns, busy_until) << "communicator overlap at " << op.op_id;
+        ASSERT_GE(t.start_ns, busy_until) << "communicator overlap at " << op_id;
         busy_until = t.end_ns;
       }
     }

@@ -65,8 +65,9 @@ TEST(SummaryComm, EdgesAreTheSecondUnitsForwardAndTheSecondToLastUnitsBackward) 
   int64_t layer0_fwd = -1, layer0_bwd_end = -1;
   for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
     const ScheduleOp& op = sim.schedule.ops[i];
-    if (op.op_id == "fwd/model.layers.0/compute") layer0_fwd = sim.timeline.ops[i].start_ns;
-    if (op.op_id.starts_with("bwd/model.layers.0/compute"))
+    const std::string op_id = OpIdOf(sim.schedule, op);
+    if (op_id == "fwd/model.layers.0/compute") layer0_fwd = sim.timeline.ops[i].start_ns;
+    if (op_id.starts_with("bwd/model.layers.0/compute"))
       layer0_bwd_end = std::max(layer0_bwd_end, sim.timeline.ops[i].end_ns);
   }
   EXPECT_EQ(e.head_end_ns, layer0_fwd);

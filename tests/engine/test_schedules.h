@@ -28,7 +28,7 @@ class ScheduleMaker {
     op.role = role;
     op.lane = lane;
     op.type = type;
-    op.op_id = id;
+    SetOpId(s_, op, id);
     op.name = id;
     op.deps = std::move(deps);
     op.group = group;

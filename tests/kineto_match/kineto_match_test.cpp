@@ -37,7 +37,7 @@ std::set<std::string> PredictedOpIds(const std::string& scenario_path) {
   if (!sim.ok()) return {};
   std::set<std::string> ids;
   for (const ScheduleOp& op : sim->schedule.ops) {
-    if (op.role == 0 && op.type != OpType::kWait) ids.insert(op.op_id);
+    if (op.role == 0 && op.type != OpType::kWait) ids.insert(OpIdOf(sim->schedule, op));
   }
   return ids;
 }

@@ -128,7 +128,7 @@ TEST(SavedTensorsTest, LossRegionTensorsAreBuffersOfTheirOwn) {
   auto temporaries = [&](const std::string& id) {
     std::vector<int64_t> sizes;
     for (const ScheduleOp& op : s->ops) {
-      if (op.op_id != id) continue;
+      if (OpIdOf(*s, op) != id) continue;
       for (const MemoryEffect& m : op.memory) {
         if (m.bytes > 0 && m.category == MemCategory::kTemporaries) sizes.push_back(m.bytes);
       }
@@ -145,7 +145,7 @@ TEST(SavedTensorsTest, LossRegionTensorsAreBuffersOfTheirOwn) {
 TEST(SavedTensorsTest, RootPreBackwardFollowsTheLossPlacement) {
   auto index = [](const Schedule& s, const std::string& id) {
     for (size_t i = 0; i < s.ops.size(); ++i) {
-      if (s.ops[i].op_id == id) return static_cast<int>(i);
+      if (OpIdOf(s, s.ops[i]) == id) return static_cast<int>(i);
     }
     return -1;
   };

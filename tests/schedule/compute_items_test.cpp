@@ -66,8 +66,9 @@ TEST(ComputeItemsTest, TheBuilderSharesEachChunksListAcrossMicroBatches) {
     std::map<const void*, std::set<std::string>> work_of_list;  // unit/what[:index]
     for (const ScheduleOp& op : b.schedule.ops) {
       if (op.items.empty()) continue;
-      const std::optional<OpIdView> id = ParseOpIdView(op.op_id);
-      ASSERT_TRUE(id.has_value()) << op.op_id;
+      const std::string op_id = OpIdOf(b.schedule, op);
+      const std::optional<OpIdView> id = ParseOpIdView(op_id);
+      ASSERT_TRUE(id.has_value()) << op_id;
       const std::string key = std::string(OpPhaseName(id->phase)) + "/" + std::string(id->unit) +
                               "/" + std::string(id->what) + ":" + std::to_string(id->index);
       lists[key].insert(op.items.identity());
@@ -76,9 +77,9 @@ TEST(ComputeItemsTest, TheBuilderSharesEachChunksListAcrossMicroBatches) {
       // The phase's list: a backward chunk ends with a backward item, a forward runs none.
       if (id->what == op_what::kCompute) {
         const bool backward = id->phase == OpPhase::kBackward;
-        EXPECT_EQ(op.items.back().backward, backward) << op.op_id;
+        EXPECT_EQ(op.items.back().backward, backward) << op_id;
         if (!backward) {
-          for (const ComputeItem& item : op.items) EXPECT_FALSE(item.backward) << op.op_id;
+          for (const ComputeItem& item : op.items) EXPECT_FALSE(item.backward) << op_id;
         }
       }
     }

@@ -18,7 +18,7 @@ namespace {
 
 const ScheduleOp& Op(const Schedule& s, const std::string& op_id) {
   for (const ScheduleOp& op : s.ops) {
-    if (op.op_id == op_id) return op;
+    if (OpIdOf(s, op) == op_id) return op;
   }
   ADD_FAILURE() << "no op " << op_id;
   static const ScheduleOp none;
@@ -51,7 +51,7 @@ TEST(BufferTableTest, EveryBufferKnowsItsDtypeElementsOwnerAndSites) {
   EXPECT_EQ(gathered.unit, "model.layers.0");
   // Allocated where the host allocates it, in program order: at the end of the compute-lane op
   // before layer 0's pre-forward hook (the root's embedding), not when the copy-in runs.
-  EXPECT_EQ(s.ops[gathered.alloc_op].op_id, "fwd/root/compute");
+  EXPECT_EQ(OpIdOf(s, s.ops[gathered.alloc_op]), "fwd/root/compute");
   EXPECT_EQ(gathered.alloc_when, MemoryEffect::When::kEnd);
   ASSERT_GE(gathered.free_op, 0);  // resharded after forward
 
@@ -64,7 +64,7 @@ TEST(BufferTableTest, EveryBufferKnowsItsDtypeElementsOwnerAndSites) {
   EXPECT_EQ(in.dtype, DType::kFloat32);
   EXPECT_EQ(in.numel, 8 * shard);
   EXPECT_EQ(out.numel, shard);
-  EXPECT_EQ(s.ops[in.free_op].op_id, rs.op_id);
+  EXPECT_EQ(OpIdOf(s, s.ops[in.free_op]), OpIdOf(s, rs));
 
   int grads = 0, activations = 0, persistent = 0;
   for (const Buffer& buf : s.buffers) {
@@ -282,7 +282,7 @@ TEST(RankScheduleTest, OneRankModeMatchesTheRoleItStandsFor) {
   ASSERT_TRUE(one.ok());
   ASSERT_EQ(one->ops.size(), b.schedule.ops.size());
   for (size_t i = 0; i < one->ops.size(); ++i) {
-    EXPECT_EQ(one->ops[i].op_id, b.schedule.ops[i].op_id);
+    EXPECT_EQ(OpIdOf(*one, one->ops[i]), OpIdOf(b.schedule, b.schedule.ops[i]));
     EXPECT_EQ(one->ops[i].deps, b.schedule.ops[i].deps);
   }
   EXPECT_EQ(one->initial_memory, b.schedule.initial_memory);
@@ -305,7 +305,7 @@ TEST(PipelineChunksTest, TheScheduleRunsThePlansChunkRoots) {
   c.Layout();  // the mesh fields of c.options
   auto role_of = [](const Schedule& s, const std::string& op_id) {
     for (const ScheduleOp& op : s.ops) {
-      if (op.op_id == op_id) return op.role;
+      if (OpIdOf(s, op) == op_id) return op.role;
     }
     return -1;
   };

@@ -16,7 +16,7 @@ namespace {
 
 const ScheduleOp* FindOp(const Schedule& s, const std::string& op_id) {
   for (const ScheduleOp& op : s.ops) {
-    if (op.op_id == op_id) return &op;
+    if (OpIdOf(s, op) == op_id) return &op;
   }
   return nullptr;
 }
@@ -33,7 +33,7 @@ const FsdpCopyWork& Copy(const ComputeItem& item) { return std::get<FsdpCopyWork
 
 int Index(const Schedule& s, const std::string& op_id) {
   for (size_t i = 0; i < s.ops.size(); ++i) {
-    if (s.ops[i].op_id == op_id) return static_cast<int>(i);
+    if (OpIdOf(s, s.ops[i]) == op_id) return static_cast<int>(i);
   }
   return -1;
 }
@@ -57,7 +57,7 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   ASSERT_GE(out_at, 0);
   const ScheduleOp& out_op = s.ops[out_at];
   EXPECT_EQ(out_op.lane, Lane::kCompute);
-  EXPECT_EQ(s.ops[NextOnLane(s, out_at)].op_id, "fwd/model.layers.1/compute");
+  EXPECT_EQ(OpIdOf(s, s.ops[NextOnLane(s, out_at)]), "fwd/model.layers.1/compute");
   const int ag = Index(s, "fwd/model.layers.1/all_gather");
   EXPECT_NE(std::find(out_op.deps.begin(), out_op.deps.end(), ag), out_op.deps.end());
   const FsdpCopyWork* out = SingleCopy(out_op);
@@ -73,8 +73,9 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   EXPECT_EQ(s.modules.at(out_op.items.front().module), "fsdp_copy_out:model.layers.1");
   // The compute ops carry module work only.
   for (const ScheduleOp& op : s.ops) {
-    if (op.op_id.ends_with("/compute") || op.op_id.find("/compute:") != std::string::npos) {
-      for (const ComputeItem& item : op.items) EXPECT_FALSE(IsCopy(item)) << op.op_id;
+    const std::string op_id = OpIdOf(s, op);
+    if (op_id.ends_with("/compute") || op_id.find("/compute:") != std::string::npos) {
+      for (const ComputeItem& item : op.items) EXPECT_FALSE(IsCopy(item)) << op_id;
     }
   }
   // Backward (re-gathered after reshard): a copy-out before the unit's backward, the
@@ -116,7 +117,8 @@ TEST(FsdpCopiesTest, WithOneRankTheCastRunsOnTheComputeLaneAndCopiesOut) {
   const ScheduleOp* copy_in = FindOp(b.schedule, "fwd/model.layers.0/copy_in");
   ASSERT_NE(copy_in, nullptr);
   EXPECT_EQ(copy_in->lane, Lane::kCompute);
-  for (const ScheduleOp& op : b.schedule.ops) EXPECT_NE(op.type, OpType::kAllGather) << op.op_id;
+  for (const ScheduleOp& op : b.schedule.ops)
+    EXPECT_NE(op.type, OpType::kAllGather) << OpIdOf(b.schedule, op);
   const int copy_out = Index(b.schedule, "fwd/model.layers.0/copy_out");
   ASSERT_GE(copy_out, 0);
   EXPECT_NE(SingleCopy(b.schedule.ops[copy_out]), nullptr);

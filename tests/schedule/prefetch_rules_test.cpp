@@ -17,7 +17,7 @@ namespace {
 
 int Index(const Schedule& s, const std::string& op_id) {
   for (size_t i = 0; i < s.ops.size(); ++i) {
-    if (s.ops[i].op_id == op_id) return static_cast<int>(i);
+    if (OpIdOf(s, s.ops[i]) == op_id) return static_cast<int>(i);
   }
   return -1;
 }
@@ -87,7 +87,7 @@ TEST(PrefetchRulesTest, TheKeptOutputIsFreedByTheNextCopyOut) {
   // loss, its own op (compute:2), which transformers computes inside the root.
   kept = kept_by(Index(s, "fwd/model.layers.3/copy_out"));
   ASSERT_GE(kept, 0);
-  EXPECT_EQ(s.ops[s.buffers[kept].free_op].op_id, "fwd/root/compute:2");
+  EXPECT_EQ(OpIdOf(s, s.ops[s.buffers[kept].free_op]), "fwd/root/compute:2");
 }
 
 TEST(PrefetchRulesTest, BackwardListReplacesTheImplicitPrefetchAndDepthZeroIsTheDefault) {
@@ -112,7 +112,7 @@ TEST(PrefetchRulesTest, RootPrefetchesTheLastLayerAsBackwardBegins) {
   ASSERT_GE(ag, 0);
   EXPECT_LT(ag, Index(s, "bwd/root/compute"));
   const Buffer& params = s.buffers[s.ops[ag].collective.output_buffer];
-  EXPECT_EQ(s.ops[params.alloc_op].op_id, "fwd/root/compute:2");  // the loss, the last one
+  EXPECT_EQ(OpIdOf(s, s.ops[params.alloc_op]), "fwd/root/compute:2");  // the loss, the last one
   EXPECT_FALSE(DependsOn(s, Index(s, "bwd/model.layers.3/copy_in"), Index(s, "bwd/root/compute")));
 }
 
@@ -159,7 +159,7 @@ TEST(PrefetchRulesTest, ReshardAfterForwardToTwoRanks) {
   }
   ASSERT_GE(slice, 0);
   EXPECT_EQ(s.buffers[slice].category, MemCategory::kUnshardedParams);
-  EXPECT_EQ(s.ops[s.buffers[slice].free_op].op_id, "bwd/model.layers.1/copy_out");
+  EXPECT_EQ(OpIdOf(s, s.ops[s.buffers[slice].free_op]), "bwd/model.layers.1/copy_out");
   EXPECT_TRUE(DependsOn(s, Index(s, "bwd/model.layers.1/copy_in"), end));
   // No cast: the slice is already in param_dtype.
   EXPECT_EQ(s.ops[Index(s, "bwd/model.layers.1/copy_in")].bytes, z.gathered_bytes / 2);

@@ -15,7 +15,7 @@ namespace {
 
 int Find(const Schedule& s, const std::string& op_id) {
   for (size_t i = 0; i < s.ops.size(); ++i) {
-    if (s.ops[i].op_id == op_id) return static_cast<int>(i);
+    if (OpIdOf(s, s.ops[i]) == op_id) return static_cast<int>(i);
   }
   return -1;
 }
@@ -75,9 +75,10 @@ TEST(ScheduleBuilderTest, EveryVariantValidatesAndFreesEveryTransientAllocation)
     ASSERT_FALSE(b.schedule.ops.empty());
     const Status st = ValidateSchedule(b.schedule);
     EXPECT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(b.schedule.ops.back().op_id, "step/optimizer");
+    EXPECT_EQ(OpIdOf(b.schedule, b.schedule.ops.back()), "step/optimizer");
     // The builder records every op's phase (ValidateSchedule holds it to the op_id's).
-    for (const ScheduleOp& op : b.schedule.ops) EXPECT_TRUE(op.id_phase.has_value()) << op.op_id;
+    for (const ScheduleOp& op : b.schedule.ops)
+      EXPECT_TRUE(op.id_phase.has_value()) << OpIdOf(b.schedule, op);
   }
 }
 
@@ -122,7 +123,7 @@ TEST(ScheduleBuilderTest, PersistentMemoryEqualsThePlansShardedBytes) {
       if (m.category != MemCategory::kShardedGrads) continue;
       if (m.bytes > 0) grads += m.bytes;
       if (m.bytes < 0) {
-        EXPECT_EQ(op.type, OpType::kOptimizer) << op.op_id;
+        EXPECT_EQ(op.type, OpType::kOptimizer) << OpIdOf(b.schedule, op);
         grads_at_optimizer -= m.bytes;
       }
     }
@@ -228,7 +229,7 @@ TEST(ScheduleBuilderTest, SelectiveOpEverySecondMatmulRecomputesHalfTheProjectio
   // In a Llama block the 2nd, 4th and 6th matmuls (k_proj, o_proj, up_proj) are recomputed.
   int recomputed_linears = 0;
   for (const ScheduleOp& op : half_s.ops) {
-    if (op.unit != "model.layers.0" || op.op_id.find("bwd/") != 0) continue;
+    if (op.unit != "model.layers.0" || OpIdOf(half_s, op).find("bwd/") != 0) continue;
     for (const ComputeItem& item : op.items) {
       if (item.recompute && item.kind == OpKind::kLinear) {
         ++recomputed_linears;
@@ -289,7 +290,7 @@ TEST(ScheduleBuilderTest, TensorParallelCollectivesBlockTheComputeLane) {
   Built sp = BuildAll(setup);
   int rs = 0, ag = 0;
   for (const ScheduleOp& op : sp.schedule.ops) {
-    if (op.op_id.rfind("fwd/model.layers.0/tp_", 0) != 0) continue;
+    if (OpIdOf(sp.schedule, op).rfind("fwd/model.layers.0/tp_", 0) != 0) continue;
     EXPECT_EQ(op.lane, Lane::kCompute);
     EXPECT_EQ(sp.schedule.groups[op.group].ranks, (std::vector<int>{0, 1}));
     rs += op.type == OpType::kReduceScatter;
@@ -410,7 +411,7 @@ TEST(SchedulePipelineTest, EverySchedulesValidatesWithOneRolePerStage) {
     EXPECT_EQ(s.roles[1].ranks_like, 4);
     const Status st = ValidateSchedule(s);
     EXPECT_TRUE(st.ok()) << st.message();
-    for (const ScheduleOp& op : s.ops) EXPECT_TRUE(op.id_phase.has_value()) << op.op_id;
+    for (const ScheduleOp& op : s.ops) EXPECT_TRUE(op.id_phase.has_value()) << OpIdOf(s, op);
     int sends = 0;
     for (const ScheduleOp& op : s.ops) sends += op.type == OpType::kSend;
     // Every micro-batch crosses each of the 2·v − 1 chunk boundaries twice (fwd + bwd).
@@ -423,7 +424,7 @@ TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
   const Schedule& s = b.schedule;
   auto find = [&](int role, const std::string& id) {
     for (size_t i = 0; i < s.ops.size(); ++i) {
-      if (s.ops[i].role == role && s.ops[i].op_id == id) return static_cast<int>(i);
+      if (s.ops[i].role == role && OpIdOf(s, s.ops[i]) == id) return static_cast<int>(i);
     }
     return -1;
   };

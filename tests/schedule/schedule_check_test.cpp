@@ -29,10 +29,10 @@ Schedule TwoOps() {
   shard.bytes = 32;
   s.buffers = {temp, shard};
   ScheduleOp a;
-  a.op_id = "a";
+  SetOpId(s, a, "a");
   a.memory.push_back({MemoryEffect::When::kStart, MemCategory::kTemporaries, 100, 0});
   ScheduleOp b;
-  b.op_id = "b";
+  SetOpId(s, b, "b");
   b.type = OpType::kAllGather;
   b.name = "ncclAllGather";
   b.group = 0;
@@ -98,14 +98,30 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
             std::string::npos)
       << st.message();
 
+  // An op_id formed from parts, as a builder gives them (OpIdKey).
   Schedule phase = TwoOps();
-  phase.ops[0].op_id = "mb1/bwd/model.layers.0/compute";
-  phase.ops[0].id_phase = OpPhase::kForward;  // what a builder that named it wrongly would say
-  st = ValidateSchedule(phase);
-  EXPECT_NE(st.message().find("recorded phase 'fwd' is not the op_id's"), std::string::npos)
-      << st.message();
+  phase.id_words = {"model.layers.0", "compute", "a/b"};
+  phase.ops[0].id = OpIdKey{0, 1, 0, 1};
   phase.ops[0].id_phase = OpPhase::kBackward;
+  EXPECT_EQ(OpIdOf(phase, phase.ops[0]), "mb1/bwd/model.layers.0/compute");
   EXPECT_TRUE(ValidateSchedule(phase).ok());
+  phase.ops[0].id.what = 3;  // past the words
+  st = ValidateSchedule(phase);
+  EXPECT_NE(st.message().find("op_id parts (unit 0, what 3) are not words of the schedule's 3"),
+            std::string::npos)
+      << st.message();
+  phase.ops[0].id = OpIdKey{0, 1, 0, 1};
+  phase.ops[0].id_phase = OpPhase::kStep;  // a step-level op has no unit part
+  st = ValidateSchedule(phase);
+  EXPECT_NE(st.message().find("are not words of the schedule's 3 for a 'step' op"),
+            std::string::npos)
+      << st.message();
+  phase.ops[0].id = OpIdKey{2, 1, 0, 1};  // a unit label with '/' leaves no op_id
+  phase.ops[0].id_phase = OpPhase::kBackward;
+  st = ValidateSchedule(phase);
+  EXPECT_NE(st.message().find("op_id formed from its parts is not a 'bwd' op_id"),
+            std::string::npos)
+      << st.message();
 
   Schedule dead = TwoOps();
   dead.buffers[0].free_op = 0;  // freed before the collective that reads it
@@ -132,7 +148,7 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
   EXPECT_NE(st.message().find("must begin with nccl"), std::string::npos);
 
   Schedule dup = TwoOps();
-  dup.ops[1].op_id = "a";
+  SetOpId(dup, dup.ops[1], "a");
   st = ValidateSchedule(dup);
   EXPECT_NE(st.message().find("op_id repeated"), std::string::npos);
 }
