@@ -31,7 +31,7 @@ std::vector<ScheduledUnit> ScheduledUnits(const Plan& plan) {
 }
 
 std::string OpUnitLabel(const Schedule& schedule, const ScheduleOp& op) {
-  if (!op.unit.empty()) return UnitOpLabel(op.unit);
+  if (const std::string& unit = UnitOf(schedule, op); !unit.empty()) return UnitOpLabel(unit);
   Result<OpId> id = ParseOpId(OpIdOf(schedule, op));
   return id.ok() && !id.value().unit.empty() ? id.value().unit : UnitOpLabel("");
 }

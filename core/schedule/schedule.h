@@ -178,14 +178,14 @@ struct CollectiveSpec {
 };
 
 // Where an op's op_id comes from. A builder-made op (ScheduleOp::id_phase set) keeps the
-// parts FormatOpId joins, its unit label and `what` as indices into Schedule::id_words, and
-// OpIdOf forms the text where it is read: a text per op, formed and freed with every schedule,
-// cost TP 8 x PP 8 x 17 micro-batches' build 7.0-7.5 ms against 6.2-6.8 without
-// (bench/explore_benchmark, BM_StagesOfTheLongerRun, three interleaved pairs).
-// An op made elsewhere (tests, SetOpId) has no phase and its whole op_id at id_words[what].
+// parts FormatOpId joins, its unit label and `what` as indices into Schedule::words, and
+// OpIdOf forms the text where it is read (and an op's name and unit are words too): a text per op,
+// formed and freed with every schedule, cost TP 8 x PP 8 x 17 micro-batches' build 7.0-7.5 ms
+// against 6.2-6.8 without (bench/explore_benchmark, BM_StagesOfTheLongerRun, three interleaved
+// pairs). An op made elsewhere (tests, SetOpId) has no phase and its whole op_id at words[what].
 struct OpIdKey {
-  int32_t unit = -1;   // id_words index of the unit label; -1: a step-level op (no unit part)
-  int32_t what = -1;   // id_words index of the `what`, or of the whole op_id (see above)
+  int32_t unit = -1;   // words index of the unit label; -1: a step-level op (no unit part)
+  int32_t what = -1;   // words index of the `what`, or of the whole op_id (see above)
   int32_t index = 0;   // the ":k" suffix; 0: none
   int32_t micro = -1;  // the "mb<k>/" prefix; -1: none
 };
@@ -197,13 +197,15 @@ struct ScheduleOp {
   // The op_id, the stable key shared with measured traces ("fwd/model.layers.3/all_gather",
   // "step/optimizer"): read it with OpIdOf.
   OpIdKey id;
-  std::string name;           // display name; collectives begin with "nccl"
-  std::string unit;           // unit FQN ("" for the root or step-level ops)
-  int micro_step = 0;         // gradient-accumulation / pipeline micro-batch index
-  std::vector<int> deps;      // indices into Schedule::ops that must finish first
-  int group = -1;             // index into Schedule::groups (collectives, p2p)
-  int64_t bytes = 0;          // collective: nccl-tests size (gathered size for all-gather /
-                              // reduce-scatter input size); copies: bytes moved
+  int32_t name = -1;      // Schedule::words index of the display name (NameOf); collectives' begin
+                          // with "nccl"
+  int32_t unit = -1;      // Schedule::words index of the unit FQN (UnitOf); -1: none ("", the root
+                          // or a step-level op)
+  int micro_step = 0;     // gradient-accumulation / pipeline micro-batch index
+  std::vector<int> deps;  // indices into Schedule::ops that must finish first
+  int group = -1;         // index into Schedule::groups (collectives, p2p)
+  int64_t bytes = 0;      // collective: nccl-tests size (gathered size for all-gather /
+                          // reduce-scatter input size); copies: bytes moved
   CollectiveSpec collective;  // collectives and p2p (IsCollective(type)); unset otherwise
   ComputeItems items;         // compute / optimizer work (shared by ops running the same)
   std::vector<MemoryEffect> memory;
@@ -217,8 +219,9 @@ struct ScheduleOp {
 // record at 264 bytes instead of 256 (an 8-byte field between op_id and name), the builder of
 // TP 8 x PP 8 x 17 micro-batches took 11.7-12.1 ms against 7.4-7.6 (bench/explore_benchmark,
 // BM_StagesOfTheLongerRun, two interleaved pairs). A new field goes into padding or pays for
-// itself in a measurement.
-static_assert(sizeof(ScheduleOp) <= 256, "ScheduleOp grew: measure the builder before it does");
+// itself in a measurement. At 176 bytes (name and unit as words) the same build ran alike
+// unaligned and padded to 192 on 64-byte boundaries (three interleaved rounds, 5.5-6.1 ms).
+static_assert(sizeof(ScheduleOp) <= 176, "ScheduleOp grew: measure the builder before it does");
 
 // One simulated rank standing for all ranks that behave alike (runtime.md "role"), or, in a
 // schedule built for one given rank (ScheduleOptions::rank), that rank alone.
@@ -239,9 +242,10 @@ struct Schedule {
   std::vector<std::array<int64_t, kNumMemCategories>> initial_host_memory;
   int64_t tokens_per_step = 0;  // global tokens per optimizer step
   int world_size = 1;
-  std::vector<std::string> modules;   // names ComputeItem::module points to (interned once)
-  std::vector<std::string> id_words;  // the op_id parts OpIdKey points to (each once)
-  std::vector<std::string> notes;     // what was modelled and how (shown by `simulate`)
+  std::vector<std::string> modules;  // names ComputeItem::module points to (interned once)
+  // The strings ops point to (each once): op_id parts (OpIdKey), names, unit FQNs.
+  std::vector<std::string> words;
+  std::vector<std::string> notes;  // what was modelled and how (shown by `simulate`)
 };
 
 // ----- The execution contract -----
@@ -280,8 +284,14 @@ std::string OpIdOf(const Schedule& schedule, const ScheduleOp& op);
 // The phase part of op's op_id: the builder's (id_phase), or parsed from the text; nullopt
 // where the text is no schedule op_id.
 std::optional<OpPhase> OpIdPhaseOf(const Schedule& schedule, const ScheduleOp& op);
-// Gives `op`, an op made outside a builder, the op_id `text` (kept in schedule.id_words).
+// Gives `op`, an op made outside a builder, the op_id `text` (kept in schedule.words).
 void SetOpId(Schedule& schedule, ScheduleOp& op, std::string_view text);
+// op's display name and unit FQN ("" where it has none).
+const std::string& NameOf(const Schedule& schedule, const ScheduleOp& op);
+const std::string& UnitOf(const Schedule& schedule, const ScheduleOp& op);
+// Adds `text` to schedule.words and returns its index, for an op's name or unit (ops made
+// outside a builder).
+int32_t AddWord(Schedule& schedule, std::string_view text);
 
 // Index of the (role, lane) stream op runs on: role · kNumLanes + lane − 1.
 inline int LaneKey(const ScheduleOp& op) {

@@ -190,7 +190,7 @@ DType ComputeDType(const Plan& plan) {
 // comes after its send (deps always point to earlier ops).
 Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const ModelChunks& chunks,
                     const StepInputs& in, const WorldLayout& world, const ScheduleOptions& o,
-                    GroupTable& table, IdWords& words,
+                    GroupTable& table, Words& words,
                     std::vector<std::unique_ptr<RoleEmitter>>& emitters) {
   const int num_chunks = static_cast<int>(chunks.roots.size());
   const int pp = o.pp;
@@ -317,7 +317,7 @@ Schedule KeepRole(Schedule s, int keep) {
   out.initial_host_memory = {s.initial_host_memory[keep]};
   out.world_size = s.world_size;
   out.modules = std::move(s.modules);
-  out.id_words = std::move(s.id_words);
+  out.words = std::move(s.words);
   return out;
 }
 
@@ -446,7 +446,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   for (const UnitWork& w : in.work) estimate += 3 * w.entries.size() + 12;
   s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
   s.buffers.reserve(s.ops.capacity());  // an op allocates about one buffer, most ops fewer
-  IdWords words(s);
+  Words words(s);
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
   std::vector<Buffer> persistent_buffers;  // appended after the step's own buffers
   for (int stage = 0; stage < options.pp; ++stage) {

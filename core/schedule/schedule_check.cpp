@@ -125,14 +125,14 @@ Status ValidateSchedule(const Schedule& s) {
       // Formed from parts (OpIdKey): words of the table, a unit part unless a step-level op,
       // and together an op_id of the grammar with the recorded phase.
       const auto word = [&](int32_t k) {
-        return k >= 0 && static_cast<size_t>(k) < s.id_words.size();
+        return k >= 0 && static_cast<size_t>(k) < s.words.size();
       };
       if (!word(op.id.what) ||
           (*op.id_phase == OpPhase::kStep ? op.id.unit != -1 : !word(op.id.unit))) {
         return InvalidInput(fmt::format(
             "{}: op_id parts (unit {}, what {}) are not words of the "
             "schedule's {} for a '{}' op",
-            Where(s, i), op.id.unit, op.id.what, s.id_words.size(), OpPhaseName(*op.id_phase)));
+            Where(s, i), op.id.unit, op.id.what, s.words.size(), OpPhaseName(*op.id_phase)));
       }
       const std::optional<OpIdView> id = ParseOpIdView(op_id);
       if (!id || id->phase != *op.id_phase) {
@@ -149,9 +149,9 @@ Status ValidateSchedule(const Schedule& s) {
       if (op.group < 0 || op.group >= static_cast<int>(s.groups.size())) {
         return InvalidInput(fmt::format("{}: collective without a valid group", Where(s, i)));
       }
-      if (op.name.rfind("nccl", 0) != 0) {
-        return InvalidInput(
-            fmt::format("{}: collective name '{}' must begin with nccl", Where(s, i), op.name));
+      if (NameOf(s, op).rfind("nccl", 0) != 0) {
+        return InvalidInput(fmt::format("{}: collective name '{}' must begin with nccl",
+                                        Where(s, i), NameOf(s, op)));
       }
       SS_RETURN_IF_ERROR(ValidateCollective(s, i));
     }

@@ -108,14 +108,19 @@ std::string_view MemCategoryName(MemCategory c) {
   return "unknown";
 }
 
+namespace {
+
+const std::string& Word(const Schedule& schedule, int32_t k) {
+  static const std::string kNone;
+  return k >= 0 && static_cast<size_t>(k) < schedule.words.size() ? schedule.words[k] : kNone;
+}
+
+}  // namespace
+
 std::string OpIdOf(const Schedule& schedule, const ScheduleOp& op) {
-  const std::vector<std::string>& words = schedule.id_words;
-  auto word = [&](int32_t k) -> std::string_view {
-    return k >= 0 && static_cast<size_t>(k) < words.size() ? std::string_view(words[k])
-                                                           : std::string_view();
-  };
-  if (!op.id_phase) return std::string(word(op.id.what));
-  return MakeOpId(*op.id_phase, word(op.id.unit), word(op.id.what), op.id.index, op.id.micro);
+  if (!op.id_phase) return Word(schedule, op.id.what);
+  return MakeOpId(*op.id_phase, Word(schedule, op.id.unit), Word(schedule, op.id.what), op.id.index,
+                  op.id.micro);
 }
 
 std::optional<OpPhase> OpIdPhaseOf(const Schedule& schedule, const ScheduleOp& op) {
@@ -127,9 +132,20 @@ std::optional<OpPhase> OpIdPhaseOf(const Schedule& schedule, const ScheduleOp& o
 
 void SetOpId(Schedule& schedule, ScheduleOp& op, std::string_view text) {
   op.id = OpIdKey{};
-  op.id.what = static_cast<int32_t>(schedule.id_words.size());
+  op.id.what = AddWord(schedule, text);
   op.id_phase.reset();
-  schedule.id_words.emplace_back(text);
+}
+
+const std::string& NameOf(const Schedule& schedule, const ScheduleOp& op) {
+  return Word(schedule, op.name);
+}
+const std::string& UnitOf(const Schedule& schedule, const ScheduleOp& op) {
+  return Word(schedule, op.unit);
+}
+
+int32_t AddWord(Schedule& schedule, std::string_view text) {
+  schedule.words.emplace_back(text);
+  return static_cast<int32_t>(schedule.words.size()) - 1;
 }
 
 }  // namespace shardscope

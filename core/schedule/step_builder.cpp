@@ -172,7 +172,7 @@ GradientReduction GradientReductionOf(const UnitPlan& unit, DType reduce_dtype, 
 class RoleEmitter::Impl {
  public:
   Impl(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
-       std::map<int, int> remap, int role, Schedule& s, IdWords& words)
+       std::map<int, int> remap, int role, Schedule& s, Words& words)
       : in_(in),
         groups_(std::move(groups)),
         role_units_(std::move(units)),
@@ -182,6 +182,7 @@ class RoleEmitter::Impl {
         words_(words) {
     const size_t n = in.units.size();
     label_words_.assign(in.labels.size(), -1);
+    unit_words_.assign(in.units.size(), kNoWord);
     segments_.resize(n);
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
@@ -391,8 +392,12 @@ class RoleEmitter::Impl {
     op.type = type;
     op.id = id.key;
     op.id_phase = id.phase;
-    op.name = name;
-    op.unit = u >= 0 ? Unit(u).fqn : std::string();
+    op.name = words_.Of(name);
+    if (u >= 0) {
+      int32_t& unit = unit_words_[u];
+      if (unit == kNoWord) unit = Unit(u).fqn.empty() ? -1 : words_.Of(Unit(u).fqn);
+      op.unit = unit;
+    }
     op.micro_step = micro_;
     return op;
   }
@@ -1186,8 +1191,10 @@ class RoleEmitter::Impl {
   std::string comm_what_;  // EmitComms: the prefixed kind, its buffer reused op to op
   int role_ = 0;
   Schedule& s_;
-  IdWords& words_;
+  Words& words_;
   std::vector<int32_t> label_words_;  // per unit: its label's index in words_ (-1: not yet)
+  static constexpr int32_t kNoWord = -2;
+  std::vector<int32_t> unit_words_;  // per unit: its FQN's (-1: the root's ""; kNoWord: not yet)
   std::vector<std::vector<struct Segment>> segments_;
   std::vector<int> chunks_;
   std::vector<std::vector<char>>
@@ -1214,7 +1221,7 @@ class RoleEmitter::Impl {
 
 RoleEmitter::RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups,
                          std::vector<int> units, std::map<int, int> group_remap, int role,
-                         Schedule& schedule, IdWords& words)
+                         Schedule& schedule, Words& words)
     : impl_(std::make_unique<Impl>(in, std::move(groups), std::move(units), std::move(group_remap),
                                    role, schedule, words)) {}
 RoleEmitter::~RoleEmitter() = default;
@@ -1233,10 +1240,10 @@ int RoleEmitter::Recv(NamedOpId op_id, int group, int peer_send, int micro) {
 }
 void RoleEmitter::Finish() { impl_->Finish(); }
 
-int32_t IdWords::Of(std::string_view word) {
+int32_t Words::Of(std::string_view word) {
   if (const auto it = index_.find(word); it != index_.end()) return it->second;
-  const auto k = static_cast<int32_t>(schedule_.id_words.size());
-  schedule_.id_words.emplace_back(word);
+  const auto k = static_cast<int32_t>(schedule_.words.size());
+  schedule_.words.emplace_back(word);
   index_.emplace(keys_.emplace_back(word), k);
   return k;
 }

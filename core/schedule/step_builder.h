@@ -6,7 +6,7 @@
 // Contents:
 //   UnitGroups    process groups of one unit for the role's rank
 //   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels
-//   IdWords       Schedule::id_words as the emitters of one schedule share them
+//   Words       Schedule::words as the emitters of one schedule share them
 //   NamedOpId     an op_id's parts (OpIdKey) and phase, as an emitter gives them to an op
 //   RoleEmitter   the per-rank emitter the builder drives action by action
 #pragma once
@@ -52,13 +52,13 @@ struct StepInputs {
   DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 
-// The words of one schedule's op_ids (Schedule::id_words: unit labels and `what`s), each once.
-class IdWords {
+// The words of one schedule's op_ids (Schedule::words: unit labels and `what`s), each once.
+class Words {
  public:
-  explicit IdWords(Schedule& schedule) : schedule_(schedule) {}
-  IdWords(const IdWords&) = delete;
-  IdWords& operator=(const IdWords&) = delete;
-  int32_t Of(std::string_view word);  // its index in schedule.id_words, added when new
+  explicit Words(Schedule& schedule) : schedule_(schedule) {}
+  Words(const Words&) = delete;
+  Words& operator=(const Words&) = delete;
+  int32_t Of(std::string_view word);  // its index in schedule.words, added when new
 
  private:
   Schedule& schedule_;
@@ -78,7 +78,7 @@ class RoleEmitter {
   // `group_remap` maps the TP/CP/EP groups of the unit work (built for stage 0) to this role's.
   // `words` holds `schedule`'s op_id words for every emitter of it.
   RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
-              std::map<int, int> group_remap, int role, Schedule& schedule, IdWords& words);
+              std::map<int, int> group_remap, int role, Schedule& schedule, Words& words);
   ~RoleEmitter();
   RoleEmitter(const RoleEmitter&) = delete;
   RoleEmitter& operator=(const RoleEmitter&) = delete;

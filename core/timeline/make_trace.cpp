@@ -40,15 +40,17 @@ void AddMemoryCounters(const Schedule& schedule, const RoleMemory& mem, int rank
 
 // A unit's compute slice carries the unit ("fwd model.layers.3", "recompute root"), so a
 // viewer's slices say what they are without opening their args; other ops keep their name.
-std::string EventName(const ScheduleOp& op, const std::string& op_id) {
-  if (op.name.empty()) return op_id;
-  if (op.type != OpType::kCompute || op.lane != Lane::kCompute) return op.name;
+std::string EventName(const Schedule& schedule, const ScheduleOp& op, const std::string& op_id) {
+  const std::string& name = NameOf(schedule, op);
+  if (name.empty()) return op_id;
+  if (op.type != OpType::kCompute || op.lane != Lane::kCompute) return name;
   const Result<OpId> id = ParseOpId(op_id);
-  const std::string label = id.ok() && !id->unit.empty() ? id->unit : UnitOpLabel(op.unit);
-  if (op.name == "forward") return fmt::format("fwd {}", label);
-  if (op.name == "backward") return fmt::format("bwd {}", label);
-  if (op.name == "recompute") return fmt::format("recompute {}", label);
-  return op.name;
+  const std::string label =
+      id.ok() && !id->unit.empty() ? id->unit : UnitOpLabel(UnitOf(schedule, op));
+  if (name == "forward") return fmt::format("fwd {}", label);
+  if (name == "backward") return fmt::format("bwd {}", label);
+  if (name == "recompute") return fmt::format("recompute {}", label);
+  return name;
 }
 
 }  // namespace
@@ -92,7 +94,7 @@ Trace MakeTrace(const Schedule& schedule, const Timeline& timeline,
     const int rank = schedule.roles[op.role].rank;
     const int64_t dur = timing.duration_ns();
     const std::string op_id = OpIdOf(schedule, op);
-    WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), EventName(op, op_id), op_id,
+    WorkEvent& e = t.AddWork(rank, static_cast<int>(op.lane), EventName(schedule, op, op_id), op_id,
                              timing.start_ns, dur);
     if (IsCollective(op.type)) {
       e.bytes = op.bytes;

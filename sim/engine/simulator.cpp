@@ -40,7 +40,7 @@ std::vector<std::string> TimingWarnings(const Simulation& sim, const StepAccount
     int64_t first_start = -1;
     for (size_t i = 0; i < sim.schedule.ops.size(); ++i) {
       const ScheduleOp& op = sim.schedule.ops[i];
-      if (op.role == role && op.unit == u.unit && op.type == OpType::kAllGather &&
+      if (op.role == role && UnitOf(sim.schedule, op) == u.unit && op.type == OpType::kAllGather &&
           sim.timeline.ops[i].start_ns >= 0) {
         first_start = sim.timeline.ops[i].start_ns;
         break;

@@ -40,7 +40,7 @@ std::vector<UnitExposure> ExposedAllGathers(const Schedule& schedule, const Time
     const ScheduleOp& op = schedule.ops[i];
     if (op.role != role || (op.type != OpType::kAllGather && op.type != OpType::kCopyIn)) continue;
     const OpTiming& t = timeline.ops[i];
-    UnitExposure& u = by_unit[op.unit];
+    UnitExposure& u = by_unit[UnitOf(schedule, op)];
     u.all_gather_ns += t.duration_ns();
     if (t.end_ns > t.start_ns) u.exposed_ns += NotCoveredNs(t.start_ns, t.end_ns, compute);
   }

@@ -38,8 +38,9 @@ StepEdges FindStepEdges(const Schedule& schedule, const Timeline& timeline, int 
     const OpTiming& t = timeline.ops[i];
     if (op.role != role || t.start_ns < 0 || !IsModuleCompute(op)) continue;
     const std::optional<OpPhase> phase = OpIdPhaseOf(schedule, op);
-    if (phase == OpPhase::kForward) fwd.push_back({t.start_ns, t.end_ns, &op.unit});
-    if (phase == OpPhase::kBackward) bwd.push_back({t.start_ns, t.end_ns, &op.unit});
+    const std::string* unit = &UnitOf(schedule, op);
+    if (phase == OpPhase::kForward) fwd.push_back({t.start_ns, t.end_ns, unit});
+    if (phase == OpPhase::kBackward) bwd.push_back({t.start_ns, t.end_ns, unit});
   }
   auto by_start = [](const Run& a, const Run& b) { return a.start < b.start; };
   std::stable_sort(fwd.begin(), fwd.end(), by_start);

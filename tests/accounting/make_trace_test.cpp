@@ -33,7 +33,7 @@ Step MeasuredStep() {
     op.lane = lane;
     op.type = type;
     SetOpId(s.schedule, op, id);
-    op.name = name;
+    op.name = AddWord(s.schedule, name);
     op.group = group;
     op.bytes = bytes;
     s.schedule.ops.push_back(op);
@@ -120,12 +120,12 @@ TEST(MakeTrace, MemorySeriesBecomeCountersAndMarkers) {
 
 TEST(MakeTrace, ComputeSlicesNameTheirUnitAndOnlyUsedLanesAreDeclared) {
   Step s = MeasuredStep();
-  s.schedule.ops[0].name = "forward";
-  s.schedule.ops[0].unit = "model.layers.3";
+  s.schedule.ops[0].name = AddWord(s.schedule, "forward");
+  s.schedule.ops[0].unit = AddWord(s.schedule, "model.layers.3");
   SetOpId(s.schedule, s.schedule.ops[0], "fwd/model.layers.3/compute");
   ScheduleOp bwd = s.schedule.ops[0];
-  bwd.name = "backward";
-  bwd.unit = "";
+  bwd.name = AddWord(s.schedule, "backward");
+  bwd.unit = -1;
   SetOpId(s.schedule, bwd, "bwd/root/compute");
   s.schedule.ops.push_back(bwd);
   s.timeline.ops.push_back({250, 300});

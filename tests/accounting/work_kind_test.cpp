@@ -102,7 +102,6 @@ TEST(ClassifyWork, AScheduleOpAndItsTraceEventGetTheSameKind) {
     ScheduleOp op;
     op.lane = c.lane;
     op.type = c.type;
-    op.name = c.name;
     op.on_host = c.on_host;
     EXPECT_EQ(WorkKindOf(op), c.want) << c.name;
     Trace t;

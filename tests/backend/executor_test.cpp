@@ -186,7 +186,7 @@ TEST(ExecutorTest, EmulatedAllGatherHoldsThisRanksShardAndDeterministicPeers) {
   }
   ASSERT_GE(ag, 0);
   const ScheduleOp& op = s.ops[ag];
-  const int u = job->plan.FindUnit(op.unit);
+  const int u = job->plan.FindUnit(UnitOf(s, op));
   ASSERT_GE(u, 0);
   const UnitLayout layout = MakeUnitLayout(job->plan.units[u], rank);
   SlotCopier copier(ag, op.collective.output_buffer);

@@ -29,7 +29,7 @@ class ScheduleMaker {
     op.lane = lane;
     op.type = type;
     SetOpId(s_, op, id);
-    op.name = id;
+    op.name = AddWord(s_, id);
     op.deps = std::move(deps);
     op.group = group;
     s_.ops.push_back(std::move(op));

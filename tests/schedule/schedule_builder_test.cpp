@@ -229,7 +229,7 @@ TEST(ScheduleBuilderTest, SelectiveOpEverySecondMatmulRecomputesHalfTheProjectio
   // In a Llama block the 2nd, 4th and 6th matmuls (k_proj, o_proj, up_proj) are recomputed.
   int recomputed_linears = 0;
   for (const ScheduleOp& op : half_s.ops) {
-    if (op.unit != "model.layers.0" || OpIdOf(half_s, op).find("bwd/") != 0) continue;
+    if (UnitOf(half_s, op) != "model.layers.0" || OpIdOf(half_s, op).find("bwd/") != 0) continue;
     for (const ComputeItem& item : op.items) {
       if (item.recompute && item.kind == OpKind::kLinear) {
         ++recomputed_linears;
@@ -281,7 +281,7 @@ TEST(ScheduleBuilderTest, HsdpAddsAllReducesOverTheReplicateGroup) {
   EXPECT_EQ(ar.bytes * 4, rs.bytes);
   EXPECT_NE(std::find(ar.deps.begin(), ar.deps.end(), Find(s, "bwd/model.layers.0/reduce_scatter")),
             ar.deps.end());
-  EXPECT_EQ(ar.name, "ncclAllReduce");
+  EXPECT_EQ(NameOf(s, ar), "ncclAllReduce");
 }
 
 TEST(ScheduleBuilderTest, TensorParallelCollectivesBlockTheComputeLane) {

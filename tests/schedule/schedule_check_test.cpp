@@ -1,5 +1,6 @@
 #include "core/schedule/schedule_check.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace shardscope {
@@ -34,7 +35,7 @@ Schedule TwoOps() {
   ScheduleOp b;
   SetOpId(s, b, "b");
   b.type = OpType::kAllGather;
-  b.name = "ncclAllGather";
+  b.name = AddWord(s, "ncclAllGather");
   b.group = 0;
   b.bytes = 64;
   b.collective.dtype = DType::kBFloat16;
@@ -100,23 +101,26 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
 
   // An op_id formed from parts, as a builder gives them (OpIdKey).
   Schedule phase = TwoOps();
-  phase.id_words = {"model.layers.0", "compute", "a/b"};
-  phase.ops[0].id = OpIdKey{0, 1, 0, 1};
+  const int32_t unit = AddWord(phase, "model.layers.0");
+  const int32_t compute = AddWord(phase, "compute");
+  const int32_t slashed = AddWord(phase, "a/b");
+  const auto words = static_cast<int32_t>(phase.words.size());
+  phase.ops[0].id = OpIdKey{unit, compute, 0, 1};
   phase.ops[0].id_phase = OpPhase::kBackward;
   EXPECT_EQ(OpIdOf(phase, phase.ops[0]), "mb1/bwd/model.layers.0/compute");
   EXPECT_TRUE(ValidateSchedule(phase).ok());
-  phase.ops[0].id.what = 3;  // past the words
+  phase.ops[0].id.what = words;  // past the words
   st = ValidateSchedule(phase);
-  EXPECT_NE(st.message().find("op_id parts (unit 0, what 3) are not words of the schedule's 3"),
+  EXPECT_NE(st.message().find(fmt::format("op_id parts (unit {}, what {}) are not words of the "
+                                          "schedule's {}",
+                                          unit, words, words)),
             std::string::npos)
       << st.message();
-  phase.ops[0].id = OpIdKey{0, 1, 0, 1};
+  phase.ops[0].id = OpIdKey{unit, compute, 0, 1};
   phase.ops[0].id_phase = OpPhase::kStep;  // a step-level op has no unit part
   st = ValidateSchedule(phase);
-  EXPECT_NE(st.message().find("are not words of the schedule's 3 for a 'step' op"),
-            std::string::npos)
-      << st.message();
-  phase.ops[0].id = OpIdKey{2, 1, 0, 1};  // a unit label with '/' leaves no op_id
+  EXPECT_NE(st.message().find("for a 'step' op"), std::string::npos) << st.message();
+  phase.ops[0].id = OpIdKey{slashed, compute, 0, 1};  // a unit label with '/' leaves no op_id
   phase.ops[0].id_phase = OpPhase::kBackward;
   st = ValidateSchedule(phase);
   EXPECT_NE(st.message().find("op_id formed from its parts is not a 'bwd' op_id"),
@@ -143,7 +147,7 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
   EXPECT_NE(st.message().find("dependency 1 is not an earlier op"), std::string::npos);
 
   Schedule name = TwoOps();
-  name.ops[1].name = "AllGather";
+  name.ops[1].name = AddWord(name, "AllGather");
   st = ValidateSchedule(name);
   EXPECT_NE(st.message().find("must begin with nccl"), std::string::npos);
 
