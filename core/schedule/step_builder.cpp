@@ -1241,10 +1241,21 @@ int RoleEmitter::Recv(NamedOpId op_id, int group, int peer_send, int micro) {
 void RoleEmitter::Finish() { impl_->Finish(); }
 
 int32_t Words::Of(std::string_view word) {
-  if (const auto it = index_.find(word); it != index_.end()) return it->second;
-  const auto k = static_cast<int32_t>(schedule_.words.size());
-  schedule_.words.emplace_back(word);
-  index_.emplace(keys_.emplace_back(word), k);
+  Recent& r = recent_[(reinterpret_cast<uintptr_t>(word.data()) >> 3 ^ word.size()) % kRecent];
+  // The same address may hold another word by now (a reused buffer): the text decides.
+  if (r.data == word.data() && r.size == word.size() && r.index >= 0 &&
+      schedule_.words[r.index] == word) {
+    return r.index;
+  }
+  int32_t k;
+  if (const auto it = index_.find(word); it != index_.end()) {
+    k = it->second;
+  } else {
+    k = static_cast<int32_t>(schedule_.words.size());
+    schedule_.words.emplace_back(word);
+    index_.emplace(keys_.emplace_back(word), k);
+  }
+  r = {word.data(), word.size(), k};
   return k;
 }
 
