@@ -197,8 +197,8 @@ struct ScheduleOp {
   // The op_id, the stable key shared with measured traces ("fwd/model.layers.3/all_gather",
   // "step/optimizer"): read it with OpIdOf.
   OpIdKey id;
-  int32_t name = -1;      // Schedule::words index of the display name (NameOf); collectives' begin
-                          // with "nccl"
+  int32_t name = -1;      // Schedule::words index of the display name (NameOf): a collective's
+                          // begins with "nccl"
   int32_t unit = -1;      // Schedule::words index of the unit FQN (UnitOf); -1: none ("", the root
                           // or a step-level op)
   int micro_step = 0;     // gradient-accumulation / pipeline micro-batch index

@@ -6,7 +6,7 @@
 // Contents:
 //   UnitGroups    process groups of one unit for the role's rank
 //   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels
-//   Words       Schedule::words as the emitters of one schedule share them
+//   Words         Schedule::words as the emitters of one schedule share them
 //   NamedOpId     an op_id's parts (OpIdKey) and phase, as an emitter gives them to an op
 //   RoleEmitter   the per-rank emitter the builder drives action by action
 #pragma once
@@ -53,7 +53,8 @@ struct StepInputs {
   DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 
-// The words of one schedule's op_ids (Schedule::words: unit labels and `what`s), each once.
+// The words of one schedule (Schedule::words: op_ids' unit labels and `what`s, op names, unit
+// FQNs), each once.
 class Words {
  public:
   explicit Words(Schedule& schedule) : schedule_(schedule) {}
