@@ -387,6 +387,7 @@ Status StepChecker::Verify(CheckReport* report) const {
 
   for (const Snapshot& snap : collectives_) {
     const ScheduleOp& op = s_.ops[snap.op];
+    const std::string op_id = OpIdOf(s_, op);  // formed once: every element names it
     const UnitRef& u = *UnitOf(op);
     const UnitLayout& L = u.layout;
     const int S = L.sizes.shard_group;
@@ -402,15 +403,14 @@ Status StepChecker::Verify(CheckReport* report) const {
               const std::string what = Where(p, row, c, "gathered", slot);
               const float got = Load(p.gather_dtype, base, r * p.cols + c);
               if (row >= p.rows) {
-                tally.Compare(OpIdOf(s_, op), what, got, 0.0f);
+                tally.Compare(op_id, what, got, 0.0f);
               } else if (snap.step == 0) {
-                tally.Compare(OpIdOf(s_, op), what, got, ParamIn(p, row, c, p.gather_dtype));
+                tally.Compare(op_id, what, got, ParamIn(p, row, c, p.gather_dtype));
               } else {
                 const double want =
                     RoundTo(p.gather_dtype, param_after(u, p, row, c, false, snap.step));
                 // One rounding more than the parameter: the cast to the gather dtype.
-                tally.Near(OpIdOf(s_, op), what, got, want, want,
-                           Tolerance(p.gather_dtype, snap.step + 1));
+                tally.Near(op_id, what, got, want, want, Tolerance(p.gather_dtype, snap.step + 1));
               }
             }
           }
@@ -432,7 +432,7 @@ Status StepChecker::Verify(CheckReport* report) const {
                                        ? GradIn(rank_, p, row, c, d,
                                                 op.micro_step - (u.micro_steps - 1), u.micro_steps)
                                        : 0.0f;
-                tally.Compare(OpIdOf(s_, op), Where(p, row, c, "reduce-scatter input", block),
+                tally.Compare(op_id, Where(p, row, c, "reduce-scatter input", block),
                               Load(d, base, r * p.cols + c), want);
               }
             }
@@ -445,8 +445,7 @@ Status StepChecker::Verify(CheckReport* report) const {
         for (int64_t r = 0; r < p.shard_rows; ++r) {
           const int64_t row = p.first_row + r;
           for (int64_t c = 0; c < p.cols; ++c) {
-            tally.Compare(OpIdOf(s_, op), Where(p, row, c, "reduced", -1),
-                          Load(d, base, r * p.cols + c),
+            tally.Compare(op_id, Where(p, row, c, "reduced", -1), Load(d, base, r * p.cols + c),
                           shard_reduced(u, p, row, c, 0, op.micro_step));
           }
         }
@@ -463,7 +462,7 @@ Status StepChecker::Verify(CheckReport* report) const {
           for (int64_t r = 0; r < p.shard_rows; ++r) {
             const int64_t row = p.first_row + r;
             for (int64_t c = 0; c < p.cols; ++c) {
-              tally.Compare(OpIdOf(s_, op), Where(p, row, c, "replica-reduced", -1),
+              tally.Compare(op_id, Where(p, row, c, "replica-reduced", -1),
                             Load(d, base, r * p.cols + c),
                             hsdp_reduced(u, p, row, c, op.micro_step));
             }
@@ -480,7 +479,7 @@ Status StepChecker::Verify(CheckReport* report) const {
           const int64_t first = p.grad_offset / DTypeBytes(p.gather_dtype);
           for (int64_t row = 0; row < p.rows; ++row) {
             for (int64_t c = 0; c < p.cols; ++c) {
-              tally.Compare(OpIdOf(s_, op), Where(p, row, c, "all-reduced", -1),
+              tally.Compare(op_id, Where(p, row, c, "all-reduced", -1),
                             Load(stored, snap.output.data(), first + row * p.cols + c),
                             replicate_reduced(u, p, row, c, op.micro_step));
             }

@@ -802,7 +802,10 @@ Status Runner::IssueCompute(int i) {
       b.params = static_cast<const char*>(live_[u->gathered].data);
       b.params_bytes = live_[u->gathered].bytes;
     }
-    SS_RETURN_IF_ERROR(IssueItem(dev_, op.lane, item, b).WithContext(OpIdOf(s_, op)));
+    // The op_id is formed only for an error: this runs for every item of every op.
+    if (Status issued = IssueItem(dev_, op.lane, item, b); !issued.ok()) {
+      return issued.WithContext(OpIdOf(s_, op));
+    }
   }
   return Status::Ok();
 }

@@ -7,7 +7,6 @@
 #include "core/schedule/op_kind.h"
 #include "core/timeline/op_accounting.h"
 #include "core/trace/op_id.h"
-#include "core/trace/op_id_view.h"
 
 namespace shardscope::sim {
 namespace {
