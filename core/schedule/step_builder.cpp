@@ -183,6 +183,7 @@ class RoleEmitter::Impl {
     const size_t n = in.units.size();
     label_words_.assign(in.labels.size(), -1);
     unit_words_.assign(in.units.size(), kNoWord);
+    comm_templates_.resize(n);
     segments_.resize(n);
     chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
@@ -628,7 +629,7 @@ class RoleEmitter::Impl {
         continue;
       }
       if (seg.kind == Segment::Kind::kComm) {
-        EmitComms(u, "fwd", in_.work[u].entries[seg.entries[0]].fwd, counters);
+        EmitComms(u, seg.entries[0], kFwd, counters);
         continue;
       }
       // A loss outside the model runs after the root's forward has returned.
@@ -708,29 +709,57 @@ class RoleEmitter::Impl {
                        [&](int e) { return in_.work[u].entries[e].item.kind == OpKind::kLoss; });
   }
 
-  void EmitComms(int u, std::string_view phase, const std::vector<CommSpec>& comms,
-                 CommCounters& counters, std::string_view prefix = "") {
-    for (const CommSpec& c : comms) {
-      std::string_view what = c.what;
-      if (!prefix.empty()) {
-        comm_what_.assign(prefix);
-        comm_what_ += c.what;
-        what = comm_what_;
-      }
+  // The collectives of entry `e` of unit u: its forward list in forward (`kFwd`) or in
+  // recomputation (`kRecompute`, op_ids "recompute_<what>"), its backward list in backward.
+  enum CommPass { kFwd, kBwd, kRecompute, kCommPasses };
+  void EmitComms(int u, int e, CommPass pass, CommCounters& counters) {
+    const WorkEntry& entry = in_.work[u].entries[e];
+    const std::vector<CommSpec>& comms = pass == kBwd ? entry.bwd : entry.fwd;
+    const std::string_view prefix = pass == kRecompute ? "recompute_" : "";
+    std::vector<ScheduleOp>& made = CommTemplates(u, e, pass);
+    for (size_t i = 0; i < comms.size(); ++i) {
+      const CommSpec& c = comms[i];
       const int k = counters.Next(prefix, c.what);
-      ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(phase, u, what, k), NcclName(c.type), u);
-      auto mapped = remap_.find(c.group);
-      op.group = mapped == remap_.end() ? c.group : mapped->second;
-      op.bytes = c.bytes;
-      // Activations in the compute dtype; all-gather and reduce-scatter sizes are n shards.
-      const bool sharded = c.type == OpType::kAllGather || c.type == OpType::kReduceScatter;
-      const int n = op.group >= 0 ? s_.groups[op.group].size() : 1;
-      op.collective = CollectiveOf(in_.compute_dtype, sharded ? c.bytes / n : c.bytes);
-      if (c.type == OpType::kAllReduce || c.type == OpType::kReduceScatter) {
-        op.collective.reduce = CollectiveReduce::kSum;  // partial sums
-      }
+      if (i == made.size()) made.push_back(CommTemplate(u, pass, c, prefix));
+      // Only the op_id's index (the counters') and micro-batch differ from one emission of the
+      // list to the next.
+      ScheduleOp op = made[i];
+      op.id.index = k;
+      op.id.micro = micro_steps_ > 1 ? micro_ : -1;
+      op.micro_step = micro_;
       PushCompute(std::move(op), u);
     }
+  }
+
+  // The op of collective `c` of unit u, less what EmitComms sets per emission: made once per
+  // unit, entry and pass and copied for every micro-batch. Forming it (its words, its group,
+  // its collective) per op was a tenth of the builder's instructions with tensor parallelism,
+  // whose collectives are most of a step's ops (callgrind, TP 8 x PP 8 x 64).
+  ScheduleOp CommTemplate(int u, CommPass pass, const CommSpec& c, std::string_view prefix) {
+    std::string_view what = c.what;
+    if (!prefix.empty()) {
+      comm_what_.assign(prefix);
+      comm_what_ += c.what;
+      what = comm_what_;
+    }
+    ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(pass == kFwd ? "fwd" : "bwd", u, what),
+                          NcclName(c.type), u);
+    auto mapped = remap_.find(c.group);
+    op.group = mapped == remap_.end() ? c.group : mapped->second;
+    op.bytes = c.bytes;
+    // Activations in the compute dtype; all-gather and reduce-scatter sizes are n shards.
+    const bool sharded = c.type == OpType::kAllGather || c.type == OpType::kReduceScatter;
+    const int n = op.group >= 0 ? s_.groups[op.group].size() : 1;
+    op.collective = CollectiveOf(in_.compute_dtype, sharded ? c.bytes / n : c.bytes);
+    if (c.type == OpType::kAllReduce || c.type == OpType::kReduceScatter) {
+      op.collective.reduce = CollectiveReduce::kSum;  // partial sums
+    }
+    return op;
+  }
+  std::vector<ScheduleOp>& CommTemplates(int u, int e, CommPass pass) {
+    std::vector<std::array<std::vector<ScheduleOp>, kCommPasses>>& unit = comm_templates_[u];
+    if (unit.empty()) unit.resize(in_.work[u].entries.size());
+    return unit[e][pass];
   }
 
   static std::string_view NcclName(OpType t) {
@@ -783,7 +812,7 @@ class RoleEmitter::Impl {
         continue;
       }
       if (it->kind == Segment::Kind::kComm) {
-        EmitComms(u, "bwd", in_.work[u].entries[it->entries[0]].bwd, counters);
+        EmitComms(u, it->entries[0], kBwd, counters);
         continue;
       }
       BackwardChunk(u, *it, bwd_chunk++);
@@ -857,7 +886,7 @@ class RoleEmitter::Impl {
     for (const struct Segment& seg : segments_[u]) {
       if (seg.kind == Segment::Kind::kUnit) continue;  // nested units recompute on their own
       if (seg.kind == Segment::Kind::kComm) {
-        EmitComms(u, "bwd", in_.work[u].entries[seg.entries[0]].fwd, counters, "recompute_");
+        EmitComms(u, seg.entries[0], kRecompute, counters);
         continue;
       }
       ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
@@ -1188,7 +1217,9 @@ class RoleEmitter::Impl {
   std::vector<UnitGroups> groups_;
   std::vector<int> role_units_;
   std::map<int, int> remap_;
-  std::string comm_what_;  // EmitComms: the prefixed kind, its buffer reused op to op
+  std::string comm_what_;  // CommTemplate: the prefixed kind, its buffer reused op to op
+  // Per unit (filled at its first collective), entry and CommPass: CommTemplate's ops.
+  std::vector<std::vector<std::array<std::vector<ScheduleOp>, kCommPasses>>> comm_templates_;
   int role_ = 0;
   Schedule& s_;
   Words& words_;
