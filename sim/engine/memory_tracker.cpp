@@ -287,6 +287,17 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
   };
   std::vector<Outcome> outcomes(groups);
   std::vector<RoleMemory> finished(roles);
+  // With several groups, the log entries that apply effects, per group, from one pass over the
+  // log: each group scanning the whole log for its own entries read it once per group (four
+  // times on two threads), and most entries are of ops without effects (tensor-parallel
+  // collectives, say).
+  const std::vector<Transition>& log = timeline.log;
+  std::vector<std::vector<uint32_t>> group_log(groups > 1 ? groups : 0);
+  for (size_t i = 0; groups > 1 && i < log.size(); ++i) {
+    const int op = log[i].op;
+    if (records[op + 1].first_effect > records[op].first_effect)
+      group_log[group_of[records[op].role]].push_back(static_cast<uint32_t>(i));
+  }
   auto replay = [&](int g) {
     std::vector<BufferSlot> table(schedule.buffers.size());
     for (size_t r = 0; r < roles; ++r) {
@@ -304,11 +315,11 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
       if (group_of[records[i].role] == g && records[i + 1].first_effect > records[i].first_effect)
         phases[i] = static_cast<int8_t>(StepPhaseOf(schedule, schedule.ops[i]));
     }
-    const std::vector<Transition>& log = timeline.log;
-    for (size_t i = 0; i < log.size(); ++i) {
+    const size_t entries = groups > 1 ? group_log[g].size() : log.size();
+    for (size_t j = 0; j < entries; ++j) {
+      const size_t i = groups > 1 ? group_log[g][j] : j;
       const Transition& tr = log[i];
       const OpRecord& rec = records[tr.op];
-      if (group_of[rec.role] != g) continue;
       RoleState& st = *states[rec.role];
       const auto when = tr.is_start ? MemoryEffect::When::kStart : MemoryEffect::When::kEnd;
       const int end = records[tr.op + 1].first_effect;
