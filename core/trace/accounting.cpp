@@ -7,21 +7,30 @@
 namespace shardscope {
 
 RankAccounting::RankAccounting(std::span<const WorkSpan> work) {
-  std::array<std::vector<Interval>, kNumWorkKinds> raw;
-  std::array<std::vector<Interval>, kNumCommPurposes> raw_purpose;
+  // Each list sized before it is filled: a step's work is tens of thousands of spans, and
+  // lists grown by doubling copied them several times over.
+  std::array<size_t, kNumWorkKinds> kind_count{};
+  std::array<size_t, kNumCommPurposes> purpose_count{};
   first_ns_ = std::numeric_limits<int64_t>::max();
   last_ns_ = std::numeric_limits<int64_t>::min();
   for (const WorkSpan& w : work) {
     if (w.end_ns <= w.start_ns) continue;
-    raw[static_cast<int>(w.kind)].push_back({w.start_ns, w.end_ns});
-    if (IsCommunication(w.kind))
-      raw_purpose[static_cast<int>(w.purpose)].push_back({w.start_ns, w.end_ns});
+    ++kind_count[static_cast<int>(w.kind)];
+    if (IsCommunication(w.kind)) ++purpose_count[static_cast<int>(w.purpose)];
     first_ns_ = std::min(first_ns_, w.start_ns);
     last_ns_ = std::max(last_ns_, w.end_ns);
   }
-  for (int k = 0; k < kNumWorkKinds; ++k) by_kind_[k] = UnionOf(std::move(raw[k]));
-  for (int p = 0; p < kNumCommPurposes; ++p) by_purpose_[p] = UnionOf(std::move(raw_purpose[p]));
-  compute_ = by_kind_[static_cast<int>(WorkKind::kCompute)];
+  for (int k = 0; k < kNumWorkKinds; ++k) by_kind_[k].reserve(kind_count[k]);
+  for (int p = 0; p < kNumCommPurposes; ++p) by_purpose_[p].reserve(purpose_count[p]);
+  for (const WorkSpan& w : work) {
+    if (w.end_ns <= w.start_ns) continue;
+    by_kind_[static_cast<int>(w.kind)].push_back({w.start_ns, w.end_ns});
+    if (IsCommunication(w.kind))
+      by_purpose_[static_cast<int>(w.purpose)].push_back({w.start_ns, w.end_ns});
+  }
+  for (IntervalSet& set : by_kind_) set = UnionOf(std::move(set));
+  for (IntervalSet& set : by_purpose_) set = UnionOf(std::move(set));
+  const IntervalSet& compute = by_kind_[static_cast<int>(WorkKind::kCompute)];
   IntervalSet copies;
   for (int k = 0; k < kNumWorkKinds; ++k) {
     const WorkKind kind = static_cast<WorkKind>(k);
@@ -31,7 +40,7 @@ RankAccounting::RankAccounting(std::span<const WorkSpan> work) {
       copies = Unite(copies, by_kind_[k]);
     }
   }
-  compute_or_comm_ = Unite(compute_, comm_);
+  compute_or_comm_ = Unite(compute, comm_);
   busy_ = Unite(compute_or_comm_, copies);
 }
 
@@ -48,7 +57,7 @@ StepAccount RankAccounting::Window(int64_t start_ns, int64_t end_ns) const {
   a.end_ns = end_ns;
   a.step_ns = end_ns - start_ns;
   IntervalSet compute_storage, comm_storage, other_storage;
-  const IntervalSet& compute = Clipped(compute_, start_ns, end_ns, &compute_storage);
+  const IntervalSet& compute = Clipped(compute_set(), start_ns, end_ns, &compute_storage);
   const IntervalSet& comm = Clipped(comm_, start_ns, end_ns, &comm_storage);
   a.compute_ns = TotalNs(compute);
   a.comm_ns = TotalNs(comm);
@@ -80,10 +89,11 @@ StepAccount RankAccounting::Window(int64_t start_ns, int64_t end_ns) const {
 int64_t RankAccounting::ExposedNs(int64_t start_ns, int64_t end_ns) const {
   if (end_ns <= start_ns) return 0;
   // Binary search: one op against the whole step's compute, for every collective of a step.
-  auto it = std::upper_bound(compute_.begin(), compute_.end(), start_ns,
+  const IntervalSet& all = compute_set();
+  auto it = std::upper_bound(all.begin(), all.end(), start_ns,
                              [](int64_t t, const Interval& i) { return t < i.end_ns; });
   int64_t covered = 0;
-  for (; it != compute_.end() && it->start_ns < end_ns; ++it) {
+  for (; it != all.end() && it->start_ns < end_ns; ++it) {
     covered += std::min(end_ns, it->end_ns) - std::max(start_ns, it->start_ns);
   }
   return (end_ns - start_ns) - covered;

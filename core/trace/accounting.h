@@ -74,7 +74,9 @@ class RankAccounting {
 
   std::array<IntervalSet, kNumWorkKinds> by_kind_;
   std::array<IntervalSet, kNumCommPurposes> by_purpose_;
-  IntervalSet compute_, comm_, busy_, compute_or_comm_;
+  const IntervalSet& compute_set() const { return by_kind_[static_cast<int>(WorkKind::kCompute)]; }
+
+  IntervalSet comm_, busy_, compute_or_comm_;
   int64_t first_ns_ = 0, last_ns_ = 0;  // extent of all work
 };
 

@@ -13,16 +13,18 @@ IntervalSet UnionOf(std::vector<Interval> intervals) {
   if (!std::is_sorted(intervals.begin(), intervals.end(), before)) {
     std::sort(intervals.begin(), intervals.end(), before);
   }
-  IntervalSet out;
-  out.reserve(intervals.size());
+  // Merged in place: a run of overlapping intervals collapses onto its first, and the write
+  // position never passes the read position.
+  size_t n = 0;
   for (const Interval& i : intervals) {
-    if (!out.empty() && i.start_ns <= out.back().end_ns) {
-      out.back().end_ns = std::max(out.back().end_ns, i.end_ns);
+    if (n > 0 && i.start_ns <= intervals[n - 1].end_ns) {
+      intervals[n - 1].end_ns = std::max(intervals[n - 1].end_ns, i.end_ns);
     } else {
-      out.push_back(i);
+      intervals[n++] = i;
     }
   }
-  return out;
+  intervals.resize(n);
+  return intervals;
 }
 
 IntervalSet Intersect(const IntervalSet& a, const IntervalSet& b) {
@@ -84,7 +86,22 @@ int64_t TotalNs(const IntervalSet& set) {
 }
 
 int64_t IntersectNs(const IntervalSet& a, const IntervalSet& b) {
+  const IntervalSet& few = a.size() <= b.size() ? a : b;
+  const IntervalSet& many = a.size() <= b.size() ? b : a;
   int64_t total = 0;
+  // A short set against a long one (one kind of collective against a step's compute): each of
+  // its intervals finds its first overlap by binary search instead of the walk stepping
+  // through every interval of the long set in between.
+  if (few.size() * 16 < many.size()) {
+    auto from = many.begin();
+    for (const Interval& x : few) {
+      from = std::upper_bound(from, many.end(), x.start_ns,
+                              [](int64_t t, const Interval& i) { return t < i.end_ns; });
+      for (auto it = from; it != many.end() && it->start_ns < x.end_ns; ++it)
+        total += std::min(x.end_ns, it->end_ns) - std::max(x.start_ns, it->start_ns);
+    }
+    return total;
+  }
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     const int64_t lo = std::max(a[i].start_ns, b[j].start_ns);

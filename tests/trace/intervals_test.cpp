@@ -65,5 +65,42 @@ TEST(IntervalsTest, AgreesWithAPointwiseCountOnRandomSets) {
   }
 }
 
+// IntersectNs walks two sets of like size together and, for a set under a sixteenth of the
+// other's size, searches the long one for each short interval: both ways agree with a
+// pointwise count, whichever argument is the short one.
+TEST(IntervalsTest, IntersectNsAgreesWithAPointwiseCountForShortAndLongSets) {
+  std::mt19937 rng(7);
+  auto random_set = [&](int count, int64_t span) {
+    std::vector<Interval> raw;
+    for (int k = 0; k < count; ++k) {
+      const int64_t s = static_cast<int64_t>(rng() % span);
+      raw.push_back({s, s + 1 + static_cast<int64_t>(rng() % 12)});
+    }
+    return UnionOf(raw);
+  };
+  auto in = [](const IntervalSet& set, int64_t x) {
+    for (const Interval& i : set) {
+      if (x >= i.start_ns && x < i.end_ns) return true;
+    }
+    return false;
+  };
+  for (int trial = 0; trial < 100; ++trial) {
+    const int64_t span = 20000;
+    const IntervalSet many = random_set(800, span);
+    const IntervalSet few = random_set(1 + trial % 20, span);
+    ASSERT_LT(few.size() * 16, many.size());  // the search's case
+    const IntervalSet like = random_set(300, span);
+    int64_t few_many = 0, like_many = 0;
+    for (int64_t x = 0; x < span + 20; ++x) {
+      few_many += in(few, x) && in(many, x);
+      like_many += in(like, x) && in(many, x);
+    }
+    ASSERT_EQ(IntersectNs(few, many), few_many);
+    ASSERT_EQ(IntersectNs(many, few), few_many);
+    ASSERT_EQ(IntersectNs(like, many), like_many);
+    ASSERT_EQ(TotalNs(Intersect(few, many)), few_many);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope
