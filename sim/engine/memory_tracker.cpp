@@ -119,7 +119,11 @@ class RoleState {
       allocated_ += e.bytes;
     }
     changed_ = true;
-    RecordPeaks(t, op_index);
+    // Only an allocation raises a peak, and only category c's: the other maxima stand.
+    if (e.bytes > 0) {
+      mem_.max_bytes[c] = std::max(mem_.max_bytes[c], bytes_[c]);
+      RecordTotalPeaks(t, op_index);
+    }
     PhasePeak& p = mem_.phase_peaks[static_cast<int>(phase)];
     if (p.op < 0 || allocated_ > p.allocated_bytes) p = {allocated_, t, op_index};
     return Status::Ok();
@@ -171,6 +175,9 @@ class RoleState {
   void RecordPeaks(int64_t t, int op_index) {
     for (int c = 0; c < kNumMemCategories; ++c)
       mem_.max_bytes[c] = std::max(mem_.max_bytes[c], bytes_[c]);
+    RecordTotalPeaks(t, op_index);
+  }
+  void RecordTotalPeaks(int64_t t, int op_index) {
     if (allocated_ > mem_.peak_allocated_bytes) {
       mem_.peak_allocated_bytes = allocated_;
       mem_.peak_allocated_time_ns = t;
