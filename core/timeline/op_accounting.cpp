@@ -33,21 +33,23 @@ std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timelin
 
 namespace {
 
-StepAccount Account(const std::vector<WorkSpan>& work) {
-  // The window `stats` reads from the trace: from the step_begin marker at 0 to the rank's
-  // last event.
+// The window `stats` reads from the trace: from the step_begin marker at 0 to the rank's last
+// event.
+StepAccount Account(const std::vector<WorkSpan>& work, const RankAccounting& accounting) {
   int64_t end = 0;
   for (const WorkSpan& w : work) end = std::max(end, w.end_ns);
-  return RankAccounting(work).Window(0, end);
+  return accounting.Window(0, end);
 }
 
 }  // namespace
 
 StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role) {
-  return Account(RoleWork(schedule, timeline, role));
+  const std::vector<WorkSpan> work = RoleWork(schedule, timeline, role);
+  return Account(work, RankAccounting(work));
 }
 
-std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline) {
+std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline,
+                                      int keep_role, std::optional<RankAccounting>* kept) {
   std::vector<std::vector<WorkSpan>> work(schedule.roles.size());
   for (size_t i = 0; i < schedule.ops.size(); ++i) {
     const ScheduleOp& op = schedule.ops[i];
@@ -57,7 +59,14 @@ std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& 
   }
   std::vector<StepAccount> out;
   out.reserve(work.size());
-  for (const std::vector<WorkSpan>& w : work) out.push_back(Account(w));
+  for (size_t r = 0; r < work.size(); ++r) {
+    if (kept != nullptr && static_cast<int>(r) == keep_role) {
+      kept->emplace(work[r]);
+      out.push_back(Account(work[r], **kept));
+    } else {
+      out.push_back(Account(work[r], RankAccounting(work[r])));
+    }
+  }
   return out;
 }
 

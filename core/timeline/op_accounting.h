@@ -8,9 +8,11 @@
 //   PurposeOf     what a communication op is for: its group's dims (comm_purpose.h)
 //   RoleWork      one role's traced ops as WorkSpans
 //   AccountRole   StepAccount of one role's step: [0, the end of its last traced op)
-//   AccountRoles  AccountRole of every role, in one pass over the ops
+//   AccountRoles  AccountRole of every role, in one pass over the ops (and one role's
+//                 RankAccounting, for what else a summary reads of it)
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/schedule/schedule.h"
@@ -35,6 +37,10 @@ WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& 
 
 std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role);
 StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role);
-std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline);
+// With `kept`, role `keep_role`'s RankAccounting is left there (the summary's edge windows and
+// per-op exposure read it; built once, not again from the role's work).
+std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline,
+                                      int keep_role = -1,
+                                      std::optional<RankAccounting>* kept = nullptr);
 
 }  // namespace shardscope

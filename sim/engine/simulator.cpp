@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -158,7 +159,7 @@ void SetDevice(const CostModel& cost, Simulation* sim) {
 // give (no memory), and the warnings they raise; with `cost`, the compute by kind too. Its
 // per-op passes read nothing of each other's: with threads they run at once.
 Summary TimingSummary(const Simulation& sim, const StepContext& ctx, const CostModel* cost,
-                      int threads) {
+                      const RankAccounting& accounting, int threads) {
   const StepAccount& m = sim.role_metrics[sim.reported_role];
   Summary s = SummaryHead(sim.schedule, sim.reported_role, ctx);
   s.step_time_s = Seconds(m.step_ns);
@@ -180,7 +181,7 @@ Summary TimingSummary(const Simulation& sim, const StepContext& ctx, const CostM
   // Each part writes fields of its own.
   RunParts(3, threads, [&](int part) {
     if (part == 0) {
-      AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, &s);
+      AddCommBreakdown(sim.schedule, sim.timeline, sim.reported_role, m, accounting, &s);
     } else if (part == 1) {
       s.warnings = TimingWarnings(sim, m);
     } else {
@@ -254,7 +255,8 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
 }
 
 Summary BuildSummary(const Simulation& sim, const StepContext& ctx) {
-  Summary s = TimingSummary(sim, ctx, nullptr, 1);
+  const RankAccounting accounting(RoleWork(sim.schedule, sim.timeline, sim.reported_role));
+  Summary s = TimingSummary(sim, ctx, nullptr, accounting, 1);
   AddMemorySummary(sim, ctx, &s);
   return s;
 }
@@ -316,8 +318,9 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
     if (part == 0) {
       memory = TrackMemory(sim.schedule, sim.timeline, memory_options);
     } else if (threads > 1 || memory.ok()) {  // alone, a replay error ends the run first
-      sim.role_metrics = AccountRoles(sim.schedule, sim.timeline);
-      timing = TimingSummary(sim, ctx, &cost, threads);
+      std::optional<RankAccounting> reported;
+      sim.role_metrics = AccountRoles(sim.schedule, sim.timeline, sim.reported_role, &reported);
+      timing = TimingSummary(sim, ctx, &cost, *reported, threads);
     }
   });
   if (!memory.ok()) return memory.status();

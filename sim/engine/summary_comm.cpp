@@ -72,7 +72,7 @@ StepEdges FindStepEdges(const Schedule& schedule, const Timeline& timeline, int 
 }
 
 void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int role,
-                      const StepAccount& m, Summary* s) {
+                      const StepAccount& m, const RankAccounting& accounting, Summary* s) {
   for (int p = 1; p < kNumCommPurposes; ++p) {
     if (m.busy_by_purpose_ns[p] == 0) continue;
     const std::string name(CommPurposeName(static_cast<CommPurpose>(p)));
@@ -80,8 +80,6 @@ void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int ro
     s->exposed_comm_by_purpose_s[name] = Seconds(m.exposed_by_purpose_ns[p]);
   }
   if (m.exposed_comm_ns == 0) return;
-  const std::vector<WorkSpan> work = RoleWork(schedule, timeline, role);
-  const RankAccounting accounting(work);
   const StepEdges edges = FindStepEdges(schedule, timeline, role, m.end_ns);
   s->edge_exposed_comm_s =
       Seconds(accounting.Window(m.start_ns, edges.head_end_ns).exposed_comm_ns +

@@ -34,8 +34,9 @@ struct StepEdges {
 StepEdges FindStepEdges(const Schedule& schedule, const Timeline& timeline, int role,
                         int64_t step_end_ns);
 
-// `m`: the role's StepAccount (its window [0, m.end_ns)).
+// `m`: the role's StepAccount (its window [0, m.end_ns)); `accounting`: the role's work
+// (AccountRoles keeps it).
 void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int role,
-                      const StepAccount& m, Summary* s);
+                      const StepAccount& m, const RankAccounting& accounting, Summary* s);
 
 }  // namespace shardscope::sim
