@@ -34,7 +34,7 @@ Synthetic MakeSynthetic(int layers) {
     ScheduleOp op;
     op.lane = lane;
     op.type = type;
-    op.deps = std::move(deps);
+    SetDeps(s.schedule, op, deps);
     op.group = lane == Lane::kCompute ? -1 : 0;
     s.schedule.ops.push_back(std::move(op));
     s.ns.push_back(ns);
@@ -45,33 +45,36 @@ Synthetic MakeSynthetic(int layers) {
   int prev_compute = -1;
   for (int l = 0; l < layers; ++l) {
     fwd_ag[l] = add(Lane::kAllGather, OpType::kAllGather, 900 + l % 7 * 10, {});
-    s.schedule.ops[fwd_ag[l]].memory.push_back(
-        {MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
+    AddEffect(s.schedule, s.schedule.ops[fwd_ag[l]],
+              {MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
     std::vector<int> deps{fwd_ag[l]};
     if (prev_compute >= 0) deps.push_back(prev_compute);
     fwd_c[l] = add(Lane::kCompute, OpType::kCompute, 1000 + l % 5 * 20, deps);
-    s.schedule.ops[fwd_c[l]].memory.push_back(
-        {MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
-    s.schedule.ops[fwd_c[l]].memory.push_back(
-        {MemoryEffect::When::kEnd, MemCategory::kActivations, 200 << 20, buffer + 1});
+    AddEffect(s.schedule, s.schedule.ops[fwd_c[l]],
+              {MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
+    AddEffect(s.schedule, s.schedule.ops[fwd_c[l]],
+              {MemoryEffect::When::kEnd, MemCategory::kActivations, 200 << 20, buffer + 1});
     buffer += 2;
     prev_compute = fwd_c[l];
   }
   int prev_rs = -1;
   for (int l = layers - 1; l >= 0; --l) {
     const int ag = add(Lane::kAllGather, OpType::kAllGather, 900, {});
-    s.schedule.ops[ag].memory.push_back(
-        {MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
+    AddEffect(s.schedule, s.schedule.ops[ag],
+              {MemoryEffect::When::kStart, MemCategory::kUnshardedParams, 400 << 20, buffer});
     const int c = add(Lane::kCompute, OpType::kCompute, 2000, {ag, prev_compute});
-    auto& mem = s.schedule.ops[c].memory;
-    mem.push_back({MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
-    mem.push_back({MemoryEffect::When::kEnd, MemCategory::kActivations, -(200 << 20), 2 * l + 1});
-    mem.push_back({MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, 800 << 20, buffer + 1});
+    ScheduleOp& op = s.schedule.ops[c];
+    AddEffect(s.schedule, op,
+              {MemoryEffect::When::kEnd, MemCategory::kUnshardedParams, -(400 << 20), buffer});
+    AddEffect(s.schedule, op,
+              {MemoryEffect::When::kEnd, MemCategory::kActivations, -(200 << 20), 2 * l + 1});
+    AddEffect(s.schedule, op,
+              {MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, 800 << 20, buffer + 1});
     std::vector<int> rs_deps{c};
     if (prev_rs >= 0) rs_deps.push_back(prev_rs);
     const int rs = add(Lane::kReduceScatter, OpType::kReduceScatter, 1500, rs_deps);
-    s.schedule.ops[rs].memory.push_back(
-        {MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, -(800 << 20), buffer + 1});
+    AddEffect(s.schedule, s.schedule.ops[rs],
+              {MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, -(800 << 20), buffer + 1});
     buffer += 2;
     prev_compute = c;
     prev_rs = rs;

@@ -153,7 +153,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
     if (op.group < 0) {
       // No peers (S == 1): the op whose end allocates the reduction's output casts into it.
       if (IsCollective(op.type)) continue;
-      for (const MemoryEffect& e : op.memory) {
+      for (const MemoryEffect& e : EffectsOf(s_, op)) {
         if (e.when == MemoryEffect::When::kEnd && e.bytes > 0 &&
             e.category == MemCategory::kCommBuffers) {
           reduction.emplace(label, static_cast<int>(i));

@@ -217,7 +217,7 @@ class Runner {
   StepRun run_;
   // Whether op `i` frees buffer `id` at its end.
   bool FreesAtEnd(int i, int id) const {
-    const std::vector<MemoryEffect>& m = s_.ops[i].memory;
+    const std::span<const MemoryEffect> m = EffectsOf(s_, s_.ops[i]);
     return id >= 0 && std::any_of(m.begin(), m.end(), [&](const MemoryEffect& e) {
              return e.when == MemoryEffect::When::kEnd && e.bytes < 0 && e.buffer == id;
            });
@@ -308,7 +308,7 @@ Status Runner::Prepare() {
     arena_need_[i] = need;
     if (need == 0) continue;
     int best = -1;
-    for (const MemoryEffect& e : op.memory) {
+    for (const MemoryEffect& e : EffectsOf(s_, op)) {
       if (e.when != MemoryEffect::When::kStart || e.bytes <= 0 || e.buffer < 0) continue;
       if (s_.buffers[e.buffer].host) continue;
       if (best < 0 || s_.buffers[e.buffer].bytes > s_.buffers[best].bytes) best = e.buffer;
@@ -353,7 +353,7 @@ Status Runner::Prepare() {
   for (size_t i = 0; i < n; ++i) {
     const ScheduleOp& op = s_.ops[i];
     if (op.type != OpType::kAllGather || op.collective.output_buffer < 0) continue;
-    for (int d : op.deps) {
+    for (int d : DepsOf(s_, op)) {
       if (s_.ops[d].type == OpType::kCopyIn) gather_target_[d] = op.collective.output_buffer;
     }
   }
@@ -381,7 +381,8 @@ void Runner::PairSendsWithReceives() {
   for (int i : order_) {
     const int j = next_on_lane[i];
     if (s_.ops[i].type != OpType::kSend || j < 0 || s_.ops[j].type != OpType::kRecv) continue;
-    const bool ready = std::all_of(s_.ops[j].deps.begin(), s_.ops[j].deps.end(), [&](int d) {
+    const std::span<const int> deps = DepsOf(s_, s_.ops[j]);
+    const bool ready = std::all_of(deps.begin(), deps.end(), [&](int d) {
       return position[d] < 0 || position[d] < position[i];  // another role's, or issued
     });
     if (!ready) continue;
@@ -422,7 +423,7 @@ Status Runner::Materialise() {
 Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
                             std::shared_ptr<DeviceEvent> ready) {
   const ScheduleOp& op = s_.ops[i];
-  for (const MemoryEffect& e : op.memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, op)) {
     if (e.when != when || e.buffer < 0 || (e.bytes > 0) != allocs) continue;
     const Buffer& b = s_.buffers[e.buffer];
     if (e.bytes > 0) {
@@ -462,7 +463,7 @@ Status Runner::ApplyEffects(int i, MemoryEffect::When when, bool allocs,
 
 void Runner::LogEffects(int i, MemoryEffect::When when) {
   const int64_t reserved = dev_.memory().reserved_bytes;
-  for (const MemoryEffect& e : s_.ops[i].memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, s_.ops[i])) {
     if (e.when != when || e.bytes == 0 || (e.buffer >= 0 && s_.buffers[e.buffer].host)) continue;
     log_.push_back({i, when == MemoryEffect::When::kStart, e.category, e.bytes, reserved, false});
   }
@@ -611,7 +612,7 @@ Status Runner::IssueCopyIn(int i) {
   if (u == nullptr) return Status::Ok();
   if (gather_target_[i] >= 0) u->gathered = gather_target_[i];
   // Without an all-gather (no peers): the largest unsharded-params buffer it allocates.
-  for (const MemoryEffect& e : op.memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, op)) {
     if (gather_target_[i] >= 0) break;
     if (e.bytes > 0 && e.category == MemCategory::kUnshardedParams &&
         (u->gathered < 0 || live_[u->gathered].data == nullptr ||
@@ -812,7 +813,7 @@ Status Runner::IssueCompute(int i) {
 
 Status Runner::NoteGradients(int i, MemoryEffect::When when, std::vector<int>& fresh) {
   const ScheduleOp& op = s_.ops[i];
-  for (const MemoryEffect& e : op.memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, op)) {
     if (e.when != when || e.bytes <= 0 || e.category != MemCategory::kUnshardedGrads) continue;
     const Buffer& b = s_.buffers[e.buffer];
     UnitData* u = UnitOf(b.unit);  // the buffer's unit, whichever op allocates it
@@ -909,7 +910,7 @@ Status Runner::AfterEnd(int i) {
     // A micro-step without sync: the gradients freed here fold into their unit's accumulator,
     // unless this op also frees it (the last micro-step: its reduction below reads the sum).
     std::vector<const UnitData*> folded;
-    for (const MemoryEffect& e : op.memory) {
+    for (const MemoryEffect& e : EffectsOf(s_, op)) {
       if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0 ||
           e.category != MemCategory::kUnshardedGrads) {
         continue;
@@ -924,7 +925,7 @@ Status Runner::AfterEnd(int i) {
     }
   }
   std::vector<const UnitData*> landed;  // units whose first reduction lands here
-  for (const MemoryEffect& e : op.memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, op)) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes <= 0) continue;
     const Buffer& b = s_.buffers[e.buffer];
     UnitData* w = UnitOf(b.unit);
@@ -942,7 +943,7 @@ Status Runner::AfterEnd(int i) {
   }
   // A later micro-step's reduction (sync every micro-step) ends where its output is freed:
   // FSDP2 adds it to the sharded gradient the first one left.
-  for (const MemoryEffect& e : op.memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, op)) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0) continue;
     UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
     if (w == nullptr || e.buffer != w->reduced || w->sharded_grads < 0 ||
@@ -956,7 +957,7 @@ Status Runner::AfterEnd(int i) {
   // The replicate params' gradients are final where they are freed after the reduction (their
   // all-reduce, or on one rank the unit's last backward); a micro-step without sync frees them
   // before any sharded gradients exist this step.
-  for (const MemoryEffect& e : op.memory) {
+  for (const MemoryEffect& e : EffectsOf(s_, op)) {
     if (e.when != MemoryEffect::When::kEnd || e.bytes >= 0) continue;
     UnitData* w = UnitOf(s_.buffers[e.buffer].unit);
     if (w != nullptr && e.buffer == w->replicate_grads) {
@@ -968,7 +969,7 @@ Status Runner::AfterEnd(int i) {
 
 Status Runner::IssueOp(int i) {
   const ScheduleOp& op = s_.ops[i];
-  for (int d : op.deps) {
+  for (int d : DepsOf(s_, op)) {
     if (s_.ops[d].lane != op.lane && end_[d] != nullptr) {
       SS_RETURN_IF_ERROR(dev_.Wait(op.lane, ready_[d] != nullptr ? *ready_[d] : *end_[d]));
     }
@@ -998,7 +999,7 @@ Status Runner::IssueOp(int i) {
       break;
     case OpType::kCopyH2D:
       if (u != nullptr && u->shard >= 0) {
-        for (const MemoryEffect& e : op.memory) {
+        for (const MemoryEffect& e : EffectsOf(s_, op)) {
           if (e.bytes > 0 && e.category == MemCategory::kShardedParams) u->device_shard = e.buffer;
         }
         if (u->device_shard >= 0) {

@@ -31,8 +31,13 @@ Result<std::vector<int>> IssueOrder(const Schedule& s, int role) {
     }
   }
   for (int i = 0; i < n; ++i) {
+    if (!OpListsInRange(s, s.ops[i])) {
+      return InvalidInput(OpListsRangeError(s, s.ops[i], fmt::format("schedule: op {}", i)));
+    }
+  }
+  for (int i = 0; i < n; ++i) {
     if (!mine[i]) continue;
-    for (int d : s.ops[i].deps) {
+    for (int d : DepsOf(s, s.ops[i])) {
       if (d < 0 || d >= n) {
         return InvalidInput(fmt::format("schedule: op '{}' depends on op {}, out of range",
                                         OpIdOf(s, s.ops[i]), d));

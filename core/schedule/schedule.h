@@ -12,6 +12,8 @@
 //   Buffer                        one entry of the buffer table (what a MemoryEffect names)
 //   CollectiveSpec                what a collective / p2p op runs: dtype, count, reduce op,
 //                                 scaling, input and output buffers
+//   OpRange                       an op's dependencies or memory effects: a range of one of
+//                                 the schedule's shared lists (DepsOf, EffectsOf)
 //   ScheduleOp                    one operation of one role
 //   Schedule                      all ops of all simulated roles, plus groups and metadata
 //   The execution contract        the rules a simulator and a backend both obey, and the
@@ -23,6 +25,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -190,6 +193,18 @@ struct OpIdKey {
   int32_t micro = -1;  // the "mb<k>/" prefix; -1: none
 };
 
+// [first, first + count) of Schedule::dep_list or Schedule::effect_list. An op's lists are
+// ranges of lists the whole schedule shares, not vectors of its own: a step of tens of
+// thousands of ops allocated, freed and scattered two heap blocks per op (the builder's
+// largest cost after its own work on a 70B sweep, with the schedule's destruction).
+// Explicit: `op.deps = {1}` reads as a list of one dependency and must not compile.
+struct OpRange {
+  OpRange() = default;
+  explicit OpRange(int32_t first_, int32_t count_) : first(first_), count(count_) {}
+  int32_t first = 0;
+  int32_t count = 0;
+};
+
 struct ScheduleOp {
   int role = 0;  // index into Schedule::roles
   Lane lane = Lane::kCompute;
@@ -197,19 +212,19 @@ struct ScheduleOp {
   // The op_id, the stable key shared with measured traces ("fwd/model.layers.3/all_gather",
   // "step/optimizer"): read it with OpIdOf.
   OpIdKey id;
-  int32_t name = -1;      // Schedule::words index of the display name (NameOf): a collective's
-                          // begins with "nccl"
-  int32_t unit = -1;      // Schedule::words index of the unit FQN (UnitOf); -1: none ("", the root
-                          // or a step-level op)
-  int micro_step = 0;     // gradient-accumulation / pipeline micro-batch index
-  std::vector<int> deps;  // indices into Schedule::ops that must finish first
-  int group = -1;         // index into Schedule::groups (collectives, p2p)
-  int64_t bytes = 0;      // collective: nccl-tests size (gathered size for all-gather /
-                          // reduce-scatter input size); copies: bytes moved
+  int32_t name = -1;   // Schedule::words index of the display name (NameOf): a collective's
+                       // begins with "nccl"
+  int32_t unit = -1;   // Schedule::words index of the unit FQN (UnitOf); -1: none ("", the root
+                       // or a step-level op)
+  int micro_step = 0;  // gradient-accumulation / pipeline micro-batch index
+  OpRange deps;        // DepsOf: indices into Schedule::ops that must finish first
+  int group = -1;      // index into Schedule::groups (collectives, p2p)
+  int64_t bytes = 0;   // collective: nccl-tests size (gathered size for all-gather /
+                       // reduce-scatter input size); copies: bytes moved
   CollectiveSpec collective;  // collectives and p2p (IsCollective(type)); unset otherwise
   ComputeItems items;         // compute / optimizer work (shared by ops running the same)
-  std::vector<MemoryEffect> memory;
-  bool on_host = false;  // runs on the CPU (offloaded optimizer step), not on a GPU lane
+  OpRange memory;             // EffectsOf: its allocations and frees
+  bool on_host = false;       // runs on the CPU (offloaded optimizer step), not on a GPU lane
   // op_id's phase part, where a builder formed `id` from parts (OpIdKey); StepPhaseOf reads
   // it without forming the text. Unset for ops made elsewhere (SetOpId): StepPhaseOf parses.
   // Two bytes beside on_host, in the record's padding (see the size check below).
@@ -220,8 +235,10 @@ struct ScheduleOp {
 // TP 8 x PP 8 x 17 micro-batches took 11.7-12.1 ms against 7.4-7.6 (bench/explore_benchmark,
 // BM_StagesOfTheLongerRun, two interleaved pairs). A new field goes into padding or pays for
 // itself in a measurement. At 176 bytes (name and unit as words) the same build ran alike
-// unaligned and padded to 192 on 64-byte boundaries (three interleaved rounds, 5.5-6.1 ms).
-static_assert(sizeof(ScheduleOp) <= 176, "ScheduleOp grew: measure the builder before it does");
+// unaligned and padded to 192 on 64-byte boundaries (three interleaved rounds, 5.5-6.1 ms), and
+// so did the fields every stage reads moved to the front (168 bytes, or 192 aligned: two
+// interleaved rounds, 2026-12-05). 144 bytes since dependencies and effects are ranges.
+static_assert(sizeof(ScheduleOp) <= 144, "ScheduleOp grew: measure the builder before it does");
 
 // One simulated rank standing for all ranks that behave alike (runtime.md "role"), or, in a
 // schedule built for one given rank (ScheduleOptions::rank), that rank alone.
@@ -234,8 +251,10 @@ struct Role {
 struct Schedule {
   std::vector<Role> roles;
   std::vector<ProcessGroup> groups;
-  std::vector<ScheduleOp> ops;  // per role and lane, in issue order
-  std::vector<Buffer> buffers;  // the buffer table, by buffer id
+  std::vector<ScheduleOp> ops;            // per role and lane, in issue order
+  std::vector<Buffer> buffers;            // the buffer table, by buffer id
+  std::vector<int> dep_list;              // ScheduleOp::deps ranges
+  std::vector<MemoryEffect> effect_list;  // ScheduleOp::memory ranges
   // Memory live before the step starts (sharded params, optimizer state, ...), per role.
   std::vector<std::array<int64_t, kNumMemCategories>> initial_memory;
   // Same, in pinned host memory (offload: sharded params, grads and optimizer state), per role.
@@ -292,6 +311,39 @@ const std::string& UnitOf(const Schedule& schedule, const ScheduleOp& op);
 // Adds `text` to schedule.words and returns its index, for an op's name or unit (ops made
 // outside a builder).
 int32_t AddWord(Schedule& schedule, std::string_view text);
+
+// Whether op's ranges lie inside the schedule's lists (a builder's always do; a schedule made
+// by hand is checked before DepsOf / EffectsOf read them, which do not check).
+inline bool OpListsInRange(const Schedule& schedule, const ScheduleOp& op) {
+  const auto inside = [](const OpRange& r, size_t size) {
+    return r.first >= 0 && r.count >= 0 &&
+           static_cast<size_t>(r.first) + static_cast<size_t>(r.count) <= size;
+  };
+  return inside(op.deps, schedule.dep_list.size()) &&
+         inside(op.memory, schedule.effect_list.size());
+}
+// An error for an op whose ranges do not (`where` names the op).
+std::string OpListsRangeError(const Schedule& schedule, const ScheduleOp& op,
+                              std::string_view where);
+// op's dependencies and memory effects.
+inline std::span<const int> DepsOf(const Schedule& schedule, const ScheduleOp& op) {
+  return {schedule.dep_list.data() + op.deps.first, static_cast<size_t>(op.deps.count)};
+}
+inline std::span<const MemoryEffect> EffectsOf(const Schedule& schedule, const ScheduleOp& op) {
+  return {schedule.effect_list.data() + op.memory.first, static_cast<size_t>(op.memory.count)};
+}
+inline std::span<MemoryEffect> MutableEffectsOf(Schedule& schedule, const ScheduleOp& op) {
+  return {schedule.effect_list.data() + op.memory.first, static_cast<size_t>(op.memory.count)};
+}
+// Where a list is written op by op (ops made outside a builder): `op`'s list becomes a copy of
+// `deps` / `effects` at the end of the schedule's list, or gains one more entry (moved to the
+// end first unless it is there already). What a list held before stays in the shared list,
+// unread.
+void SetDeps(Schedule& schedule, ScheduleOp& op, std::span<const int> deps);
+void SetDeps(Schedule& schedule, ScheduleOp& op, std::initializer_list<int> deps);
+void AddDep(Schedule& schedule, ScheduleOp& op, int dep);
+void SetEffects(Schedule& schedule, ScheduleOp& op, std::span<const MemoryEffect> effects);
+void AddEffect(Schedule& schedule, ScheduleOp& op, const MemoryEffect& effect);
 
 // Index of the (role, lane) stream op runs on: role · kNumLanes + lane − 1.
 inline int LaneKey(const ScheduleOp& op) {

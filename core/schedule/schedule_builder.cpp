@@ -296,11 +296,13 @@ Schedule KeepRole(Schedule s, int keep) {
     ScheduleOp& op = s.ops[i];
     op.role = 0;
     std::vector<int> deps;
-    for (int d : op.deps) {
+    for (int d : DepsOf(s, op)) {
       if (op_index[d] >= 0) deps.push_back(op_index[d]);
     }
-    op.deps = std::move(deps);
-    for (MemoryEffect& m : op.memory) m.buffer = buffer(m.buffer);
+    SetDeps(out, op, deps);
+    std::vector<MemoryEffect> effects(EffectsOf(s, op).begin(), EffectsOf(s, op).end());
+    for (MemoryEffect& m : effects) m.buffer = buffer(m.buffer);
+    SetEffects(out, op, effects);
     op.collective.input_buffer = buffer(op.collective.input_buffer);
     op.collective.output_buffer = buffer(op.collective.output_buffer);
     if (op.group >= 0) {
@@ -447,6 +449,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
   s.buffers.reserve(s.ops.capacity());  // an op allocates about one buffer, most ops fewer
   Words words(s);
+  EffectLog effects;
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
   std::vector<Buffer> persistent_buffers;  // appended after the step's own buffers
   for (int stage = 0; stage < options.pp; ++stage) {
@@ -499,10 +502,11 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
       }
     }
     emitters.push_back(std::make_unique<RoleEmitter>(in, std::move(groups), std::move(units),
-                                                     std::move(remap), stage, s, words));
+                                                     std::move(remap), stage, s, words, effects));
   }
   SS_RETURN_IF_ERROR(EmitPipeline(order, chunks, in, world, options, table, words, emitters));
   for (auto& e : emitters) e->Finish();
+  effects.Commit(s);
   for (Buffer& b : persistent_buffers) {
     b.id = static_cast<int>(s.buffers.size());
     s.buffers.push_back(std::move(b));

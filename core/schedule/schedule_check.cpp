@@ -140,7 +140,8 @@ Status ValidateSchedule(const Schedule& s) {
                                         Where(s, i), OpPhaseName(*op.id_phase)));
       }
     }
-    for (int d : op.deps) {
+    if (!OpListsInRange(s, op)) return InvalidInput(OpListsRangeError(s, op, Where(s, i)));
+    for (int d : DepsOf(s, op)) {
       if (d < 0 || d >= static_cast<int>(i)) {
         return InvalidInput(fmt::format("{}: dependency {} is not an earlier op", Where(s, i), d));
       }
@@ -156,7 +157,7 @@ Status ValidateSchedule(const Schedule& s) {
       SS_RETURN_IF_ERROR(ValidateCollective(s, i));
     }
     for (const MemoryEffect::When when : {MemoryEffect::When::kStart, MemoryEffect::When::kEnd}) {
-      for (const MemoryEffect& m : op.memory) {
+      for (const MemoryEffect& m : EffectsOf(s, op)) {
         if (m.when != when) continue;
         if (m.buffer < 0 || m.buffer >= static_cast<int>(s.buffers.size())) {
           return InvalidInput(
@@ -259,7 +260,7 @@ IssueOrderMemory IssueOrderPeak(const Schedule& s, int role) {
   for (const ScheduleOp& op : s.ops) {
     if (op.role != role) continue;
     for (const MemoryEffect::When when : {MemoryEffect::When::kStart, MemoryEffect::When::kEnd}) {
-      for (const MemoryEffect& m : op.memory) {
+      for (const MemoryEffect& m : EffectsOf(s, op)) {
         if (m.when == when) cur[static_cast<int>(m.category)] += m.bytes;
       }
       observe();
@@ -274,8 +275,8 @@ std::string FormatSchedule(const Schedule& s, int role) {
     const ScheduleOp& op = s.ops[i];
     if (op.role != role) continue;
     std::string deps, mem;
-    for (int d : op.deps) deps += fmt::format("{}{}", deps.empty() ? "" : ",", d);
-    for (const MemoryEffect& m : op.memory) {
+    for (int d : DepsOf(s, op)) deps += fmt::format("{}{}", deps.empty() ? "" : ",", d);
+    for (const MemoryEffect& m : EffectsOf(s, op)) {
       mem += fmt::format(" {}{}{:+}#{}", m.when == MemoryEffect::When::kStart ? "S:" : "E:",
                          MemCategoryName(m.category), m.bytes, m.buffer);
     }

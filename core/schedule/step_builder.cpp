@@ -167,19 +167,43 @@ GradientReduction GradientReductionOf(const UnitPlan& unit, DType reduce_dtype, 
   return r;
 }
 
+// An op as an emitter forms it: its dependencies and effects grow as vectors of its own (they
+// hide ScheduleOp's ranges) until Push gives the op its index and its lists their ranges.
+// Pushed, its vectors go back to the emitter for the next op: drafted ops allocate nothing.
+struct OpDraft : ScheduleOp {
+  std::vector<int> deps;
+  std::vector<MemoryEffect> memory;
+};
+
+// Where an effect goes: the op being formed, or one pushed before (by index).
+struct At {
+  At(OpDraft& op) : draft(&op) {}  // NOLINT: a draft reads as its own target
+  static At Pushed(int index) {
+    At at;
+    at.pushed = index;
+    return at;
+  }
+  OpDraft* draft = nullptr;
+  int pushed = -1;
+
+ private:
+  At() = default;
+};
+
 }  // namespace
 
 class RoleEmitter::Impl {
  public:
   Impl(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
-       std::map<int, int> remap, int role, Schedule& s, Words& words)
+       std::map<int, int> remap, int role, Schedule& s, Words& words, EffectLog& effects)
       : in_(in),
         groups_(std::move(groups)),
         role_units_(std::move(units)),
         remap_(std::move(remap)),
         role_(role),
         s_(s),
-        words_(words) {
+        words_(words),
+        effects_(effects) {
     const size_t n = in.units.size();
     label_words_.assign(in.labels.size(), -1);
     unit_words_.assign(in.units.size(), kNoWord);
@@ -212,7 +236,7 @@ class RoleEmitter::Impl {
   }
   int SendOp(NamedOpId op_id, int group, int64_t bytes, int micro) {
     micro_ = micro;
-    ScheduleOp op = NewOp(Lane::kP2P, OpType::kSend, std::move(op_id), "ncclSend", -1);
+    OpDraft op = NewOp(Lane::kP2P, OpType::kSend, std::move(op_id), "ncclSend", -1);
     op.group = group;
     op.bytes = bytes;
     op.collective = CollectiveOf(in_.compute_dtype, bytes);
@@ -222,7 +246,7 @@ class RoleEmitter::Impl {
   int RecvOp(NamedOpId op_id, int group, int peer_send, int micro) {
     micro_ = micro;
     // The paired send carries the transfer; the receive is this rank's join point on it.
-    ScheduleOp op = NewOp(Lane::kP2P, OpType::kRecv, std::move(op_id), "ncclRecv", -1);
+    OpDraft op = NewOp(Lane::kP2P, OpType::kRecv, std::move(op_id), "ncclRecv", -1);
     op.group = group;
     op.collective = s_.ops[peer_send].collective;  // what the matching send transfers
     op.deps.push_back(peer_send);
@@ -347,22 +371,13 @@ class RoleEmitter::Impl {
     m.buffer = buffer;
     return m;
   }
-  // Index of `op` in the schedule when it is pushed already, else -1 (Push records its sites).
-  int PushedIndex(const ScheduleOp& op) const {
-    const ScheduleOp* first = s_.ops.data();
-    const ScheduleOp* p = &op;
-    if (std::less<>()(p, first) || !std::less<>()(p, first + s_.ops.size())) return -1;
-    return static_cast<int>(p - first);
-  }
-
   // Allocates `bytes` (when > 0) of elements of `dtype` owned by unit u at `when` of `op`, and
   // returns the buffer id (an entry of the buffer table), or -1. A size that is not a whole
   // number of elements (a workspace) is typed as raw bytes.
-  int Alloc(ScheduleOp& op, MemoryEffect::When when, MemCategory c, int64_t bytes, DType dtype,
-            int u) {
+  int Alloc(At op, MemoryEffect::When when, MemCategory c, int64_t bytes, DType dtype, int u) {
     if (bytes <= 0) return -1;
     const int id = static_cast<int>(s_.buffers.size());
-    op.memory.push_back(Effect(when, c, bytes, id));
+    AddEffect(op, Effect(when, c, bytes, id));
     Buffer b;
     b.id = id;
     b.role = role_;
@@ -372,22 +387,29 @@ class RoleEmitter::Impl {
     b.numel = e.numel;
     b.bytes = bytes;
     b.unit = in_.labels[u];
-    b.alloc_op = PushedIndex(op);
+    b.alloc_op = op.pushed;  // a draft's: set when it is pushed
     b.alloc_when = when;
     s_.buffers.push_back(std::move(b));
     return id;
   }
-  void Free(ScheduleOp& op, MemoryEffect::When when, int& buffer) {
+  void Free(At op, MemoryEffect::When when, int& buffer) {
     if (buffer < 0) return;
     Buffer& b = s_.buffers[buffer];
-    op.memory.push_back(Effect(when, b.category, -b.bytes, buffer));
-    b.free_op = PushedIndex(op);
+    AddEffect(op, Effect(when, b.category, -b.bytes, buffer));
+    b.free_op = op.pushed;
     b.free_when = when;
     buffer = -1;
   }
+  void AddEffect(At op, const MemoryEffect& m) {
+    if (op.draft != nullptr) {
+      op.draft->memory.push_back(m);
+    } else {
+      effects_.Add(op.pushed, m);
+    }
+  }
 
-  ScheduleOp NewOp(Lane lane, OpType type, NamedOpId id, std::string_view name, int u) {
-    ScheduleOp op;
+  OpDraft NewOp(Lane lane, OpType type, NamedOpId id, std::string_view name, int u) {
+    OpDraft op = NewDraft();
     op.role = role_;
     op.lane = lane;
     op.type = type;
@@ -403,7 +425,21 @@ class RoleEmitter::Impl {
     return op;
   }
 
-  int Push(ScheduleOp&& op) {
+  // A draft whose vectors are spare ones (empty, their capacity kept).
+  OpDraft NewDraft() {
+    OpDraft op;
+    if (!spare_deps_.empty()) {
+      op.deps = std::move(spare_deps_.back());
+      spare_deps_.pop_back();
+    }
+    if (!spare_memory_.empty()) {
+      op.memory = std::move(spare_memory_.back());
+      spare_memory_.pop_back();
+    }
+    return op;
+  }
+
+  int Push(OpDraft&& op) {
     if (op.lane == Lane::kCompute) {
       for (int d : barrier_) op.deps.push_back(d);
       barrier_.clear();
@@ -411,18 +447,27 @@ class RoleEmitter::Impl {
     std::sort(op.deps.begin(), op.deps.end());
     op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
     const int index = static_cast<int>(s_.ops.size());
+    // Ops are pushed in index order: their dependencies go to the shared list in op order.
+    op.ScheduleOp::deps =
+        OpRange(static_cast<int32_t>(s_.dep_list.size()), static_cast<int32_t>(op.deps.size()));
+    s_.dep_list.insert(s_.dep_list.end(), op.deps.begin(), op.deps.end());
     // The buffer table's sites of the effects added before the op had its index.
     for (const MemoryEffect& m : op.memory) {
       Buffer& b = s_.buffers[m.buffer];
       (m.bytes > 0 ? b.alloc_op : b.free_op) = index;
+      effects_.Add(index, m);
     }
-    s_.ops.push_back(std::move(op));
+    op.deps.clear();
+    op.memory.clear();
+    spare_deps_.push_back(std::move(op.deps));
+    spare_memory_.push_back(std::move(op.memory));
+    s_.ops.push_back(std::move(static_cast<ScheduleOp&>(op)));
     if (s_.ops.back().lane == Lane::kCompute) last_compute_ = index;
     return index;
   }
 
   // A compute-lane op of unit u: waits for u's parameters when it is u's first use.
-  int PushCompute(ScheduleOp&& op, int u) {
+  int PushCompute(OpDraft&& op, int u) {
     UnitState& st = state_[u];
     if (st.ready_op >= 0) {
       op.deps.push_back(st.ready_op);
@@ -487,7 +532,7 @@ class RoleEmitter::Impl {
     int device_shard = -1;
     int h2d = -1;
     if (unit.offload && !post_forward) {
-      ScheduleOp copy =
+      OpDraft copy =
           NewOp(Lane::kH2D, OpType::kCopyH2D, Id(phase, u, op_what::kH2D), "Memcpy HtoD", u);
       copy.bytes = z.shard_bytes;
       copy.deps = issue;
@@ -495,8 +540,8 @@ class RoleEmitter::Impl {
                            z.shard_bytes, z.own_dtype, u);
       h2d = Push(std::move(copy));
     }
-    ScheduleOp copy_in = NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, op_what::kCopyIn),
-                               "all_gather_copy_in", u);
+    OpDraft copy_in = NewOp(Lane::kAllGather, OpType::kCopyIn, Id(phase, u, op_what::kCopyIn),
+                            "all_gather_copy_in", u);
     // Resharded to d ranks, each rank's input is the 1/d slice kept after forward, already in
     // param_dtype.
     const int d = post_forward ? Unit(u).reshard_after_forward_ranks : 0;
@@ -507,7 +552,7 @@ class RoleEmitter::Impl {
     // The caching allocator counts in program order, where the host allocates: right after
     // the compute op before the hook, even when the all-gather then runs earlier on the GPU.
     if (last_compute_ >= 0) {
-      st.params_buffer = Alloc(s_.ops[last_compute_], MemoryEffect::When::kEnd,
+      st.params_buffer = Alloc(At::Pushed(last_compute_), MemoryEffect::When::kEnd,
                                MemCategory::kUnshardedParams, z.gathered_bytes, z.gather_dtype, u);
     } else {
       st.params_buffer = Alloc(copy_in, MemoryEffect::When::kStart, MemCategory::kUnshardedParams,
@@ -530,8 +575,8 @@ class RoleEmitter::Impl {
       st.ready_op = Push(std::move(copy_in));
     } else {
       const int copy_in_index = Push(std::move(copy_in));
-      ScheduleOp ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, op_what::kAllGather),
-                            "ncclAllGather", u);
+      OpDraft ag = NewOp(Lane::kAllGather, OpType::kAllGather, Id(phase, u, op_what::kAllGather),
+                         "ncclAllGather", u);
       ag.group = group;
       ag.bytes = z.gathered_bytes;
       ag.collective = CollectiveOf(z.gather_dtype, input_bytes);
@@ -575,7 +620,7 @@ class RoleEmitter::Impl {
     const UnitSizes& z = in_.sizes[u];
     const bool forward = phase_ == Phase::kForward;
     const bool retain = forward && st.output_over_group;
-    ScheduleOp copy =
+    OpDraft copy =
         NewOp(Lane::kCompute, OpType::kCompute, Id(forward ? "fwd" : "bwd", u, op_what::kCopyOut),
               "FSDP::all_gather_copy_out", u);
     copy.items = CopyItems(st.copy_out_items, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut);
@@ -596,7 +641,7 @@ class RoleEmitter::Impl {
     (retain ? retained_copy_out_ : ag_wait_) = index;
   }
 
-  void Reshard(int u, ScheduleOp& at) {
+  void Reshard(int u, At at) {
     UnitState& st = state_[u];
     if (!st.gathered) return;
     Free(at, MemoryEffect::When::kEnd, st.params_buffer);
@@ -634,8 +679,8 @@ class RoleEmitter::Impl {
       }
       // A loss outside the model runs after the root's forward has returned.
       if (LossOutsideRoot(u) && LossOnly(u, seg)) root_post_forward = RootPostForward(u);
-      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
+      OpDraft op = NewOp(Lane::kCompute, OpType::kCompute,
+                         Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
       int64_t saved_bytes = 0, workspace = 0;
       op.items = Items(u, seg, Phase::kForward);
       for (int e : seg.entries) {
@@ -670,7 +715,7 @@ class RoleEmitter::Impl {
     // group or, for reshard_after_forward = d, to a 1/d slice cloned out of the parameters.
     const bool keep = IsRoot(u) || !Unit(u).reshard_after_forward;
     if (!keep && last_compute_ >= 0) {
-      ScheduleOp& end = s_.ops[last_compute_];
+      const At end = At::Pushed(last_compute_);
       const int d = Unit(u).reshard_after_forward_ranks;
       if (d > 1 && st.gathered && st.params_buffer >= 0) {
         const UnitSizes& z = in_.sizes[u];
@@ -689,7 +734,7 @@ class RoleEmitter::Impl {
   // u is the root.
   bool RootPostForward(int u) {
     if (!IsRoot(u) || last_compute_ < 0) return false;
-    Free(s_.ops[last_compute_], MemoryEffect::When::kEnd, retained_buffer_);
+    Free(At::Pushed(last_compute_), MemoryEffect::When::kEnd, retained_buffer_);
     if (retained_copy_out_ >= 0) ag_wait_ = retained_copy_out_;
     retained_copy_out_ = -1;
     return true;
@@ -721,9 +766,11 @@ class RoleEmitter::Impl {
       const CommSpec& c = comms[i];
       const int k = counters.Next(prefix, c.what);
       if (i == made.size()) made.push_back(CommTemplate(u, pass, c, prefix));
+
       // Only the op_id's index (the counters') and micro-batch differ from one emission of the
       // list to the next.
-      ScheduleOp op = made[i];
+      OpDraft op = NewDraft();
+      static_cast<ScheduleOp&>(op) = made[i];
       op.id.index = k;
       op.id.micro = micro_steps_ > 1 ? micro_ : -1;
       op.micro_step = micro_;
@@ -742,8 +789,8 @@ class RoleEmitter::Impl {
       comm_what_ += c.what;
       what = comm_what_;
     }
-    ScheduleOp op = NewOp(Lane::kCompute, c.type, Id(pass == kFwd ? "fwd" : "bwd", u, what),
-                          NcclName(c.type), u);
+    OpDraft op = NewOp(Lane::kCompute, c.type, Id(pass == kFwd ? "fwd" : "bwd", u, what),
+                       NcclName(c.type), u);
     auto mapped = remap_.find(c.group);
     op.group = mapped == remap_.end() ? c.group : mapped->second;
     op.bytes = c.bytes;
@@ -754,7 +801,7 @@ class RoleEmitter::Impl {
     if (c.type == OpType::kAllReduce || c.type == OpType::kReduceScatter) {
       op.collective.reduce = CollectiveReduce::kSum;  // partial sums
     }
-    return op;
+    return std::move(static_cast<ScheduleOp&>(op));
   }
   std::vector<ScheduleOp>& CommTemplates(int u, int e, CommPass pass) {
     std::vector<std::array<std::vector<ScheduleOp>, kCommPasses>>& unit = comm_templates_[u];
@@ -824,8 +871,8 @@ class RoleEmitter::Impl {
   void BackwardChunk(int u, const struct Segment& seg, int index) {
     UnitState& st = state_[u];
     const CheckpointMode mode = ModeOf(u);
-    ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kCompute, index),
-                          "backward", u);
+    OpDraft op = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kCompute, index),
+                       "backward", u);
     int64_t workspace = 0;
     op.items = Items(u, seg, Phase::kBackward);
     bool only_loss = true;  // the loss region: no parameter gradient exists yet
@@ -852,7 +899,7 @@ class RoleEmitter::Impl {
 
   // The loss region's transients (loss_region.h) of the chunk's loss items, one buffer per
   // tensor, live while the op runs.
-  void AllocLossTensors(int u, const struct Segment& seg, ScheduleOp& op, bool backward) {
+  void AllocLossTensors(int u, const struct Segment& seg, At op, bool backward) {
     for (int e : seg.entries) {
       const ComputeItem& item = in_.work[u].entries[e].item;
       const auto* loss = std::get_if<LossWork>(&item.work);
@@ -889,8 +936,8 @@ class RoleEmitter::Impl {
         EmitComms(u, seg.entries[0], kRecompute, counters);
         continue;
       }
-      ScheduleOp op = NewOp(Lane::kCompute, OpType::kCompute,
-                            Id("bwd", u, op_what::kRecompute, seg.chunk), "recompute", u);
+      OpDraft op = NewOp(Lane::kCompute, OpType::kCompute,
+                         Id("bwd", u, op_what::kRecompute, seg.chunk), "recompute", u);
       int64_t workspace = 0;
       op.items = Items(u, seg, Phase::kRecompute);
       for (int e : seg.entries) {
@@ -920,7 +967,7 @@ class RoleEmitter::Impl {
   // of one chunk (a decoder layer) allocates all at its backward's start, as before; the root
   // allocates its head's gradients at the head's backward and the embedding's at the end.
   // Each buffer names the parameters it holds (Buffer::grads_of), which the executor follows.
-  void AllocGrads(int u, ScheduleOp& op, MemoryEffect::When when, int chunk = -1) {
+  void AllocGrads(int u, At op, MemoryEffect::When when, int chunk = -1) {
     UnitState& st = state_[u];
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
@@ -964,7 +1011,7 @@ class RoleEmitter::Impl {
     }
     st.grads_allocated = std::all_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
   }
-  void FreeGrads(int u, ScheduleOp& op, MemoryEffect::When when) {
+  void FreeGrads(int u, At op, MemoryEffect::When when) {
     UnitState& st = state_[u];
     Free(op, when, st.grad_buffer);
     for (int& b : st.later_grad_buffers) Free(op, when, b);
@@ -1016,7 +1063,7 @@ class RoleEmitter::Impl {
     const bool reshard = final_micro || in_.reshard_every_micro;
     if (last_compute_ < 0) return;
     int last = last_compute_;  // the unit's last backward op, then its reduce copy-in
-    ScheduleOp& end = s_.ops[last];
+    const At end = At::Pushed(last);
     AllocGrads(u, end, MemoryEffect::When::kEnd);
     Free(end, MemoryEffect::When::kEnd, st.recompute_buffer);
     if (auto in = st.input_buffer.find(micro_); in != st.input_buffer.end()) {
@@ -1034,8 +1081,8 @@ class RoleEmitter::Impl {
         st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum,
                                 z.reduce_dtype, u);
       }
-      FreeGrads(u, s_.ops[last], MemoryEffect::When::kEnd);
-      Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+      FreeGrads(u, At::Pushed(last), MemoryEffect::When::kEnd);
+      Free(At::Pushed(last), MemoryEffect::When::kEnd, st.replicate_grad_buffer);
       return;
     }
     int reduced = -1;  // op after which the reduced shard exists
@@ -1047,16 +1094,16 @@ class RoleEmitter::Impl {
       // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
       // write the reduce-scatter input in the reduce dtype. Its own op after the unit's last
       // backward op; the reduction below waits for it.
-      ScheduleOp copy = NewOp(Lane::kCompute, OpType::kCompute,
-                              Id("bwd", u, op_what::kReduceCopyIn), "fsdp::chunk_cat", u);
+      OpDraft copy = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kReduceCopyIn),
+                           "fsdp::chunk_cat", u);
       copy.items =
           CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u, FsdpCopyWork::Which::kReduceCopyIn);
       last = Push(std::move(copy));
     }
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {
-        ScheduleOp rs = NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
-                              Id("bwd", u, op_what::kReduceScatter), "ncclReduceScatter", u);
+        OpDraft rs = NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
+                           Id("bwd", u, op_what::kReduceScatter), "ncclReduceScatter", u);
         rs.group = g.shard;
         rs.bytes = z.reduce_in_bytes;
         rs.collective = CollectiveOf(z.reduce_dtype, z.reduce_out_bytes);
@@ -1080,7 +1127,7 @@ class RoleEmitter::Impl {
         prev_reduce_scatter_ = reduced;
       } else {
         // S == 1: the "reduction" is a local cast into the output buffer.
-        ScheduleOp& e = s_.ops[last];
+        const At e = At::Pushed(last);
         out_buffer = Alloc(e, MemoryEffect::When::kEnd, MemCategory::kCommBuffers,
                            z.reduce_out_bytes, z.reduce_dtype, u);
         FreeGrads(u, e, MemoryEffect::When::kEnd);
@@ -1088,8 +1135,8 @@ class RoleEmitter::Impl {
         reduced = last;
       }
       if (g.replicate >= 0) {
-        ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
-                              Id("bwd", u, op_what::kAllReduce), "ncclAllReduce", u);
+        OpDraft ar = NewOp(Lane::kAllReduce, OpType::kAllReduce, Id("bwd", u, op_what::kAllReduce),
+                           "ncclAllReduce", u);
         ar.group = g.replicate;
         ar.bytes = z.reduce_out_bytes;
         ar.collective = CollectiveOf(z.reduce_dtype, z.reduce_out_bytes);
@@ -1102,14 +1149,14 @@ class RoleEmitter::Impl {
       }
       reduced = FinishReduced(u, reduced, out_buffer, z.reduce_out_bytes, op_what::kD2H);
     } else {
-      FreeGrads(u, s_.ops[last], MemoryEffect::When::kEnd);
-      Free(s_.ops[last], MemoryEffect::When::kEnd, st.accum_buffer);
+      FreeGrads(u, At::Pushed(last), MemoryEffect::When::kEnd);
+      Free(At::Pushed(last), MemoryEffect::When::kEnd, st.accum_buffer);
     }
     if (z.replicate_grad_bytes > 0) {
       int rep = -1;
       if (g.flat >= 0) {
-        ScheduleOp ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
-                              Id("bwd", u, op_what::kAllReduceReplicate), "ncclAllReduce", u);
+        OpDraft ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
+                           Id("bwd", u, op_what::kAllReduceReplicate), "ncclAllReduce", u);
         ar.group = g.flat;
         ar.bytes = z.replicate_reduce_bytes;
         const GradientReduction whole =
@@ -1123,7 +1170,7 @@ class RoleEmitter::Impl {
         Free(ar, MemoryEffect::When::kEnd, st.replicate_grad_buffer);
         rep = Push(std::move(ar));
       } else {
-        Free(s_.ops[last], MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+        Free(At::Pushed(last), MemoryEffect::When::kEnd, st.replicate_grad_buffer);
         rep = last;
       }
       int none = -1;
@@ -1141,32 +1188,32 @@ class RoleEmitter::Impl {
     if (!Unit(u).offload && !st.sharded_grads_landed) {
       // FSDP2 assigns the reduced shard as the parameter's .grad (set_to_none: a new tensor),
       // kept until the next step's zero_grad, which the optimizer's end stands for.
-      sharded_grads_.push_back(Alloc(s_.ops[reduced], MemoryEffect::When::kEnd,
+      sharded_grads_.push_back(Alloc(At::Pushed(reduced), MemoryEffect::When::kEnd,
                                      MemCategory::kShardedGrads, in_.sizes[u].sharded_grad_bytes,
                                      in_.sizes[u].own_dtype, u));
       st.sharded_grads_landed = true;
     }
     if (Unit(u).offload) {
-      ScheduleOp d2h = NewOp(Lane::kD2H, OpType::kCopyD2H, Id("bwd", u, what), "Memcpy DtoH", u);
+      OpDraft d2h = NewOp(Lane::kD2H, OpType::kCopyD2H, Id("bwd", u, what), "Memcpy DtoH", u);
       d2h.bytes = bytes > 0 ? bytes : in_.sizes[u].replicate_reduce_bytes;
       d2h.deps = {reduced};
       Free(d2h, MemoryEffect::When::kEnd, out_buffer);
       return Push(std::move(d2h));
     }
-    Free(s_.ops[reduced], MemoryEffect::When::kEnd, out_buffer);
+    Free(At::Pushed(reduced), MemoryEffect::When::kEnd, out_buffer);
     return reduced;
   }
 
   // ----- step end -----
   void EmitOptimizer() {
     micro_ = micro_steps_ - 1;
-    ScheduleOp wait = NewOp(Lane::kCompute, OpType::kWait, StepId(op_what::kWaitReductions),
-                            "wait_for_reductions", -1);
+    OpDraft wait = NewOp(Lane::kCompute, OpType::kWait, StepId(op_what::kWaitReductions),
+                         "wait_for_reductions", -1);
     wait.deps = reductions_;
     const int wait_index = Push(std::move(wait));
     bool host = false;
-    ScheduleOp opt = NewOp(Lane::kCompute, OpType::kOptimizer, StepId(op_what::kOptimizer),
-                           "Optimizer.step#" + in_.options->optimizer, -1);
+    OpDraft opt = NewOp(Lane::kCompute, OpType::kOptimizer, StepId(op_what::kOptimizer),
+                        "Optimizer.step#" + in_.options->optimizer, -1);
     const bool moments = in_.options->optimizer != "sgd";
     std::vector<int> temps;
     for (int u : role_units_) {
@@ -1223,6 +1270,10 @@ class RoleEmitter::Impl {
   int role_ = 0;
   Schedule& s_;
   Words& words_;
+  EffectLog& effects_;
+  // Vectors of pushed drafts, emptied, for the next drafts (NewOp).
+  std::vector<std::vector<int>> spare_deps_;
+  std::vector<std::vector<MemoryEffect>> spare_memory_;
   std::vector<int32_t> label_words_;  // per unit: its label's index in words_ (-1: not yet)
   static constexpr int32_t kNoWord = -2;
   std::vector<int32_t> unit_words_;  // per unit: its FQN's (-1: the root's ""; kNoWord: not yet)
@@ -1252,9 +1303,9 @@ class RoleEmitter::Impl {
 
 RoleEmitter::RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups,
                          std::vector<int> units, std::map<int, int> group_remap, int role,
-                         Schedule& schedule, Words& words)
+                         Schedule& schedule, Words& words, EffectLog& effects)
     : impl_(std::make_unique<Impl>(in, std::move(groups), std::move(units), std::move(group_remap),
-                                   role, schedule, words)) {}
+                                   role, schedule, words, effects)) {}
 RoleEmitter::~RoleEmitter() = default;
 
 void RoleEmitter::Forward(int chunk_root, int micro, const std::vector<int>& waits) {
@@ -1270,6 +1321,19 @@ int RoleEmitter::Recv(NamedOpId op_id, int group, int peer_send, int micro) {
   return impl_->RecvOp(std::move(op_id), group, peer_send, micro);
 }
 void RoleEmitter::Finish() { impl_->Finish(); }
+
+void EffectLog::Commit(Schedule& schedule) {
+  // Counted, then placed: each op's effects in the order they were added.
+  const size_t n = schedule.ops.size();
+  std::vector<int32_t> first(n + 1, 0);
+  for (const Entry& e : log_) ++first[static_cast<size_t>(e.op) + 1];
+  for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  for (size_t i = 0; i < n; ++i)
+    schedule.ops[i].memory = OpRange(first[i], first[i + 1] - first[i]);
+  schedule.effect_list.resize(log_.size());
+  for (const Entry& e : log_) schedule.effect_list[first[e.op]++] = e.effect;
+  log_.clear();
+}
 
 int32_t Words::Of(std::string_view word) {
   Recent& r = recent_[(reinterpret_cast<uintptr_t>(word.data()) >> 3 ^ word.size()) % kRecent];

@@ -7,6 +7,7 @@
 //   UnitGroups    process groups of one unit for the role's rank
 //   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels
 //   Words         Schedule::words as the emitters of one schedule share them
+//   EffectLog     the memory effects of one schedule as its emitters add them, in any op order
 //   NamedOpId     an op_id's parts (OpIdKey) and phase, as an emitter gives them to an op
 //   RoleEmitter   the per-rank emitter the builder drives action by action
 #pragma once
@@ -78,6 +79,23 @@ class Words {
   std::unordered_map<std::string_view, int32_t> index_;
 };
 
+// The memory effects of one schedule as its emitters add them: to the op being formed when it
+// is pushed, or to an op pushed long before (a free at a unit's last backward op). Commit puts
+// them into Schedule::effect_list op by op, each op's in the order they came, and gives every
+// op its range.
+class EffectLog {
+ public:
+  void Add(int op, const MemoryEffect& effect) { log_.push_back({op, effect}); }
+  void Commit(Schedule& schedule);
+
+ private:
+  struct Entry {
+    int op;
+    MemoryEffect effect;
+  };
+  std::vector<Entry> log_;
+};
+
 // An op_id as the builder forms it (ScheduleOp::id), with its phase part (ScheduleOp::id_phase).
 struct NamedOpId {
   OpIdKey key;
@@ -88,9 +106,11 @@ class RoleEmitter {
  public:
   // `groups` are this role's process groups per unit; `units` the units this role runs;
   // `group_remap` maps the TP/CP/EP groups of the unit work (built for stage 0) to this role's.
-  // `words` holds `schedule`'s op_id words for every emitter of it.
+  // `words` holds `schedule`'s op_id words and `effects` its memory effects, for every emitter
+  // of it (Commit them once all have finished).
   RoleEmitter(const StepInputs& in, std::vector<UnitGroups> groups, std::vector<int> units,
-              std::map<int, int> group_remap, int role, Schedule& schedule, Words& words);
+              std::map<int, int> group_remap, int role, Schedule& schedule, Words& words,
+              EffectLog& effects);
   ~RoleEmitter();
   RoleEmitter(const RoleEmitter&) = delete;
   RoleEmitter& operator=(const RoleEmitter&) = delete;

@@ -111,9 +111,10 @@ class Engine {
         if (id < 0) id = num_group_ids++;
         group_of[i] = id;
       }
-      dep_count[i] = static_cast<int>(o.deps.size());
+      const std::span<const int> deps = DepsOf(s_, o);
+      dep_count[i] = static_cast<int>(deps.size());
       deps_.begin[i + 1] = deps_.begin[i] + dep_count[i];
-      deps_.items.insert(deps_.items.end(), o.deps.begin(), o.deps.end());
+      deps_.items.insert(deps_.items.end(), deps.begin(), deps.end());
       role_[i] = o.role;
       const bool collective = IsCollective(o.type);
       uint8_t f = 0;
@@ -177,7 +178,10 @@ class Engine {
       return InvalidInput(
           fmt::format("schedule: op {}: negative duration {} ns", Describe(i), base_ns_[i]));
     }
-    for (int d : o.deps) {
+    if (!OpListsInRange(s_, o)) {
+      return InvalidInput(OpListsRangeError(s_, o, fmt::format("schedule: op {}", Describe(i))));
+    }
+    for (int d : DepsOf(s_, o)) {
       if (d < 0 || d >= n_) {
         return InvalidInput(
             fmt::format("schedule: op {}: dependency {} out of range [0, {})", Describe(i), d, n_));
@@ -333,7 +337,7 @@ class Engine {
       const int op = lanes_.items[lane_pos_[lk]];
       if (tl_.ops[op].start_ns >= 0) continue;  // running forever cannot happen; skip
       std::string why;
-      for (int d : s_.ops[op].deps) {
+      for (int d : DepsOf(s_, s_.ops[op])) {
         if (tl_.ops[d].end_ns < 0) {
           why = fmt::format("waits for {} which never {}", Describe(d),
                             tl_.ops[d].start_ns < 0 ? "starts" : "ends");

@@ -40,7 +40,8 @@ MemoryFloor ScheduleMemoryFloor(const Schedule& schedule) {
     if (place[i] < 0) continue;
     const ScheduleOp& op = schedule.ops[i];
     const int ki = LaneKey(op);
-    for (int d : op.deps) {
+    if (!OpListsInRange(schedule, op)) continue;  // the engine reports it
+    for (int d : DepsOf(schedule, op)) {
       if (d < 0 || d >= ops || place[d] < 0 || schedule.ops[d].role != op.role) continue;
       const int kd = LaneKey(schedule.ops[d]);
       if (kd == ki) continue;

@@ -252,11 +252,16 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
       return InvalidInput(fmt::format("schedule: op '{}': role {} is not one of the {} roles",
                                       OpIdOf(schedule, op), op.role, roles));
     }
+    if (!OpListsInRange(schedule, op)) {
+      return InvalidInput(
+          OpListsRangeError(schedule, op, fmt::format("schedule: op '{}'", OpIdOf(schedule, op))));
+    }
+    const std::span<const MemoryEffect> memory = EffectsOf(schedule, op);
     records[i] = {static_cast<int>(effects.size()), op.role, static_cast<int8_t>(op.lane)};
-    effects.insert(effects.end(), op.memory.begin(), op.memory.end());
-    role_effects[op.role] += static_cast<int64_t>(op.memory.size());
-    for (size_t k = 0; roles_apart && k < op.memory.size(); ++k) {
-      const int b = op.memory[k].buffer;
+    effects.insert(effects.end(), memory.begin(), memory.end());
+    role_effects[op.role] += static_cast<int64_t>(memory.size());
+    for (size_t k = 0; roles_apart && k < memory.size(); ++k) {
+      const int b = memory[k].buffer;
       if (b >= 0 && static_cast<size_t>(b) < schedule.buffers.size() &&
           schedule.buffers[b].role != op.role) {
         roles_apart = false;

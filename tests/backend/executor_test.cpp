@@ -32,7 +32,7 @@ TEST(ExecutorTest, RunsEveryOpInTheContractsOrder) {
     const std::string op_id = OpIdOf(s, op);
     ASSERT_GE(t.ops[i].start_ns, 0) << op_id << " never ran";
     ASSERT_GE(t.ops[i].end_ns, t.ops[i].start_ns) << op_id;
-    for (int d : op.deps)
+    for (int d : DepsOf(s, op))
       EXPECT_GE(t.ops[i].start_ns, t.ops[d].end_ns) << op_id << " after " << OpIdOf(s, s.ops[d]);
     const int lane = static_cast<int>(op.lane);
     if (auto it = last_on_lane.find(lane); it != last_on_lane.end()) {
@@ -251,14 +251,14 @@ TEST(ExecutorTest, IssueOrderRejectsACycleNamingItsOps) {
   SetOpId(s, a, "fwd/a/compute");
   SetOpId(s, b, "fwd/b/all_gather");
   b.lane = Lane::kAllGather;
-  a.deps = {1};
-  b.deps = {0};
+  SetDeps(s, a, {1});
+  SetDeps(s, b, {0});
   s.ops = {a, b};
   const Result<std::vector<int>> order = IssueOrder(s, 0);
   ASSERT_FALSE(order.ok());
   EXPECT_NE(order.status().message().find("fwd/a/compute, fwd/b/all_gather"), std::string::npos)
       << order.status().message();
-  s.ops[0].deps.clear();
+  s.ops[0].deps = {};
   EXPECT_EQ(IssueOrder(s, 0).value(), (std::vector<int>{0, 1}));
 }
 

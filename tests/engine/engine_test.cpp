@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "sim/engine/memory_tracker.h"
 #include "tests/engine/test_schedules.h"
 
 namespace shardscope::sim {
@@ -290,6 +291,26 @@ TEST(EngineTest, RejectsBadIndicesAndDurations) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("depends on itself"), std::string::npos);
   }
+  {
+    // Lists outside the schedule's shared lists: an error, not a read past their end (the
+    // memory replay checks the effects' the same way).
+    ScheduleMaker m;
+    const int c = m.Compute("c", 1);
+    m.schedule().ops[c].deps = OpRange(3, 2);
+    auto r = RunEngine(m.schedule(), m.durations(), EngineOptions{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("are not ranges of the schedule's lists"),
+              std::string::npos)
+        << r.status().message();
+    m.schedule().ops[c].deps = OpRange();
+    const Timeline tl = MustRun(m);
+    m.schedule().ops[c].memory = OpRange(0, 1);
+    auto mem = TrackMemory(m.schedule(), tl, MemoryOptions{});
+    ASSERT_FALSE(mem.ok());
+    EXPECT_NE(mem.status().message().find("are not ranges of the schedule's lists"),
+              std::string::npos)
+        << mem.status().message();
+  }
 }
 
 // A random DAG: deps point only backwards, so it never deadlocks.
@@ -323,7 +344,7 @@ TEST(EngineTest, RandomSchedulesRespectEveryRule) {
       const OpTiming& t = tl.ops[i];
       ASSERT_GE(t.start_ns, 0);
       ASSERT_GE(t.end_ns, t.start_ns);
-      for (int d : o.deps) ASSERT_GE(t.start_ns, tl.ops[d].end_ns) << "deps, seed " << seed;
+      for (int d : DepsOf(s, o)) ASSERT_GE(t.start_ns, tl.ops[d].end_ns) << "deps, seed " << seed;
       // Issue order per lane and no overlap: each op starts after the previous one ended.
       int64_t& last = last_end_per_lane[o.role][static_cast<int>(o.lane)];
       ASSERT_GE(t.start_ns, last) << "lane overlap / order, seed " << seed << " op " << i;

@@ -92,7 +92,7 @@ TEST(MemoryFloorTest, CountsWhatOneStreamCertainlyHolds) {
   EXPECT_EQ(floor.bytes, 7 + 50 + 30 + 1000);
   EXPECT_EQ(floor.op, ex.c1);
   // Without c1's wait on g0 its output's lifetime depends on the timing too.
-  ex.m.schedule().ops[ex.c1].deps.clear();
+  ex.m.schedule().ops[ex.c1].deps = {};
   EXPECT_EQ(ScheduleMemoryFloor(ex.m.schedule()).bytes, 7 + 50 + 30);
   // Role 1 alone holds 60.
   ex.m.schedule().initial_memory[0] = {};

@@ -69,7 +69,7 @@ TEST(SimulateTest, TimedStepRespectsLanesGroupsAndDeps) {
     const OpTiming& t = sim.timeline.ops[i];
     const std::string op_id = OpIdOf(s, op);
     ASSERT_GE(t.start_ns, 0) << op_id;
-    for (int d : op.deps) ASSERT_GE(t.start_ns, sim.timeline.ops[d].end_ns) << op_id;
+    for (int d : DepsOf(s, op)) ASSERT_GE(t.start_ns, sim.timeline.ops[d].end_ns) << op_id;
     int64_t& end = lane_end[{op.role, static_cast<int>(op.lane)}];
     ASSERT_GE(t.start_ns, end) << "lane overlap at " << op_id;
     end = t.end_ns;
@@ -303,7 +303,7 @@ TEST(SimulateTest, TheMemoryReplaysFirstErrorIsTheSameOnAnyThreadCount) {
   // The first free of role 3 and the last of role 1 free one byte too few.
   int first3 = -1, last1 = -1;
   for (size_t i = 0; i < s.ops.size(); ++i) {
-    for (const MemoryEffect& e : s.ops[i].memory) {
+    for (const MemoryEffect& e : EffectsOf(s, s.ops[i])) {
       if (e.bytes >= 0) continue;
       if (s.ops[i].role == 3 && first3 < 0) first3 = static_cast<int>(i);
       if (s.ops[i].role == 1) last1 = static_cast<int>(i);
@@ -312,7 +312,7 @@ TEST(SimulateTest, TheMemoryReplaysFirstErrorIsTheSameOnAnyThreadCount) {
   ASSERT_GE(first3, 0);
   ASSERT_GE(last1, 0);
   for (int op : {first3, last1}) {
-    for (MemoryEffect& e : s.ops[op].memory) {
+    for (MemoryEffect& e : MutableEffectsOf(s, s.ops[op])) {
       if (e.bytes < 0) {
         e.bytes += 1;
         break;

@@ -30,7 +30,7 @@ class ScheduleMaker {
     op.type = type;
     SetOpId(s_, op, id);
     op.name = AddWord(s_, id);
-    op.deps = std::move(deps);
+    SetDeps(s_, op, deps);
     op.group = group;
     s_.ops.push_back(std::move(op));
     ns_.push_back(ns);
@@ -48,7 +48,7 @@ class ScheduleMaker {
     return Op(id, Lane::kReduceScatter, OpType::kReduceScatter, ns, std::move(deps), role, group);
   }
   void Mem(int op, MemoryEffect::When when, MemCategory c, int64_t bytes, int buffer = -1) {
-    s_.ops[op].memory.push_back(MemoryEffect{when, c, bytes, buffer});
+    AddEffect(s_, s_.ops[op], MemoryEffect{when, c, bytes, buffer});
   }
   Schedule& schedule() { return s_; }
   std::vector<int64_t>& durations() { return ns_; }

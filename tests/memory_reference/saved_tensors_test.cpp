@@ -129,7 +129,7 @@ TEST(SavedTensorsTest, LossRegionTensorsAreBuffersOfTheirOwn) {
     std::vector<int64_t> sizes;
     for (const ScheduleOp& op : s->ops) {
       if (OpIdOf(*s, op) != id) continue;
-      for (const MemoryEffect& m : op.memory) {
+      for (const MemoryEffect& m : EffectsOf(*s, op)) {
         if (m.bytes > 0 && m.category == MemCategory::kTemporaries) sizes.push_back(m.bytes);
       }
     }

@@ -59,7 +59,8 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   EXPECT_EQ(out_op.lane, Lane::kCompute);
   EXPECT_EQ(OpIdOf(s, s.ops[NextOnLane(s, out_at)]), "fwd/model.layers.1/compute");
   const int ag = Index(s, "fwd/model.layers.1/all_gather");
-  EXPECT_NE(std::find(out_op.deps.begin(), out_op.deps.end(), ag), out_op.deps.end());
+  const std::span<const int> out_deps = DepsOf(s, out_op);
+  EXPECT_NE(std::find(out_deps.begin(), out_deps.end(), ag), out_deps.end());
   const FsdpCopyWork* out = SingleCopy(out_op);
   ASSERT_NE(out, nullptr);
   EXPECT_EQ(out->which, FsdpCopyWork::Which::kCopyOut);
@@ -90,7 +91,8 @@ TEST(FsdpCopiesTest, CopyOutBeforeEachGatheredComputeAndReduceCopyInAfterTheLast
   EXPECT_EQ(s.ops[in_at].lane, Lane::kCompute);
   const int rs = Index(s, "bwd/model.layers.1/reduce_scatter");
   ASSERT_GE(rs, 0);
-  EXPECT_NE(std::find(s.ops[rs].deps.begin(), s.ops[rs].deps.end(), in_at), s.ops[rs].deps.end());
+  EXPECT_NE(std::find(DepsOf(s, s.ops[rs]).begin(), DepsOf(s, s.ops[rs]).end(), in_at),
+            DepsOf(s, s.ops[rs]).end());
   const FsdpCopyWork* in = SingleCopy(s.ops[in_at]);
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(in->which, FsdpCopyWork::Which::kReduceCopyIn);
@@ -132,7 +134,7 @@ TEST(FsdpCopiesTest, OptimizerHoldsAdamsDenominatorOnlyWhileItRuns) {
   const ScheduleOp* opt = FindOp(adam.schedule, "step/optimizer");
   ASSERT_NE(opt, nullptr);
   int64_t allocated = 0, freed = 0, numel = 0;
-  for (const MemoryEffect& m : opt->memory) {
+  for (const MemoryEffect& m : EffectsOf(adam.schedule, *opt)) {
     if (m.category != MemCategory::kTemporaries) continue;
     if (m.bytes > 0) {
       EXPECT_EQ(m.when, MemoryEffect::When::kStart);
@@ -149,7 +151,8 @@ TEST(FsdpCopiesTest, OptimizerHoldsAdamsDenominatorOnlyWhileItRuns) {
   const Built sgd = BuildAll(setup);
   const ScheduleOp* sgd_opt = FindOp(sgd.schedule, "step/optimizer");
   ASSERT_NE(sgd_opt, nullptr);
-  for (const MemoryEffect& m : sgd_opt->memory) EXPECT_NE(m.category, MemCategory::kTemporaries);
+  for (const MemoryEffect& m : EffectsOf(sgd.schedule, *sgd_opt))
+    EXPECT_NE(m.category, MemCategory::kTemporaries);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ int Index(const Schedule& s, const std::string& op_id) {
 }
 
 bool DependsOn(const Schedule& s, int op, int dep) {
-  const auto& d = s.ops[op].deps;
+  const auto& d = DepsOf(s, s.ops[op]);
   return std::find(d.begin(), d.end(), dep) != d.end();
 }
 
@@ -32,7 +32,7 @@ bool DependsOn(const Schedule& s, int op, int dep) {
 int LiveLayerBuffers(const Schedule& s, int at) {
   std::vector<char> live(s.buffers.size(), 0);
   for (int i = 0; i <= at; ++i) {
-    for (const MemoryEffect& m : s.ops[i].memory) {
+    for (const MemoryEffect& m : EffectsOf(s, s.ops[i])) {
       if (i == at && m.when == MemoryEffect::When::kEnd) continue;
       live[m.buffer] = m.bytes > 0;
     }
@@ -74,7 +74,7 @@ TEST(PrefetchRulesTest, TheKeptOutputIsFreedByTheNextCopyOut) {
   // The copy-out allocates the kept output as it starts (the prefetch its pre-forward issues
   // next allocates at its end).
   auto kept_by = [&](int copy_out) {
-    for (const MemoryEffect& m : s.ops[copy_out].memory) {
+    for (const MemoryEffect& m : EffectsOf(s, s.ops[copy_out])) {
       if (m.bytes > 0 && m.when == MemoryEffect::When::kStart) return m.buffer;
     }
     return -1;
@@ -154,7 +154,7 @@ TEST(PrefetchRulesTest, ReshardAfterForwardToTwoRanks) {
   // backward all-gather waits for that reshard.
   const int end = Index(s, "fwd/model.layers.1/compute");
   int slice = -1;
-  for (const MemoryEffect& m : s.ops[end].memory) {
+  for (const MemoryEffect& m : EffectsOf(s, s.ops[end])) {
     if (m.bytes == z.gathered_bytes / 2) slice = m.buffer;
   }
   ASSERT_GE(slice, 0);

@@ -119,7 +119,7 @@ TEST(ScheduleBuilderTest, PersistentMemoryEqualsThePlansShardedBytes) {
   EXPECT_EQ(init[static_cast<int>(MemCategory::kShardedGrads)], 0);
   int64_t grads = 0, grads_at_optimizer = 0;
   for (const ScheduleOp& op : b.schedule.ops) {
-    for (const MemoryEffect& m : op.memory) {
+    for (const MemoryEffect& m : EffectsOf(b.schedule, op)) {
       if (m.category != MemCategory::kShardedGrads) continue;
       if (m.bytes > 0) grads += m.bytes;
       if (m.bytes < 0) {
@@ -159,7 +159,7 @@ TEST(ScheduleBuilderTest, ForwardPrefetchDepthMovesAllGathersBeforeCompute) {
   const int ag = Find(d1, "fwd/model.layers.1/all_gather");
   EXPECT_EQ(NextOnLane(d1, Find(d1, "fwd/model.layers.1/copy_out")),
             Find(d1, "fwd/model.layers.1/compute"));
-  const auto& deps = d1.ops[Find(d1, "fwd/model.layers.1/copy_out")].deps;
+  const auto& deps = DepsOf(d1, d1.ops[Find(d1, "fwd/model.layers.1/copy_out")]);
   EXPECT_NE(std::find(deps.begin(), deps.end(), ag), deps.end());
 }
 
@@ -170,7 +170,7 @@ TEST(ScheduleBuilderTest, BackwardPrefetchAndOneReduceScatterInFlight) {
   // Layer 1's backward (its copy-out first) cannot start before layer 3's reduce-scatter is
   // done.
   const int rs3 = Find(s, "bwd/model.layers.3/reduce_scatter");
-  const auto& deps = s.ops[Find(s, "bwd/model.layers.1/copy_out")].deps;
+  const auto& deps = DepsOf(s, s.ops[Find(s, "bwd/model.layers.1/copy_out")]);
   EXPECT_NE(std::find(deps.begin(), deps.end(), rs3), deps.end());
   // The root: gathered once, in forward, never in backward; reduced last.
   EXPECT_GE(Find(s, "fwd/root/all_gather"), 0);
@@ -178,8 +178,8 @@ TEST(ScheduleBuilderTest, BackwardPrefetchAndOneReduceScatterInFlight) {
   EXPECT_GE(Find(s, "fwd/root/compute:1"), 0);  // norm + head + loss after the layers
   const int wait = Find(s, "step/wait_reductions");
   for (int d : {Find(s, "bwd/root/reduce_scatter"), Find(s, "bwd/model.layers.0/reduce_scatter")}) {
-    EXPECT_NE(std::find(s.ops[wait].deps.begin(), s.ops[wait].deps.end(), d),
-              s.ops[wait].deps.end());
+    EXPECT_NE(std::find(DepsOf(s, s.ops[wait]).begin(), DepsOf(s, s.ops[wait]).end(), d),
+              DepsOf(s, s.ops[wait]).end());
   }
 }
 
@@ -279,8 +279,9 @@ TEST(ScheduleBuilderTest, HsdpAddsAllReducesOverTheReplicateGroup) {
   const ScheduleOp& rs = s.ops[Find(s, "bwd/model.layers.0/reduce_scatter")];
   EXPECT_EQ(s.groups[rs.group].ranks, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(ar.bytes * 4, rs.bytes);
-  EXPECT_NE(std::find(ar.deps.begin(), ar.deps.end(), Find(s, "bwd/model.layers.0/reduce_scatter")),
-            ar.deps.end());
+  const std::span<const int> ar_deps = DepsOf(s, ar);
+  EXPECT_NE(std::find(ar_deps.begin(), ar_deps.end(), Find(s, "bwd/model.layers.0/reduce_scatter")),
+            ar_deps.end());
   EXPECT_EQ(NameOf(s, ar), "ncclAllReduce");
 }
 
@@ -443,7 +444,9 @@ TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
   // Stage 1's first forward waits for stage 0's send through its receive.
   const int recv = find(1, "mb0/fwd/chunk1/recv");
   ASSERT_GE(recv, 0);
-  EXPECT_EQ(s.ops[recv].deps, (std::vector<int>{find(0, "mb0/fwd/chunk0/send")}));
+  const std::span<const int> recv_deps = DepsOf(s, s.ops[recv]);
+  EXPECT_EQ(std::vector<int>(recv_deps.begin(), recv_deps.end()),
+            (std::vector<int>{find(0, "mb0/fwd/chunk0/send")}));
   // 1F1B on stage 0: two forwards before the first backward.
   EXPECT_LT(find(0, "mb1/fwd/model.layers.0/compute"), find(0, "mb0/bwd/model.layers.0/compute"));
   EXPECT_GT(find(0, "mb2/fwd/model.layers.0/compute"), find(0, "mb0/bwd/model.layers.1/compute"));

@@ -31,7 +31,7 @@ Schedule TwoOps() {
   s.buffers = {temp, shard};
   ScheduleOp a;
   SetOpId(s, a, "a");
-  a.memory.push_back({MemoryEffect::When::kStart, MemCategory::kTemporaries, 100, 0});
+  AddEffect(s, a, {MemoryEffect::When::kStart, MemCategory::kTemporaries, 100, 0});
   ScheduleOp b;
   SetOpId(s, b, "b");
   b.type = OpType::kAllGather;
@@ -40,8 +40,8 @@ Schedule TwoOps() {
   b.bytes = 64;
   b.collective.dtype = DType::kBFloat16;
   b.collective.count = 16;  // per rank: 2 ranks × 16 × 2 bytes = 64
-  b.deps = {0};
-  b.memory.push_back({MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
+  SetDeps(s, b, {0});
+  AddEffect(s, b, {MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
   s.ops = {a, b};
   return s;
 }
@@ -56,12 +56,12 @@ TEST(ScheduleCheckTest, AcceptsABalancedSchedule) {
 
 TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
   Schedule leak = TwoOps();
-  leak.ops[1].memory.clear();
+  leak.ops[1].memory = {};
   Status st = ValidateSchedule(leak);
   EXPECT_NE(st.message().find("still live at the step's end"), std::string::npos);
 
   Schedule bad_free = TwoOps();
-  bad_free.ops[1].memory[0].bytes = -50;
+  MutableEffectsOf(bad_free, bad_free.ops[1])[0].bytes = -50;
   st = ValidateSchedule(bad_free);
   EXPECT_NE(st.message().find("schedule op 1 ('b'): free of buffer 0 disagrees with its table"),
             std::string::npos)
@@ -73,8 +73,8 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
   EXPECT_NE(st.message().find("free of buffer 0 disagrees"), std::string::npos) << st.message();
 
   Schedule never = TwoOps();
-  never.ops[0].memory.clear();
-  never.ops[1].memory.clear();
+  never.ops[0].memory = {};
+  never.ops[1].memory = {};
   st = ValidateSchedule(never);
   EXPECT_NE(st.message().find("buffer 0: op 0 does not allocate it"), std::string::npos)
       << st.message();
@@ -129,8 +129,8 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
 
   Schedule dead = TwoOps();
   dead.buffers[0].free_op = 0;  // freed before the collective that reads it
-  dead.ops[0].memory.push_back({MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
-  dead.ops[1].memory.clear();
+  AddEffect(dead, dead.ops[0], {MemoryEffect::When::kEnd, MemCategory::kTemporaries, -100, 0});
+  dead.ops[1].memory = {};
   dead.ops[1].collective.input_buffer = 0;
   st = ValidateSchedule(dead);
   EXPECT_NE(st.message().find("buffer 0 is not live around it"), std::string::npos) << st.message();
@@ -142,7 +142,7 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
       << st.message();
 
   Schedule fwd_dep = TwoOps();
-  fwd_dep.ops[0].deps = {1};
+  SetDeps(fwd_dep, fwd_dep.ops[0], {1});
   st = ValidateSchedule(fwd_dep);
   EXPECT_NE(st.message().find("dependency 1 is not an earlier op"), std::string::npos);
 
@@ -162,6 +162,36 @@ TEST(ScheduleCheckTest, ReportsLeaksBadFreesForwardDepsAndNames) {
 
 namespace shardscope {
 namespace {
+
+// An op's lists are ranges of the schedule's: AddEffect moves a range that is not at the end of
+// its list there before it grows, keeping what it held, and a range outside its list is an
+// error of ValidateSchedule and of the engine's and the memory replay's checks, not a read.
+TEST(ScheduleCheckTest, OpListsAreRangesOfTheScheduleAndOutOfRangeOnesAreErrors) {
+  Schedule s = TwoOps();
+  const MemoryEffect extra{MemoryEffect::When::kEnd, MemCategory::kActivations, 8, 1};
+  AddEffect(s, s.ops[0], extra);  // ops[0]'s effect is not the list's last: moved first
+  const std::span<const MemoryEffect> a = EffectsOf(s, s.ops[0]);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].bytes, 100);
+  EXPECT_EQ(a[1].bytes, 8);
+  EXPECT_EQ(EffectsOf(s, s.ops[1]).size(), 1u);
+  EXPECT_EQ(EffectsOf(s, s.ops[1])[0].bytes, -100);
+  AddDep(s, s.ops[1], 0);  // at the end already: grows in place
+  EXPECT_EQ(std::vector<int>(DepsOf(s, s.ops[1]).begin(), DepsOf(s, s.ops[1]).end()),
+            (std::vector<int>{0, 0}));
+
+  for (const OpRange bad : {OpRange(0, 99), OpRange(-1, 1), OpRange(5, 0)}) {
+    Schedule deps = TwoOps();
+    deps.ops[1].deps = bad;
+    const Status st = ValidateSchedule(deps);
+    EXPECT_NE(st.message().find("are not ranges of the schedule's lists"), std::string::npos)
+        << st.message();
+    Schedule memory = TwoOps();
+    memory.ops[0].memory = bad;
+    EXPECT_NE(ValidateSchedule(memory).message().find("are not ranges of the schedule's lists"),
+              std::string::npos);
+  }
+}
 
 TEST(ScheduleContractTest, LanesCommunicatorsAndWhichOpsHoldThem) {
   ScheduleOp op;
