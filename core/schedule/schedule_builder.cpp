@@ -448,8 +448,11 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   for (const UnitWork& w : in.work) estimate += 3 * w.entries.size() + 12;
   s.ops.reserve(estimate * static_cast<size_t>(micro_batches) + 16 * options.pp);
   s.buffers.reserve(s.ops.capacity());  // an op allocates about one buffer, most ops fewer
+  // About two dependencies and two effects per op (an allocation and its free).
+  s.dep_list.reserve(2 * s.ops.capacity());
   Words words(s);
   EffectLog effects;
+  effects.Reserve(2 * s.ops.capacity());
   std::vector<std::unique_ptr<RoleEmitter>> emitters;
   std::vector<Buffer> persistent_buffers;  // appended after the step's own buffers
   for (int stage = 0; stage < options.pp; ++stage) {

@@ -104,6 +104,8 @@ class CommCounters {
 };
 
 struct UnitState {
+  // The unit's explicit prefetch targets as unit indices (-1: in another chunk), at first use.
+  std::vector<int> forward_targets, backward_targets;
   bool gathered = false;
   int params_buffer = -1;
   int ready_op = -1;     // compute waits for this op before using the parameters
@@ -591,9 +593,21 @@ class RoleEmitter::Impl {
 
   // Prefetch targets in another pipeline chunk (another rank, or a later action of this one)
   // are left to their own pre-forward / pre-backward.
-  void Prefetch(int u, const std::string& target) {
-    auto t = index_of_.find(target);
-    if (t != index_of_.end() && in_.chunk_of[t->second] == in_.chunk_of[u]) Unshard(t->second);
+  void Prefetch(int u, const std::vector<std::string>& targets, std::vector<int>& resolved) {
+    // Resolved once per unit: an FQN-keyed lookup per target, unit and micro-batch compared
+    // long common prefixes ("model.layers.1" against "model.layers.12"), 2% of a 70B sweep's
+    // time (perf).
+    if (resolved.size() != targets.size()) {
+      resolved.clear();
+      for (const std::string& target : targets) {
+        auto t = index_of_.find(target);
+        resolved.push_back(
+            t != index_of_.end() && in_.chunk_of[t->second] == in_.chunk_of[u] ? t->second : -1);
+      }
+    }
+    for (int t : resolved) {
+      if (t >= 0) Unshard(t);
+    }
   }
 
   // The implicit backward prefetch (FSDPParamGroup._backward_prefetch, used when u's explicit
@@ -661,7 +675,7 @@ class RoleEmitter::Impl {
     // Pre-forward: unshard, copy out, then the explicit forward list on top of that.
     Unshard(u);
     CopyOut(u);
-    for (const std::string& target : Unit(u).forward_prefetch) Prefetch(u, target);
+    Prefetch(u, Unit(u).forward_prefetch, state_[u].forward_targets);
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
     act.assign(chunks_[u], -1);
@@ -848,7 +862,7 @@ class RoleEmitter::Impl {
     if (Unit(u).backward_prefetch.empty()) {
       ImplicitBackwardPrefetch(u);
     } else {
-      for (const std::string& target : Unit(u).backward_prefetch) Prefetch(u, target);
+      Prefetch(u, Unit(u).backward_prefetch, state_[u].backward_targets);
     }
     if (ModeOf(u) == CheckpointMode::kFull) Recompute(u);
     CommCounters counters;

@@ -85,6 +85,7 @@ class Words {
 // op its range.
 class EffectLog {
  public:
+  void Reserve(size_t effects) { log_.reserve(effects); }
   void Add(int op, const MemoryEffect& effect) { log_.push_back({op, effect}); }
   void Commit(Schedule& schedule);
 
