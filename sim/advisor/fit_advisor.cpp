@@ -200,6 +200,8 @@ Result<FitAdvice> AdviseFit(const Scenario& scenario, const Simulation& sim,
   std::vector<FitSuggestion> fitting;
   SimulateOptions peaks_only;
   peaks_only.keep_memory_samples = false;
+  ModelTreeCache trees;  // the variants change the mesh and batch, rarely the model's build
+  peaks_only.trees = &trees;
   auto try_all = [&](const std::vector<Change>& variants) {
     for (const Change& v : variants) {
       if (advice.variants_simulated + advice.variants_invalid >= options.max_simulations) return;

@@ -483,7 +483,14 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   ModelBuildOptions build;
   build.tp = sc.parallelism.tp;
   build.ep = sc.parallelism.ep;
-  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
+  std::shared_ptr<const ModelTree> shared;
+  if (options.trees != nullptr) {
+    SS_ASSIGN_OR_RETURN(shared, options.trees->Get(sc.model, build));
+  } else {
+    SS_ASSIGN_OR_RETURN(ModelTree loaded, LoadModel(sc.model, build));
+    shared = std::make_shared<const ModelTree>(std::move(loaded));
+  }
+  const ModelTree& tree = *shared;
   SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
   // Any error of the fast path falls through to the whole step, which reports it as always.
   if (const std::optional<SteadyStateRuns> runs =

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/config/scenario.h"
+#include "core/model/model_cache.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/schedule_builder.h"
 #include "core/trace/accounting.h"
@@ -98,6 +99,9 @@ struct SimulateOptions {
   // StepContext::threads for this prediction; 0: the hardware's threads, at most 4 (past that
   // a step's independent parts run out). Sweeps, which run variants in parallel, set 1.
   int threads = 0;
+  // Where the model comes from when set: trees shared by the predictions of one sweep (not
+  // owned). Unset: the scenario's model is loaded for this prediction alone.
+  ModelTreeCache* trees = nullptr;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

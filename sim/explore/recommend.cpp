@@ -237,7 +237,9 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
 
+  ModelTreeCache trees;  // one model, a tree per tensor- and expert-parallel degree
   SweepOptions sweep;
+  sweep.trees = &trees;
   sweep.threads = o.threads;
   sweep.exact = o.exact;
   sweep.prices = &prices;

@@ -49,7 +49,7 @@ Result<Scenario> ParseVariant(const SweepBase& base, const std::vector<std::stri
 }
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
-                       const PriceTable& prices, bool exact) {
+                       const PriceTable& prices, bool exact, ModelTreeCache& trees) {
   VariantResult r;
   r.sets = std::move(sets);
   Result<Scenario> variant = ParseVariant(base, r.sets);
@@ -65,6 +65,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   // the timing is not run (43% of the 70B grid's time, bench/explore_benchmark.cpp).
   peaks_only.stop_when_not_fitting = true;
   peaks_only.threads = 1;  // the variants run in parallel
+  peaks_only.trees = &trees;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
     r.message = run.status().message();
@@ -218,6 +219,8 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   SweepResult result;
   result.prices_source = prices.source;
   result.variants.resize(sets.size());
+  ModelTreeCache own_trees;
+  ModelTreeCache& trees = options.trees != nullptr ? *options.trees : own_trees;
 
   std::atomic<int64_t> done{0};
   std::mutex progress_mu;
@@ -242,7 +245,7 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, total, 1), [&](const tbb::blocked_range<int64_t>& range) {
           for (int64_t i = range.begin(); i != range.end(); ++i) {
-            result.variants[i] = Evaluate(base, std::move(sets[i]), prices, options.exact);
+            result.variants[i] = Evaluate(base, std::move(sets[i]), prices, options.exact, trees);
             finished_one();
           }
         });

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "core/config/scenario.h"
+#include "core/model/model_cache.h"
 #include "core/util/status.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/vary.h"
@@ -69,6 +70,9 @@ struct SweepOptions {
   // Called now and then (at most every 100 ms, and once at the end) with variants done / total,
   // from whichever thread finished one; calls never overlap.
   std::function<void(int64_t done, int64_t total)> progress;
+  // The variants' model trees, loaded once per model and build options (not owned): a caller
+  // running several sweeps of one model shares one. Null: each RunVariants keeps its own.
+  ModelTreeCache* trees = nullptr;
 };
 
 // The document every variant starts from: the scenario as written (so `dp_shard: -1` and
