@@ -6,12 +6,12 @@ namespace shardscope {
 
 Result<std::shared_ptr<const ModelTree>> ModelTreeCache::Get(const ModelSource& source,
                                                              const ModelBuildOptions& options) {
-  // Every field LoadModel reads, of the source and of the options.
-  const std::string key =
+  // Every field of the source (its inline config as text), and the options as they are.
+  const std::pair<std::string, ModelBuildOptions> key{
       std::to_string(static_cast<int>(source.kind)) + '\n' + source.name_or_path + '\n' +
-      (source.inline_config.is_null() ? std::string() : source.inline_config.dump()) + '\n' +
-      std::to_string(static_cast<int>(source.implementation)) + ' ' + std::to_string(options.tp) +
-      ' ' + std::to_string(options.ep) + ' ' + std::string(DTypeName(options.param_dtype));
+          (source.inline_config.is_null() ? std::string() : source.inline_config.dump()) + '\n' +
+          std::to_string(static_cast<int>(source.implementation)),
+      options};
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = trees_.find(key); it != trees_.end()) return it->second;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "core/model/model_source.h"
 
@@ -24,7 +25,8 @@ class ModelTreeCache {
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const ModelTree>> trees_;
+  // Keyed by the source's fields and the whole of the build options.
+  std::map<std::pair<std::string, ModelBuildOptions>, std::shared_ptr<const ModelTree>> trees_;
 };
 
 }  // namespace shardscope

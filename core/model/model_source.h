@@ -8,6 +8,7 @@
 //   ClassifyModelArgument  a command-line NAME|config.json|tree.json → ModelSource
 #pragma once
 
+#include <compare>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct ModelBuildOptions {
   int ep = 1;
   // dtype of the parameters as created (the training master weights).
   DType param_dtype = DType::kFloat32;
+  // Ordered field by field: a cache of loaded trees (model_cache.h) keys on the whole struct,
+  // so a field added here is part of its key without another change.
+  auto operator<=>(const ModelBuildOptions&) const = default;
 };
 
 Result<ModelTree> LoadModel(const ModelSource& source, const ModelBuildOptions& options);
