@@ -2,8 +2,9 @@
 // (tp, pp, dp_replicate, checkpointing, prefetch, micro-batches, 1F1B / interleaved) on two
 // threads, reported as variants/s (target ≥ 1,000/s on 2 cores); the same grid one variant at a
 // time for the latency spread (median, p90, max) and the cost per schedule op of the jobs that
-// run and of those stopped at the memory floor; and a GPT-3-175B-like job with TP 8, PP 8 and
-// 8..64 micro-batches (target: 64 in ≤ 15 ms), and the stages of its extrapolated run alone.
+// run and of those stopped at the memory floor; a quarter of the grid on four GPU types (the
+// variants of one mesh sharing their schedules, and not); and a GPT-3-175B-like job with TP 8, PP 8
+// and 8..64 micro-batches (target: 64 in ≤ 15 ms), and the stages of its extrapolated run alone.
 //
 // Run: build-rel/bench/explore_benchmark --benchmark_repetitions=3
 //          --benchmark_report_aggregates_only=true
@@ -116,6 +117,46 @@ BENCHMARK(BM_Grid70b_Sweep2Threads)
     ->Iterations(1);
 
 // One variant at a time, as a sweep runs them (memory peaks only): the latency spread.
+// Which GPU (the first question of docs/sweep.md): a quarter of the 70B grid, evenly spaced, on
+// each of four GPU types with the GPU axis last, 1,000 variants on 2 threads. range(0) = 1: the
+// variants that differ only in the GPU share their plan and schedules (SweepOptions::
+// share_schedules, sim/engine/schedule_memo.h); 0: each builds its own.
+void BM_GpuComparison2Threads(benchmark::State& state) {
+  const SweepBase base = Base(Llama70bOn1024());
+  const std::vector<std::vector<std::string>> grid = Grid70b();
+  std::vector<std::vector<std::string>> sets;
+  for (size_t i = 0; i < grid.size(); i += 4) {
+    for (const char* gpu : {"h100-sxm", "h200", "b200", "mi300x"}) {
+      sets.push_back(grid[i]);
+      sets.back().push_back(std::string("cluster.gpu=") + gpu);
+    }
+  }
+  SweepOptions options;
+  options.threads = 2;
+  options.share_schedules = state.range(0) == 1;
+  int64_t variants = 0;
+  for (auto _ : state) {
+    Result<SweepResult> r = RunVariants(base, sets, options);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().message().c_str());
+      return;
+    }
+    variants += static_cast<int64_t>(r->variants.size());
+    state.counters["fitting"] = static_cast<double>(r->fitting);
+    state.counters["invalid"] = static_cast<double>(r->invalid);
+  }
+  state.counters["variants_per_s"] =
+      benchmark::Counter(static_cast<double>(variants), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_GpuComparison2Threads)
+    ->ArgName("shared")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Iterations(1);
+
 void BM_Grid70b_Latency(benchmark::State& state) {
   const nlohmann::json doc = Llama70bOn1024();
   const std::vector<std::vector<std::string>> grid = Grid70b();

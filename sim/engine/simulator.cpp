@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -373,6 +374,67 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
   return BuildSchedule(tree, plan, options);
 }
 
+// The plan and the schedules of one prediction: built here, or copied from a memo that keeps
+// them for the next scenario differing only in what the cost model prices (schedule_memo.h).
+class StepSchedules {
+ public:
+  StepSchedules(const Scenario& sc, const ModelTree& tree, ScheduleMemo* memo)
+      : sc_(sc), tree_(tree), memo_(memo) {
+    if (memo_ != nullptr) memo_->Bind(ScheduleMemo::KeyOf(sc));
+  }
+
+  Result<const Plan*> plan() {
+    if (memo_ != nullptr) {
+      if (memo_->plan() == nullptr) {
+        SS_ASSIGN_OR_RETURN(Plan built, PlanScenario(sc_, tree_));
+        memo_->KeepPlan(std::move(built));
+      }
+      return memo_->plan();
+    }
+    if (!own_plan_) {
+      SS_ASSIGN_OR_RETURN(Plan built, PlanScenario(sc_, tree_));
+      own_plan_.emplace(std::move(built));
+    }
+    return &*own_plan_;
+  }
+
+  // The schedule of `run` (ScheduleMemo::kWholeStep: the scenario's own micro-batches, else
+  // WithMicroBatches' count), the caller's to keep.
+  // The plan is made before (plan()): the two runs of a steady state may build at once.
+  Result<Schedule> Build(int run) {
+    if (memo_ != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (const ScheduleMemo::Run* kept = memo_->Find(run)) return kept->schedule;
+    }
+    const Plan* p = memo_ != nullptr ? memo_->plan() : own_plan_ ? &*own_plan_ : nullptr;
+    if (p == nullptr) return RuntimeError("StepSchedules: Build before plan() (internal error)");
+    SS_ASSIGN_OR_RETURN(
+        Schedule built,
+        BuildSimulatedSchedule(run == ScheduleMemo::kWholeStep ? sc_ : WithMicroBatches(sc_, run),
+                               tree_, *p));
+    if (memo_ == nullptr) return built;
+    std::lock_guard<std::mutex> lock(mu_);
+    return memo_->Keep(run, std::move(built)).schedule;
+  }
+
+  // The memory floor of `run`'s schedule (`schedule`, as Build gave it).
+  MemoryFloor Floor(int run, const Schedule& schedule) {
+    if (memo_ == nullptr) return ScheduleMemoryFloor(schedule);
+    std::lock_guard<std::mutex> lock(mu_);
+    ScheduleMemo::Run* kept = memo_->Find(run);
+    if (kept == nullptr) return ScheduleMemoryFloor(schedule);
+    if (!kept->floor) kept->floor = ScheduleMemoryFloor(kept->schedule);
+    return *kept->floor;
+  }
+
+ private:
+  std::mutex mu_;  // the memo, for the two runs of one steady state
+  const Scenario& sc_;
+  const ModelTree& tree_;
+  ScheduleMemo* memo_;
+  std::optional<Plan> own_plan_;
+};
+
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
 // nullopt when either fails or they disagree (the whole step then runs and reports).
 // With SimulateOptions::stop_when_not_fitting (sweeps): the runs one after the other, and give
@@ -382,8 +444,8 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 // prediction: `simulate`, StepContext::threads > 1) the two runs are independent and run at
 // once, the longer on the calling thread and the shorter as a task beside it: the same figures,
 // in the longer run's time.
-std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTree& tree,
-                                              const Plan& plan, const ScenarioPricing& pricing,
+std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
+                                              const ScenarioPricing& pricing,
                                               const SteadyStateRuns& runs,
                                               const SimulateOptions& options) {
   const bool floor_check = options.stop_when_not_fitting;
@@ -410,10 +472,10 @@ std::optional<Simulation> SimulateSteadyState(const Scenario& sc, const ModelTre
   // Run k; false where the fast path ends (its result stays empty). The shorter run, beside
   // the longer one, gets one thread; the longer run what the options allow.
   auto run = [&](int k, int threads) {
-    Result<Schedule> schedule = BuildSimulatedSchedule(WithMicroBatches(sc, counts[k]), tree, plan);
+    Result<Schedule> schedule = schedules.Build(counts[k]);
     if (!schedule.ok()) return false;
     if (k == 0 && floor_check && pricing.ctx.usable_bytes > 0 &&
-        ScheduleMemoryFloor(*schedule).bytes > pricing.ctx.usable_bytes) {
+        schedules.Floor(counts[k], *schedule).bytes > pricing.ctx.usable_bytes) {
       return false;
     }
     StepContext ctx = pricing.ctx;
@@ -491,23 +553,23 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
     shared = std::make_shared<const ModelTree>(std::move(loaded));
   }
   const ModelTree& tree = *shared;
-  SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
+  StepSchedules schedules(sc, tree, options.schedules);
+  SS_RETURN_IF_ERROR(schedules.plan().status());
   // Any error of the fast path falls through to the whole step, which reports it as always.
   if (const std::optional<SteadyStateRuns> runs =
           options.exact ? std::nullopt : PlanSteadyState(sc)) {
     if (Result<ScenarioPricing> pricing = PriceScenario(sc, tree, options); pricing.ok()) {
-      if (std::optional<Simulation> fast =
-              SimulateSteadyState(sc, tree, plan, *pricing, *runs, options))
+      if (std::optional<Simulation> fast = SimulateSteadyState(schedules, *pricing, *runs, options))
         return std::move(*fast);
     }
   }
   // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
   // backend, so a prediction and an execution of one scenario build the same schedule (less
   // the gradient buffers' parameter names, which only a backend reads).
-  SS_ASSIGN_OR_RETURN(Schedule schedule, BuildSimulatedSchedule(sc, tree, plan));
+  SS_ASSIGN_OR_RETURN(Schedule schedule, schedules.Build(ScheduleMemo::kWholeStep));
   SS_ASSIGN_OR_RETURN(ScenarioPricing pricing, PriceScenario(sc, tree, options));
   if (options.stop_when_not_fitting && pricing.ctx.usable_bytes > 0) {
-    const MemoryFloor floor = ScheduleMemoryFloor(schedule);
+    const MemoryFloor floor = schedules.Floor(ScheduleMemo::kWholeStep, schedule);
     if (floor.bytes > pricing.ctx.usable_bytes) {
       return NotFitting(std::move(schedule), floor, *pricing.cost, pricing.ctx);
     }

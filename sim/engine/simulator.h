@@ -42,6 +42,7 @@
 #include "sim/engine/memory_floor.h"
 #include "sim/engine/memory_tracker.h"
 #include "sim/engine/model_flops.h"
+#include "sim/engine/schedule_memo.h"
 #include "sim/engine/steady_state.h"
 #include "sim/engine/step_metrics.h"
 #include "sim/engine/summary.h"
@@ -102,6 +103,11 @@ struct SimulateOptions {
   // Where the model comes from when set: trees shared by the predictions of one sweep (not
   // owned). Unset: the scenario's model is loaded for this prediction alone.
   ModelTreeCache* trees = nullptr;
+  // When set: the plan and schedules are taken from the memo when it holds them for a scenario
+  // that differs from this one only in what the cost model prices (cluster.gpu,
+  // cluster.cost_model), and kept there otherwise (schedule_memo.h; not owned). The figures
+  // are the same either way.
+  ScheduleMemo* schedules = nullptr;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

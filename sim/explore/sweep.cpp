@@ -49,7 +49,8 @@ Result<Scenario> ParseVariant(const SweepBase& base, const std::vector<std::stri
 }
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
-                       const PriceTable& prices, bool exact, ModelTreeCache& trees) {
+                       const PriceTable& prices, bool exact, ModelTreeCache& trees,
+                       ScheduleMemo* schedules) {
   VariantResult r;
   r.sets = std::move(sets);
   Result<Scenario> variant = ParseVariant(base, r.sets);
@@ -66,6 +67,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   peaks_only.stop_when_not_fitting = true;
   peaks_only.threads = 1;  // the variants run in parallel
   peaks_only.trees = &trees;
+  peaks_only.schedules = schedules;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
     r.message = run.status().message();
@@ -100,6 +102,38 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   f.s_per_mtok = cluster_tps > 0 ? 1e6 / cluster_tps : 0;
   r.outcome = s.fits ? VariantOutcome::kFits : VariantOutcome::kDoesNotFit;
   return r;
+}
+
+// Variants whose overrides differ only in what the cost model prices share their plan and
+// schedules (schedule_memo.h): such a group runs on one thread, one variant after another, with
+// one memo. The overrides only group them; the memo compares the resolved scenarios, so a
+// group whose scenarios differ after all (an override the key cannot see through) still gets
+// the right schedules, each built anew. Groups in order of their first variant.
+std::vector<std::vector<int64_t>> PricingGroups(const std::vector<std::vector<std::string>>& sets) {
+  auto prices_only = [](const std::string& set) {
+    return set.rfind("cluster.gpu=", 0) == 0 || set.rfind("cluster.cost_model=", 0) == 0;
+  };
+  std::vector<std::pair<size_t, int64_t>> keyed(sets.size());  // (key hash, variant)
+  std::string key;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    key.clear();
+    for (const std::string& set : sets[i]) {
+      if (prices_only(set)) continue;
+      key += set;
+      key += '\n';
+    }
+    keyed[i] = {std::hash<std::string>{}(key), static_cast<int64_t>(i)};
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::vector<int64_t>> groups;
+  for (size_t i = 0; i < keyed.size(); ++i) {
+    if (i == 0 || keyed[i].first != keyed[i - 1].first) groups.emplace_back();
+    groups.back().push_back(keyed[i].second);
+  }
+  std::sort(groups.begin(), groups.end(),
+            [](const auto& a, const auto& b) { return a.front() < b.front(); });
+  return groups;
 }
 
 }  // namespace
@@ -241,14 +275,33 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   // More threads than cores is allowed (tests compare 1 and 4 on a 2-core machine).
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism, threads);
   tbb::task_arena arena(threads);
+  const std::vector<std::vector<int64_t>> groups =
+      options.share_schedules ? PricingGroups(sets) : std::vector<std::vector<int64_t>>{};
   arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, total, 1), [&](const tbb::blocked_range<int64_t>& range) {
-          for (int64_t i = range.begin(); i != range.end(); ++i) {
-            result.variants[i] = Evaluate(base, std::move(sets[i]), prices, options.exact, trees);
-            finished_one();
-          }
-        });
+    if (!options.share_schedules) {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, total, 1), [&](const tbb::blocked_range<int64_t>& range) {
+            for (int64_t i = range.begin(); i != range.end(); ++i) {
+              result.variants[i] =
+                  Evaluate(base, std::move(sets[i]), prices, options.exact, trees, nullptr);
+              finished_one();
+            }
+          });
+      return;
+    }
+    const int64_t num_groups = static_cast<int64_t>(groups.size());
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, num_groups, 1),
+                      [&](const tbb::blocked_range<int64_t>& range) {
+                        for (int64_t g = range.begin(); g != range.end(); ++g) {
+                          ScheduleMemo memo;
+                          ScheduleMemo* shared = groups[g].size() > 1 ? &memo : nullptr;
+                          for (int64_t i : groups[g]) {
+                            result.variants[i] = Evaluate(base, std::move(sets[i]), prices,
+                                                          options.exact, trees, shared);
+                            finished_one();
+                          }
+                        }
+                      });
   });
   if (options.progress) options.progress(total, total);
   FinishSweep(options.objective, &result);

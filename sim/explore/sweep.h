@@ -73,6 +73,11 @@ struct SweepOptions {
   // The variants' model trees, loaded once per model and build options (not owned): a caller
   // running several sweeps of one model shares one. Null: each RunVariants keeps its own.
   ModelTreeCache* trees = nullptr;
+  // true: variants that differ only in what the cost model prices (cluster.gpu,
+  // cluster.cost_model) run together and share one plan and schedules per group
+  // (sim/engine/schedule_memo.h); the results are the same either way (false: benchmarks and
+  // tests compare).
+  bool share_schedules = true;
 };
 
 // The document every variant starts from: the scenario as written (so `dp_shard: -1` and

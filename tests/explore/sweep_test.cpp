@@ -92,6 +92,37 @@ TEST(Sweep, SameBytesOnOneAndFourThreads) {
   for (int i : a->pareto) EXPECT_TRUE(a->variants[i].pareto);
 }
 
+// Variants that differ only in the GPU share their schedules (schedule_memo.h): the same bytes
+// as each simulated alone, on one thread and on four, with the GPU axis first or last.
+TEST(Sweep, SharedSchedulesAcrossGpusGiveTheSameBytes) {
+  Result<SweepBase> base = LoadSweepBase(Fixture("examples/dense_llama3_8b.json"), {});
+  ASSERT_TRUE(base.ok()) << base.status().message();
+  const VaryAxis gpus = *ParseVary("cluster.gpu=h100-sxm,h200,b200");
+  for (const bool gpu_first : {true, false}) {
+    std::vector<VaryAxis> axes = SmallGrid();
+    axes.insert(gpu_first ? axes.begin() : axes.end(), gpus);
+    SweepReport report;
+    report.scenario = base->source;
+    for (const VaryAxis& axis : axes) report.paths.push_back(axis.path);
+    SweepOptions alone;
+    alone.threads = 2;
+    alone.share_schedules = false;
+    Result<SweepResult> expected = RunSweep(*base, axes, alone);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_GT(expected->fitting, 0);
+    EXPECT_GT(expected->not_fitting, 0);
+    EXPECT_GT(expected->invalid, 0);
+    for (const int threads : {1, 4}) {
+      SweepOptions shared;
+      shared.threads = threads;
+      Result<SweepResult> got = RunSweep(*base, axes, shared);
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(SweepToJson(*got, report).dump(1), SweepToJson(*expected, report).dump(1))
+          << "threads " << threads << (gpu_first ? ", GPU axis first" : ", GPU axis last");
+    }
+  }
+}
+
 TEST(Sweep, FiguresAreTheVariantsOwnSimulation) {
   Result<SweepBase> base = LoadSweepBase(Fixture("examples/dense_llama3_8b.json"), {});
   ASSERT_TRUE(base.ok());
