@@ -36,7 +36,8 @@ struct AllocatorOptions {
       mi_option_enable(mi_option_large_os_pages);
     }
     if (std::getenv("MIMALLOC_RESERVE_OS_MEMORY") == nullptr) {
-      // Not committed: only what is touched counts against the machine's memory. A failed
+      // Committed (reserved uncommitted, mimalloc decommits what is freed and the faults
+      // double, above); the kernel still backs only the pages that are touched. A failed
       // reservation (a small address space) leaves mimalloc as it was.
       mi_reserve_os_memory(kArenaBytes, /*commit=*/true, /*allow_large=*/true);
     }
