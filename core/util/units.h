@@ -1,4 +1,5 @@
-// Contents: binary byte units, one definition for every file that counts bytes.
+// Contents: binary byte units, one definition for every file that counts bytes; nanoseconds
+// (the timeline's unit) as seconds.
 #pragma once
 
 #include <cstdint>
@@ -17,5 +18,8 @@ inline constexpr double ToGiB(int64_t bytes) {
 inline constexpr int64_t GiBToBytes(double gib) {
   return static_cast<int64_t>(gib * static_cast<double>(kGiB));
 }
+
+// Nanoseconds as seconds, for reports and summaries.
+inline constexpr double NsToSeconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
 }  // namespace shardscope

@@ -25,10 +25,6 @@
 namespace shardscope::sim {
 namespace {
 
-constexpr double kNsPerS = 1e9;
-
-double Seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
-
 // The warnings that the timeline alone gives (BuildSummary adds them after the fit's).
 std::vector<std::string> TimingWarnings(const Simulation& sim, const StepAccount& m) {
   std::vector<std::string> out;
@@ -52,8 +48,8 @@ std::vector<std::string> TimingWarnings(const Simulation& sim, const StepAccount
     out.push_back(fmt::format(
         "the all-gather of unit '{}' is exposed most: {:.3f} ms of its {:.3f} ms run while no "
         "compute does ({:.1f}% of the step); {}",
-        u.unit.empty() ? "root" : u.unit, Seconds(u.exposed_ns) * 1e3,
-        Seconds(u.all_gather_ns) * 1e3,
+        u.unit.empty() ? "root" : u.unit, NsToSeconds(u.exposed_ns) * 1e3,
+        NsToSeconds(u.all_gather_ns) * 1e3,
         100.0 * static_cast<double>(u.exposed_ns) / static_cast<double>(m.step_ns),
         at_head ? "it is one of the step's first all-gathers, before the forward reaches its "
                   "second unit, which no prefetch depth can hide"
@@ -119,9 +115,10 @@ std::map<std::string, double> ComputeByKind(const Schedule& s, const CostModel& 
     if (inserted) {
       figures.reserve(op.items.size() + 1);
       figures.emplace_back(static_cast<int>(ComputeKind::kOverhead),
-                           Seconds(cost.OpOverheadNs(op.items)));
+                           NsToSeconds(cost.OpOverheadNs(op.items)));
       for (const ComputeItem& item : op.items) {
-        figures.emplace_back(static_cast<int>(ComputeKindOf(item)), Seconds(cost.ComputeNs(item)));
+        figures.emplace_back(static_cast<int>(ComputeKindOf(item)),
+                             NsToSeconds(cost.ComputeNs(item)));
       }
     }
     for (const auto& [k, seconds] : figures) {
@@ -163,21 +160,21 @@ Summary TimingSummary(const Simulation& sim, const StepContext& ctx, const CostM
                       const RankAccounting& accounting, int threads) {
   const StepAccount& m = sim.role_metrics[sim.reported_role];
   Summary s = SummaryHead(sim.schedule, sim.reported_role, ctx);
-  s.step_time_s = Seconds(m.step_ns);
+  s.step_time_s = NsToSeconds(m.step_ns);
   SetStepRates(ctx.peak_flops, &s);
-  s.compute_s = Seconds(m.compute_ns);
-  s.exposed_comm_s = Seconds(m.exposed_comm_ns);
-  s.idle_s = Seconds(m.idle_ns);
-  s.exposed_copy_s = Seconds(m.exposed_copy_ns);
-  s.host_compute_s = Seconds(m.host_ns);
+  s.compute_s = NsToSeconds(m.compute_ns);
+  s.exposed_comm_s = NsToSeconds(m.exposed_comm_ns);
+  s.idle_s = NsToSeconds(m.idle_ns);
+  s.exposed_copy_s = NsToSeconds(m.exposed_copy_ns);
+  s.host_compute_s = NsToSeconds(m.host_ns);
   s.overlap_ratio = m.overlap_ratio();
   for (int k = 0; k < kNumWorkKinds; ++k) {
     const WorkKind kind = static_cast<WorkKind>(k);
     if (kind == WorkKind::kCompute || kind == WorkKind::kHost || m.busy_by_kind_ns[k] == 0)
       continue;
     const std::string name(WorkKindName(kind));
-    s.comm_s[name] = Seconds(m.busy_by_kind_ns[k]);
-    s.exposed_comm_by_kind_s[name] = Seconds(m.exposed_by_kind_ns[k]);
+    s.comm_s[name] = NsToSeconds(m.busy_by_kind_ns[k]);
+    s.exposed_comm_by_kind_s[name] = NsToSeconds(m.exposed_by_kind_ns[k]);
   }
   // Each part writes fields of its own.
   RunParts(3, threads, [&](int part) {
@@ -193,7 +190,7 @@ Summary TimingSummary(const Simulation& sim, const StepContext& ctx, const CostM
         if (i >= sim.prices.ns.size() || sim.timeline.ops[i].start_ns < 0) continue;
         stretch_ns += sim.timeline.ops[i].duration_ns() - sim.prices.ns[i];
       }
-      s.overlap_stretch_s = Seconds(stretch_ns);
+      s.overlap_stretch_s = NsToSeconds(stretch_ns);
       if (cost != nullptr) {
         s.compute_by_kind_s = ComputeByKind(sim.schedule, *cost, sim.reported_role);
       }
@@ -222,7 +219,7 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
   if (!sim.memory.empty()) {
     const RoleMemory& rm = sim.memory[peak_role];
     s.peak_memory_allocated_gib = ToGiB(rm.peak_allocated_bytes);
-    s.peak_memory_time_s = Seconds(rm.peak_allocated_time_ns);
+    s.peak_memory_time_s = NsToSeconds(rm.peak_allocated_time_ns);
     s.peak_memory_op = rm.peak_allocated_op >= 0
                            ? OpIdOf(sim.schedule, sim.schedule.ops[rm.peak_allocated_op])
                            : "(initial state)";
@@ -233,7 +230,7 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
     for (int p = 0; p < kNumStepPhases; ++p) {
       const PhasePeak& peak = rm.phase_peaks[p];
       s.phase_peaks[p] = {
-          ToGiB(peak.allocated_bytes), Seconds(peak.time_ns),
+          ToGiB(peak.allocated_bytes), NsToSeconds(peak.time_ns),
           peak.op >= 0 ? OpIdOf(sim.schedule, sim.schedule.ops[peak.op]) : std::string()};
     }
   }

@@ -7,12 +7,11 @@
 #include "core/schedule/op_kind.h"
 #include "core/timeline/op_accounting.h"
 #include "core/trace/op_id.h"
+#include "core/util/units.h"
 
 namespace shardscope::sim {
 namespace {
 
-constexpr double kNsPerS = 1e9;
-double Seconds(int64_t ns) { return static_cast<double>(ns) / kNsPerS; }
 constexpr size_t kMaxExposedCollectives = 5;
 
 // A unit's own module work on the compute lane (forward, backward, recompute), not FSDP's
@@ -76,14 +75,14 @@ void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int ro
   for (int p = 1; p < kNumCommPurposes; ++p) {
     if (m.busy_by_purpose_ns[p] == 0) continue;
     const std::string name(CommPurposeName(static_cast<CommPurpose>(p)));
-    s->comm_by_purpose_s[name] = Seconds(m.busy_by_purpose_ns[p]);
-    s->exposed_comm_by_purpose_s[name] = Seconds(m.exposed_by_purpose_ns[p]);
+    s->comm_by_purpose_s[name] = NsToSeconds(m.busy_by_purpose_ns[p]);
+    s->exposed_comm_by_purpose_s[name] = NsToSeconds(m.exposed_by_purpose_ns[p]);
   }
   if (m.exposed_comm_ns == 0) return;
   const StepEdges edges = FindStepEdges(schedule, timeline, role, m.end_ns);
   s->edge_exposed_comm_s =
-      Seconds(accounting.Window(m.start_ns, edges.head_end_ns).exposed_comm_ns +
-              accounting.Window(edges.tail_start_ns, m.end_ns).exposed_comm_ns);
+      NsToSeconds(accounting.Window(m.start_ns, edges.head_end_ns).exposed_comm_ns +
+                  accounting.Window(edges.tail_start_ns, m.end_ns).exposed_comm_ns);
   struct Candidate {
     size_t op;
     int64_t exposed_ns;
@@ -110,7 +109,7 @@ void AddCommBreakdown(const Schedule& schedule, const Timeline& timeline, int ro
                          accounting.ExposedNs(std::max(t.start_ns, edges.tail_start_ns), t.end_ns);
     s->exposed_collectives.push_back(
         {OpIdOf(schedule, op), std::string(CommPurposeName(PurposeOf(schedule, op))),
-         Seconds(t.duration_ns()), Seconds(found[k].exposed_ns), Seconds(edge)});
+         NsToSeconds(t.duration_ns()), NsToSeconds(found[k].exposed_ns), NsToSeconds(edge)});
   }
 }
 
