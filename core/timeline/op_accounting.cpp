@@ -43,9 +43,12 @@ StepAccount Account(const std::vector<WorkSpan>& work, const RankAccounting& acc
 
 }  // namespace
 
-StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role) {
+StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role,
+                        std::optional<RankAccounting>* kept) {
   const std::vector<WorkSpan> work = RoleWork(schedule, timeline, role);
-  return Account(work, RankAccounting(work));
+  if (kept == nullptr) return Account(work, RankAccounting(work));
+  kept->emplace(work);
+  return Account(work, **kept);
 }
 
 std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline,

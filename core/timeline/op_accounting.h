@@ -36,9 +36,11 @@ CommPurpose PurposeOf(const Schedule& schedule, const ScheduleOp& op);
 WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& timing);
 
 std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role);
-StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role);
-// With `kept`, role `keep_role`'s RankAccounting is left there (the summary's edge windows and
-// per-op exposure read it; built once, not again from the role's work).
+// With `kept`, the role's RankAccounting is left there (the summary's edge windows and per-op
+// exposure read it; built once, not again from the role's work); so too, for role `keep_role`,
+// with AccountRoles.
+StepAccount AccountRole(const Schedule& schedule, const Timeline& timeline, int role,
+                        std::optional<RankAccounting>* kept = nullptr);
 std::vector<StepAccount> AccountRoles(const Schedule& schedule, const Timeline& timeline,
                                       int keep_role = -1,
                                       std::optional<RankAccounting>* kept = nullptr);

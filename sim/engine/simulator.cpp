@@ -176,6 +176,7 @@ Summary TimingSummary(const Simulation& sim, const StepContext& ctx, const CostM
     s.comm_s[name] = NsToSeconds(m.busy_by_kind_ns[k]);
     s.exposed_comm_by_kind_s[name] = NsToSeconds(m.exposed_by_kind_ns[k]);
   }
+  if (ctx.figures_only) return s;
   // Each part writes fields of its own.
   RunParts(3, threads, [&](int part) {
     if (part == 0) {
@@ -317,7 +318,13 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
       memory = TrackMemory(sim.schedule, sim.timeline, memory_options);
     } else if (threads > 1 || memory.ok()) {  // alone, a replay error ends the run first
       std::optional<RankAccounting> reported;
-      sim.role_metrics = AccountRoles(sim.schedule, sim.timeline, sim.reported_role, &reported);
+      if (ctx.figures_only) {
+        sim.role_metrics.assign(sim.schedule.roles.size(), StepAccount{});
+        sim.role_metrics[sim.reported_role] =
+            AccountRole(sim.schedule, sim.timeline, sim.reported_role, &reported);
+      } else {
+        sim.role_metrics = AccountRoles(sim.schedule, sim.timeline, sim.reported_role, &reported);
+      }
       timing = TimingSummary(sim, ctx, &cost, *reported, threads);
     }
   });
@@ -354,6 +361,7 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
   ctx.model_flops = ModelFlopsPerToken(tree, sc.training.seq_len);
   ctx.scenario = sc.resolved;
   ctx.keep_memory_samples = options.keep_memory_samples;
+  ctx.figures_only = options.figures_only;
   ctx.threads = options.threads > 0
                     ? options.threads
                     : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));

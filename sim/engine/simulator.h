@@ -57,6 +57,8 @@ struct StepContext {
   ModelFlops model_flops;           // for TFLOP/s and MFU
   nlohmann::json scenario;          // resolved scenario, copied into the summary
   bool keep_memory_samples = true;  // false: peaks only (sweeps, benchmarks)
+  // true: only what a sweep ranks on (SimulateOptions::figures_only).
+  bool figures_only = false;
   // Threads one simulation may use: 1 runs it on the calling thread alone (sweeps, which run
   // variants in parallel); more run the memory replay beside the accounting and split its
   // roles (SimulateSchedule). The figures do not depend on it.
@@ -68,9 +70,11 @@ struct Simulation {
   OpPrices prices;
   OverlapModel overlap;
   Timeline timeline;
-  std::vector<RoleMemory> memory;         // per role
-  std::vector<StepAccount> role_metrics;  // per role: the step accounting of its timeline
-  int reported_role = 0;                  // the slowest role, which the summary describes
+  std::vector<RoleMemory> memory;  // per role
+  // Per role: the step accounting of its timeline (with StepContext::figures_only, the reported
+  // role's alone; the others are left empty).
+  std::vector<StepAccount> role_metrics;
+  int reported_role = 0;  // the slowest role, which the summary describes
   Summary summary;
   std::string gpu_name;  // catalog name, for traces
   std::string gpu_description;
@@ -97,6 +101,14 @@ struct SimulateOptions {
   // priced nor run (Simulation::floor_over_capacity): sweeps and plan search rank only what
   // fits. false: every job is simulated to the end (simulate, traces, the fit advice).
   bool stop_when_not_fitting = false;
+  // true: the summary holds only what a sweep ranks on (sim/explore): the step's time figures
+  // and rates, exposed communication, compute, idle, the memory figures and the fit; its
+  // communication breakdowns by purpose and collective, timing warnings, overlap stretch and
+  // compute by kind stay empty, and role_metrics holds the reported role's account alone (the
+  // other roles' accounts are not read: the reported role is the slowest by the timeline).
+  // Every figure it does hold is the same as without it. false: the whole summary (simulate,
+  // traces, the fit advice).
+  bool figures_only = false;
   // StepContext::threads for this prediction; 0: the hardware's threads, at most 4 (past that
   // a step's independent parts run out). Sweeps, which run variants in parallel, set 1.
   int threads = 0;

@@ -65,7 +65,8 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   // Only the variants that fit are ranked: one that holds more than the capacity whatever
   // the timing is not run (43% of the 70B grid's time, bench/explore_benchmark.cpp).
   peaks_only.stop_when_not_fitting = true;
-  peaks_only.threads = 1;  // the variants run in parallel
+  peaks_only.figures_only = true;  // what VariantFigures reads, no more
+  peaks_only.threads = 1;          // the variants run in parallel
   peaks_only.trees = &trees;
   peaks_only.schedules = schedules;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);

@@ -288,6 +288,64 @@ TEST(SimulateTest, ThreadsChangeNothing) {
   }
 }
 
+// SimulateOptions::figures_only (sweeps) keeps every figure a sweep reads, bit for bit: on a
+// pipeline, an interleaved pipeline, the steady-state extrapolation, an offloaded optimizer and a
+// job that does not fit.
+TEST(SimulateTest, FiguresOnlyKeepsEveryFigureASweepReads) {
+  json over = DefaultScenarioJson();
+  over["cluster"]["gpu"] = "a100-40g";
+  over["training"]["local_batch"] = 8;
+  over["training"]["activation_checkpoint"] = "none";
+  const std::vector<std::pair<json, std::vector<std::string>>> jobs = {
+      {SmallJob(), {"parallelism.pp=4", "parallelism.pp_microbatches=8", "training.local_batch=8"}},
+      {SmallJob(),
+       {"parallelism.pp=2", "parallelism.pp_schedule=interleaved_1f1b",
+        "parallelism.pp_virtual_stages=2", "parallelism.pp_microbatches=4",
+        "training.local_batch=4"}},
+      {SmallJob(),
+       {"parallelism.pp=2", "parallelism.pp_microbatches=24", "training.local_batch=24"}},
+      {SmallJob(), {"fsdp.enable_offload=true"}},
+      {over, {}}};
+  for (const auto& [doc, sets] : jobs) {
+    Result<Scenario> sc = ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    SimulateOptions whole;
+    whole.keep_memory_samples = false;
+    whole.exact = false;
+    whole.threads = 1;
+    SimulateOptions figures = whole;
+    figures.figures_only = true;
+    Result<Simulation> a = SimulateScenario(*sc, whole);
+    Result<Simulation> b = SimulateScenario(*sc, figures);
+    ASSERT_TRUE(a.ok() && b.ok());
+    const std::string name = sets.empty() ? "over" : sets.front();
+    const Summary& x = a->summary;
+    const Summary& y = b->summary;
+    EXPECT_EQ(x.role, y.role) << name;
+    EXPECT_EQ(x.step_time_s, y.step_time_s) << name;
+    EXPECT_EQ(x.tokens_per_s_per_gpu, y.tokens_per_s_per_gpu) << name;
+    EXPECT_EQ(x.mfu, y.mfu) << name;
+    EXPECT_EQ(x.compute_s, y.compute_s) << name;
+    EXPECT_EQ(x.exposed_comm_s, y.exposed_comm_s) << name;
+    EXPECT_EQ(x.idle_s, y.idle_s) << name;
+    EXPECT_EQ(x.overlap_ratio, y.overlap_ratio) << name;
+    EXPECT_EQ(x.comm_s, y.comm_s) << name;
+    EXPECT_EQ(x.peak_memory_reserved_gib, y.peak_memory_reserved_gib) << name;
+    EXPECT_EQ(x.peak_memory_allocated_gib, y.peak_memory_allocated_gib) << name;
+    EXPECT_EQ(x.usable_gib, y.usable_gib) << name;
+    EXPECT_EQ(x.fits, y.fits) << name;
+    EXPECT_EQ(a->steady_state.has_value(), b->steady_state.has_value()) << name;
+    const StepAccount& ma = a->role_metrics[a->reported_role];
+    const StepAccount& mb = b->role_metrics[b->reported_role];
+    EXPECT_EQ(ma.step_ns, mb.step_ns) << name;
+    EXPECT_EQ(ma.exposed_comm_ns, mb.exposed_comm_ns) << name;
+    EXPECT_EQ(ma.comm_ns, mb.comm_ns) << name;
+    // What it leaves out.
+    EXPECT_TRUE(y.comm_by_purpose_s.empty()) << name;
+    EXPECT_TRUE(y.compute_by_kind_s.empty()) << name;
+  }
+}
+
 // A schedule with bad frees in two roles reports the same error, the first in time, however
 // many threads its roles replay on.
 TEST(SimulateTest, TheMemoryReplaysFirstErrorIsTheSameOnAnyThreadCount) {
