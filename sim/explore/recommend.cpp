@@ -25,6 +25,7 @@ constexpr int kChunk = 64;  // plans simulated between two updates of the prunin
 struct Candidate {
   std::vector<std::string> sets;
   double bound = 0;  // the best objective key the plan could reach (lower is better)
+  size_t mesh = 0;   // the index of the first candidate with the same overrides but the GPU
 };
 
 // The catalog's own node size for `gpu` (LookupHardware takes it as an argument).
@@ -234,8 +235,24 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         "a power of two)",
         o.global_batch_tokens, sequences, o.seq_len, o.max_gpus, kMaxMicrobatchesPerStep));
   }
+  // Among equal bounds, one mesh's candidates on several GPUs side by side (in the order the
+  // GPUs were given): they then fall in one chunk, where the sweep shares their plan and schedule
+  // (SweepOptions::share_schedules). A mesh is its overrides less the GPU; the order of the
+  // meshes is that of their first candidate.
+  {
+    std::map<std::vector<std::string>, size_t> first_of_mesh;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      std::vector<std::string> mesh;
+      for (const std::string& set : candidates[i].sets) {
+        if (set.rfind("cluster.gpu=", 0) != 0) mesh.push_back(set);
+      }
+      candidates[i].mesh = first_of_mesh.emplace(std::move(mesh), i).first->second;
+    }
+  }
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.bound < b.bound; });
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.bound != b.bound ? a.bound < b.bound : a.mesh < b.mesh;
+                   });
 
   ModelTreeCache trees;  // one model, a tree per tensor- and expert-parallel degree
   SweepOptions sweep;
