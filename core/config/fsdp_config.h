@@ -12,6 +12,7 @@
 //   SS_RETURN_IF_ERROR(ValidateFsdpConfig(c));
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@ struct MixPrecisionConfig {
   std::optional<DType> reduce_dtype;
   std::optional<DType> output_dtype;
   bool cast_forward_inputs = true;
+  auto operator<=>(const MixPrecisionConfig&) const = default;
 };
 
 struct FsdpConfig {
@@ -52,6 +54,8 @@ struct FsdpConfig {
 
   // comm_fusion_zero_copy with its null default resolved.
   bool CommFusionZeroCopy() const { return comm_fusion_zero_copy.value_or(comm_fusion); }
+  // Every field, so that a field added later is part of a plan cache's key (plan_cache.h).
+  auto operator<=>(const FsdpConfig&) const = default;
 };
 
 // Errors name the field: "fsdp_config.forward_prefetch_depth = -1 (expected >= 0)". Checks

@@ -87,6 +87,7 @@ struct AdapterConfig {
     return !fsdp_wrap_modules.empty() || !fsdp_excluded_subtrees.empty() ||
            !fsdp_execution_order.empty();
   }
+  auto operator<=>(const AdapterConfig&) const = default;
 };
 
 struct Scenario {

@@ -12,6 +12,7 @@
 //   m.dp_replicate;   // 2: HSDP over (fsdp_replicate=2, fsdp_shard=4, tp=2)
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <string_view>
 
@@ -29,6 +30,7 @@ struct MeshLayout {
   int dp_shard = 1;   // FSDP shard dim, CP already folded in (fsdp_config.dp_shard_size)
   int edp_shard = 1;  // expert shard dim (fsdp_config.edp_shard_size)
   bool loss_parallel = false;
+  auto operator<=>(const MeshLayout&) const = default;
 };
 
 struct MeshContext {

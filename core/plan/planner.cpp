@@ -418,20 +418,33 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   return plan;
 }
 
-Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
-  SS_RETURN_IF_ERROR(CheckScenarioAgainstModel(scenario, tree));
-  SS_ASSIGN_OR_RETURN(MeshContext mesh, BuildMeshContext(ScenarioMeshLayout(scenario)));
+ScenarioPlanInputs PlanInputsOf(const Scenario& scenario) {
+  ScenarioPlanInputs in;
+  in.layout = ScenarioMeshLayout(scenario);
+  in.fsdp = ScenarioFsdpConfig(scenario);
+  in.adapter = scenario.adapter;
+  in.pp_virtual_stages = scenario.parallelism.pp_virtual_stages;
+  return in;
+}
+
+Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inputs) {
+  SS_ASSIGN_OR_RETURN(MeshContext mesh, BuildMeshContext(inputs.layout));
   PlanOptions options;
   AdapterSpec spec;
-  if (scenario.adapter.declared()) {
+  if (inputs.adapter.declared()) {
     spec.name = "scenario adapter";
-    spec.fsdp_wrap_modules = scenario.adapter.fsdp_wrap_modules;
-    spec.fsdp_excluded_subtrees = scenario.adapter.fsdp_excluded_subtrees;
-    spec.fsdp_execution_order = scenario.adapter.fsdp_execution_order;
+    spec.fsdp_wrap_modules = inputs.adapter.fsdp_wrap_modules;
+    spec.fsdp_excluded_subtrees = inputs.adapter.fsdp_excluded_subtrees;
+    spec.fsdp_execution_order = inputs.adapter.fsdp_execution_order;
     options.adapter = &spec;
   }
-  options.pp_virtual_stages = scenario.parallelism.pp_virtual_stages;
-  return BuildPlan(tree, mesh, ScenarioFsdpConfig(scenario), options);
+  options.pp_virtual_stages = inputs.pp_virtual_stages;
+  return BuildPlan(tree, mesh, inputs.fsdp, options);
+}
+
+Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
+  SS_RETURN_IF_ERROR(CheckScenarioAgainstModel(scenario, tree));
+  return PlanFromInputs(tree, PlanInputsOf(scenario));
 }
 
 }  // namespace shardscope

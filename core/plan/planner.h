@@ -4,6 +4,8 @@
 // Contents:
 //   PlanOptions         adapter choice, extra source layouts, warning thresholds
 //   BuildPlan           the algorithm; errors carry planning.md's messages verbatim
+//   ScenarioPlanInputs  what a scenario's plan depends on beside the tree (PlanInputsOf)
+//   PlanFromInputs      BuildPlan of those inputs
 //   PlanScenario        BuildPlan with the scenario's mesh, fsdp section and adapter
 //   kSmallUnitBytes     default threshold of the `small_unit` warning
 //
@@ -51,8 +53,21 @@ struct PlanOptions {
 Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const FsdpConfig& config,
                        const PlanOptions& options = {});
 
-// The scenario's mesh (ScenarioMeshLayout), fsdp section, and its adapter section when it
-// declares anything (it then replaces the built-in adapter).
+// What a scenario's plan depends on beside the model tree: everything PlanScenario gives
+// BuildPlan, so that a plan cache keyed by it (plan_cache.h) keys on all of it.
+struct ScenarioPlanInputs {
+  MeshLayout layout;      // ScenarioMeshLayout
+  FsdpConfig fsdp;        // ScenarioFsdpConfig
+  AdapterConfig adapter;  // replaces the built-in adapter when it declares anything
+  int pp_virtual_stages = 1;
+  auto operator<=>(const ScenarioPlanInputs&) const = default;
+};
+ScenarioPlanInputs PlanInputsOf(const Scenario& scenario);
+// BuildPlan of those inputs.
+Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inputs);
+
+// The scenario checked against the model (model_consistency.h), then PlanFromInputs of its
+// PlanInputsOf: the scenario's mesh, fsdp section, and adapter section when it declares anything.
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree);
 
 }  // namespace shardscope

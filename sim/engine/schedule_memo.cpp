@@ -21,9 +21,9 @@ void ScheduleMemo::Bind(const std::string& key) {
   runs_.clear();
 }
 
-const Plan& ScheduleMemo::KeepPlan(Plan plan) {
+void ScheduleMemo::KeepPlan(std::shared_ptr<const Plan> plan) {
   ++plans_kept_;
-  return plan_.emplace(std::move(plan));
+  plan_ = std::move(plan);
 }
 
 ScheduleMemo::Run* ScheduleMemo::Find(int run) {

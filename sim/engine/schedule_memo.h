@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -49,9 +50,9 @@ class ScheduleMemo {
   // Makes `key` current: what was kept for another key is dropped.
   void Bind(const std::string& key);
 
-  // The plan kept for the current key, or nullptr.
-  const Plan* plan() const { return plan_ ? &*plan_ : nullptr; }
-  const Plan& KeepPlan(Plan plan);
+  // The plan kept for the current key, or null.
+  const std::shared_ptr<const Plan>& plan() const { return plan_; }
+  void KeepPlan(std::shared_ptr<const Plan> plan);
 
   // The run kept for the current key, or nullptr.
   Run* Find(int run);
@@ -64,7 +65,7 @@ class ScheduleMemo {
  private:
   std::string key_;
   bool bound_ = false;
-  std::optional<Plan> plan_;
+  std::shared_ptr<const Plan> plan_;
   std::map<int, Run> runs_;
   int64_t plans_kept_ = 0;
   int64_t runs_kept_ = 0;

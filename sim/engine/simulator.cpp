@@ -383,40 +383,38 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 // them for the next scenario differing only in what the cost model prices (schedule_memo.h).
 class StepSchedules {
  public:
-  StepSchedules(const Scenario& sc, const ModelTree& tree, ScheduleMemo* memo)
-      : sc_(sc), tree_(tree), memo_(memo) {
+  StepSchedules(const Scenario& sc, std::shared_ptr<const ModelTree> tree, ScheduleMemo* memo,
+                PlanCache* plans)
+      : sc_(sc), tree_(std::move(tree)), memo_(memo), plans_(plans) {
     if (memo_ != nullptr) memo_->Bind(ScheduleMemo::KeyOf(sc));
   }
 
+  // The plan: the memo's, the cache's (plan_cache.h) or planned here, in that order.
   Result<const Plan*> plan() {
-    if (memo_ != nullptr) {
-      if (memo_->plan() == nullptr) {
-        SS_ASSIGN_OR_RETURN(Plan built, PlanScenario(sc_, tree_));
-        memo_->KeepPlan(std::move(built));
+    if (!plan_ && memo_ != nullptr) plan_ = memo_->plan();
+    if (!plan_) {
+      if (plans_ != nullptr) {
+        SS_ASSIGN_OR_RETURN(plan_, plans_->Get(sc_, tree_));
+      } else {
+        SS_ASSIGN_OR_RETURN(Plan built, PlanScenario(sc_, *tree_));
+        plan_ = std::make_shared<const Plan>(std::move(built));
       }
-      return memo_->plan();
+      if (memo_ != nullptr) memo_->KeepPlan(plan_);
     }
-    if (!own_plan_) {
-      SS_ASSIGN_OR_RETURN(Plan built, PlanScenario(sc_, tree_));
-      own_plan_.emplace(std::move(built));
-    }
-    return &*own_plan_;
+    return plan_.get();
   }
 
-  // The schedule of `run` (ScheduleMemo::kWholeStep: the scenario's own micro-batches, else
-  // WithMicroBatches' count), the caller's to keep.
   // The plan is made before (plan()): the two runs of a steady state may build at once.
   Result<Schedule> Build(int run) {
     if (memo_ != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
       if (const ScheduleMemo::Run* kept = memo_->Find(run)) return kept->schedule;
     }
-    const Plan* p = memo_ != nullptr ? memo_->plan() : own_plan_ ? &*own_plan_ : nullptr;
-    if (p == nullptr) return RuntimeError("StepSchedules: Build before plan() (internal error)");
+    if (!plan_) return RuntimeError("StepSchedules: Build before plan() (internal error)");
     SS_ASSIGN_OR_RETURN(
         Schedule built,
         BuildSimulatedSchedule(run == ScheduleMemo::kWholeStep ? sc_ : WithMicroBatches(sc_, run),
-                               tree_, *p));
+                               *tree_, *plan_));
     if (memo_ == nullptr) return built;
     std::lock_guard<std::mutex> lock(mu_);
     return memo_->Keep(run, std::move(built)).schedule;
@@ -435,9 +433,10 @@ class StepSchedules {
  private:
   std::mutex mu_;  // the memo, for the two runs of one steady state
   const Scenario& sc_;
-  const ModelTree& tree_;
+  std::shared_ptr<const ModelTree> tree_;
   ScheduleMemo* memo_;
-  std::optional<Plan> own_plan_;
+  PlanCache* plans_;
+  std::shared_ptr<const Plan> plan_;
 };
 
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
@@ -558,7 +557,7 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
     shared = std::make_shared<const ModelTree>(std::move(loaded));
   }
   const ModelTree& tree = *shared;
-  StepSchedules schedules(sc, tree, options.schedules);
+  StepSchedules schedules(sc, shared, options.schedules, options.plans);
   SS_RETURN_IF_ERROR(schedules.plan().status());
   // Any error of the fast path falls through to the whole step, which reports it as always.
   if (const std::optional<SteadyStateRuns> runs =

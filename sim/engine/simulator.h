@@ -31,6 +31,7 @@
 
 #include "core/config/scenario.h"
 #include "core/model/model_cache.h"
+#include "core/plan/plan_cache.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/schedule_builder.h"
 #include "core/trace/accounting.h"
@@ -120,6 +121,9 @@ struct SimulateOptions {
   // cluster.cost_model), and kept there otherwise (schedule_memo.h; not owned). The figures
   // are the same either way.
   ScheduleMemo* schedules = nullptr;
+  // When set: plans shared by the predictions of one sweep (core/plan/plan_cache.h; not owned),
+  // keyed by the model tree and what the plan reads of the scenario. Unset: planned here.
+  PlanCache* plans = nullptr;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

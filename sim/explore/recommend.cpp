@@ -255,8 +255,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
                    });
 
   ModelTreeCache trees;  // one model, a tree per tensor- and expert-parallel degree
+  PlanCache plans;       // and a plan per mesh and FSDP settings
   SweepOptions sweep;
   sweep.trees = &trees;
+  sweep.plans = &plans;
   sweep.threads = o.threads;
   sweep.exact = o.exact;
   sweep.prices = &prices;

@@ -50,7 +50,7 @@ Result<Scenario> ParseVariant(const SweepBase& base, const std::vector<std::stri
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
                        const PriceTable& prices, bool exact, ModelTreeCache& trees,
-                       ScheduleMemo* schedules) {
+                       PlanCache& plans, ScheduleMemo* schedules) {
   VariantResult r;
   r.sets = std::move(sets);
   Result<Scenario> variant = ParseVariant(base, r.sets);
@@ -68,6 +68,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   peaks_only.figures_only = true;  // what VariantFigures reads, no more
   peaks_only.threads = 1;          // the variants run in parallel
   peaks_only.trees = &trees;
+  peaks_only.plans = &plans;
   peaks_only.schedules = schedules;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
@@ -256,6 +257,8 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   result.variants.resize(sets.size());
   ModelTreeCache own_trees;
   ModelTreeCache& trees = options.trees != nullptr ? *options.trees : own_trees;
+  PlanCache own_plans;
+  PlanCache& plans = options.plans != nullptr ? *options.plans : own_plans;
 
   std::atomic<int64_t> done{0};
   std::mutex progress_mu;
@@ -284,7 +287,7 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
           tbb::blocked_range<int64_t>(0, total, 1), [&](const tbb::blocked_range<int64_t>& range) {
             for (int64_t i = range.begin(); i != range.end(); ++i) {
               result.variants[i] =
-                  Evaluate(base, std::move(sets[i]), prices, options.exact, trees, nullptr);
+                  Evaluate(base, std::move(sets[i]), prices, options.exact, trees, plans, nullptr);
               finished_one();
             }
           });
@@ -298,7 +301,7 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                           ScheduleMemo* shared = groups[g].size() > 1 ? &memo : nullptr;
                           for (int64_t i : groups[g]) {
                             result.variants[i] = Evaluate(base, std::move(sets[i]), prices,
-                                                          options.exact, trees, shared);
+                                                          options.exact, trees, plans, shared);
                             finished_one();
                           }
                         }

@@ -44,6 +44,7 @@
 
 #include "core/config/scenario.h"
 #include "core/model/model_cache.h"
+#include "core/plan/plan_cache.h"
 #include "core/util/status.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/vary.h"
@@ -73,6 +74,10 @@ struct SweepOptions {
   // The variants' model trees, loaded once per model and build options (not owned): a caller
   // running several sweeps of one model shares one. Null: each RunVariants keeps its own.
   ModelTreeCache* trees = nullptr;
+  // The variants' plans, built once per tree and plan inputs (core/plan/plan_cache.h; not
+  // owned): a caller running several sweeps of one model shares one. Null: each RunVariants
+  // keeps its own.
+  PlanCache* plans = nullptr;
   // true: variants that differ only in what the cost model prices (cluster.gpu,
   // cluster.cost_model) run together and share one plan and schedules per group
   // (sim/engine/schedule_memo.h); the results are the same either way (false: benchmarks and
