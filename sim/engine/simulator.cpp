@@ -557,7 +557,9 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
     shared = std::make_shared<const ModelTree>(std::move(loaded));
   }
   const ModelTree& tree = *shared;
-  StepSchedules schedules(sc, shared, options.schedules, options.plans);
+  // A plan cache keys on the tree's address: only trees from a tree cache recur.
+  StepSchedules schedules(sc, shared, options.schedules,
+                          options.trees != nullptr ? options.plans : nullptr);
   SS_RETURN_IF_ERROR(schedules.plan().status());
   // Any error of the fast path falls through to the whole step, which reports it as always.
   if (const std::optional<SteadyStateRuns> runs =

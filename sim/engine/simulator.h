@@ -122,7 +122,8 @@ struct SimulateOptions {
   // are the same either way.
   ScheduleMemo* schedules = nullptr;
   // When set: plans shared by the predictions of one sweep (core/plan/plan_cache.h; not owned),
-  // keyed by the model tree and what the plan reads of the scenario. Unset: planned here.
+  // keyed by the model tree and what the plan reads of the scenario; used with `trees` only
+  // (a tree loaded for one prediction is never asked for again). Unset: planned here.
   PlanCache* plans = nullptr;
 };
 
