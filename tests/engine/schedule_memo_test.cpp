@@ -12,18 +12,13 @@
 #include "core/config/scenario.h"
 #include "sim/engine/simulator.h"
 #include "sim/engine/summary.h"
+#include "tests/example_scenario.h"
 
 namespace shardscope::sim {
 namespace {
 
-std::string Example() {
-  return std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/dense_llama3_8b.json";
-}
-
 Scenario Load(const std::vector<std::string>& sets) {
-  Result<Scenario> sc = LoadScenario(Example(), sets);
-  EXPECT_TRUE(sc.ok()) << sc.status().message();
-  return sc.ok() ? *sc : Scenario{};
+  return testing::LoadExample("dense_llama3_8b.json", sets);
 }
 
 SimulateOptions SweepLike(ScheduleMemo* memo) {

@@ -243,18 +243,20 @@ TEST(SimulateTest, SameInputGivesAByteIdenticalTrace) {
 // byte-identical traces with 1, 2 and 4 threads, for pipelines (1F1B, interleaved, and one
 // extrapolated from its steady state), an offloaded job (host memory) and a job that does not
 // fit (whose summary leads with the fit's warning).
-TEST(SimulateTest, ThreadsChangeNothing) {
+// Jobs that take every path of a prediction: a pipeline, an interleaved pipeline, the
+// steady-state extrapolation (exact = false), an offloaded optimizer, and a job that does not fit.
+struct VariedJob {
+  json doc;
+  std::vector<std::string> sets;
+  bool exact = true;
+  bool fits = true;
+};
+std::vector<VariedJob> VariedJobs() {
   json over = DefaultScenarioJson();
   over["cluster"]["gpu"] = "a100-40g";
   over["training"]["local_batch"] = 8;
   over["training"]["activation_checkpoint"] = "none";
-  struct Job {
-    json doc;
-    std::vector<std::string> sets;
-    bool exact = true;
-    bool fits = true;
-  };
-  const std::vector<Job> jobs = {
+  return {
       {SmallJob(), {"parallelism.pp=4", "parallelism.pp_microbatches=8", "training.local_batch=8"}},
       {SmallJob(),
        {"parallelism.pp=2", "parallelism.pp_schedule=interleaved_1f1b",
@@ -265,7 +267,10 @@ TEST(SimulateTest, ThreadsChangeNothing) {
        false},
       {SmallJob(), {"fsdp.enable_offload=true"}},
       {over, {}, true, false}};
-  for (const Job& job : jobs) {
+}
+
+TEST(SimulateTest, ThreadsChangeNothing) {
+  for (const VariedJob& job : VariedJobs()) {
     Result<Scenario> sc = ParseScenario(job.doc, "<test>", SHARDSCOPE_SOURCE_DIR, job.sets);
     ASSERT_TRUE(sc.ok()) << sc.status().message();
     const std::string name = job.sets.empty() ? "over" : job.sets.front();
@@ -288,25 +293,12 @@ TEST(SimulateTest, ThreadsChangeNothing) {
   }
 }
 
-// SimulateOptions::figures_only (sweeps) keeps every figure a sweep reads, bit for bit: on a
-// pipeline, an interleaved pipeline, the steady-state extrapolation, an offloaded optimizer and a
-// job that does not fit.
+// SimulateOptions::figures_only (sweeps) keeps every figure a sweep reads, bit for bit, on
+// VariedJobs (the steady state where it applies).
 TEST(SimulateTest, FiguresOnlyKeepsEveryFigureASweepReads) {
-  json over = DefaultScenarioJson();
-  over["cluster"]["gpu"] = "a100-40g";
-  over["training"]["local_batch"] = 8;
-  over["training"]["activation_checkpoint"] = "none";
-  const std::vector<std::pair<json, std::vector<std::string>>> jobs = {
-      {SmallJob(), {"parallelism.pp=4", "parallelism.pp_microbatches=8", "training.local_batch=8"}},
-      {SmallJob(),
-       {"parallelism.pp=2", "parallelism.pp_schedule=interleaved_1f1b",
-        "parallelism.pp_virtual_stages=2", "parallelism.pp_microbatches=4",
-        "training.local_batch=4"}},
-      {SmallJob(),
-       {"parallelism.pp=2", "parallelism.pp_microbatches=24", "training.local_batch=24"}},
-      {SmallJob(), {"fsdp.enable_offload=true"}},
-      {over, {}}};
-  for (const auto& [doc, sets] : jobs) {
+  for (const VariedJob& job : VariedJobs()) {
+    const json& doc = job.doc;
+    const std::vector<std::string>& sets = job.sets;
     Result<Scenario> sc = ParseScenario(doc, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
     ASSERT_TRUE(sc.ok()) << sc.status().message();
     SimulateOptions whole;

@@ -11,18 +11,13 @@
 
 #include "core/model/model_source.h"
 #include "core/plan/plan_json.h"
+#include "tests/example_scenario.h"
 
 namespace shardscope {
 namespace {
 
-std::string Example() {
-  return std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/dense_llama3_8b.json";
-}
-
 Scenario Load(const std::vector<std::string>& sets) {
-  Result<Scenario> sc = LoadScenario(Example(), sets);
-  EXPECT_TRUE(sc.ok()) << sc.status().message();
-  return sc.ok() ? *sc : Scenario{};
+  return testing::LoadExample("dense_llama3_8b.json", sets);
 }
 
 std::shared_ptr<const ModelTree> Tree(const Scenario& sc) {
