@@ -4,13 +4,32 @@
 
 namespace shardscope::sim {
 
+namespace {
+
+// The `cluster` fields only the cost model reads (sim/engine/simulator.cpp, PriceScenario).
+constexpr std::string_view kPricingFields[] = {"gpu", "cost_model"};
+
+}  // namespace
+
 std::string ScheduleMemo::KeyOf(const Scenario& scenario) {
   nlohmann::json key = scenario.resolved;
   if (auto cluster = key.find("cluster"); cluster != key.end() && cluster->is_object()) {
-    cluster->erase("gpu");
-    cluster->erase("cost_model");
+    for (std::string_view field : kPricingFields) cluster->erase(std::string(field));
   }
   return key.dump();
+}
+
+bool ScheduleMemo::PricesOnly(std::string_view override_text) {
+  constexpr std::string_view kCluster = "cluster.";
+  if (override_text.substr(0, kCluster.size()) != kCluster) return false;
+  override_text.remove_prefix(kCluster.size());
+  for (std::string_view field : kPricingFields) {
+    if (override_text.size() > field.size() && override_text.substr(0, field.size()) == field &&
+        override_text[field.size()] == '=') {
+      return true;
+    }
+  }
+  return false;
 }
 
 void ScheduleMemo::Bind(const std::string& key) {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/config/scenario.h"
 #include "core/plan/plan.h"
@@ -44,8 +45,12 @@ class ScheduleMemo {
   static constexpr int kWholeStep = -1;
 
   // What the plan and schedules of `scenario` depend on: its resolved form (every field, with
-  // defaults and derived values) less `cluster.gpu` and `cluster.cost_model`.
+  // defaults and derived values) less the fields only the cost model reads (`cluster.gpu`,
+  // `cluster.cost_model`).
   static std::string KeyOf(const Scenario& scenario);
+  // Whether an override ("cluster.gpu=h200") sets one of those fields: variants whose overrides
+  // differ only in such ones may share a memo (sweeps, recommend).
+  static bool PricesOnly(std::string_view override_text);
 
   // Makes `key` current: what was kept for another key is dropped.
   void Bind(const std::string& key);

@@ -14,6 +14,7 @@
 #include "core/model/model_summary.h"
 #include "core/util/units.h"
 #include "sim/engine/model_flops.h"
+#include "sim/engine/schedule_memo.h"
 #include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
@@ -244,7 +245,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     for (size_t i = 0; i < candidates.size(); ++i) {
       std::vector<std::string> mesh;
       for (const std::string& set : candidates[i].sets) {
-        if (set.rfind("cluster.gpu=", 0) != 0) mesh.push_back(set);
+        if (!ScheduleMemo::PricesOnly(set)) mesh.push_back(set);
       }
       candidates[i].mesh = first_of_mesh.emplace(std::move(mesh), i).first->second;
     }

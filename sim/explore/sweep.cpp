@@ -110,32 +110,44 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
 // schedules (schedule_memo.h): such a group runs on one thread, one variant after another, with
 // one memo. The overrides only group them; the memo compares the resolved scenarios, so a
 // group whose scenarios differ after all (an override the key cannot see through) still gets
-// the right schedules, each built anew. Groups in order of their first variant.
-std::vector<std::vector<int64_t>> PricingGroups(const std::vector<std::vector<std::string>>& sets) {
-  auto prices_only = [](const std::string& set) {
-    return set.rfind("cluster.gpu=", 0) == 0 || set.rfind("cluster.cost_model=", 0) == 0;
-  };
-  std::vector<std::pair<size_t, int64_t>> keyed(sets.size());  // (key hash, variant)
+// the right schedules, each built anew.
+struct RunOrder {
+  std::vector<int64_t> variants;  // every variant once, each group's together
+  std::vector<size_t> starts;     // where each group begins in `variants`, then its size
+};
+// Groups in order of their first variant; without `share`, one group per variant.
+RunOrder PricingGroups(const std::vector<std::vector<std::string>>& sets, bool share) {
+  const size_t n = sets.size();
+  std::vector<std::pair<size_t, int64_t>> keyed(n);  // (key hash, variant)
   std::string key;
-  for (size_t i = 0; i < sets.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
+    keyed[i] = {i, static_cast<int64_t>(i)};
+    if (!share) continue;
     key.clear();
     for (const std::string& set : sets[i]) {
-      if (prices_only(set)) continue;
+      if (ScheduleMemo::PricesOnly(set)) continue;
       key += set;
       key += '\n';
     }
-    keyed[i] = {std::hash<std::string>{}(key), static_cast<int64_t>(i)};
+    keyed[i].first = std::hash<std::string>{}(key);
   }
-  std::stable_sort(keyed.begin(), keyed.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::vector<int64_t>> groups;
-  for (size_t i = 0; i < keyed.size(); ++i) {
-    if (i == 0 || keyed[i].first != keyed[i - 1].first) groups.emplace_back();
-    groups.back().push_back(keyed[i].second);
+  // By hash, then variant: a group's first entry is its first variant.
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::pair<int64_t, size_t>> firsts;  // (first variant, where the group begins)
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || keyed[i].first != keyed[i - 1].first) firsts.emplace_back(keyed[i].second, i);
   }
-  std::sort(groups.begin(), groups.end(),
-            [](const auto& a, const auto& b) { return a.front() < b.front(); });
-  return groups;
+  std::sort(firsts.begin(), firsts.end());
+  RunOrder order;
+  order.variants.reserve(n);
+  for (const auto& [first, begin] : firsts) {
+    order.starts.push_back(order.variants.size());
+    for (size_t i = begin; i < n && keyed[i].first == keyed[begin].first; ++i) {
+      order.variants.push_back(keyed[i].second);
+    }
+  }
+  order.starts.push_back(n);
+  return order;
 }
 
 }  // namespace
@@ -279,27 +291,17 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   // More threads than cores is allowed (tests compare 1 and 4 on a 2-core machine).
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism, threads);
   tbb::task_arena arena(threads);
-  const std::vector<std::vector<int64_t>> groups =
-      options.share_schedules ? PricingGroups(sets) : std::vector<std::vector<int64_t>>{};
+  const RunOrder order = PricingGroups(sets, options.share_schedules);
+  const int64_t num_groups = static_cast<int64_t>(order.starts.size()) - 1;
   arena.execute([&] {
-    if (!options.share_schedules) {
-      tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, total, 1), [&](const tbb::blocked_range<int64_t>& range) {
-            for (int64_t i = range.begin(); i != range.end(); ++i) {
-              result.variants[i] =
-                  Evaluate(base, std::move(sets[i]), prices, options.exact, trees, plans, nullptr);
-              finished_one();
-            }
-          });
-      return;
-    }
-    const int64_t num_groups = static_cast<int64_t>(groups.size());
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, num_groups, 1),
                       [&](const tbb::blocked_range<int64_t>& range) {
                         for (int64_t g = range.begin(); g != range.end(); ++g) {
+                          const size_t begin = order.starts[g], end = order.starts[g + 1];
                           ScheduleMemo memo;
-                          ScheduleMemo* shared = groups[g].size() > 1 ? &memo : nullptr;
-                          for (int64_t i : groups[g]) {
+                          ScheduleMemo* shared = end - begin > 1 ? &memo : nullptr;
+                          for (size_t k = begin; k < end; ++k) {
+                            const int64_t i = order.variants[k];
                             result.variants[i] = Evaluate(base, std::move(sets[i]), prices,
                                                           options.exact, trees, plans, shared);
                             finished_one();

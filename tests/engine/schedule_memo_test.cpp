@@ -51,6 +51,15 @@ TEST(ScheduleMemo, KeySeesEverythingButTheGpuAndTheCalibration) {
   EXPECT_NE(h100, ScheduleMemo::KeyOf(Load({"training.local_batch=2"})));
 }
 
+// The overrides a sweep groups by: the same two fields, and only they.
+TEST(ScheduleMemo, PricesOnlyNamesTheFieldsTheKeyLeavesOut) {
+  EXPECT_TRUE(ScheduleMemo::PricesOnly("cluster.gpu=h200"));
+  EXPECT_TRUE(ScheduleMemo::PricesOnly("cluster.cost_model=cal.json"));
+  EXPECT_FALSE(ScheduleMemo::PricesOnly("cluster.gpus_per_node=4"));
+  EXPECT_FALSE(ScheduleMemo::PricesOnly("cluster.gpu"));
+  EXPECT_FALSE(ScheduleMemo::PricesOnly("parallelism.tp=2"));
+}
+
 // No checkpointing and two sequences per GPU: 80 GB of H100 is too little and the memory floor
 // stops it; H200 and B200 run it from the same schedule.
 TEST(ScheduleMemo, SharedSchedulesGiveEachGpuItsOwnFigures) {
