@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <thread>
 
 #include "core/util/file_io.h"
@@ -115,23 +116,24 @@ struct RunOrder {
   std::vector<int64_t> variants;  // every variant once, each group's together
   std::vector<size_t> starts;     // where each group begins in `variants`, then its size
 };
-// Groups in order of their first variant; without `share`, one group per variant.
-RunOrder PricingGroups(const std::vector<std::vector<std::string>>& sets, bool share) {
-  const size_t n = sets.size();
-  std::vector<std::pair<size_t, int64_t>> keyed(n);  // (key hash, variant)
-  std::string key;
-  for (size_t i = 0; i < n; ++i) {
-    keyed[i] = {i, static_cast<int64_t>(i)};
-    if (!share) continue;
-    key.clear();
-    for (const std::string& set : sets[i]) {
-      if (ScheduleMemo::PricesOnly(set)) continue;
-      key += set;
-      key += '\n';
-    }
-    keyed[i].first = std::hash<std::string>{}(key);
+// The hash of what a variant's schedules depend on, read off its overrides: all of them but
+// those the cost model alone reads (ScheduleMemo::PricesOnly).
+size_t ScheduleKeyHash(const std::vector<std::string>& sets, std::string& key) {
+  key.clear();
+  for (const std::string& set : sets) {
+    if (ScheduleMemo::PricesOnly(set)) continue;
+    key += set;
+    key += '\n';
   }
-  // By hash, then variant: a group's first entry is its first variant.
+  return std::hash<std::string>{}(key);
+}
+
+// Groups of equal `keys` (one per variant) in order of their first variant.
+RunOrder GroupByKey(const std::vector<size_t>& keys) {
+  const size_t n = keys.size();
+  std::vector<std::pair<size_t, int64_t>> keyed(n);  // (key, variant)
+  for (size_t i = 0; i < n; ++i) keyed[i] = {keys[i], static_cast<int64_t>(i)};
+  // By key, then variant: a group's first entry is its first variant.
   std::sort(keyed.begin(), keyed.end());
   std::vector<std::pair<int64_t, size_t>> firsts;  // (first variant, where the group begins)
   for (size_t i = 0; i < n; ++i) {
@@ -148,6 +150,19 @@ RunOrder PricingGroups(const std::vector<std::vector<std::string>>& sets, bool s
   }
   order.starts.push_back(n);
   return order;
+}
+
+// The groups of `count` variants whose overrides `sets_of(i)` gives (a reference or a value);
+// without `share`, one group per variant.
+template <typename SetsOf>
+RunOrder PricingGroups(int64_t count, const SetsOf& sets_of, bool share) {
+  std::vector<size_t> keys(static_cast<size_t>(count));
+  std::string key;
+  for (int64_t i = 0; i < count; ++i) {
+    keys[static_cast<size_t>(i)] =
+        share ? ScheduleKeyHash(sets_of(i), key) : static_cast<size_t>(i);
+  }
+  return GroupByKey(keys);
 }
 
 }  // namespace
@@ -291,7 +306,9 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   // More threads than cores is allowed (tests compare 1 and 4 on a 2-core machine).
   tbb::global_control allow(tbb::global_control::max_allowed_parallelism, threads);
   tbb::task_arena arena(threads);
-  const RunOrder order = PricingGroups(sets, options.share_schedules);
+  const RunOrder order = PricingGroups(
+      total, [&](int64_t i) -> const std::vector<std::string>& { return sets[i]; },
+      options.share_schedules);
   const int64_t num_groups = static_cast<int64_t>(order.starts.size()) - 1;
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, num_groups, 1),
@@ -312,6 +329,28 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   if (options.progress) options.progress(total, total);
   FinishSweep(options.objective, &result);
   return result;
+}
+
+std::vector<int> DealCombinations(const std::vector<VaryAxis>& axes, int64_t count, int parts,
+                                  bool share) {
+  const RunOrder order = PricingGroups(
+      count, [&](int64_t i) { return CombinationSets(axes, i); }, share);
+  std::vector<int> part_of(static_cast<size_t>(count), 0);
+  if (parts <= 1) return part_of;
+  // Each group, in order, to the part with the fewest variants so far (ties: the lowest part):
+  // groups of one are dealt round-robin, and a group never splits.
+  using Load = std::pair<int64_t, int>;  // (variants, part)
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> loads;
+  for (int p = 0; p < parts; ++p) loads.push({0, p});
+  for (size_t g = 0; g + 1 < order.starts.size(); ++g) {
+    auto [load, p] = loads.top();
+    loads.pop();
+    for (size_t k = order.starts[g]; k < order.starts[g + 1]; ++k) {
+      part_of[static_cast<size_t>(order.variants[k])] = p;
+    }
+    loads.push({load + static_cast<int64_t>(order.starts[g + 1] - order.starts[g]), p});
+  }
+  return part_of;
 }
 
 void FinishSweep(Objective objective, SweepResult* r) {

@@ -10,6 +10,7 @@
 //   SweepBase / LoadSweepBase  the scenario document variants start from
 //   RunVariants        the engine: a base scenario + a list of override sets → SweepResult
 //   RunSweep           the axes' combinations through RunVariants
+//   DealCombinations   which process of a split sweep runs each combination
 //   CheckAxisValues    a --vary value that no combination parses: an error before any run
 //   ValuesNeverValid   the values that ran in no combination (each invalid), for notes
 //   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
@@ -146,6 +147,14 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                                 const SweepOptions& options);
 Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>& axes,
                              const SweepOptions& options);
+// Which of `parts` processes (a sweep under mpirun) runs each of the `count` combinations of
+// `axes`: with `share` (SweepOptions::share_schedules), the variants that would share
+// schedules stay together in one part, so splitting a sweep keeps its sharing; each group, in
+// order of its first variant, goes to the part with the fewest variants so far (ties: the
+// lowest), so groups of one are dealt round-robin. A function of its arguments alone: every
+// rank computes the same deal.
+std::vector<int> DealCombinations(const std::vector<VaryAxis>& axes, int64_t count, int parts,
+                                  bool share);
 // InvalidInput naming the --vary flag and the value when one value of an axis fails
 // ParseScenario (a type, a range, a size that cannot divide) with every combination of the
 // other axes, with the first combination's error: a typo (`parallelism.tp=1,abc`) is refused

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `sweep` under mpirun: the combinations split over the ranks and gathered on rank 0 give the
-# same output, byte for byte (table, CSV, JSON), as one process; the other ranks print nothing.
+# same output, byte for byte (table, CSV, JSON), as one process; the other ranks print nothing;
+# variants differing only in the GPU stay on one rank.
 #   sweep_mpi_test.sh SHARDSCOPE MPIRUN [MPIRUN FLAGS...]
 set -euo pipefail
 ss=$1
@@ -25,6 +26,21 @@ cat "$out/np4/split.txt"
 grep -q "rank 3 of 4 simulates 3 of the 15 combinations" "$out/np4/split.txt"
 for f in table.txt s.csv s.json; do
   cmp "$out/one/$f" "$out/np4/$f" || { diff "$out/one/$f" "$out/np4/$f" | head -20; exit 1; }
+done
+# The GPU axis last: one mesh's two GPUs are neighbours, which round-robin would split; they stay
+# on one rank (15 groups of 2 over 4 ranks: 8, 8, 8 and 6), sharing their schedules, and the
+# output is still the one process's.
+mkdir "$out/gpu_one" "$out/gpu_np4"
+gpus=(--vary cluster.gpu=h100-sxm,h200)
+(cd "$out/gpu_one" && "$ss" sweep ../job.json "${axes[@]}" "${gpus[@]}" --top 0 --json s.json \
+   >table.txt)
+(cd "$out/gpu_np4" && "$@" -np 4 "$ss" sweep ../job.json "${axes[@]}" "${gpus[@]}" --top 0 \
+   --json s.json >table.txt 2>split.txt)
+grep -q "rank 3 of 4 simulates 6 of the 30 combinations" "$out/gpu_np4/split.txt" ||
+  { cat "$out/gpu_np4/split.txt"; echo "a mesh's GPU variants were split over ranks"; exit 1; }
+for f in table.txt s.json; do
+  cmp "$out/gpu_one/$f" "$out/gpu_np4/$f" ||
+    { diff "$out/gpu_one/$f" "$out/gpu_np4/$f" | head -20; exit 1; }
 done
 grep -q "CSV written to s.csv" "$out/np4/table.txt"
 [[ $(grep -c "CSV written" "$out/np4/table.txt") -eq 1 ]] || { echo "more than one rank printed"; exit 1; }

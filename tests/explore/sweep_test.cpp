@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/engine/simulator.h"
 #include "sim/explore/sweep_output.h"
 
@@ -121,6 +123,38 @@ TEST(Sweep, SharedSchedulesAcrossGpusGiveTheSameBytes) {
           << "threads " << threads << (gpu_first ? ", GPU axis first" : ", GPU axis last");
     }
   }
+}
+
+// A split sweep (mpirun) keeps the variants that share schedules on one rank, and deals the
+// rest round-robin by load.
+TEST(DealCombinations, GroupsStayTogetherAndLoadsBalance) {
+  // Six meshes × three GPUs, the GPU axis first (slowest): a group's variants lie six apart.
+  const std::vector<VaryAxis> axes = {*ParseVary("cluster.gpu=h100-sxm,h200,b200"),
+                                      *ParseVary("parallelism.tp=1,2,4"),
+                                      *ParseVary("training.local_batch=1,2")};
+  const int64_t count = 18;
+  for (int parts : {1, 2, 4, 5}) {
+    SCOPED_TRACE(parts);
+    const std::vector<int> part_of = DealCombinations(axes, count, parts, true);
+    ASSERT_EQ(part_of.size(), 18u);
+    std::vector<int> load(static_cast<size_t>(parts), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      ASSERT_GE(part_of[i], 0);
+      ASSERT_LT(part_of[i], parts);
+      ++load[static_cast<size_t>(part_of[i])];
+      EXPECT_EQ(part_of[i], part_of[i % 6]) << "variant " << i << " left its mesh's group";
+    }
+    // Groups of three: no part holds more than one group above another.
+    const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+    EXPECT_LE(*hi - *lo, 3);
+  }
+  // Without sharing, or with every variant its own group: round-robin.
+  const std::vector<int> alone = DealCombinations(axes, count, 4, false);
+  for (int64_t i = 0; i < count; ++i) EXPECT_EQ(alone[i], i % 4);
+  const std::vector<VaryAxis> meshes = {*ParseVary("parallelism.tp=1,2,4"),
+                                        *ParseVary("training.local_batch=1,2,3")};
+  const std::vector<int> singles = DealCombinations(meshes, 9, 4, true);
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(singles[i], i % 4);
 }
 
 TEST(Sweep, FiguresAreTheVariantsOwnSimulation) {

@@ -115,8 +115,12 @@ Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
     const int n = world->size();
     const int rank = world->rank();
     SS_ASSIGN_OR_RETURN(const int64_t count, sim::CombinationCount(axes));
+    // Variants that share schedules stay on one rank (a GPU comparison keeps its sharing).
+    const std::vector<int> part_of = sim::DealCombinations(axes, count, n, options.share_schedules);
     std::vector<std::vector<std::string>> mine;
-    for (int64_t i = rank; i < count; i += n) mine.push_back(sim::CombinationSets(axes, i));
+    for (int64_t i = 0; i < count; ++i) {
+      if (part_of[static_cast<size_t>(i)] == rank) mine.push_back(sim::CombinationSets(axes, i));
+    }
     fmt::print(stderr, "sweep: rank {} of {} simulates {} of the {} combinations\n", rank, n,
                mine.size(), count);
     sim::SweepOptions local = options;
@@ -136,10 +140,16 @@ Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
     for (const std::string& t : texts) parts.push_back(nlohmann::json::parse(t));
     sim::SweepResult result = std::move(*part);
     result.variants.assign(static_cast<size_t>(count), sim::VariantResult());
-    for (int r = 0; r < n; ++r) {
-      for (size_t k = 0; k < parts[r].size(); ++k) {
-        result.variants[static_cast<size_t>(r) + k * n] = VariantFromJson(parts[r][k]);
+    // Each rank's results in the order it took its combinations: ascending, as dealt.
+    std::vector<size_t> next(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < count; ++i) {
+      const int r = part_of[static_cast<size_t>(i)];
+      const nlohmann::json& sent_back = parts[static_cast<size_t>(r)];
+      if (next[r] >= sent_back.size()) {
+        return RuntimeError(fmt::format("sweep: rank {} sent {} results, fewer than it was dealt",
+                                        r, sent_back.size()));
       }
+      result.variants[static_cast<size_t>(i)] = VariantFromJson(sent_back[next[r]++]);
     }
     sim::FinishSweep(options.objective, &result);
     return result;

@@ -1,5 +1,6 @@
-// `sweep` under a launcher (mpirun -np N): the combinations are dealt over the ranks (variant
-// i on rank i mod N), every rank's results gathered, and rank 0 alone prints and writes, with
+// `sweep` under a launcher (mpirun -np N): the combinations are dealt over the ranks
+// (sim::DealCombinations: round-robin, the variants that share schedules kept together on one
+// rank), every rank's results gathered, and rank 0 alone prints and writes, with
 // the same output as one process. Without a launcher (or a build without MPI) the sweep runs
 // whole in this process.
 //
