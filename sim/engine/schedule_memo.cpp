@@ -54,8 +54,17 @@ ScheduleMemo::Run& ScheduleMemo::Keep(int run, Schedule schedule) {
   ++runs_kept_;
   Run& kept = runs_[run];
   kept.schedule = std::move(schedule);
+  kept.taken = false;
   kept.floor.reset();
   return kept;
+}
+
+std::optional<Schedule> ScheduleMemo::Use(int run) {
+  Run* kept = Find(run);
+  if (kept == nullptr || kept->taken) return std::nullopt;
+  if (!hand_over_) return kept->schedule;
+  kept->taken = true;
+  return std::move(kept->schedule);
 }
 
 }  // namespace shardscope::sim

@@ -6,8 +6,9 @@
 // search comparing GPUs) have one plan and one schedule per simulated run, and one memory floor
 // each; only pricing, the engine, the replay and the summary differ. A memo keeps them for the
 // next prediction of such a scenario (SimulateOptions::schedules), which copies what it needs
-// instead of planning and building again. The figures are the same as without it: the copy is
-// the schedule that a build would give (tests/engine/schedule_memo_test.cpp).
+// instead of planning and building again (the last of them takes it: HandOverNext). The figures
+// are the same as without it: the copy is the schedule that a build would give
+// (tests/engine/schedule_memo_test.cpp).
 //
 // One memo holds one key's plan and runs at a time (Bind drops another key's); it is not
 // thread-safe: a sweep gives each group of variants its own (sim/explore/sweep.cpp).
@@ -38,6 +39,7 @@ class ScheduleMemo {
   // A run's schedule and, once asked for, its memory floor.
   struct Run {
     Schedule schedule;
+    bool taken = false;  // the schedule was handed over (HandOverNext)
     std::optional<MemoryFloor> floor;
   };
   // The run of the scenario's own micro-batches; any other run is its micro-batch count
@@ -59,9 +61,17 @@ class ScheduleMemo {
   const std::shared_ptr<const Plan>& plan() const { return plan_; }
   void KeepPlan(std::shared_ptr<const Plan> plan);
 
-  // The run kept for the current key, or nullptr.
+  // The run kept for the current key, or nullptr. After HandOverNext its schedule may have been
+  // taken (Use): the floor stays.
   Run* Find(int run);
   Run& Keep(int run, Schedule schedule);
+  // The schedule kept for `run`, for a prediction to consume: a copy, or after HandOverNext the
+  // kept schedule itself (no longer kept; a later Use of `run` gets nullopt). nullopt: none kept.
+  std::optional<Schedule> Use(int run);
+  // From now on predictions take the kept schedules instead of copying them: called before a
+  // sweep group's last variant, it saves one copy per run and group. A prediction after the
+  // one that took a run builds it again.
+  void HandOverNext() { hand_over_ = true; }
 
   // Plans and schedules kept since construction (each was built once): what tests count.
   int64_t plans_kept() const { return plans_kept_; }
@@ -70,6 +80,7 @@ class ScheduleMemo {
  private:
   std::string key_;
   bool bound_ = false;
+  bool hand_over_ = false;
   std::shared_ptr<const Plan> plan_;
   std::map<int, Run> runs_;
   int64_t plans_kept_ = 0;

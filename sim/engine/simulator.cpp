@@ -408,7 +408,7 @@ class StepSchedules {
   Result<Schedule> Build(int run) {
     if (memo_ != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (const ScheduleMemo::Run* kept = memo_->Find(run)) return kept->schedule;
+      if (std::optional<Schedule> kept = memo_->Use(run)) return std::move(*kept);
     }
     if (!plan_) return RuntimeError("StepSchedules: Build before plan() (internal error)");
     SS_ASSIGN_OR_RETURN(
@@ -420,13 +420,14 @@ class StepSchedules {
     return memo_->Keep(run, std::move(built)).schedule;
   }
 
-  // The memory floor of `run`'s schedule (`schedule`, as Build gave it).
+  // The memory floor of `run`'s schedule (`schedule`, as Build gave it: the kept one's copy, or
+  // the kept one itself once handed over).
   MemoryFloor Floor(int run, const Schedule& schedule) {
     if (memo_ == nullptr) return ScheduleMemoryFloor(schedule);
     std::lock_guard<std::mutex> lock(mu_);
     ScheduleMemo::Run* kept = memo_->Find(run);
     if (kept == nullptr) return ScheduleMemoryFloor(schedule);
-    if (!kept->floor) kept->floor = ScheduleMemoryFloor(kept->schedule);
+    if (!kept->floor) kept->floor = ScheduleMemoryFloor(schedule);
     return *kept->floor;
   }
 

@@ -319,6 +319,7 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                           ScheduleMemo* shared = end - begin > 1 ? &memo : nullptr;
                           for (size_t k = begin; k < end; ++k) {
                             const int64_t i = order.variants[k];
+                            if (shared != nullptr && k + 1 == end) memo.HandOverNext();
                             result.variants[i] = Evaluate(base, std::move(sets[i]), prices,
                                                           options.exact, trees, plans, shared);
                             finished_one();

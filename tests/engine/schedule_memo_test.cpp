@@ -91,6 +91,42 @@ TEST(ScheduleMemo, SharedSchedulesGiveEachGpuItsOwnFigures) {
   EXPECT_EQ(memo.runs_kept(), 2);
 }
 
+// A group's last variant takes the kept schedule instead of copying it: the same figures, the
+// floor still kept; a prediction after that builds again rather than reading a moved-from one.
+TEST(ScheduleMemo, TheLastUseTakesTheScheduleAndKeepsTheFloor) {
+  const std::vector<std::string> job = {"training.activation_checkpoint=none",
+                                        "training.local_batch=2"};
+  auto with_gpu = [&](const char* gpu) {
+    std::vector<std::string> sets = job;
+    sets.push_back(std::string("cluster.gpu=") + gpu);
+    return Load(sets);
+  };
+  ScheduleMemo memo;
+  const Scenario h200 = with_gpu("h200"), h100 = with_gpu("h100-sxm"), b200 = with_gpu("b200");
+  EXPECT_EQ(Figures(SimulateScenario(h200, SweepLike(&memo))),
+            Figures(SimulateScenario(h200, SweepLike(nullptr))));
+  ASSERT_NE(memo.Find(ScheduleMemo::kWholeStep), nullptr);
+  const int64_t ops =
+      static_cast<int64_t>(memo.Find(ScheduleMemo::kWholeStep)->schedule.ops.size());
+  EXPECT_GT(ops, 0);
+  memo.HandOverNext();
+  // H100 is stopped by the floor the H200 prediction left, on the schedule handed over.
+  const Result<Simulation> last = SimulateScenario(h100, SweepLike(&memo));
+  EXPECT_EQ(Figures(last), Figures(SimulateScenario(h100, SweepLike(nullptr))));
+  ASSERT_TRUE(last.ok());
+  EXPECT_TRUE(last->floor_over_capacity.has_value());
+  EXPECT_EQ(static_cast<int64_t>(last->schedule.ops.size()), ops);
+  const ScheduleMemo::Run* kept = memo.Find(ScheduleMemo::kWholeStep);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_TRUE(kept->taken);
+  EXPECT_TRUE(kept->schedule.ops.empty());
+  EXPECT_TRUE(kept->floor.has_value());
+  EXPECT_EQ(memo.runs_kept(), 1);
+  EXPECT_EQ(Figures(SimulateScenario(b200, SweepLike(&memo))),
+            Figures(SimulateScenario(b200, SweepLike(nullptr))));
+  EXPECT_EQ(memo.runs_kept(), 2);  // built again
+}
+
 // A pipeline long enough for the steady-state extrapolation: its two short runs are kept and
 // shared, and the extrapolated figures are those of a prediction without the memo.
 TEST(ScheduleMemo, SteadyStateRunsAreShared) {
