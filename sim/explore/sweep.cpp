@@ -152,17 +152,38 @@ RunOrder GroupByKey(const std::vector<size_t>& keys) {
   return order;
 }
 
-// The groups of `count` variants whose overrides `sets_of(i)` gives (a reference or a value);
-// without `share`, one group per variant.
+// Fewer groups than `parts` (threads or ranks) would leave some idle while one runs a whole
+// group (a single mesh on four GPUs): the largest group is halved until every part has one or
+// no group has two variants. A half shares within itself.
+void FillParts(RunOrder& order, int parts) {
+  while (order.starts.size() >= 2 && static_cast<int64_t>(order.starts.size()) - 1 < parts) {
+    size_t largest = 0;
+    for (size_t g = 1; g + 1 < order.starts.size(); ++g) {
+      if (order.starts[g + 1] - order.starts[g] >
+          order.starts[largest + 1] - order.starts[largest]) {
+        largest = g;
+      }
+    }
+    const size_t size = order.starts[largest + 1] - order.starts[largest];
+    if (size < 2) return;
+    order.starts.insert(order.starts.begin() + static_cast<std::ptrdiff_t>(largest) + 1,
+                        order.starts[largest] + (size + 1) / 2);
+  }
+}
+
+// The groups of `count` variants whose overrides `sets_of(i)` gives (a reference or a value),
+// for `parts` threads or ranks; without `share`, one group per variant.
 template <typename SetsOf>
-RunOrder PricingGroups(int64_t count, const SetsOf& sets_of, bool share) {
+RunOrder PricingGroups(int64_t count, const SetsOf& sets_of, bool share, int parts) {
   std::vector<size_t> keys(static_cast<size_t>(count));
   std::string key;
   for (int64_t i = 0; i < count; ++i) {
     keys[static_cast<size_t>(i)] =
         share ? ScheduleKeyHash(sets_of(i), key) : static_cast<size_t>(i);
   }
-  return GroupByKey(keys);
+  RunOrder order = GroupByKey(keys);
+  FillParts(order, parts);
+  return order;
 }
 
 }  // namespace
@@ -308,7 +329,7 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   tbb::task_arena arena(threads);
   const RunOrder order = PricingGroups(
       total, [&](int64_t i) -> const std::vector<std::string>& { return sets[i]; },
-      options.share_schedules);
+      options.share_schedules, threads);
   const int64_t num_groups = static_cast<int64_t>(order.starts.size()) - 1;
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, num_groups, 1),
@@ -334,12 +355,12 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
 
 std::vector<int> DealCombinations(const std::vector<VaryAxis>& axes, int64_t count, int parts,
                                   bool share) {
-  const RunOrder order = PricingGroups(
-      count, [&](int64_t i) { return CombinationSets(axes, i); }, share);
   std::vector<int> part_of(static_cast<size_t>(count), 0);
   if (parts <= 1) return part_of;
+  const RunOrder order = PricingGroups(
+      count, [&](int64_t i) { return CombinationSets(axes, i); }, share, parts);
   // Each group, in order, to the part with the fewest variants so far (ties: the lowest part):
-  // groups of one are dealt round-robin, and a group never splits.
+  // groups of one are dealt round-robin, and a group is split only to give every part work.
   using Load = std::pair<int64_t, int>;  // (variants, part)
   std::priority_queue<Load, std::vector<Load>, std::greater<Load>> loads;
   for (int p = 0; p < parts; ++p) loads.push({0, p});

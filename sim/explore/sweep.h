@@ -81,8 +81,9 @@ struct SweepOptions {
   PlanCache* plans = nullptr;
   // true: variants that differ only in what the cost model prices (cluster.gpu,
   // cluster.cost_model) run together and share one plan and schedules per group
-  // (sim/engine/schedule_memo.h); the results are the same either way (false: benchmarks and
-  // tests compare).
+  // (sim/engine/schedule_memo.h), a group on one thread (with fewer groups than threads, the
+  // largest are halved until every thread has one); the results are the same either way
+  // (false: benchmarks and tests compare).
   bool share_schedules = true;
 };
 
@@ -149,10 +150,11 @@ Result<SweepResult> RunSweep(const SweepBase& base, const std::vector<VaryAxis>&
                              const SweepOptions& options);
 // Which of `parts` processes (a sweep under mpirun) runs each of the `count` combinations of
 // `axes`: with `share` (SweepOptions::share_schedules), the variants that would share
-// schedules stay together in one part, so splitting a sweep keeps its sharing; each group, in
-// order of its first variant, goes to the part with the fewest variants so far (ties: the
-// lowest), so groups of one are dealt round-robin. A function of its arguments alone: every
-// rank computes the same deal.
+// schedules stay together in one part, so splitting a sweep keeps its sharing (unless there are
+// fewer groups than parts: the largest are halved until every part has work, as RunVariants
+// does for its threads); each group, in order of its first variant, goes to the part with the
+// fewest variants so far (ties: the lowest), so groups of one are dealt round-robin. A function
+// of its arguments alone: every rank computes the same deal.
 std::vector<int> DealCombinations(const std::vector<VaryAxis>& axes, int64_t count, int parts,
                                   bool share);
 // InvalidInput naming the --vary flag and the value when one value of an axis fails

@@ -155,6 +155,12 @@ TEST(DealCombinations, GroupsStayTogetherAndLoadsBalance) {
                                         *ParseVary("training.local_batch=1,2,3")};
   const std::vector<int> singles = DealCombinations(meshes, 9, 4, true);
   for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(singles[i], i % 4);
+  // Fewer groups than parts: the largest is halved until each part has work.
+  const std::vector<VaryAxis> one_mesh = {*ParseVary("cluster.gpu=h100-sxm,h200,b200")};
+  EXPECT_EQ(DealCombinations(one_mesh, 3, 4, true), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(DealCombinations(one_mesh, 3, 2, true), (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(DealCombinations(one_mesh, 3, 1, true), (std::vector<int>{0, 0, 0}));
+  EXPECT_TRUE(DealCombinations(one_mesh, 0, 4, true).empty());
 }
 
 TEST(Sweep, FiguresAreTheVariantsOwnSimulation) {
