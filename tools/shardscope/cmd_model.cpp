@@ -118,7 +118,7 @@ void RegisterModelCommand(CLI::App& app, CommandRegistry& registry) {
   std::string names;
   for (const std::string& n : BuiltinModelNames()) names += (names.empty() ? "" : ", ") + n;
   CLI::App* sub =
-      app.add_subcommand("model", "Parameter counts, layers and FSDP unit candidates of a model");
+      app.add_subcommand("model", "parameter counts, layers and FSDP unit candidates of a model");
   sub->add_option("model", args->model,
                   "A built-in name (" + names + "), an HF config.json, or a module tree file")
       ->required();

@@ -74,7 +74,7 @@ Status RunPlan(const PlanArgs& args) {
 void RegisterPlanCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* sub = app.add_subcommand(
-      "plan", "Plan the FSDP units of a scenario: units, meshes, reduction, prefetch, sharding");
+      "plan", "plan the FSDP units of a scenario: units, meshes, reduction, prefetch, sharding");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--json", args->json, "write the plan (shardscope-plan/1 JSON) here")
       ->check(NonEmptyText());

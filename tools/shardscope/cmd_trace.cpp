@@ -289,7 +289,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
   auto o = std::make_shared<Options>();
 
   CLI::App* stats =
-      app.add_subcommand("stats", "Time accounting, collectives and memory peak of a trace");
+      app.add_subcommand("stats", "time accounting, collectives and memory peak of a trace");
   stats->add_option("TRACE", o->trace, "trace file (ours or PyTorch profiler; .gz accepted)")
       ->required();
   stats->add_option("--json", o->json, "write the statistics as JSON")->check(NonEmptyText());
@@ -297,7 +297,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
       ->check(NonNegative());
   registry.Add(stats, [o] { return RunStats(o->trace, o->json, o->top); });
 
-  CLI::App* diff = app.add_subcommand("diff", "Compare two traces or two summaries");
+  CLI::App* diff = app.add_subcommand("diff", "compare two traces or two summaries");
   diff->add_option("A", o->a, "baseline trace or summary")->required();
   diff->add_option("B", o->b, "trace or summary to compare")->required();
   diff->add_option("--tol", o->tol,
@@ -308,7 +308,7 @@ void RegisterTraceCommands(CLI::App& app, CommandRegistry& registry) {
 
   CLI::App* check =
       app.add_subcommand("check-trace",
-                         "Validate a trace: ours against the shardscope format, a PyTorch profiler "
+                         "validate a trace: ours against the shardscope format, a PyTorch profiler "
                          "(Kineto) trace against that format");
   check->add_option("FILE", o->check, "trace file (.gz accepted)")->required();
   registry.Add(check, [o] { return RunCheck(o->check); });
