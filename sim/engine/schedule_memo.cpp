@@ -32,6 +32,16 @@ bool ScheduleMemo::PricesOnly(std::string_view override_text) {
   return false;
 }
 
+std::string ScheduleMemo::OverridesKey(const std::vector<std::string>& overrides) {
+  std::string key;
+  for (const std::string& set : overrides) {
+    if (PricesOnly(set)) continue;
+    key += set;
+    key += '\n';
+  }
+  return key;
+}
+
 void ScheduleMemo::Bind(const std::string& key) {
   if (bound_ && key == key_) return;
   key_ = key;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/config/scenario.h"
 #include "core/plan/plan.h"
@@ -53,6 +54,10 @@ class ScheduleMemo {
   // Whether an override ("cluster.gpu=h200") sets one of those fields: variants whose overrides
   // differ only in such ones may share a memo (sweeps, recommend).
   static bool PricesOnly(std::string_view override_text);
+  // What a variant's schedules depend on, read off its overrides: all of them but the PricesOnly
+  // ones, in order, one per line. Variants with equal keys may share a memo (a sweep's groups,
+  // recommend's order).
+  static std::string OverridesKey(const std::vector<std::string>& overrides);
 
   // Makes `key` current: what was kept for another key is dropped.
   void Bind(const std::string& key);

@@ -241,13 +241,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   // (SweepOptions::share_schedules). A mesh is its overrides less the GPU; the order of the
   // meshes is that of their first candidate.
   {
-    std::map<std::vector<std::string>, size_t> first_of_mesh;
+    std::map<std::string, size_t> first_of_mesh;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      std::vector<std::string> mesh;
-      for (const std::string& set : candidates[i].sets) {
-        if (!ScheduleMemo::PricesOnly(set)) mesh.push_back(set);
-      }
-      candidates[i].mesh = first_of_mesh.emplace(std::move(mesh), i).first->second;
+      candidates[i].mesh =
+          first_of_mesh.emplace(ScheduleMemo::OverridesKey(candidates[i].sets), i).first->second;
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),

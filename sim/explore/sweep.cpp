@@ -116,18 +116,6 @@ struct RunOrder {
   std::vector<int64_t> variants;  // every variant once, each group's together
   std::vector<size_t> starts;     // where each group begins in `variants`, then its size
 };
-// The hash of what a variant's schedules depend on, read off its overrides: all of them but
-// those the cost model alone reads (ScheduleMemo::PricesOnly).
-size_t ScheduleKeyHash(const std::vector<std::string>& sets, std::string& key) {
-  key.clear();
-  for (const std::string& set : sets) {
-    if (ScheduleMemo::PricesOnly(set)) continue;
-    key += set;
-    key += '\n';
-  }
-  return std::hash<std::string>{}(key);
-}
-
 // Groups of equal `keys` (one per variant) in order of their first variant.
 RunOrder GroupByKey(const std::vector<size_t>& keys) {
   const size_t n = keys.size();
@@ -176,10 +164,10 @@ void FillParts(RunOrder& order, int parts) {
 template <typename SetsOf>
 RunOrder PricingGroups(int64_t count, const SetsOf& sets_of, bool share, int parts) {
   std::vector<size_t> keys(static_cast<size_t>(count));
-  std::string key;
   for (int64_t i = 0; i < count; ++i) {
     keys[static_cast<size_t>(i)] =
-        share ? ScheduleKeyHash(sets_of(i), key) : static_cast<size_t>(i);
+        share ? std::hash<std::string>{}(ScheduleMemo::OverridesKey(sets_of(i)))
+              : static_cast<size_t>(i);
   }
   RunOrder order = GroupByKey(keys);
   FillParts(order, parts);

@@ -60,6 +60,18 @@ TEST(ScheduleMemo, PricesOnlyNamesTheFieldsTheKeyLeavesOut) {
   EXPECT_FALSE(ScheduleMemo::PricesOnly("parallelism.tp=2"));
 }
 
+// The key a sweep groups by and recommend orders by: every override but those two, in order.
+TEST(ScheduleMemo, OverridesKeyDropsOnlyWhatTheCostModelReads) {
+  const std::string key =
+      ScheduleMemo::OverridesKey({"parallelism.tp=2", "cluster.gpu=h200", "cluster.gpus_per_node=4",
+                                  "cluster.cost_model=cal.json", "training.local_batch=2"});
+  EXPECT_EQ(key, "parallelism.tp=2\ncluster.gpus_per_node=4\ntraining.local_batch=2\n");
+  EXPECT_EQ(ScheduleMemo::OverridesKey({"cluster.gpu=b200", "parallelism.tp=2"}),
+            ScheduleMemo::OverridesKey({"parallelism.tp=2", "cluster.gpu=mi300x"}));
+  EXPECT_NE(ScheduleMemo::OverridesKey({"parallelism.tp=2", "training.local_batch=2"}),
+            ScheduleMemo::OverridesKey({"training.local_batch=2", "parallelism.tp=2"}));
+}
+
 // No checkpointing and two sequences per GPU: 80 GB of H100 is too little and the memory floor
 // stops it; H200 and B200 run it from the same schedule.
 TEST(ScheduleMemo, SharedSchedulesGiveEachGpuItsOwnFigures) {
