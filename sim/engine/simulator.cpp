@@ -508,6 +508,7 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
                          pricing.ctx.peak_flops);
   if (!summary) return std::nullopt;
   b.summary = std::move(*summary);
+  b.summary.extrapolated_from_micro_batches = {runs.a, runs.b};
   b.steady_state = runs;
   // The schedule's notes describe the run simulated; name the job's micro-batch count instead.
   const std::string from = fmt::format("with {} micro-batches per step", runs.b);

@@ -86,6 +86,9 @@ nlohmann::json SummaryToJson(const Summary& s) {
   j["tokens_per_step"] = s.tokens_per_step;
   j["model_flops_per_token"] = s.model_flops_per_token;
   j["peak_tflops"] = s.peak_tflops;
+  j["extrapolated_from_micro_batches"] = s.extrapolated_from_micro_batches.empty()
+                                             ? json(nullptr)
+                                             : json(s.extrapolated_from_micro_batches);
   j["conventions"] = {
       {"mfu",
        "model FLOPs per token = 6*N (parameters without the embedding; routed experts at "

@@ -94,6 +94,9 @@ struct Summary {
   bool fits = true;
   std::string overflow_category;  // when it does not fit: the allocation that overflowed
   std::vector<std::string> warnings;
+  // The micro-batch counts simulated when the figures were extrapolated from two shorter runs
+  // (steady_state.h): {a, b}; empty when the whole step ran.
+  std::vector<int> extrapolated_from_micro_batches;
 };
 
 // Fills tokens_per_s_per_gpu, tflops_per_gpu and mfu from step_time_s, tokens_per_step,

@@ -50,6 +50,16 @@ void ExpectSameStep(const Scenario& sc, const std::string& job) {
   ASSERT_TRUE(fast->steady_state.has_value()) << job << ": fell back to the whole step";
   const Summary& e = exact->summary;
   const Summary& f = fast->summary;
+  // The summary says which runs it was extrapolated from (its JSON's
+  // extrapolated_from_micro_batches); the whole step's, that it was not.
+  EXPECT_EQ(f.extrapolated_from_micro_batches,
+            (std::vector<int>{fast->steady_state->a, fast->steady_state->b}))
+      << job;
+  EXPECT_TRUE(e.extrapolated_from_micro_batches.empty()) << job;
+  EXPECT_EQ(SummaryToJson(f)["extrapolated_from_micro_batches"],
+            nlohmann::json(f.extrapolated_from_micro_batches))
+      << job;
+  EXPECT_TRUE(SummaryToJson(e)["extrapolated_from_micro_batches"].is_null()) << job;
   ExpectClose(f.step_time_s, e.step_time_s, "step time", job);
   ExpectClose(f.peak_memory_allocated_gib, e.peak_memory_allocated_gib, "peak allocated", job);
   ExpectClose(f.peak_memory_reserved_gib, e.peak_memory_reserved_gib, "peak reserved", job);
@@ -155,6 +165,7 @@ TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
   Result<Simulation> fast = Simulate(*sc, false);
   ASSERT_TRUE(fast.ok()) << fast.status().message();
   EXPECT_FALSE(fast->steady_state.has_value());
+  EXPECT_TRUE(fast->summary.extrapolated_from_micro_batches.empty());
   EXPECT_FALSE(exact->summary.fits);
   EXPECT_EQ(fast->summary.fits, exact->summary.fits);
   EXPECT_DOUBLE_EQ(fast->summary.peak_memory_reserved_gib, exact->summary.peak_memory_reserved_gib);
