@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the small module trees (shardscope-tree/1, formats.md §1a) the example scenarios use.
+"""Writes the small module trees (shardscope-tree/1, docs/scenario.md) the example scenarios use.
 
 Regenerate with:  python3 examples/trees/make_trees.py
 The trees are small on purpose: they show planning features (declared vision units, excluded

@@ -81,7 +81,7 @@ TEST(ExamplesTest, HsdpMesh) {
   Result<Plan> p = PlanExample("hsdp_llama3_70b.json");
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->units[0].mesh.dims, (Names{"fsdp_replicate", "fsdp_shard"}));
-  EXPECT_EQ(p->units[0].mesh.sizes, (std::vector<int>{2, 32}));
+  EXPECT_EQ(p->units[0].mesh.sizes, (std::vector<int>{2, 64}));
   EXPECT_EQ(p->units[0].forward_prefetch.size(), 2u);
 }
 
