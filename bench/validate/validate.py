@@ -17,10 +17,17 @@ the row id, at least one row per GPU) is written as a shardscope-runs/1 table an
 (cluster.cost_model) and the report compares their errors before and after: calibration
 measured on rows it was not fitted on.
 
+With --max-median-error PCT / --max-row-error PCT / --min-rows N it is a regression check
+(CTest `validate_accuracy_test`): exit 1 when the FSDP2 target rows run eagerly (the rows the
+model is held to) have a tokens/s/GPU or peak-memory median |error| over PCT, any one of them a
+tokens/s/GPU |error| over the row limit, or fewer than N of them are predicted.
+
 Usage:
   bench/validate/validate.py [MEASURED_RUNS_JSON] [--shardscope BIN] [--json OUT] [--keep DIR]
-                             [--calibrate-on FRACTION]
-Default input: ../shared/data/measured_runs.json (relative to the repository root).
+                             [--calibrate-on FRACTION] [--max-median-error PCT]
+                             [--max-row-error PCT] [--min-rows N]
+Default input: measured_runs.json beside this script, a copy of the public measurements (each
+row cites its source) that the project validates against.
 """
 import argparse
 import glob
@@ -277,13 +284,22 @@ def calibrate_and_check(binary, work, results, fraction):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="?", default=os.path.join(REPO, "..", "shared", "data", "measured_runs.json"))
+    ap.add_argument("runs", nargs="?",
+                    default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "measured_runs.json"))
     ap.add_argument("--shardscope")
     ap.add_argument("--json", help="write the per-row results here")
     ap.add_argument("--keep", help="keep scenario and summary files in this folder")
     ap.add_argument("--calibrate-on", type=float, metavar="FRACTION",
                     help="fit the cost model on this share of the rows per GPU and report the "
                          "error on the others before and after")
+    ap.add_argument("--max-median-error", type=float, metavar="PCT",
+                    help="exit 1 when the eager FSDP2 target rows' median |error| (tokens/s/GPU "
+                         "or peak memory) is over PCT")
+    ap.add_argument("--max-row-error", type=float, metavar="PCT",
+                    help="exit 1 when one eager FSDP2 target row's tokens/s/GPU |error| is over PCT")
+    ap.add_argument("--min-rows", type=int, metavar="N",
+                    help="exit 1 when fewer than N eager FSDP2 target rows are predicted")
     args = ap.parse_args()
     if args.calibrate_on is not None and not 0 < args.calibrate_on < 1:
         print("validate.py: --calibrate-on: expected a fraction between 0 and 1", file=sys.stderr)
@@ -372,10 +388,37 @@ def main():
     if args.calibrate_on is not None:
         calibration = calibrate_and_check(binary, work, results, args.calibrate_on)
     if args.json:
-        with open(args.json, "w") as f:
+        # Written beside the target and renamed: a failed run leaves an older report whole.
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
             json.dump({"results": results, "skipped": [{"id": i, "reason": w} for i, w in skipped],
                        "calibration": calibration}, f, indent=1)
-    return 0
+        os.replace(tmp, args.json)
+    return check_limits(args, results)
+
+
+def check_limits(args, results):
+    """0, or 1 with each limit of --max-median-error / --max-row-error / --min-rows missed."""
+    held = [r for r in results if r["target"] and not r["compile"]]
+    tps = [r for r in held if r["tps_error_pct"] is not None]
+    mem = [abs(r["mem_error_pct"]) for r in held if r["mem_error_pct"] is not None]
+    missed = []
+    if args.min_rows is not None and len(tps) < args.min_rows:
+        missed.append(f"{len(tps)} eager FSDP2 target rows predicted, fewer than {args.min_rows}")
+    if args.max_median_error is not None:
+        for what, errors in (("tokens/s/GPU", [abs(r["tps_error_pct"]) for r in tps]),
+                             ("peak memory", mem)):
+            if errors and statistics.median(errors) > args.max_median_error:
+                missed.append(f"{what} median |error| {statistics.median(errors):.1f}% is over "
+                              f"{args.max_median_error:g}%")
+    if args.max_row_error is not None:
+        for r in tps:
+            if abs(r["tps_error_pct"]) > args.max_row_error:
+                missed.append(f"{r['id']}: tokens/s/GPU error {r['tps_error_pct']:+.1f}% is over "
+                              f"±{args.max_row_error:g}%")
+    for m in missed:
+        print(f"validate.py: {m}", file=sys.stderr)
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ namespace shardscope {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Constants. Unless marked otherwise they are NCCL's, copied from shared/data/measured_runs.json
+// Constants. Unless marked otherwise they are NCCL's, copied from bench/validate/measured_runs.json
 // `nccl_tuning_model` (NVIDIA/nccl src/graph/tuning.cc @5067397c, NCCL 2.30; link rates from
 // src/graph/topo.h live in the hardware catalog). Latencies in µs, bandwidths in GB/s.
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include "core/util/file_io.h"
 #include "sim/advisor/fit_advisor.h"
 #include "sim/engine/simulator.h"
+#include "sim/hardware/hardware.h"
 
 namespace shardscope {
 namespace {
@@ -39,6 +40,17 @@ TEST(DocsFormatsTest, ScenarioDocListsEveryKey) {
     if (key.type == KeyType::kSection) continue;
     EXPECT_TRUE(Mentions(doc, key.path)) << "docs/scenario.md: scenario key `" << key.path
                                          << "` is not documented; add a row to the Keys table";
+  }
+}
+
+TEST(DocsFormatsTest, ScenarioDocListsEveryGpu) {
+  const std::string doc = MustRead("docs/scenario.md");
+  const size_t row = doc.find("\n| `cluster.gpu` |");
+  ASSERT_NE(row, std::string::npos) << "docs/scenario.md: no `cluster.gpu` row";
+  const std::string line = doc.substr(row + 1, doc.find('\n', row + 1) - row - 1);
+  for (const std::string& gpu : CatalogGpuNames()) {
+    EXPECT_TRUE(Mentions(line, gpu)) << "docs/scenario.md: the `cluster.gpu` row does not list `"
+                                     << gpu << "`, which the hardware catalog has";
   }
 }
 

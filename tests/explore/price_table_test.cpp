@@ -14,7 +14,7 @@ TEST(PriceTable, DefaultPricesEveryCatalogGpu) {
     ASSERT_TRUE(t.PerGpuHour(gpu).has_value()) << gpu;
     EXPECT_GT(*t.PerGpuHour(gpu), 0) << gpu;
   }
-  // The figures of ../shared/data/measured_runs.json pricing.median_on_demand_per_gpu_hour_usd.
+  // The figures of bench/validate/measured_runs.json pricing.median_on_demand_per_gpu_hour_usd.
   EXPECT_DOUBLE_EQ(*t.PerGpuHour("h100-sxm"), 3.47);
   EXPECT_DOUBLE_EQ(*t.PerGpuHour("H200"), 5.40);
   EXPECT_DOUBLE_EQ(*t.PerGpuHour("b300"), 8.82);
