@@ -529,6 +529,17 @@ MeshLayout ScenarioMeshLayout(const Scenario& s) {
 
 const FsdpConfig& ScenarioFsdpConfig(const Scenario& s) { return s.fsdp; }
 
+std::vector<NamedPath> ScenarioInputFiles(const Scenario& sc) {
+  std::vector<NamedPath> files;
+  if (sc.model.kind == ModelSource::Kind::kHfConfigFile ||
+      sc.model.kind == ModelSource::Kind::kModuleTreeFile) {
+    files.push_back({"model file", sc.model.name_or_path});
+  }
+  if (!sc.cluster.cost_model.empty())
+    files.push_back({"cluster.cost_model", sc.cluster.cost_model});
+  return files;
+}
+
 std::string_view PpScheduleName(PpSchedule s) {
   switch (s) {
     case PpSchedule::k1F1B:

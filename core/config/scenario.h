@@ -31,6 +31,7 @@
 #include "core/mesh/mesh_context.h"
 #include "core/model/model_source.h"
 #include "core/model/op_cost.h"
+#include "core/util/output_files.h"
 #include "core/util/status.h"
 
 namespace shardscope {
@@ -120,6 +121,11 @@ Status ApplyOverride(nlohmann::json& doc, std::string_view assignment);
 MeshLayout ScenarioMeshLayout(const Scenario& scenario);
 // `scenario.fsdp` (already carries the sizes); kept as a function for symmetry with the layout.
 const FsdpConfig& ScenarioFsdpConfig(const Scenario& scenario);
+
+// The files a scenario reads beside itself, each named by the scenario field that names it:
+// its model file (`model`: an HF config or a module tree) and its calibration file
+// (`cluster.cost_model`). Commands refuse an output that would replace one of them.
+std::vector<NamedPath> ScenarioInputFiles(const Scenario& scenario);
 
 std::string_view PpScheduleName(PpSchedule s);              // "1f1b" | "interleaved_1f1b" | "gpipe"
 std::string_view OptimizerName(Optimizer o);                // "adamw" | "adam" | "sgd"

@@ -386,10 +386,23 @@ void FinishSweep(Objective objective, SweepResult* r) {
   for (int i : r->pareto) r->variants[i].pareto = true;
 }
 
-Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes) {
+Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
+                       std::vector<NamedPath>* reads) {
   SS_ASSIGN_OR_RETURN(const int64_t count, CombinationCount(axes));
   const size_t n = axes.size();
-  if (n == 0) return Status::Ok();
+  auto note_reads = [&](const Scenario& sc) {
+    if (reads == nullptr) return;
+    for (NamedPath& f : ScenarioInputFiles(sc)) {
+      const bool known = std::any_of(reads->begin(), reads->end(),
+                                     [&](const NamedPath& r) { return r.path == f.path; });
+      if (!known) reads->push_back(std::move(f));
+    }
+  };
+  if (n == 0) {
+    // The base alone is the one variant: its error is the sweep's to report.
+    if (Result<Scenario> sc = ParseVariant(base, {}); sc.ok()) note_reads(*sc);
+    return Status::Ok();
+  }
   // Combination index = Σ value index · stride, the last axis fastest (CombinationSets).
   std::vector<int64_t> size(n), stride(n, 1);
   for (size_t a = 0; a < n; ++a) size[a] = static_cast<int64_t>(axes[a].values.size());
@@ -401,6 +414,7 @@ Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes)
     Result<Scenario> sc = ParseVariant(base, CombinationSets(axes, index));
     if (sc.ok()) {
       any_parsed = true;
+      note_reads(*sc);
       for (size_t a = 0; a < n; ++a)
         parses[a][static_cast<size_t>(index / stride[a] % size[a])] = 1;
     }

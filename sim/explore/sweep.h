@@ -162,8 +162,12 @@ std::vector<int> DealCombinations(const std::vector<VaryAxis>& axes, int64_t cou
 // other axes, with the first combination's error: a typo (`parallelism.tp=1,abc`) is refused
 // before anything runs. A parse costs tens of microseconds; the axes are usually settled by
 // their diagonal (as many parses as the longest axis has values), and a value that fails is
-// tried against the other axes' combinations until one parses.
-Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes);
+// tried against the other axes' combinations until one parses. `reads`, when given, gets the
+// files the parsed combinations read beside the scenario (ScenarioInputFiles, each once): every
+// model or calibration file an axis value or the base names, when that value parses at all,
+// so that no output of the sweep replaces one.
+Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
+                       std::vector<NamedPath>* reads = nullptr);
 
 // For `result` of RunSweep over `axes` (variants in combination order): one line per axis value
 // whose every combination was invalid (it parsed, but the plan or the simulation refused it),

@@ -208,4 +208,24 @@ grep -q "events of a kind the format does not define, skipped: 1" "$out/stats" |
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2
+# sweep: an output that is a file a variant reads (its model file, named by the base, an axis
+# or --set; its calibration file) is refused before the run, and the file is left whole.
+cp tests/backend_mpi/scenarios/tiny_llama.config.json "$out/tree_a.json"
+cp tests/backend_mpi/scenarios/tiny_llama.config.json "$out/tree_b.json"
+printf '{"model": {"hf_config": "tree_a.json"}}\n' > "$out/sweep_job.json"
+expect_error 2 "--csv $out/tree_a.json: is the scenario's model file (of a variant)" \
+  "$bin" sweep "$out/sweep_job.json" --vary training.local_batch=1,2 --csv "$out/tree_a.json"
+expect_error 2 "--json $out/tree_b.json: is the scenario's model file (of a variant)" \
+  "$bin" sweep "$out/sweep_job.json" --vary "model.hf_config=tree_a.json,tree_b.json" \
+  --json "$out/tree_b.json"
+cmp -s "$out/tree_b.json" tests/backend_mpi/scenarios/tiny_llama.config.json ||
+  fail "sweep replaced a model file an axis names"
+# recommend --scenarios: a plan file would replace the model file kept in the folder.
+mkdir "$out/plans"
+cp tests/backend_mpi/scenarios/tiny_llama.config.json "$out/plans/plan_1.json"
+expect_error 2 "--scenarios $out/plans/plan_1.json: is the --model $out/plans/plan_1.json" \
+  "$bin" recommend --model "$out/plans/plan_1.json" --global-batch-tokens 8192 --seq-len 1024 \
+  --scenarios "$out/plans" --top 1
+cmp -s "$out/plans/plan_1.json" tests/backend_mpi/scenarios/tiny_llama.config.json ||
+  fail "recommend replaced its model file"
 echo "hostile_input_test: ok"

@@ -4,6 +4,7 @@
 // checkpointing, prefetch and resharding (sim/explore/recommend.h) and prints the best plans,
 // what bounds each, and the scenario file that reproduces it.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -62,6 +63,11 @@ std::string Label(const std::vector<std::string>& sets) {
   return out;
 }
 
+// Where --scenarios writes plan k (from 1).
+std::string PlanPath(const std::string& folder, int k) {
+  return (std::filesystem::path(folder) / fmt::format("plan_{}.json", k)).string();
+}
+
 Status RunRecommend(const RecommendArgs& args) {
   sim::RecommendOptions o;
   o.model = args.model;
@@ -99,8 +105,7 @@ Status RunRecommend(const RecommendArgs& args) {
                                       args.scenarios,
                                       ec ? ec.message() : std::string("a file is in the way")));
     }
-    SS_RETURN_IF_ERROR(CheckOutputPath(
-        "--scenarios", (std::filesystem::path(args.scenarios) / "plan_1.json").string()));
+    SS_RETURN_IF_ERROR(CheckOutputPath("--scenarios", PlanPath(args.scenarios, 1)));
   }
   ProgressBar bar("recommend");
   if (args.progress || StderrIsTty()) {
@@ -144,16 +149,33 @@ Status RunRecommend(const RecommendArgs& args) {
                    : std::string());
     const std::string text = DumpJson(p.scenario, 2) + "\n";
     if (!args.scenarios.empty()) {
-      const std::string path =
-          (std::filesystem::path(args.scenarios) / fmt::format("plan_{}.json", k + 1)).string();
+      const std::string path = PlanPath(args.scenarios, static_cast<int>(k) + 1);
       files.emplace_back(path, text);
       fmt::print("  scenario: {} (shardscope simulate {})\n", path, path);
     } else {
       fmt::print("{}", text);
     }
   }
+  // No plan file may replace a file the search read (a model file or a price table kept in
+  // the folder): checked on the names the plans took, before any is written.
+  std::vector<NamedPath> outputs;
+  for (const auto& [path, text] : files) outputs.push_back({"--scenarios", path});
+  SS_RETURN_IF_ERROR(
+      CheckDistinctFiles(outputs, {{"--model", args.model}, {"--prices", args.prices}}));
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (!files.empty()) fmt::print("{} scenario files written to {}\n", files.size(), args.scenarios);
+  // A folder reused with fewer plans keeps the earlier run's later files: say which, rather
+  // than delete what may be the user's.
+  std::vector<std::string> stale;
+  for (int k = static_cast<int>(files.size()) + 1; !args.scenarios.empty(); ++k) {
+    const std::string path = PlanPath(args.scenarios, k);
+    if (!std::filesystem::exists(path)) break;
+    stale.push_back(std::filesystem::path(path).filename().string());
+  }
+  if (!stale.empty()) {
+    fmt::print("  note: {} also holds {} from an earlier run (not this run's plans)\n",
+               args.scenarios, fmt::join(stale, ", "));
+  }
   return Status::Ok();
 }
 

@@ -57,10 +57,14 @@ Status RunSweepCommand(const SweepArgs& args) {
   if (args.top < 0)
     return InvalidInput(fmt::format("--top {}: expected 0 (all) or more", args.top));
   // Outputs are checked before the work, and written together after it (all or none).
-  SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}},
-                                  {{"scenario", args.scenario}, {"--prices", args.prices}}));
+  std::vector<NamedPath> inputs = {{"scenario", args.scenario}, {"--prices", args.prices}};
+  SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}}, inputs));
   SS_ASSIGN_OR_RETURN(sim::SweepBase base, sim::LoadSweepBase(args.scenario, args.sets));
-  SS_RETURN_IF_ERROR(sim::CheckAxisValues(base, axes));
+  // The model and calibration files the variants read are known once their values parse.
+  std::vector<NamedPath> reads;
+  SS_RETURN_IF_ERROR(sim::CheckAxisValues(base, axes, &reads));
+  for (NamedPath& r : reads) inputs.push_back({"scenario's " + r.what + " (of a variant)", r.path});
+  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--csv", args.csv}, {"--json", args.json}}, inputs));
   sim::PriceTable prices = sim::DefaultPriceTable();
   if (!args.prices.empty()) {
     SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));

@@ -16,13 +16,7 @@ namespace shardscope::cli {
 inline std::vector<NamedPath> ScenarioFiles(const Scenario& sc, const std::string& scenario_path,
                                             const std::string& named = "scenario") {
   std::vector<NamedPath> files = {{named, scenario_path}};
-  if (sc.model.kind == ModelSource::Kind::kHfConfigFile ||
-      sc.model.kind == ModelSource::Kind::kModuleTreeFile) {
-    files.push_back({named + "'s model file", sc.model.name_or_path});
-  }
-  if (!sc.cluster.cost_model.empty()) {
-    files.push_back({named + "'s cluster.cost_model", sc.cluster.cost_model});
-  }
+  for (NamedPath& f : ScenarioInputFiles(sc)) files.push_back({named + "'s " + f.what, f.path});
   return files;
 }
 
