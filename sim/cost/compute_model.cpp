@@ -94,10 +94,11 @@ double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_
   const double flops =
       shaped ? 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)
              : flops_if_unknown;
-  const double ideal_us = flops / (peak * cap) * 1e6;
-  double eff = cap * RampShare(ideal_us, p.gemm_ramp_us);
-  if (shaped) eff *= TileShare(m, p.gemm_tile) * TileShare(n, p.gemm_tile);
-  return std::min(eff, cap);
+  // The tiles a GEMM runs are whole: below one tile of m or n it computes the padding too, at
+  // the same time whatever the real size. The ramp is a fixed cost per kernel on top.
+  const double fill = shaped ? TileShare(m, p.gemm_tile) * TileShare(n, p.gemm_tile) : 1.0;
+  const double padded_us = flops / (peak * cap * fill) * 1e6;
+  return std::min(cap * fill * RampShare(padded_us, p.gemm_ramp_us), cap);
 }
 
 ComputeTime ComputeItemTime(const ComputeItem& item, const Hardware& hw, const CostParams& p) {

@@ -22,8 +22,11 @@
 
 namespace shardscope {
 
-// eff = gemm_efficiency · q(m) · q(n) · t0 / (t0 + gemm_ramp_us), t0 = 2mnk / (peak · cap);
-// never above gemm_efficiency. m, n or k of 0 → the ramp alone on `flops_if_unknown`.
+// eff = gemm_efficiency · q(m) · q(n) · tp / (tp + gemm_ramp_us), with q the share of the
+// padded tiles a dimension fills and tp = 2mnk / (peak · cap · q(m) · q(n)) the padded tiles'
+// time: a GEMM takes tp + gemm_ramp_us, so a smaller m or n never takes longer (the fixed ramp
+// is paid once, not scaled by the padding). Never above gemm_efficiency. m, n or k of 0 → the
+// ramp alone on `flops_if_unknown`.
 double GemmEfficiency(const Hardware& hw, const CostParams& p, int64_t m, int64_t n, int64_t k,
                       double flops_if_unknown = 0);
 

@@ -11,7 +11,8 @@
 // The compute model (sim/cost/compute_model.cpp), per ComputeItem, as a roofline plus gaps:
 //   GEMM       t = max(flops / (peak × eff), bytes / (hbm × mem_eff)) + kernels × kernel_overhead
 //              eff(m,n,k) = gemm_efficiency × q(m) × q(n) × t0 / (t0 + gemm_ramp_us),
-//              t0 = 2mnk / (peak × gemm_efficiency), q(d) = d / roundup(d, gemm_tile).
+//              t0 = 2mnk / (peak × gemm_efficiency × q(m) × q(n)) (the padded tiles' time),
+//              q(d) = d / roundup(d, gemm_tile): a GEMM takes t0 + gemm_ramp_us.
 //              Each GEMM pays a fixed ramp (first and last wave, launch tail), so efficiency
 //              rises with size toward the measured best and never exceeds it: on an H100 with
 //              the 0.6 µs default, 512³ reaches ~29% of peak, 1024³ ~66%, 4096³ ~80.1% (cap
