@@ -423,6 +423,24 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
   return r;
 }
 
+// A summary's figure as diff compares it: a finite number, at least 0 (a step time above 0), and
+// at most kMaxSummaryFigure in its unit, where seconds, GiB, tokens/s and ratios all stay far
+// from what a step can be: beyond it the conversion to ns or bytes overflows, and a −100%
+// change read as within every tolerance.
+namespace {
+constexpr double kMaxSummaryFigure = 1e12;
+Status CheckSummaryFigure(const std::string& src, const std::string& key, const nlohmann::json& v,
+                          bool positive) {
+  const double x = v.is_number() ? v.get<double>() : std::nan("");
+  if (!v.is_number() || !std::isfinite(x) || x < 0 || (positive && x == 0) ||
+      x > kMaxSummaryFigure) {
+    return InvalidInput(fmt::format("{}: {}: expected a number {} 0 and at most {:g}, got {}", src,
+                                    key, positive ? ">" : ">=", kMaxSummaryFigure, v.dump()));
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b,
                                  const Tolerances& tolerances, const std::string& source_a,
                                  const std::string& source_b) {
@@ -450,9 +468,18 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
     if (!j->contains("step_time_s"))
       return InvalidInput(src + ": step_time_s: missing (expected a summary, formats.md §2)");
     for (const Field& f : kFields) {
-      if (j->contains(f.key) && !(*j)[f.key].is_number()) {
-        return InvalidInput(
-            fmt::format("{}: {}: expected a number, got {}", src, f.key, (*j)[f.key].dump()));
+      if (j->contains(f.key)) {
+        SS_RETURN_IF_ERROR(
+            CheckSummaryFigure(src, f.key, (*j)[f.key], std::string_view(f.key) == "step_time_s"));
+      }
+    }
+    for (const char* group : {"comm_s", "comm_by_purpose_s", "exposed_comm_by_purpose_s"}) {
+      const auto it = j->find(group);
+      if (it == j->end() || !it->is_object()) continue;
+      for (const auto& [k, v] : it->items()) {
+        if (v.is_number()) {
+          SS_RETURN_IF_ERROR(CheckSummaryFigure(src, std::string(group) + "." + k, v, false));
+        }
       }
     }
   }
