@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/trace/trace_check.h"
 #include "core/trace/trace_io.h"
+#include "core/util/count_text.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
@@ -217,6 +219,17 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
                       ParseScenario(t.metadata.scenario, path + ": metadata.scenario", ""));
   const int world = sc.cluster.world_size();
   t.SortEvents();
+  // A trace of ours that check-trace refuses (events overlapping in a lane, op_ids repeated)
+  // is not a measurement: fitted, its durations pin every figure at a bound and the file
+  // written predicts nothing.
+  if (t.import.source == "shardscope") {
+    if (const std::vector<std::string> problems = CheckTrace(t); !problems.empty()) {
+      return InvalidInput(fmt::format(
+          "{}: not a valid trace ({}; the first: {}; `shardscope "
+          "check-trace {}` lists them)",
+          path, CountOf(static_cast<int64_t>(problems.size()), "problem"), problems.front(), path));
+    }
+  }
   std::map<int, TraceInput> by_rank;
   std::map<std::pair<int, std::string>, int> seen;
   for (const WorkEvent& e : t.events) {

@@ -83,6 +83,15 @@ std::string SyntheticTrace(const nlohmann::json& doc, const std::string& dir,
   for (WorkEvent& e : t.events) {
     e.dur_ns = std::max<int64_t>(1, std::llround(static_cast<double>(e.dur_ns) * std::exp(n(rng))));
   }
+  // As on a GPU, a stream runs one op at a time: a lengthened op pushes its lane's later ops
+  // (calibrate refuses a trace whose events overlap in a lane, as check-trace does).
+  t.SortEvents();
+  for (size_t i = 1; i < t.events.size(); ++i) {
+    const WorkEvent& prev = t.events[i - 1];
+    WorkEvent& e = t.events[i];
+    if (e.rank == prev.rank && e.lane == prev.lane)
+      e.start_ns = std::max(e.start_ns, prev.end_ns());
+  }
   const std::string path = dir + "/" + name + ".trace.json";
   EXPECT_TRUE(WriteTrace(t, path).ok());
   return path;

@@ -214,6 +214,11 @@ expect_error 2 "1 event of a kind the format does not define (ph=Q)" "$bin" chec
 "$bin" stats "$out/tq.json" > "$out/stats" 2>&1 || fail "stats on a trace with one unknown event"
 grep -q "events of a kind the format does not define, skipped: 1" "$out/stats" ||
   { cat "$out/stats"; fail "stats does not say it skipped the event"; }
+# calibrate refuses a trace check-trace refuses (one event stretched over the rest of its lane)
+# instead of fitting every figure to its bound.
+sed '0,/"dur":[0-9.]*/s//"dur":1000000000000.000/' "$out/t.json" > "$out/t_long.json"
+expect_error 2 "t_long.json: not a valid trace" "$bin" calibrate "$out/t_long.json" --out "$out/cal.json"
+[ -e "$out/cal.json" ] && fail "calibrate wrote a calibration from an invalid trace"
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2
