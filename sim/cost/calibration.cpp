@@ -150,6 +150,16 @@ Status ApplyOverrides(const json& list, const std::string& where, CostParams* pa
     o.nodes = e["nodes"].get<int>();
     o.latency_us = e["latency_us"].get<double>();
     o.busbw_gbps = e["busbw_gbps"].get<double>();
+    // One shape, one figure: the model reads the first entry of a shape, so a second one
+    // would be ignored without a word.
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (out[j].type == o.type && out[j].ranks_per_node == o.ranks_per_node &&
+          out[j].nodes == o.nodes) {
+        return InvalidInput(fmt::format(
+            "{}: the same op, ranks_per_node and nodes as entry {} (one entry per group shape)",
+            path, j));
+      }
+    }
     out.push_back(o);
   }
   params->collective_overrides = std::move(out);
@@ -247,8 +257,13 @@ Result<Calibration> ParseCalibration(std::string_view text, std::string_view sou
 }
 
 Result<Calibration> LoadCalibration(const std::string& path) {
-  SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ParseCalibration(text, path);
+  // Named by the scenario field that names the file: a scenario or a typo given there would
+  // otherwise read as an error of the scenario itself ("base.json: cluster: unknown key").
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status().WithContext("cluster.cost_model");
+  Result<Calibration> cal = ParseCalibration(*text, path);
+  if (!cal.ok()) return cal.status().WithContext("cluster.cost_model");
+  return cal;
 }
 
 Status ApplyCalibration(const Calibration& cal, Hardware* hw, CostParams* params) {
@@ -264,6 +279,18 @@ Status ApplyCalibration(const Calibration& cal, Hardware* hw, CostParams* params
   if (hw != nullptr) *hw = hw_copy;
   if (params != nullptr) *params = params_copy;
   return Status::Ok();
+}
+
+std::vector<std::string> CalibrationKeys() {
+  std::vector<std::string> keys;
+  for (const std::string& k : GpuFieldNames()) keys.push_back("gpu." + k);
+  for (const std::string& k : NodeFieldNames()) keys.push_back("node." + k);
+  for (const ParamField& f : ComputeFields()) keys.push_back(std::string("compute.") + f.key);
+  for (const ParamField& f : CollectiveFields())
+    keys.push_back(std::string("collectives.") + f.key);
+  keys.push_back("collectives.nvls");
+  keys.push_back("collectives.overrides");
+  return keys;
 }
 
 std::string CalibrationToJson(const Calibration& cal) { return DumpJson(cal.overrides, 2) + "\n"; }

@@ -34,11 +34,13 @@
 //   LoadCalibration      file → Calibration (ReadFile, so .gz works)
 //   ApplyCalibration     overrides hardware and parameters in place
 //   CalibrationToJson    the canonical JSON text of a Calibration (what `calibrate` writes)
+//   CalibrationKeys      every key a calibration file may set, as "section.key"
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/util/status.h"
 #include "sim/cost/cost_params.h"
@@ -61,5 +63,9 @@ Status ApplyCalibration(const Calibration& cal, Hardware* hw, CostParams* params
 
 // Pretty-printed JSON (2-space indent, keys sorted) that ParseCalibration reads back.
 std::string CalibrationToJson(const Calibration& cal);
+
+// Every key a calibration file may set ("gpu.hbm_tbps", "compute.gemm_ramp_us", ...,
+// "collectives.overrides"); docs/calibration.md lists them (tests/docs checks it).
+std::vector<std::string> CalibrationKeys();
 
 }  // namespace shardscope

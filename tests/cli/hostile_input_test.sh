@@ -219,6 +219,22 @@ grep -q "events of a kind the format does not define, skipped: 1" "$out/stats" |
 sed '0,/"dur":[0-9.]*/s//"dur":1000000000000.000/' "$out/t.json" > "$out/t_long.json"
 expect_error 2 "t_long.json: not a valid trace" "$bin" calibrate "$out/t_long.json" --out "$out/cal.json"
 [ -e "$out/cal.json" ] && fail "calibrate wrote a calibration from an invalid trace"
+# A calibration with no network or NVLink bandwidth is refused (0 made those collectives free),
+# and its errors name the scenario field that points at it.
+printf '{"node": {"nic_gbit_per_s": 0}}\n' > "$out/nic0.json"
+expect_error 2 "cluster.cost_model: $out/nic0.json: node.nic_gbit_per_s: 0 is out of range [0.001" \
+  "$bin" simulate "$out/job.json" --set "cluster.cost_model=$out/nic0.json"
+printf '{"gpu": {"nvlink_links": 0}}\n' > "$out/links0.json"
+expect_error 2 "gpu.nvlink_links: 0 is out of range [1" \
+  "$bin" simulate "$out/job.json" --set "cluster.cost_model=$out/links0.json"
+expect_error 2 "cluster.cost_model: $out/job.json: model: unknown key" \
+  "$bin" simulate "$out/job.json" --set "cluster.cost_model=$out/job.json"
+printf '{"collectives": {"overrides": [%s, %s]}}\n' \
+  '{"op": "all_gather", "ranks_per_node": 8, "nodes": 1, "latency_us": 20, "busbw_gbps": 300}' \
+  '{"op": "all_gather", "ranks_per_node": 8, "nodes": 1, "latency_us": 30000, "busbw_gbps": 1}' \
+  > "$out/twice.json"
+expect_error 2 "collectives.overrides[1]: the same op, ranks_per_node and nodes as entry 0" \
+  "$bin" simulate "$out/job.json" --set "cluster.cost_model=$out/twice.json"
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2

@@ -8,6 +8,7 @@
 #include "core/config/scenario_schema.h"
 #include "core/util/file_io.h"
 #include "sim/advisor/fit_advisor.h"
+#include "sim/cost/calibration.h"
 #include "sim/engine/simulator.h"
 #include "sim/hardware/hardware.h"
 
@@ -51,6 +52,14 @@ TEST(DocsFormatsTest, ScenarioDocListsEveryGpu) {
   for (const std::string& gpu : CatalogGpuNames()) {
     EXPECT_TRUE(Mentions(line, gpu)) << "docs/scenario.md: the `cluster.gpu` row does not list `"
                                      << gpu << "`, which the hardware catalog has";
+  }
+}
+
+TEST(DocsFormatsTest, CalibrationDocListsEveryKey) {
+  const std::string doc = MustRead("docs/calibration.md");
+  for (const std::string& key : CalibrationKeys()) {
+    EXPECT_TRUE(Mentions(doc, key)) << "docs/calibration.md: calibration key `" << key
+                                    << "` is not documented; add it to 'The calibration file'";
   }
 }
 
