@@ -228,19 +228,27 @@ bool IsKinetoTopLevelKey(std::string_view key) {
          key == "baseTimeNanoseconds" || key == "trace_id";
 }
 
-KinetoSink::CommArgs KinetoSink::ReadCommArgs(const RawEvent& e) const {
+Result<KinetoSink::CommArgs> KinetoSink::ReadCommArgs(const RawEvent& e) const {
   CommArgs c;
   const std::string_view name = e.name.text;
-  auto count = [&](std::string_view key) -> int64_t {
+  // -1 when the profiler did not record it; a value it did record must be a count: read as
+  // "unknown", a string or 1e300 made the collective 0 bytes without a word.
+  auto count = [&](std::string_view key, int64_t lo, int64_t hi) -> Result<int64_t> {
     const RawArg* a = e.FindArg(key);
-    return a != nullptr && a->value.type == RawValue::Type::kInt && a->value.i >= 0 ? a->value.i
-                                                                                    : -1;
+    if (a == nullptr) return int64_t{-1};
+    if (a->value.type != RawValue::Type::kInt || a->value.i < lo || a->value.i > hi) {
+      std::string got = a->value.ToJsonText();
+      if (got.size() > 40) got = got.substr(0, 40) + "…";
+      return InvalidInput(fmt::format("{}: expected an integer from {} to {}, got {}",
+                                      FieldPath(source_, e.index, "args." + std::string(key)), lo,
+                                      hi, got));
+    }
+    return a->value.i;
   };
-  c.in_numel = count("In msg nelems");
-  c.out_numel = count("Out msg nelems");
-  if (const int64_t g = count("Group size"); g > 0 && g <= INT32_MAX) {
-    c.group_size = static_cast<int32_t>(g);
-  }
+  SS_ASSIGN_OR_RETURN(c.in_numel, count("In msg nelems", 0, kMaxTraceBytes));
+  SS_ASSIGN_OR_RETURN(c.out_numel, count("Out msg nelems", 0, kMaxTraceBytes));
+  SS_ASSIGN_OR_RETURN(const int64_t group, count("Group size", 1, INT32_MAX));
+  if (group > 0) c.group_size = static_cast<int32_t>(group);
   if (const RawArg* a = e.FindArg("dtype");
       a != nullptr && a->value.type == RawValue::Type::kString) {
     c.elem_bytes = DtypeBytes(a->value.text);
@@ -296,6 +304,11 @@ Status KinetoSink::OnTopLevel(const std::string& key, const std::string& json_te
     if (j.is_object() && j.contains("world_size") && j["world_size"].is_number_integer() &&
         j["world_size"].get<int64_t>() > 0 && j["world_size"].get<int64_t>() <= INT32_MAX) {
       world_size_ = j["world_size"].get<int>();
+    }
+    if (rank_ >= 0 && world_size_ > 0 && rank_ >= world_size_) {
+      return InvalidInput(fmt::format(
+          "{}: distributedInfo.rank: {} is not a rank of its world_size {} (expected 0 .. {})",
+          source_, rank_, world_size_, world_size_ - 1));
     }
     trace_->metadata.extra["distributedInfo"] = j;
   } else if (key == "deviceProperties") {
@@ -383,7 +396,8 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
        (name.starts_with("gloo:") || name.starts_with("nccl:"))) ||
       (ev.cat == Cat::kKernel && IsNccl(name))) {
     ev.comm = static_cast<int32_t>(comms_.size());
-    comms_.push_back(ReadCommArgs(e));
+    SS_ASSIGN_OR_RETURN(CommArgs args, ReadCommArgs(e));
+    comms_.push_back(std::move(args));
   }
   if (const RawArg* a = e.FindArg("correlation");
       a != nullptr && a->value.type == RawValue::Type::kInt) {

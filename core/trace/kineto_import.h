@@ -106,7 +106,7 @@ class KinetoSink : public RawEventSink {
  private:
   int64_t Id(const RawValue& v);  // pid / tid: integers, or strings mapped to ids < 0
   void Unknown(const std::string& what);
-  CommArgs ReadCommArgs(const RawEvent& e) const;
+  Result<CommArgs> ReadCommArgs(const RawEvent& e) const;
 
   const std::string& source_;
   Trace* trace_;

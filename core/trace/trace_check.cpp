@@ -43,12 +43,21 @@ std::vector<std::string> CheckTrace(const Trace& trace) {
   };
   std::map<std::tuple<int, int64_t, StrId>, Seen> first;
   for (const WorkEvent& e : trace.events) {
-    if (e.op_id == kEmptyStr) continue;
     int64_t step = 0;
     if (auto it = begins.find(e.rank); it != begins.end()) {
       step =
           std::upper_bound(it->second.begin(), it->second.end(), e.start_ns) - it->second.begin();
+      // Before the rank's first step_begin an event belongs to no step: stats and diff would
+      // leave its time out without a word.
+      if (step == 0) {
+        problems.push_back(fmt::format(
+            "{}: rank {} lane {} ({}): \"{}\" [{}] starts at {} µs, before the rank's first "
+            "step_begin at {} µs (work events belong to a step)",
+            src, e.rank, e.lane, TraceLaneName(e.lane), trace.Str(e.name), trace.Str(e.op_id),
+            FormatNsAsUs(e.start_ns), FormatNsAsUs(it->second.front())));
+      }
     }
+    if (e.op_id == kEmptyStr) continue;
     auto [pos, inserted] = first.try_emplace({e.rank, step, e.op_id}, Seen{e.start_ns, e.lane});
     if (!inserted) {
       problems.push_back(fmt::format(

@@ -8,8 +8,9 @@
 //   CheckKinetoTrace    a Kineto trace file's text against the Kineto format
 //
 // Checked in ours: what the reader noted (metadata format/kind/tool_version, known tids, counter
-// keys ending in `_bytes`, op_ids present), plus events that overlap within one lane, and op_ids
-// that repeat within one rank and step (steps split at step_begin markers).
+// keys ending in `_bytes`, op_ids present), plus events that overlap within one lane, op_ids
+// that repeat within one rank and step (steps split at step_begin markers), and events that
+// start before their rank's first step_begin.
 // Checked in a Kineto trace (torch.profiler export_chrome_trace; Chrome trace-event format): the
 // top level is an object with a traceEvents array; schemaVersion an integer, distributedInfo an
 // object with integer rank ≥ 0 and world_size ≥ 1, deviceProperties an array, when present;

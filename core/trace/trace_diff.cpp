@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <span>
 #include <tuple>
 
@@ -220,6 +222,7 @@ std::string ToleranceHelp() {
 
 Result<Tolerances> ParseTolerances(std::string_view spec) {
   Tolerances tol = DefaultTolerances();
+  std::set<std::string> given;
   size_t pos = 0;
   while (pos <= spec.size() && !spec.empty()) {
     size_t comma = spec.find(',', pos);
@@ -227,11 +230,16 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
     const std::string_view item = spec.substr(pos, comma - pos);
     pos = comma + 1;
     if (item.empty()) {
-      if (comma == spec.size()) break;
-      continue;
+      return InvalidInput(fmt::format(
+          "--tol: \"{}\": an empty item (a stray comma?); expected metric=value[,metric=value…]",
+          spec));
     }
     const size_t eq = item.find('=');
     const std::string name(item.substr(0, eq));
+    if (eq != std::string_view::npos && !given.insert(name).second) {
+      // The last one used to win silently: `step_time=2%,step_time=30%` passed at 30%.
+      return InvalidInput(fmt::format("--tol: {} is given twice", name));
+    }
     const bool is_time =
         std::find(std::begin(kTimeMetrics), std::end(kTimeMetrics), name) != std::end(kTimeMetrics);
     if (eq == std::string_view::npos || (!is_time && name != "peak_memory")) {
@@ -252,12 +260,14 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
       side = magnitude[0] == '+' ? ToleranceSide::kIncrease : ToleranceSide::kDecrease;
       magnitude.erase(0, 1);
     }
-    char* end = nullptr;
-    const double number = std::strtod(magnitude.c_str(), &end);
-    const std::string unit(end);
+    // Decimal only (std::from_chars, not strtod: "0x10%" read as 16%).
+    double number = 0;
+    const auto [end, ec] =
+        std::from_chars(magnitude.data(), magnitude.data() + magnitude.size(), number);
+    const std::string unit(end, static_cast<const char*>(magnitude.data() + magnitude.size()));
     const bool digits_first =
         !magnitude.empty() && (std::isdigit(magnitude[0]) != 0 || magnitude[0] == '.');
-    if (!digits_first || end == magnitude.c_str() || !std::isfinite(number) || number < 0) {
+    if (!digits_first || ec != std::errc() || !std::isfinite(number) || number < 0) {
       return InvalidInput(fmt::format(
           "--tol: \"{}\": expected [+|-] and a number ≥ 0 with % or a unit, or off", item));
     }

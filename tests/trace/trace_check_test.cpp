@@ -43,6 +43,20 @@ TEST(CheckTrace, CatchesOverlappingLanes) {
       << problems[0];
 }
 
+// An event before its rank's first step_begin belongs to no step (stats would drop its time).
+TEST(CheckTrace, CatchesWorkBeforeTheFirstStep) {
+  Trace t = testing::SmallTrace();
+  t.AddWork(1, kLaneReduceScatter, "nccl:reduce_scatter", "bwd/layers.0/reduce_scatter", -1000000,
+            20000);
+  const auto problems = CheckTrace(ReadOurs(SerializeTrace(t)));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_TRUE(Has(problems,
+                  "rank 1 lane 3 (reduce_scatter): \"nccl:reduce_scatter\" "
+                  "[bwd/layers.0/reduce_scatter] starts at -1000.000 µs, before the "
+                  "rank's first step_begin at 0.000 µs"))
+      << problems[0];
+}
+
 TEST(CheckTrace, CatchesMissingMetadata) {
   const auto none = CheckTrace(ReadOurs(R"({"traceEvents":[]})"));
   ASSERT_EQ(none.size(), 1u);

@@ -154,7 +154,11 @@ TEST(TraceDiff, ToleranceParsing) {
   };
   for (const Bad& bad :
        {Bad{"speed=1%", "metric one of"}, Bad{"op", "metric one of"}, Bad{"op=fast", "a number"},
-        Bad{"op=5parsecs", "unknown unit \"parsecs\""}, Bad{"op=-1us,op=+-1us", "a number"},
+        Bad{"op=5parsecs", "unknown unit \"parsecs\""}, Bad{"op=+-1us", "a number"},
+        Bad{"step_time=2%,step_time=30%", "step_time is given twice"},
+        Bad{"step_time=0x10%", "unknown unit \"x10%\""},
+        Bad{",step_time=2%", "an empty item (a stray comma?)"},
+        Bad{"step_time=2%,", "an empty item"}, Bad{"step_time=2%,,op=off", "an empty item"},
         Bad{"step_time=2", "a unit is required"},
         Bad{"peak_memory=50us", "unknown unit \"us\" (expected % or one of B,"},
         Bad{"step_time=1GiB", "one of ns, us, ms, s for step_time"}, Bad{"op=+", "a number"},
