@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export a PyTorch model's module tree as shardscope-tree/1 JSON (formats.md §1a).
+"""Export a PyTorch model's module tree as shardscope-tree/1 JSON (docs/scenario.md, "Module tree files").
 
 Needs only torch and transformers. The model is built on the meta device, so no weights are
 allocated or downloaded: any size exports in seconds.

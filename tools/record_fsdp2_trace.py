@@ -163,7 +163,7 @@ def worker(rank, world, args, tmpdir):
 
 
 def scenario(args):
-    """The shardscope scenario (formats.md §1) of the recorded configuration."""
+    """The shardscope scenario (docs/scenario.md) of the recorded configuration."""
     return {
         "description": ("FSDP2 step recorded by tools/record_fsdp2_trace.py "
                         f"(--model {args.model}, {args.world} "

@@ -262,6 +262,13 @@ Status FillFsdp(const json& f, Scenario& s) {
       return InvalidInput(fmt::format(
           "fsdp.reshard_after_forward = {}: expected a boolean or a group size >= 1", d));
     }
+    // Said here in the scenario's words; the planner's own check names fsdp_config.
+    if (c.dp_shard_size % d != 0) {
+      return InvalidInput(fmt::format(
+          "fsdp.reshard_after_forward = {}: expected true, false or a group size that divides the "
+          "shard group size {} (dp_shard · cp): FSDP2 reshards to groups of that many ranks",
+          d, c.dp_shard_size));
+    }
     c.reshard_after_forward = true;
     c.reshard_after_forward_ranks = d;
   }

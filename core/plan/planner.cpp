@@ -444,7 +444,9 @@ Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inp
 
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
   SS_RETURN_IF_ERROR(CheckScenarioAgainstModel(scenario, tree));
-  return PlanFromInputs(tree, PlanInputsOf(scenario));
+  Result<Plan> plan = PlanFromInputs(tree, PlanInputsOf(scenario));
+  if (!plan.ok()) return plan.status().WithContext(scenario.source);
+  return plan;
 }
 
 }  // namespace shardscope

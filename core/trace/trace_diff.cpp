@@ -474,9 +474,16 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
                                   {"peak_memory_reserved_gib", "peak_memory", "GiB", kGiB}};
   for (const auto* j : {&a, &b}) {
     const std::string& src = j == &a ? source_a : source_b;
-    if (!j->is_object()) return InvalidInput(src + ": expected a summary object (formats.md §2)");
-    if (!j->contains("step_time_s"))
-      return InvalidInput(src + ": step_time_s: missing (expected a summary, formats.md §2)");
+    if (!j->is_object()) {
+      return InvalidInput(src +
+                          ": expected a trace or a summary object (`simulate --summary`; "
+                          "docs/summary.md)");
+    }
+    if (!j->contains("step_time_s")) {
+      return InvalidInput(src +
+                          ": neither a trace (no traceEvents) nor a summary (no "
+                          "step_time_s; `simulate --summary` writes one, docs/summary.md)");
+    }
     for (const Field& f : kFields) {
       if (j->contains(f.key)) {
         SS_RETURN_IF_ERROR(

@@ -51,9 +51,7 @@ Status RunPlan(const PlanArgs& args) {
   build.tp = scenario.parallelism.tp;
   build.ep = scenario.parallelism.ep;
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(scenario.model, build));
-  Result<Plan> planned = PlanScenario(scenario, tree);
-  if (!planned.ok()) return planned.status().WithContext(scenario.source);
-  const Plan& plan = *planned;
+  SS_ASSIGN_OR_RETURN(const Plan plan, PlanScenario(scenario, tree));
   const PlanMeshInfo& m = plan.mesh;
   fmt::print(
       "{}: {} GPUs ({}×{} {}), tp={} cp={} pp={} ep={}, dp_replicate={} dp_shard={}{}{}\n",

@@ -15,6 +15,7 @@
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
+#include "core/util/terminal_text.h"
 #include "core/util/units.h"
 #include "tools/shardscope/command.h"
 
@@ -224,7 +225,7 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
 Status RunCheckKineto(const std::string& path, const std::string& text) {
   SS_ASSIGN_OR_RETURN(KinetoCheck check, CheckKinetoTrace(text, path));
   if (check.problem_count > 0) {
-    for (const std::string& p : check.problems) fmt::print(stderr, "{}\n", p);
+    for (const std::string& p : check.problems) fmt::print(stderr, "{}\n", TerminalSafe(p));
     if (check.problem_count > static_cast<int64_t>(check.problems.size())) {
       fmt::print(stderr, "… {} more\n", check.problem_count - check.problems.size());
     }
@@ -274,9 +275,16 @@ Status RunCheck(const std::string& path) {
                trace.counters.size(), trace.markers.size());
     return Status::Ok();
   }
-  for (const std::string& p : problems) fmt::print(stderr, "{}\n", p);
-  return InvalidInput(fmt::format("{}: {} (listed above)", path,
-                                  CountOf(static_cast<int64_t>(problems.size()), "problem")));
+  // The first ones say what is wrong; millions of lines (a trace whose every event overlaps
+  // the next) say nothing more.
+  constexpr size_t kShown = 100;
+  for (size_t i = 0; i < problems.size() && i < kShown; ++i) {
+    fmt::print(stderr, "{}\n", TerminalSafe(problems[i]));
+  }
+  if (problems.size() > kShown) fmt::print(stderr, "… {} more\n", problems.size() - kShown);
+  return InvalidInput(fmt::format("{}: {} ({} above)", path,
+                                  CountOf(static_cast<int64_t>(problems.size()), "problem"),
+                                  problems.size() > kShown ? "the first 100 listed" : "listed"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "core/util/limits.h"
+#include "core/util/terminal_text.h"
 #include "tools/shardscope/command.h"
 
 #ifndef SHARDSCOPE_VERSION
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
     // --help and --version exit 0; every other parse error is a usage error (exit 2), printed
     // as every other error is, so a script can match one prefix.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    fmt::print(stderr, "shardscope: error: {} (see --help)\n", e.what());
+    fmt::print(stderr, "shardscope: error: {} (see --help)\n", TerminalSafe(e.what()));
     return static_cast<int>(ErrorCode::kInvalidInput);
   }
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
     if (!status.ok()) {
       // What the command printed comes before the error, also when stdout is a pipe.
       std::fflush(stdout);
-      fmt::print(stderr, "shardscope: error: {}\n", status.message());
+      fmt::print(stderr, "shardscope: error: {}\n", TerminalSafe(status.message()));
       // The trail is for whoever fixes the program: shown for runtime failures, and for every
       // error under SHARDSCOPE_ERROR_TRACE=1, never mixed into the message itself.
       if ((status.code() == ErrorCode::kRuntime || ErrorTraceRequested()) &&
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // A bug, not a user mistake: report it plainly rather than abort with a trace.
     std::fflush(stdout);
-    fmt::print(stderr, "shardscope: internal error: {}\n", e.what());
+    fmt::print(stderr, "shardscope: internal error: {}\n", TerminalSafe(e.what()));
     return static_cast<int>(ErrorCode::kRuntime);
   }
 }

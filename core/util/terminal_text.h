@@ -1,0 +1,32 @@
+// Contents: TerminalSafe, text that came from a user's input (a name, a path, a JSON value)
+// made safe to print on a terminal: control bytes shown as \xNN escapes.
+//
+// Why: error messages quote what the user wrote, and a file name or a JSON string may hold an
+// ESC sequence (which recolours or moves the terminal's cursor), a NUL or a newline (which
+// splits one error over two lines and breaks scripts matching "shardscope: error:"). Bytes
+// of 0x80 and above are left as they are: UTF-8 names print as written.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shardscope {
+
+inline std::string TerminalSafe(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace shardscope
