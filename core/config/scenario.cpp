@@ -315,6 +315,18 @@ Status FillTraining(const json& t, Scenario& s) {
         "gives each rank two equal chunks of the sequence)",
         s.training.seq_len, 2 * s.parallelism.cp));
   }
+  // Sequence parallelism shards each rank's tokens over tp (torchtitan asserts seq_len is a
+  // multiple of tp·2·cp): otherwise a rank would hold a fraction of a token.
+  if (const ParallelismConfig& p = s.parallelism; p.tp > 1 && p.sequence_parallel) {
+    const int64_t divisor = int64_t{p.tp} * (p.cp > 1 ? 2 * p.cp : 1);
+    if (s.training.seq_len % divisor != 0) {
+      return InvalidInput(fmt::format(
+          "training.seq_len = {} is not divisible by {} = {} (sequence parallelism splits each "
+          "rank's tokens over the tp ranks; or set parallelism.sequence_parallel to false)",
+          s.training.seq_len, p.cp > 1 ? "parallelism.tp·2·parallelism.cp" : "parallelism.tp",
+          divisor));
+    }
+  }
   SS_ASSIGN_OR_RETURN(s.training.activation_checkpoint,
                       ParseActivationCheckpoint(t["activation_checkpoint"].get<std::string>(),
                                                 "training.activation_checkpoint"));

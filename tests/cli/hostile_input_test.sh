@@ -240,6 +240,9 @@ expect_error 2 "collectives.overrides[1]: the same op, ranks_per_node and nodes 
 printf '{"model": "llama3-8b", "cluster": {"gpu": "h100\\u001b[31m-sxm"}}\n' > "$out/esc.json"
 expect_error 2 'unknown GPU '"'"'h100\x1b[31m-sxm'"'" "$bin" plan "$out/esc.json"
 grep -q "$(printf '\033')" "$out/stderr" && fail "an ESC byte reached stderr"
+# Sequence parallelism over more ranks than tokens: refused, not priced as a fraction of a token.
+expect_error 2 "training.seq_len = 4 is not divisible by parallelism.tp = 8" \
+  "$bin" simulate "$out/job.json" --set parallelism.tp=8 --set training.seq_len=4
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2
