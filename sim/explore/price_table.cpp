@@ -71,9 +71,13 @@ Result<PriceTable> ParsePriceTable(std::string_view text, const std::string& sou
       return InvalidInput(fmt::format("{}: not a catalog GPU{}; the catalog has: {}", where,
                                       DidYouMean(gpu, names), fmt::join(names, ", ")));
     }
-    if (!price.is_number() || !std::isfinite(price.get<double>()) || price.get<double>() <= 0) {
-      return InvalidInput(
-          fmt::format("{}: expected a price per GPU-hour > 0, got {}", where, price.dump()));
+    // From a hundredth of a cent to a million per GPU-hour: outside it a price is a unit slip,
+    // and at the extremes a cost prints as inf (1e308) or 0.000 on the Pareto front (5e-324).
+    constexpr double kMinPrice = 1e-4, kMaxPrice = 1e6;
+    if (!price.is_number() || !std::isfinite(price.get<double>()) ||
+        price.get<double>() < kMinPrice || price.get<double>() > kMaxPrice) {
+      return InvalidInput(fmt::format("{}: expected a price per GPU-hour from {:g} to {:g}, got {}",
+                                      where, kMinPrice, kMaxPrice, price.dump()));
     }
     // Names are case-insensitive: "H100-SXM" and "h100-sxm" are one GPU priced twice.
     if (!table.per_gpu_hour.emplace(name, price.get<double>()).second) {

@@ -165,7 +165,9 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       const int world = nodes * gpn;
       for (int tp = 1; tp <= tp_max; tp *= 2) {
         for (int cp = 1; cp <= 2; ++cp) {
-          if (o.seq_len % (2 * cp) != 0) continue;
+          // Context parallelism gives each rank two chunks of the sequence (the scenario's rule);
+          // without it any length goes.
+          if (cp > 1 && o.seq_len % (2 * cp) != 0) continue;
           for (int pp = 1; pp <= 8 && pp <= layers; pp *= 2) {
             if (world % (tp * cp * pp) != 0) continue;
             const int dp = world / (tp * cp * pp);

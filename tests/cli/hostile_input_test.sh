@@ -243,6 +243,12 @@ grep -q "$(printf '\033')" "$out/stderr" && fail "an ESC byte reached stderr"
 # Sequence parallelism over more ranks than tokens: refused, not priced as a fraction of a token.
 expect_error 2 "training.seq_len = 4 is not divisible by parallelism.tp = 8" \
   "$bin" simulate "$out/job.json" --set parallelism.tp=8 --set training.seq_len=4
+# recommend says a budget priced every plan out, not that a margin did; one-token sequences
+# have plans (cp 1 needs no even length).
+expect_error 1 "no plan within --budget-per-hour 1e-300: 872 of the 872 plans cost more per hour" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --budget-per-hour 1e-300
+"$bin" recommend --model llama3.2-1b --global-batch-tokens 8 --seq-len 1 --top 1 > "$out/rec1" 2>&1 ||
+  { cat "$out/rec1"; fail "recommend for one-token sequences"; }
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2

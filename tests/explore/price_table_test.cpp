@@ -40,9 +40,18 @@ TEST(PriceTable, BadFilesNameTheKey) {
   EXPECT_NE(m.find("p.json: per_gpu_hour.h100sxm: not a catalog GPU"), std::string::npos) << m;
   EXPECT_NE(m.find("did you mean h100-sxm"), std::string::npos) << m;
   m = error(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h200": -1}})");
-  EXPECT_NE(m.find("per_gpu_hour.h200: expected a price per GPU-hour > 0, got -1"),
+  EXPECT_NE(m.find("per_gpu_hour.h200: expected a price per GPU-hour from 0.0001 to 1e+06, got -1"),
             std::string::npos)
       << m;
+  // Prices whose costs print as inf or 0.000 are unit slips, refused.
+  for (const char* absurd : {"1e308", "5e-324", "0"}) {
+    const std::string text =
+        std::string(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h200": )") + absurd +
+        "}}";
+    m = error(text.c_str());
+    EXPECT_NE(m.find("per_gpu_hour.h200: expected a price per GPU-hour from"), std::string::npos)
+        << absurd << ": " << m;
+  }
   m = error(R"({"format": "shardscope-prices/1", "per_gpu_hour": {"h200": "3"}})");
   EXPECT_NE(m.find("got \"3\""), std::string::npos) << m;
   m = error(R"({"per_gpu_hour": {}})");

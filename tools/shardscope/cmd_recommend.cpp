@@ -125,6 +125,14 @@ Status RunRecommend(const RecommendArgs& args) {
   for (const std::string& n : rec.notes) fmt::print("  note: {}\n", n);
   if (rec.plans.empty()) {
     const bool margin = args.margin_gib > 0;
+    // Said for what stopped the plans: a budget that prices every one out is not a margin's
+    // or a GPU count's doing.
+    if (rec.fitting == 0 && rec.thin == 0 && rec.pruned_budget > 0 && rec.simulated == 0) {
+      return CheckFailed(fmt::format(
+          "no plan within --budget-per-hour {:g}: {} of the {} plans cost more per hour, {} "
+          "need more memory than the GPUs have, {} are invalid; raise --budget-per-hour",
+          args.budget_per_hour, rec.pruned_budget, rec.generated, rec.pruned_memory, rec.invalid));
+    }
     return CheckFailed(
         fmt::format("no plan fits{}: {}raise --max-gpus or --budget-per-hour, or add a --gpu",
                     margin ? fmt::format(" with {:g} GiB of headroom ({} fit with less)",
