@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/config/scenario_schema.h"
 #include "core/model/unknown_model.h"
@@ -244,6 +246,18 @@ Status FillFsdp(const json& f, Scenario& s) {
   c.edp_shard_size = s.parallelism.edp_shard;
   c.replicate_params = f["replicate_params"].get<std::vector<std::string>>();
   c.ignored_params = f["ignored_params"].get<std::vector<std::string>>();
+  // A name listed twice would be counted twice by whoever sums the list.
+  for (const auto& [key, names] : {std::pair<const char*, const std::vector<std::string>*>{
+                                       "replicate_params", &c.replicate_params},
+                                   {"ignored_params", &c.ignored_params}}) {
+    std::unordered_map<std::string_view, size_t> first;
+    for (size_t i = 0; i < names->size(); ++i) {
+      if (const auto [it, fresh] = first.emplace((*names)[i], i); !fresh) {
+        return InvalidInput(fmt::format("fsdp.{}[{}]: '{}' is already listed at [{}]", key, i,
+                                        (*names)[i], it->second));
+      }
+    }
+  }
   const json& mp = f["mix_precision"];
   SS_ASSIGN_OR_RETURN(c.mix_precision.param_dtype,
                       OptionalDType(mp["param_dtype"], "fsdp.mix_precision.param_dtype"));

@@ -152,6 +152,12 @@ Result<Param> ParseParam(const json& j, const std::string& path, ParseState& st)
         return InvalidInput(field + ": expected a placement string such as \"Shard(0)\"");
       }
       SS_ASSIGN_OR_RETURN(Placement pl, ParsePlacement(placement.get<std::string>(), field));
+      // Read on its own (`model` summarises a tree without planning it), a shard of a
+      // dimension the tensor lacks is still the file's error.
+      if (pl.kind == Placement::Kind::kShard && pl.dim >= static_cast<int>(p.shape.size())) {
+        return InvalidInput(field + ": Shard(" + std::to_string(pl.dim) +
+                            ") but the parameter has " + std::to_string(p.shape.size()) + " dims");
+      }
       layout[dim] = pl;
     }
     p.layout = std::move(layout);

@@ -249,6 +249,19 @@ expect_error 1 "no plan within --budget-per-hour 1e-300: 872 of the 872 plans co
   "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --budget-per-hour 1e-300
 "$bin" recommend --model llama3.2-1b --global-batch-tokens 8 --seq-len 1 --top 1 > "$out/rec1" 2>&1 ||
   { cat "$out/rec1"; fail "recommend for one-token sequences"; }
+# model checks what plan checks: an expert mesh over a dense model, a parameter dtype nothing
+# trains in, a source layout that shards a dimension the tensor lacks; a scenario lists a
+# parameter once.
+expect_error 2 "--ep 2: llama3-8b has no routed experts" "$bin" model llama3-8b --ep 2
+expect_error 2 "--param-dtype int8: expected float32, bfloat16 or float16" \
+  "$bin" model llama3-8b --param-dtype int8
+printf '{"format": "shardscope-tree/1", "config": {}, "root": {"name": "", "class": "M", %s}}\n' \
+  '"params": [{"name": "w", "shape": [4, 4], "dtype": "float32", "layout": {"tp": "Shard(5)"}}]' \
+  > "$out/shard5_tree.json"
+expect_error 2 "shard5_tree.json: root.params[0].layout.tp: Shard(5) but the parameter has 2 dims" \
+  "$bin" model "$out/shard5_tree.json"
+expect_error 2 "fsdp.ignored_params[1]: 'lm_head.weight' is already listed at [0]" \
+  "$bin" plan "$out/job.json" --set 'fsdp.ignored_params=["lm_head.weight","lm_head.weight"]'
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2

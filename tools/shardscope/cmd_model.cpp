@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/config/model_consistency.h"
+#include "core/model/dtype.h"
 #include "core/model/model_source.h"
 #include "core/model/model_summary.h"
 #include "core/model/tree_json.h"
@@ -67,7 +69,22 @@ Status RunModel(const ModelArgs& args) {
   options.tp = args.tp;
   options.ep = args.ep;
   SS_ASSIGN_OR_RETURN(options.param_dtype, ParseDType(args.param_dtype, "--param-dtype"));
+  // Parameters are trained, so floating point; float8 and float64 are not how a model is made.
+  if (options.param_dtype != DType::kFloat32 && options.param_dtype != DType::kBFloat16 &&
+      options.param_dtype != DType::kFloat16) {
+    return InvalidInput(fmt::format(
+        "--param-dtype {}: expected float32, bfloat16 or float16 (the dtype trainable parameters "
+        "are created in)",
+        args.param_dtype));
+  }
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(source, options));
+  // As plan and simulate say for parallelism.ep: an expert mesh over a dense model.
+  if (args.ep > 1 && !HasRoutedExperts(tree)) {
+    return InvalidInput(fmt::format(
+        "--ep {}: {} has no routed experts, so expert parallelism does not apply (expected --ep "
+        "1 for a dense model)",
+        args.ep, args.model));
+  }
   const ModelSummary s = SummarizeModel(tree);
 
   fmt::print("model            {} ({})\n", s.model_type.empty() ? "?" : s.model_type,
