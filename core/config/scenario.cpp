@@ -537,6 +537,9 @@ Result<Scenario> ParseScenario(json doc, const std::string& source, const std::s
   Result<Scenario> s = Resolve(std::move(doc), base_dir);
   if (!s.ok()) return NameTheOverride(s.status(), overrides).WithContext(source);
   s->source = source;
+  // An inline config's errors come when the model is built, away from the scenario: named by
+  // it, they say which file holds the config.
+  if (s->model.kind == ModelSource::Kind::kHfInline) s->model.name_or_path = source + ": model.hf";
   return s;
 }
 

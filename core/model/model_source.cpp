@@ -50,7 +50,9 @@ Result<ModelTree> LoadModel(const ModelSource& source, const ModelBuildOptions& 
     case ModelSource::Kind::kModuleTreeFile:
       return LoadModelTreeFile(source.name_or_path);
     case ModelSource::Kind::kHfInline:
-      return BuildModelFromHfConfig(source.inline_config, "model.hf", options);
+      return BuildModelFromHfConfig(source.inline_config,
+                                    source.name_or_path.empty() ? "model.hf" : source.name_or_path,
+                                    options);
   }
   return InvalidInput("model: unknown source kind");
 }

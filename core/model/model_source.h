@@ -23,7 +23,9 @@ namespace shardscope {
 struct ModelSource {
   enum class Kind { kBuiltin, kHfConfigFile, kModuleTreeFile, kHfInline };
   Kind kind = Kind::kBuiltin;
-  std::string name_or_path;      // built-in name, or a path already resolved against the scenario
+  // Built-in name, or a path already resolved against the scenario; for an inline config, how
+  // errors name it ("job.json: model.hf").
+  std::string name_or_path;
   nlohmann::json inline_config;  // kHfInline only
   // model.implementation: whose module code runs it (transformers for HF configs and exported
   // trees unless the scenario says torchtitan); sets what autograd saves (saved_tensors.h).

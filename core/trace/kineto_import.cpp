@@ -323,7 +323,7 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
   ++trace_->import.events_read;
   if (e.ph.type != RawValue::Type::kString || e.ph.text.empty()) {
     return InvalidInput(FieldPath(source_, e.index, "ph") + ": expected a string, got " +
-                        std::string(e.ph.TypeName()));
+                        e.ph.Described());
   }
   const std::string cat = e.cat.type == RawValue::Type::kString ? e.cat.text : std::string();
   const char ph = e.ph.text[0];
@@ -368,12 +368,12 @@ Status KinetoSink::OnEvent(const RawEvent& e) {
   }
   if (e.name.type != RawValue::Type::kString) {
     return InvalidInput(FieldPath(source_, e.index, "name") + ": expected a string, got " +
-                        std::string(e.name.TypeName()));
+                        e.name.Described());
   }
   Event ev;
   if (!RawToNs(e.ts, &ev.start_ns)) {
     return InvalidInput(FieldPath(source_, e.index, "ts") +
-                        ": expected a number of microseconds, got " + std::string(e.ts.TypeName()));
+                        ": expected a number of microseconds, got " + e.ts.Described());
   }
   if (!RawToNs(e.dur, &ev.dur_ns) || ev.dur_ns < 0) {
     return InvalidInput(FieldPath(source_, e.index, "dur") +

@@ -128,7 +128,7 @@ class KinetoCheckSink : public trace_internal::RawEventSink {
   }
   void Field(const char* field, const RawValue& v, const char* expected) {
     Problem(fmt::format("{}: expected {}, got {}", FieldPath(source_, index_, field), expected,
-                        v.present() ? std::string(v.TypeName()) : std::string("nothing")));
+                        v.Described()));
   }
   void Problem(std::string p) {
     ++out_->problem_count;

@@ -52,6 +52,15 @@ std::string_view RawValue::TypeName() const {
   return "?";
 }
 
+std::string RawValue::Described() const {
+  if (type == Type::kAbsent || type == Type::kNull || type == Type::kNested) {
+    return std::string(TypeName());
+  }
+  std::string value = ToJsonText();
+  if (value.size() > 40) value = value.substr(0, 40) + "…";
+  return std::string(TypeName()) + " (" + value + ")";
+}
+
 const RawArg* RawEvent::FindArg(std::string_view key) const {
   for (size_t i = 0; i < num_args; ++i) {
     if (args[i].key == key) return &args[i];

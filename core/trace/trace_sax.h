@@ -37,6 +37,9 @@ struct RawValue {
   std::string ToJsonText() const;
   // A short description for error messages ("a string", "an object", ...).
   std::string_view TypeName() const;
+  // The same with a scalar's value, for messages about a value out of range or of the wrong
+  // kind ("a number (1e+300)", "a string (\"Q\")"); arrays and objects by their type alone.
+  std::string Described() const;
 };
 
 struct RawArg {

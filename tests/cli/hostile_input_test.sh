@@ -262,6 +262,10 @@ expect_error 2 "shard5_tree.json: root.params[0].layout.tp: Shard(5) but the par
   "$bin" model "$out/shard5_tree.json"
 expect_error 2 "fsdp.ignored_params[1]: 'lm_head.weight' is already listed at [0]" \
   "$bin" plan "$out/job.json" --set 'fsdp.ignored_params=["lm_head.weight","lm_head.weight"]'
+# An inline config's error names the scenario file and the value.
+expect_error 2 "job.json: model.hf: hidden_size: expected an integer in [1, 16777216], got -3" \
+  "$bin" plan "$out/job.json" --set 'model={"hf": {"model_type": "llama", "hidden_size": -3,
+  "vocab_size": 100, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 8}}'
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2

@@ -177,10 +177,12 @@ TEST(BuilderTest, ConfigErrorsNameTheFileAndField) {
   EXPECT_EQ(BuildError(c), "cfg.json: missing required field 'hidden_size'");
   c = llama;
   c["num_hidden_layers"] = "two";
-  EXPECT_EQ(BuildError(c), "cfg.json: num_hidden_layers: expected an integer in [1, 1024]");
+  EXPECT_EQ(BuildError(c),
+            "cfg.json: num_hidden_layers: expected an integer in [1, 1024], got \"two\"");
   c = llama;
   c["hidden_size"] = int64_t{1} << 30;
-  EXPECT_EQ(BuildError(c), "cfg.json: hidden_size: expected an integer in [1, 16777216]");
+  EXPECT_EQ(BuildError(c),
+            "cfg.json: hidden_size: expected an integer in [1, 16777216], got 1073741824");
   json moe = ReadJson("tests/fixtures/trees/qwen3_moe.config.json");
   moe["num_experts"] = 1 << 24;
   moe["hidden_size"] = 1 << 24;

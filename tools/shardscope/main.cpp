@@ -37,7 +37,12 @@ int main(int argc, char** argv) {
     // --help and --version exit 0; every other parse error is a usage error (exit 2), printed
     // as every other error is, so a script can match one prefix.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    fmt::print(stderr, "shardscope: error: {} (see --help)\n", TerminalSafe(e.what()));
+    // CLI11 says only "Could not convert: --top = 1e9": say what kind of value it was not.
+    const bool conversion = dynamic_cast<const CLI::ConversionError*>(&e) != nullptr;
+    fmt::print(stderr, "shardscope: error: {}{} (see --help)\n", TerminalSafe(e.what()),
+               conversion ? ": not a value of the option's type (INT: a whole number in range, "
+                            "FLOAT: a number)"
+                          : "");
     return static_cast<int>(ErrorCode::kInvalidInput);
   }
 
