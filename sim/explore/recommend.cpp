@@ -316,6 +316,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   if (!refine.empty()) {
     sweep.progress = nullptr;
     rec.simulated += static_cast<int64_t>(refine.size());
+    rec.refined = static_cast<int64_t>(refine.size());
     SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(refine), sweep));
     for (VariantResult& v : r.variants) {
       if (KeepsMargin(v, o, nullptr)) fitting.push_back(std::move(v));

@@ -117,11 +117,15 @@ Status RunRecommend(const RecommendArgs& args) {
   const sim::Recommendation& rec = *rec_or;
   fmt::print(
       "Searched {} plans of {} for {} tokens per step (seq {}): {} pruned by memory, {} by "
-      "budget, {} by their throughput bound; {} simulated, {} fit with {:g} GiB of headroom or "
+      "budget, {} by their throughput bound; {} simulated{}, {} fit with {:g} GiB of headroom or "
       "more (--margin), {} fit with less, {} invalid\n",
       rec.generated, args.model, args.global_batch_tokens, args.seq_len, rec.pruned_memory,
-      rec.pruned_budget, rec.pruned_bound, rec.simulated, rec.fitting, args.margin_gib, rec.thin,
-      rec.invalid);
+      rec.pruned_budget, rec.pruned_bound, rec.simulated,
+      rec.refined > 0 ? fmt::format(" ({} of them the best plans again with deeper prefetch or "
+                                    "without resharding after forward)",
+                                    rec.refined)
+                      : std::string(),
+      rec.fitting, args.margin_gib, rec.thin, rec.invalid);
   for (const std::string& n : rec.notes) fmt::print("  note: {}\n", n);
   if (rec.plans.empty()) {
     const bool margin = args.margin_gib > 0;
