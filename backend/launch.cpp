@@ -24,12 +24,14 @@ LaunchInfo DetectLaunch() {
     const char* rank;
     const char* size;
     const char* local_rank;
+    const char* local_size;
   };
   // Open MPI's mpirun first: under `srun --mpi=pmix mpirun …` its variables are the ranks'.
   static constexpr Source kSources[] = {
-      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-      {"mpirun", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-      {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"mpirun", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+      {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
   };
   for (const Source& s : kSources) {
     const int rank = EnvInt(s.rank);
@@ -40,6 +42,8 @@ LaunchInfo DetectLaunch() {
     info.world_size = size;
     const int local = EnvInt(s.local_rank);
     info.local_rank = local >= 0 ? local : 0;
+    const int local_size = EnvInt(s.local_size);
+    info.local_size = local_size > 0 ? local_size : 1;
     return info;
   }
   return info;

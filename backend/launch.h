@@ -15,6 +15,7 @@ struct LaunchInfo {
   int world_rank = 0;
   int world_size = 1;
   int local_rank = 0;             // picks the GPU (DeviceOptions::local_rank)
+  int local_size = 1;             // ranks on this host (they share its memory)
   std::string launcher = "none";  // "mpirun" | "srun" | "none"
   bool launched() const { return launcher != "none"; }
 };

@@ -68,6 +68,11 @@ SummaryFigures ComputeSummary(const TraceView& view, const std::optional<TimeRan
   return f;
 }
 
-double RelativeError(double a, double b) { return a != 0 ? (b - a) / a : 0; }
+std::optional<double> RelativeError(double a, double b) {
+  if (a != 0) return (b - a) / a;
+  // Nothing predicted against something measured has no relative error (it read +0.0%).
+  if (b == 0) return 0.0;
+  return std::nullopt;
+}
 
 }  // namespace shardscope::viewer

@@ -3,7 +3,7 @@
 // Contents:
 //   SummaryFigures     step time, exposed communication, overlap, peak allocated / reserved
 //   ComputeSummary     TraceView (+ range) → SummaryFigures
-//   RelativeError      (b − a) / a, the panel's error column
+//   RelativeError      (b − a) / a, the panel's error column (none when only a is 0)
 //
 // Whole trace: the headlines of ComputeStats (worst rank's mean step). A range: the range's
 // length as the step, and per rank the work inside it classified by kind (ClassifyEvent) and
@@ -34,6 +34,6 @@ struct TimeRange {
 SummaryFigures ComputeSummary(const TraceView& view, const std::optional<TimeRange>& range);
 
 // (b − a) / a; 0 when a is 0.
-double RelativeError(double a, double b);
+std::optional<double> RelativeError(double a, double b);
 
 }  // namespace shardscope::viewer

@@ -36,8 +36,10 @@ void Line(const char* name, double a, double b, bool has_a, bool has_b, Unit uni
     ImGui::TextDisabled("-");
   } else if (unit == Unit::kRatio) {
     ImGui::Text("%+.1f pt", 100.0 * (b - a));
+  } else if (const std::optional<double> e = RelativeError(a, b)) {
+    ImGui::TextUnformatted(FormatPercent(*e).c_str());
   } else {
-    ImGui::TextUnformatted(FormatPercent(RelativeError(a, b)).c_str());
+    ImGui::TextDisabled("n/a");  // A is 0, B is not
   }
 }
 

@@ -2,9 +2,10 @@
 // made safe to print on a terminal: control bytes shown as \xNN escapes.
 //
 // Why: error messages quote what the user wrote, and a file name or a JSON string may hold an
-// ESC sequence (which recolours or moves the terminal's cursor), a NUL or a newline (which
-// splits one error over two lines and breaks scripts matching "shardscope: error:"). Bytes
-// of 0x80 and above are left as they are: UTF-8 names print as written.
+// ESC sequence (which recolours or moves the terminal's cursor), a NUL, a carriage return or a
+// backspace (which overwrite what was printed). Newlines and tabs pass: messages that list
+// several problems are laid out with them. Bytes of 0x80 and above are left as they are:
+// UTF-8 names print as written.
 #pragma once
 
 #include <string>
@@ -18,7 +19,7 @@ inline std::string TerminalSafe(std::string_view text) {
   out.reserve(text.size());
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 0xf];

@@ -229,6 +229,20 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       }
     }
   }
+  // The search runs whole nodes: a cap below one node leaves nothing, whatever the batch.
+  if (rec.generated == 0 && rec.notes.empty()) {
+    int smallest_node = 0;
+    for (const std::string& gpu : gpus) {
+      SS_ASSIGN_OR_RETURN(const int gpn, CatalogGpusPerNode(gpu));
+      smallest_node = smallest_node == 0 ? gpn : std::min(smallest_node, gpn);
+    }
+    if (o.max_gpus < smallest_node) {
+      return InvalidInput(fmt::format(
+          "--max-gpus {}: below one node ({} GPUs); recommend searches whole nodes, so allow at "
+          "least {}",
+          o.max_gpus, smallest_node, smallest_node));
+    }
+  }
   // No plan at all is the batch's doing, not the hardware's: more GPUs would not help.
   if (rec.generated == 0 && rec.notes.empty()) {
     return InvalidInput(fmt::format(

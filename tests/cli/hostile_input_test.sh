@@ -266,6 +266,18 @@ expect_error 2 "fsdp.ignored_params[1]: 'lm_head.weight' is already listed at [0
 expect_error 2 "job.json: model.hf: hidden_size: expected an integer in [1, 16777216], got -3" \
   "$bin" plan "$out/job.json" --set 'model={"hf": {"model_type": "llama", "hidden_size": -3,
   "vocab_size": 100, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 8}}'
+# view: the screenshot may not replace an input, and it is checked before anything renders (so
+# also in a build without the viewer); --frames is bounded and needs --screenshot.
+expect_error 2 "--screenshot $out/t.json: is the trace A $out/t.json" \
+  "$bin" view "$out/t.json" --screenshot "$out/t.json"
+expect_error 2 "--screenshot $out/job.json: is the --scenario $out/job.json" \
+  "$bin" view --scenario "$out/job.json" --screenshot "$out/job.json"
+expect_error 2 "--screenshot: expected a non-empty value" "$bin" view "$out/t.json" --screenshot ''
+expect_error 2 "--frames: only with --screenshot" "$bin" view "$out/t.json" --frames 5
+expect_error 2 "--frames: expected 1 to 10000, got 100000000" \
+  "$bin" view "$out/t.json" --screenshot "$out/v.png" --frames 100000000
+expect_error 2 "--max-gpus 7: below one node (8 GPUs)" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 1024 --seq-len 32 --max-gpus 7
 # A module tree's layouts are its own: --tp on one is refused, not ignored.
 "$bin" model llama3.2-1b --tree "$out/tree.json" > /dev/null 2>&1 || fail "model --tree"
 expect_error 2 "a module tree carries its own layouts and dtypes" "$bin" model "$out/tree.json" --tp 2

@@ -248,6 +248,15 @@ TEST_F(CompareTest, RangeLimitsTableAndSummary) {
 // A range is accounted by kind, as `stats` accounts the step: a TP all-reduce issued on the
 // compute stream is communication (exposed: nothing else computes meanwhile), and the worst
 // rank's figures are reported.
+// The error column: B against A, and none where A is 0 and B is not (nothing predicted against
+// 12.7 ms measured read +0.0%).
+TEST(Summary, RelativeErrorIsNoneWhenOnlyAIsZero) {
+  EXPECT_DOUBLE_EQ(*RelativeError(100, 110), 0.1);
+  EXPECT_DOUBLE_EQ(*RelativeError(100, 50), -0.5);
+  EXPECT_DOUBLE_EQ(*RelativeError(0, 0), 0.0);
+  EXPECT_FALSE(RelativeError(0, 12.7e6).has_value());
+}
+
 TEST(Summary, RangeClassifiesByKindNotLane) {
   Trace t;
   t.AddMarker(0, 0, "step_begin");

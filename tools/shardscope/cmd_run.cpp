@@ -4,8 +4,10 @@
 // measured trace and summary in the formats of the predicted ones (kind "measured"): the one
 // MakeTrace and the summary the simulator and `stats` compute, so `diff` compares the two.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +83,13 @@ Result<World> ResolveWorld(const RunArgs& args, const Scenario& sc) {
   World w;
   w.local_rank = launch.local_rank;
   if (args.emulate_world > 0) {
+    // Every process would run the same emulated rank and write the same files.
+    if (launch.launched() && launch.world_size > 1) {
+      return InvalidInput(fmt::format(
+          "--emulate-world runs one rank alone, but {} started {} processes: launch one, or "
+          "drop --emulate-world to run every rank",
+          launch.launcher, launch.world_size));
+    }
     if (args.emulate_world != scenario_world) {
       return InvalidInput(
           fmt::format("--emulate-world {}: the scenario {} runs on {} ranks (cluster.nodes x "
@@ -153,6 +162,15 @@ Result<std::unique_ptr<backend::CommFactory>> MakeComms(const World& w, const st
 #endif
 }
 
+// 90% of this host's physical memory over the `ranks` that share it (0 when unknown): the
+// rest is the process's own and the system's.
+int64_t HostMemoryShare(int ranks) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0 || ranks < 1) return 0;
+  return static_cast<int64_t>(0.9 * static_cast<double>(pages) * static_cast<double>(page)) / ranks;
+}
+
 // The file this rank writes for `path`: "{rank}" replaced by the rank; a launched world's
 // ranks other than 0 write none without it ("" then), so they never overwrite each other.
 std::string RankPath(const std::string& path, const World& w) {
@@ -198,6 +216,18 @@ Status Run(const RunArgs& args) {
   const std::string trace_path = RankPath(args.trace, world);
   SS_RETURN_IF_ERROR(CheckOutputs({{"--summary", summary_path}, {"--trace", trace_path}},
                                   ScenarioFiles(sc, args.scenario)));
+  // Every rank checks every rank's files: `--trace o{rank}.json --summary o1.json` has rank 1's
+  // trace and rank 0's summary in one file, which no rank alone sees.
+  if (world.launched) {
+    std::vector<NamedPath> all;
+    for (int r = 0; r < world.size; ++r) {
+      World other = world;
+      other.rank = r;
+      all.push_back({fmt::format("--summary (rank {})", r), RankPath(args.summary, other)});
+      all.push_back({fmt::format("--trace (rank {})", r), RankPath(args.trace, other)});
+    }
+    SS_RETURN_IF_ERROR(CheckDistinctFiles(all, {}));
+  }
   if (args.check && world.emulated && world.size > 1) {
     return InvalidInput(fmt::format(
         "--check verifies what the ranks exchange, so it needs all {} of them: launch them with "
@@ -217,10 +247,22 @@ Status Run(const RunArgs& args) {
 
   backend::DeviceOptions dopt;
   dopt.local_rank = world.local_rank;
-  // The host stands for one GPU of the scenario: its usable memory is the capacity.
+  // The host stands for one GPU of the scenario: its usable memory is the capacity, but no more
+  // than this host's share for the rank. A GPU's 78 GiB on a 24 GiB machine left the kernel's
+  // OOM killer to end the run; at the share, the allocator refuses with exit 3 naming the op.
   dopt.memory_limit_bytes = args.memory_limit_gib > 0
                                 ? GiBToBytes(args.memory_limit_gib)
                                 : (device_kind == "cpu" ? pricing.ctx.usable_bytes : 0);
+  if (args.memory_limit_gib <= 0 && device_kind == "cpu") {
+    const int64_t share = HostMemoryShare(world.launched ? backend::DetectLaunch().local_size : 1);
+    if (share > 0 && share < dopt.memory_limit_bytes) {
+      fmt::print(
+          "note: the device may reserve {:.2f} GiB, this host's memory over its ranks, not the "
+          "{:.2f} GiB the scenario's GPU offers (--memory-limit sets it)\n",
+          ToGiB(share), ToGiB(dopt.memory_limit_bytes));
+      dopt.memory_limit_bytes = share;
+    }
+  }
   SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Device> device, MakeDevice(device_kind, dopt));
   const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(args.timeout_s * 1e9));
   SS_ASSIGN_OR_RETURN(
@@ -303,7 +345,8 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
                   "seconds a step may take before its stuck collective is an error (default 300)")
       ->check(NumberIn(0, 1e6));
   sub->add_option("--memory-limit", args->memory_limit_gib,
-                  "GiB the device may reserve (default: the scenario GPU's usable memory on the "
+                  "GiB the device may reserve (default: the scenario GPU's usable memory, at most "
+                  "this host's share, on the "
                   "CPU, the whole GPU on CUDA)")
       ->check(NumberIn(0, 1e6));
   sub->add_flag("--check", args->check,

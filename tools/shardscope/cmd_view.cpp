@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/config/scenario.h"
+#include "core/util/output_files.h"
 #include "tools/shardscope/command.h"
+#include "tools/shardscope/scenario_files.h"
 #ifdef SHARDSCOPE_HAVE_VIEWER
 #include "viewer/app.h"
 #endif
@@ -24,7 +27,13 @@ struct ViewArgs {
   std::string size = "1600x1000";
   bool overlay = false;
   bool select_top = false;
+  // Whether --screenshot / --frames were given at all (an empty --screenshot is not "none").
+  const CLI::Option* screenshot_option = nullptr;
+  const CLI::Option* frames_option = nullptr;
 };
+
+// 300 frames render in about 0.5 s: ten thousand is a minute, more is a mistake.
+constexpr int kMaxFrames = 10000;
 
 Status ParseSize(const std::string& text, int* w, int* h) {
   const size_t x = text.find('x');
@@ -47,7 +56,30 @@ Status ParseSize(const std::string& text, int* w, int* h) {
 Status RunView(const ViewArgs& args) {
   int w = 0, h = 0;
   SS_RETURN_IF_ERROR(ParseSize(args.size, &w, &h));
-  if (args.frames < 1) return InvalidInput("--frames: expected at least 1");
+  const bool headless = args.screenshot_option != nullptr && args.screenshot_option->count() > 0;
+  if (headless && args.screenshot.empty()) {
+    return InvalidInput("--screenshot: expected a non-empty value (the PNG to write)");
+  }
+  if (args.frames_option != nullptr && args.frames_option->count() > 0 && !headless) {
+    return InvalidInput(
+        "--frames: only with --screenshot (the interactive viewer runs until closed)");
+  }
+  if (args.frames < 1 || args.frames > kMaxFrames) {
+    return InvalidInput(fmt::format("--frames: expected 1 to {}, got {}", kMaxFrames, args.frames));
+  }
+  if (headless) {
+    // The PNG must replace none of the files the viewer reads: the traces, the scenario and
+    // the model or calibration file it names. Checked before any rendering.
+    std::vector<NamedPath> inputs;
+    for (size_t i = 0; i < args.traces.size(); ++i) {
+      inputs.push_back({i == 0 ? "trace A" : "trace B", args.traces[i]});
+    }
+    if (!args.scenario.empty()) {
+      SS_ASSIGN_OR_RETURN(Scenario sc, LoadScenario(args.scenario));
+      for (NamedPath& f : ScenarioFiles(sc, args.scenario, "--scenario")) inputs.push_back(f);
+    }
+    SS_RETURN_IF_ERROR(CheckOutputs({{"--screenshot", args.screenshot}}, inputs));
+  }
 #ifdef SHARDSCOPE_HAVE_VIEWER
   viewer::ViewerOptions options;
   options.traces = args.traces;
@@ -83,10 +115,10 @@ void RegisterViewCommand(CLI::App& app, CommandRegistry& registry) {
       ->expected(0, 2);
   sub->add_option("--scenario", args->scenario,
                   "scenario to tune: its prediction is A (give at most one measured trace)");
-  sub->add_option("--screenshot", args->screenshot,
-                  "headless: render and write this PNG, then exit");
-  sub->add_option("--frames", args->frames,
-                  "headless: frames rendered before the screenshot (default 3)");
+  args->screenshot_option = sub->add_option("--screenshot", args->screenshot,
+                                            "headless: render and write this PNG, then exit");
+  args->frames_option = sub->add_option(
+      "--frames", args->frames, "headless: frames rendered before the screenshot (default 3)");
   sub->add_option("--size", args->size, "window size WxH (default 1600x1000)");
   sub->add_flag("--overlay", args->overlay, "overlay the two traces in one row per lane");
   sub->add_flag("--select-top", args->select_top, "select the comparison table's first row");
