@@ -106,6 +106,16 @@ class CommFactory {
   // Versions for trace metadata ({"mpi": "Open MPI v4.1.4"}, {"nccl": "2.28.3"}); may be empty.
   virtual std::map<std::string, std::string> versions() const = 0;
 
+  // Whether every rank of the world was started with the same inputs: `digest` (the resolved
+  // scenario and the run's flags) is compared across the ranks in a set-up collective that every
+  // rank calls once, before MakeCommunicators. InvalidInput naming the first rank that differs
+  // from rank 0: ranks that build different schedules fail later in ways that blame the
+  // collectives. Transports without a world of their own to ask (emulation) compare nothing.
+  virtual Status CheckSameInputs(const std::string& digest) {
+    (void)digest;
+    return Status::Ok();
+  }
+
   // One communicator per group, in the order given (a rank's Schedule::groups, each holding
   // this rank). Real transports make them collectively: every rank of the world calls this
   // once with its own schedule's groups, in the schedule's order.

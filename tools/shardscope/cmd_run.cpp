@@ -8,7 +8,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -171,6 +173,25 @@ int64_t HostMemoryShare(int ranks) {
   return static_cast<int64_t>(0.9 * static_cast<double>(pages) * static_cast<double>(page)) / ranks;
 }
 
+// What every rank must agree on (CommFactory::CheckSameInputs): the resolved scenario and the
+// flags that change the step. File paths count by name only: nodes may mount the same files
+// under different folders.
+std::string InputsDigest(const Scenario& sc, const RunArgs& args, const std::string& device) {
+  nlohmann::json r = sc.resolved;
+  auto by_name = [](nlohmann::json& v) {
+    if (v.is_string()) v = std::filesystem::path(v.get<std::string>()).filename().string();
+  };
+  if (r.contains("model") && r["model"].is_object()) {
+    for (const char* key : {"hf_config", "module_tree"}) {
+      if (r["model"].contains(key)) by_name(r["model"][key]);
+    }
+  }
+  if (r.contains("cluster") && r["cluster"].is_object() && r["cluster"].contains("cost_model")) {
+    by_name(r["cluster"]["cost_model"]);
+  }
+  return fmt::format("{}\n{} {} {} {}", r.dump(), args.steps, args.check, args.timeout_s, device);
+}
+
 // The file this rank writes for `path`: "{rank}" replaced by the rank; a launched world's
 // ranks other than 0 write none without it ("" then), so they never overwrite each other.
 std::string RankPath(const std::string& path, const World& w) {
@@ -268,6 +289,7 @@ Status Run(const RunArgs& args) {
   SS_ASSIGN_OR_RETURN(
       std::unique_ptr<backend::CommFactory> factory,
       MakeComms(world, device_kind, *pricing.cost, sc.cluster.gpus_per_node, timeout, *device));
+  SS_RETURN_IF_ERROR(factory->CheckSameInputs(InputsDigest(sc, args, device_kind)));
   SS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<backend::Communicator>> comms,
                       factory->MakeCommunicators(schedule.groups, *device));
 
