@@ -1,5 +1,7 @@
 #include "core/model/hf_config_reader.h"
 
+#include "core/util/terminal_text.h"
+
 namespace shardscope {
 namespace {
 
@@ -48,10 +50,8 @@ Result<int64_t> ConfigReader::IntOr(const char* key, int64_t fallback, int64_t m
   if (!Has(key)) return fallback;
   int64_t v = 0;
   if (!AsInt64(config_.at(key), &v) || v < min || v > max) {
-    std::string got = config_.at(key).dump();
-    if (got.size() > 40) got = got.substr(0, 40) + "…";
     return Error(key, "expected an integer in [" + std::to_string(min) + ", " +
-                          std::to_string(max) + "], got " + got);
+                          std::to_string(max) + "], got " + Shortened(config_.at(key).dump()));
   }
   return v;
 }

@@ -10,6 +10,7 @@
 #include "core/trace/kineto_import_timeline.h"
 #include "core/trace/op_id.h"
 #include "core/trace/trace_io.h"
+#include "core/util/terminal_text.h"
 
 namespace shardscope::trace_internal {
 namespace {
@@ -237,11 +238,9 @@ Result<KinetoSink::CommArgs> KinetoSink::ReadCommArgs(const RawEvent& e) const {
     const RawArg* a = e.FindArg(key);
     if (a == nullptr) return int64_t{-1};
     if (a->value.type != RawValue::Type::kInt || a->value.i < lo || a->value.i > hi) {
-      std::string got = a->value.ToJsonText();
-      if (got.size() > 40) got = got.substr(0, 40) + "…";
       return InvalidInput(fmt::format("{}: expected an integer from {} to {}, got {}",
                                       FieldPath(source_, e.index, "args." + std::string(key)), lo,
-                                      hi, got));
+                                      hi, Shortened(a->value.ToJsonText())));
     }
     return a->value.i;
   };

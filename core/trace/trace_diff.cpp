@@ -439,6 +439,8 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
 // change read as within every tolerance.
 namespace {
 constexpr double kMaxSummaryFigure = 1e12;
+// The groups of figures by kind and purpose that diff reports (and checks), not limits.
+constexpr const char* kCommGroups[] = {"comm_s", "comm_by_purpose_s", "exposed_comm_by_purpose_s"};
 Status CheckSummaryFigure(const std::string& src, const std::string& key, const nlohmann::json& v,
                           bool positive) {
   const double x = v.is_number() ? v.get<double>() : std::nan("");
@@ -490,7 +492,7 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
             CheckSummaryFigure(src, f.key, (*j)[f.key], std::string_view(f.key) == "step_time_s"));
       }
     }
-    for (const char* group : {"comm_s", "comm_by_purpose_s", "exposed_comm_by_purpose_s"}) {
+    for (const char* group : kCommGroups) {
       const auto it = j->find(group);
       if (it == j->end() || !it->is_object()) continue;
       for (const auto& [k, v] : it->items()) {
@@ -515,7 +517,7 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
                                 f.to_base, tolerances, f.tol));
   }
   // Communication by kind and by purpose (FSDP all-gather, TP, ...): reported, not limited.
-  for (const char* group : {"comm_s", "comm_by_purpose_s", "exposed_comm_by_purpose_s"}) {
+  for (const char* group : kCommGroups) {
     const auto ca = a.value(group, nlohmann::json::object());
     const auto cb = b.value(group, nlohmann::json::object());
     if (!ca.is_object() || !cb.is_object()) continue;

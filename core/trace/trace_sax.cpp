@@ -8,6 +8,7 @@
 #include "core/trace/json_text.h"
 #include "core/trace/trace_io.h"
 #include "core/util/json_guard.h"
+#include "core/util/terminal_text.h"
 
 namespace shardscope::trace_internal {
 
@@ -56,9 +57,7 @@ std::string RawValue::Described() const {
   if (type == Type::kAbsent || type == Type::kNull || type == Type::kNested) {
     return std::string(TypeName());
   }
-  std::string value = ToJsonText();
-  if (value.size() > 40) value = value.substr(0, 40) + "…";
-  return std::string(TypeName()) + " (" + value + ")";
+  return std::string(TypeName()) + " (" + Shortened(ToJsonText()) + ")";
 }
 
 const RawArg* RawEvent::FindArg(std::string_view key) const {

@@ -1,5 +1,6 @@
 // Contents: TerminalSafe, text that came from a user's input (a name, a path, a JSON value)
-// made safe to print on a terminal: control bytes shown as \xNN escapes.
+// made safe to print on a terminal: control bytes shown as \xNN escapes; Shortened, a quoted
+// value cut to a message's length.
 //
 // Why: error messages quote what the user wrote, and a file name or a JSON string may hold an
 // ESC sequence (which recolours or moves the terminal's cursor), a NUL, a carriage return or a
@@ -28,6 +29,13 @@ inline std::string TerminalSafe(std::string_view text) {
     }
   }
   return out;
+}
+
+// `text` cut to `limit` bytes with "…" after: a quoted value in a message stays one line's
+// part (a 1 MB string field must not become a 1 MB error).
+inline std::string Shortened(std::string text, size_t limit = 40) {
+  if (text.size() > limit) text = text.substr(0, limit) + "…";
+  return text;
 }
 
 }  // namespace shardscope
