@@ -10,6 +10,7 @@
 //   IssueCollective  dispatches a call on its type
 //   CollectiveCallOf builds the call of a schedule op (buffers resolved by the caller)
 //   CommFactory      makes the communicators of a rank's groups (collective over the world)
+//   CompareInputDigests  CommFactory::CheckSameInputs over a transport's set-up all-gather
 //
 // Semantics every implementation obeys (the exactness `run --check` verifies):
 //   - counts are NCCL's (CollectiveSpec): all-gather `count` per rank, the output holds
@@ -30,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -96,6 +98,16 @@ Status IssueCollective(Communicator& comm, const CollectiveCall& call);
 // and output (and the peer of a send / receive).
 CollectiveCall CollectiveCallOf(const Schedule& schedule, const ScheduleOp& op);
 
+// Every rank's `bytes` at `data` (the same count on all), concatenated in rank order: a
+// transport's set-up all-gather (MPI's, or the NCCL bootstrap's).
+using AllGatherFn = std::function<Result<std::vector<char>>(const void* data, int64_t bytes)>;
+
+// CommFactory::CheckSameInputs for a world of `world_size` ranks: each rank's hash of `digest`,
+// gathered by `all_gather` and compared with rank 0's. One definition for every transport that
+// has a world (MPI, NCCL over its bootstrap).
+Status CompareInputDigests(const std::string& digest, int world_size,
+                           const AllGatherFn& all_gather);
+
 class CommFactory {
  public:
   virtual ~CommFactory() = default;
@@ -108,9 +120,10 @@ class CommFactory {
 
   // Whether every rank of the world was started with the same inputs: `digest` (the resolved
   // scenario and the run's flags) is compared across the ranks in a set-up collective that every
-  // rank calls once, before MakeCommunicators. InvalidInput naming the first rank that differs
-  // from rank 0: ranks that build different schedules fail later in ways that blame the
-  // collectives. Transports without a world of their own to ask (emulation) compare nothing.
+  // rank calls once, before MakeCommunicators (CompareInputDigests over the transport's
+  // out-of-band all-gather). InvalidInput naming the first rank that differs from rank 0: ranks
+  // that build different schedules fail later in ways that blame the collectives. Transports
+  // without a world of their own to ask (emulation) compare nothing.
   virtual Status CheckSameInputs(const std::string& digest) {
     (void)digest;
     return Status::Ok();

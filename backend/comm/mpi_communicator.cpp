@@ -169,24 +169,9 @@ class MpiFactory final : public CommFactory {
   std::map<std::string, std::string> versions() const override { return {{"mpi", MpiVersion()}}; }
 
   Status CheckSameInputs(const std::string& digest) override {
-    // A hash of one build's std::hash: ranks of another build differ too, which is as wrong.
-    const uint64_t mine = std::hash<std::string>{}(digest);
-    SS_ASSIGN_OR_RETURN(std::vector<char> all,
-                        shared_->world().AllGatherBytes(&mine, sizeof(mine)));
-    uint64_t first = 0;
-    std::memcpy(&first, all.data(), sizeof(first));
-    for (int r = 1; r < world_size(); ++r) {
-      uint64_t theirs = 0;
-      std::memcpy(&theirs, all.data() + static_cast<size_t>(r) * sizeof(theirs), sizeof(theirs));
-      if (theirs != first) {
-        return InvalidInput(fmt::format(
-            "rank {} was started with other inputs than rank 0 (another scenario file or --set, "
-            "--steps, --check, --timeout or --device, or another shardscope build): every rank "
-            "must run the same command",
-            r));
-      }
-    }
-    return Status::Ok();
+    return CompareInputDigests(digest, world_size(), [this](const void* data, int64_t bytes) {
+      return shared_->world().AllGatherBytes(data, bytes);
+    });
   }
 
   Result<std::vector<std::unique_ptr<Communicator>>> MakeCommunicators(

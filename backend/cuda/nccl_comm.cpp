@@ -426,6 +426,11 @@ class NcclCommFactory final : public CommFactory {
     return v;
   }
 
+  // Over the bootstrap (MPI in `run`), before any NCCL communicator is split off the world.
+  Status CheckSameInputs(const std::string& digest) override {
+    return CompareInputDigests(digest, boot_.size, boot_.all_gather);
+  }
+
   Result<std::vector<std::unique_ptr<Communicator>>> MakeCommunicators(
       std::span<const ProcessGroup> groups, Device& device) override {
     if (&device != &device_) {

@@ -148,10 +148,17 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
   if (!fs::is_directory(folder, ec)) {
     return InvalidInput(name + ": '" + folder.string() + "' is not a folder");
   }
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+  // A file made and removed where the output's temporary will be, not access(2): access
+  // answers yes to root for any folder, and for one on a file system that refuses new files
+  // (/proc, /sys, a read-only mount), so the work ran and its write failed at the end.
+  std::string probe = (folder / ".shardscope-probe.XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
     return InvalidInput(name + ": the folder '" + folder.string() + "' is not writable (" +
                         Errno() + ")");
   }
+  ::close(fd);
+  std::remove(probe.c_str());
   return Status::Ok();
 }
 

@@ -110,6 +110,20 @@ TEST_F(OutputFilesTest, OutputPathsAreCheckedBeforeTheWork) {
   const Status not_folder = CheckOutputPath("--csv", P("file/x.csv"));
   EXPECT_EQ(not_folder.code(), ErrorCode::kInvalidInput);
   EXPECT_NE(not_folder.message().find("is not a folder"), std::string::npos);
+  // The check leaves nothing behind in the folder.
+  EXPECT_EQ(Entries(), 1);
+}
+
+// A folder that refuses new files even to root, whom access(2) answers yes (sysfs): the
+// command stopped after its work with exit 3 before.
+TEST_F(OutputFilesTest, AFolderThatRefusesNewFilesIsRefusedBeforeTheWork) {
+  if (!fs::is_directory("/sys/kernel")) GTEST_SKIP() << "no sysfs here";
+  const Status sys = CheckOutputPath("--summary", "/sys/kernel/x.json");
+  EXPECT_EQ(sys.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(sys.message().find("--summary /sys/kernel/x.json: the folder '/sys/kernel' is not "
+                               "writable"),
+            std::string::npos)
+      << sys.message();
 }
 
 TEST_F(OutputFilesTest, OutputsMayNotOverwriteEachOtherOrAnInput) {
