@@ -336,6 +336,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       if (KeepsMargin(v, o, nullptr)) fitting.push_back(std::move(v));
     }
   }
+  // The front over every plan kept: each RunVariants chunk marked its own front, which plans
+  // of other chunks (and the refined ones) may dominate.
+  for (VariantResult& v : fitting) v.pareto = false;
+  for (int i : ParetoFront(fitting)) fitting[i].pareto = true;
   // Best first, one plan per mesh / batch / checkpoint choice (its best FSDP settings).
   ranked = RankVariants(fitting, o.objective);
   std::map<std::string, bool> shown;
@@ -351,12 +355,6 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       SS_RETURN_IF_ERROR(ApplyOverride(plan.scenario, s));
     }
     rec.plans.push_back(std::move(plan));
-  }
-  const std::vector<int> front = ParetoFront(fitting);
-  for (RecommendedPlan& p : rec.plans) {
-    for (int i : front) {
-      if (fitting[i].sets == p.result.sets) p.result.pareto = true;
-    }
   }
   return rec;
 }

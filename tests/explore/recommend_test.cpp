@@ -80,6 +80,36 @@ TEST(Recommend, ResultDoesNotDependOnThreads) {
   }
 }
 
+// The front is the one over every plan kept: the search simulates its plans in chunks, and a
+// plan on its own chunk's front was marked although a plan of another chunk beat it (Llama 3
+// 8B on 16 H100s: rank 4 marked beside a rank 1 cheaper and faster on the same GPUs).
+TEST(Recommend, MarksOnlyPlansNoOtherBeatsOnCostAndTime) {
+  RecommendOptions o;
+  o.model = "llama3-8b";
+  o.global_batch_tokens = 1048576;
+  o.max_gpus = 16;
+  o.top = 5;
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_EQ(rec->plans.size(), 5u);
+  int marked = 0;
+  for (const RecommendedPlan& a : rec->plans) {
+    if (!a.result.pareto) continue;
+    ++marked;
+    const VariantFigures& fa = a.result.figures;
+    for (const RecommendedPlan& b : rec->plans) {
+      const VariantFigures& fb = b.result.figures;
+      const bool beaten =
+          fb.s_per_mtok <= fa.s_per_mtok && *fb.cost_per_mtok_usd <= *fa.cost_per_mtok_usd &&
+          (fb.s_per_mtok < fa.s_per_mtok || *fb.cost_per_mtok_usd < *fa.cost_per_mtok_usd);
+      EXPECT_FALSE(beaten) << a.scenario.dump() << "\nbeaten by\n" << b.scenario.dump();
+    }
+  }
+  // The fastest plan (ranked by time) is on the front.
+  EXPECT_TRUE(rec->plans.front().result.pareto);
+  EXPECT_GE(marked, 1);
+}
+
 // Peak reserved is an estimate: a recommended plan keeps --margin GiB of headroom. The best
 // plan without a margin is the tightest a margin just above its headroom rules out, counted in
 // `thin`; a margin beyond the HBM prunes every plan unsimulated.

@@ -144,7 +144,10 @@ Status RunRecommend(const RecommendArgs& args) {
                            : std::string(),
                     margin ? "lower --margin, " : ""));
   }
-  fmt::print("Best {} by {} (prices: {}):\n", rec.plans.size(), args.objective, prices.source);
+  fmt::print(
+      "Best {} by {} (P = on the Pareto front of cost against time per million tokens among "
+      "the plans that fit; prices: {}):\n",
+      rec.plans.size(), args.objective, prices.source);
   fmt::print("{}", sim::RankedTableHeader());
   for (size_t k = 0; k < rec.plans.size(); ++k) {
     fmt::print("{}", sim::RankedTableRow(static_cast<int>(k) + 1, rec.plans[k].result,
