@@ -213,7 +213,9 @@ std::string ToleranceHelp() {
   for (const auto& [name, t] : d) defaults += (defaults.empty() ? "" : ",") + name + "=" + t.text;
   return fmt::format(
       "metric=[+|-]N% or metric=[+|-]N<unit> or metric=off, comma-separated. Metrics: "
-      "step_time, exposed_comm, compute, op (units {}) and peak_memory (units {}). N% is of "
+      "step_time, exposed_comm, compute, op (units {}) and peak_memory (units {}; the allocated "
+      "and the reserved peak). "
+      "N% is of "
       "A's value; +N fails only on an increase (a regression), -N only on a decrease, N both "
       "ways. Defaults: {} (compute off); metrics not given keep them. A job that fits in A and "
       "not in B always fails.",
@@ -388,6 +390,12 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
     r.metrics.push_back(Compare("peak_memory", "bytes", static_cast<double>(sa.peak_memory_bytes),
                                 static_cast<double>(sb.peak_memory_bytes), 1, tolerances,
                                 "peak_memory"));
+  }
+  // What decides whether a job fits: under the same tolerance, as a summary's two peaks are.
+  if (sa.peak_reserved_bytes > 0 || sb.peak_reserved_bytes > 0) {
+    r.metrics.push_back(
+        Compare("peak_memory_reserved", "bytes", static_cast<double>(sa.peak_reserved_bytes),
+                static_cast<double>(sb.peak_reserved_bytes), 1, tolerances, "peak_memory"));
   }
   // Per-op durations: rank cheaply first, then describe only the most important ones.
   struct Candidate {

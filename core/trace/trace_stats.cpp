@@ -327,7 +327,7 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
                              e.rank, e.lane, e.start_ns, e.dur_ns});
   }
 
-  // Headlines: the worst rank's mean per step.
+  // Headlines: the slowest rank's means per step (TraceStats).
   std::map<int, std::array<__int128, 4>> per_rank;  // step, exposed, compute, count
   for (const StepStats& s : stats.steps) {
     auto& a = per_rank[s.rank];
@@ -337,12 +337,18 @@ TraceStats ComputeStats(const Trace& trace, int top_n) {
     a[3] += 1;
   }
   for (const auto& [rank, a] : per_rank) {
-    stats.step_time_ns = std::max(stats.step_time_ns, Clamp(a[0] / a[3]));
-    stats.exposed_comm_ns = std::max(stats.exposed_comm_ns, Clamp(a[1] / a[3]));
-    stats.compute_ns = std::max(stats.compute_ns, Clamp(a[2] / a[3]));
+    const int64_t step = Clamp(a[0] / a[3]);
+    if (stats.reported_rank >= 0 && step <= stats.step_time_ns) continue;
+    stats.reported_rank = rank;
+    stats.step_time_ns = step;
+    stats.exposed_comm_ns = Clamp(a[1] / a[3]);
+    stats.compute_ns = Clamp(a[2] / a[3]);
   }
-  for (const MemoryPeak& m : stats.memory)
+  for (const MemoryPeak& m : stats.memory) {
     stats.peak_memory_bytes = std::max(stats.peak_memory_bytes, m.peak_bytes);
+    if (const auto it = m.max_bytes.find("reserved_bytes"); it != m.max_bytes.end())
+      stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, it->second);
+  }
   return stats;
 }
 
@@ -377,6 +383,8 @@ nlohmann::json StatsToJson(const TraceStats& stats) {
   j["exposed_comm_ns"] = stats.exposed_comm_ns;
   j["compute_ns"] = stats.compute_ns;
   j["peak_memory_bytes"] = stats.peak_memory_bytes;
+  j["peak_memory_reserved_bytes"] = stats.peak_reserved_bytes;
+  j["reported_rank"] = stats.reported_rank;
   j["steps"] = json::array();
   for (const StepStats& s : stats.steps) {
     j["steps"].push_back({{"rank", s.rank},

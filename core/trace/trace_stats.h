@@ -7,7 +7,7 @@
 //   CollectiveStats  one collective kind over the whole trace
 //   TopOp            one of the longest work events
 //   MemoryPeak       one rank's memory peak
-//   TraceStats       all of it, plus headline figures (worst rank's mean step, ...)
+//   TraceStats       all of it, plus headline figures (the slowest rank's mean step, ...)
 //   ComputeStats     Trace → TraceStats
 //   StatsToJson      the `--json` report
 //
@@ -95,11 +95,17 @@ struct TraceStats {
   std::vector<CollectiveStats> collectives;
   std::vector<TopOp> top_ops;
   std::vector<MemoryPeak> memory;
-  // Headlines (diff compares these): the worst rank's mean per step.
+  // Headlines (diff compares these). Time: the means per step of one rank, the one whose mean
+  // step is longest (ties: the lowest rank), as the simulator's summary reports the role that
+  // ends last: every figure of one rank, never each figure's own worst rank (a pipeline's
+  // compute from one stage beside its step time from another).
+  int reported_rank = -1;  // -1 without steps
   int64_t step_time_ns = 0;
   int64_t exposed_comm_ns = 0;
   int64_t compute_ns = 0;
-  int64_t peak_memory_bytes = 0;  // max over ranks (0 when there is no memory counter)
+  // Memory: the highest over ranks, as the summary's peaks are the worst role's.
+  int64_t peak_memory_bytes = 0;    // allocated (0 when there is no memory counter)
+  int64_t peak_reserved_bytes = 0;  // the reserved_bytes series' maximum (0 without it)
 };
 
 // Computes the statistics; `top_n` limits top_ops.

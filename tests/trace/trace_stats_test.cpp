@@ -151,6 +151,35 @@ TEST(TraceStats, StepsSplitAtMarkers) {
   EXPECT_EQ(s.step_time_ns, 1250);
 }
 
+// A pipeline's stages: rank 0 ends last, rank 1 computes more and exposes more. The headline
+// is rank 0's, every figure of it (each figure's own maximum mixed the stages: compute 9.17 s
+// of stage 1 beside the step time of stage 0, where the summary reported 8.26 s).
+TEST(TraceStats, HeadlinesAreTheFiguresOfTheRankThatTakesLongest) {
+  Trace t;
+  t.AddMarker(0, 0, "step_begin");
+  t.AddMarker(1, 0, "step_begin");
+  t.AddWork(0, kLaneCompute, "fwd", "mb0/fwd/a/compute", 0, 300);
+  t.AddWork(0, kLaneCompute, "bwd", "mb0/bwd/a/compute", 900, 100);  // ends at 1000
+  t.AddWork(1, kLaneCompute, "fwd", "mb0/fwd/b/compute", 0, 800);
+  WorkEvent& ag = t.AddWork(1, kLaneAllGather, "nccl:all_gather", "mb0/fwd/b/all_gather", 800, 100);
+  ag.group_size = 2;
+  t.AddCounter(0, 0, "allocated_bytes", 10);
+  t.AddCounter(0, 0, "reserved_bytes", 40);
+  t.AddCounter(1, 0, "allocated_bytes", 30);
+  t.AddCounter(1, 0, "reserved_bytes", 32);
+  const TraceStats s = ComputeStats(t);
+  EXPECT_EQ(s.reported_rank, 0);
+  EXPECT_EQ(s.step_time_ns, 1000);
+  EXPECT_EQ(s.compute_ns, 400);
+  EXPECT_EQ(s.exposed_comm_ns, 0);
+  // Memory: each peak the highest over the ranks (the summary's worst role).
+  EXPECT_EQ(s.peak_memory_bytes, 30);
+  EXPECT_EQ(s.peak_reserved_bytes, 40);
+  const auto j = StatsToJson(s);
+  EXPECT_EQ(j["reported_rank"], 0);
+  EXPECT_EQ(j["peak_memory_reserved_bytes"], 40);
+}
+
 TEST(TraceStats, CollectivesOnTheComputeLaneAreCommunication) {
   // formats.md §2: work is classified by kind. A TP all-reduce and an EP all-to-all issued on
   // the compute stream are exposed communication while they run; host work leaves the GPU idle.
