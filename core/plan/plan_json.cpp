@@ -210,11 +210,13 @@ std::string FormatPlanTable(const Plan& plan) {
   }
   const PlanTotals& t = plan.totals;
   out += fmt::format(
-      "\ntotals: {} units + root, {} parameters ({} managed), per rank: {} sharded, {} "
+      "\ntotals: {} units + root, {} parameters ({} managed), per rank{}: {} sharded, {} "
       "unsharded, {} replicated, {} ignored; {} units scale gradients\n",
-      plan.units.size() - 1, t.params, t.managed_params, FormatBytes(t.sharded_bytes_per_rank),
-      FormatBytes(t.unsharded_bytes_per_rank), FormatBytes(t.replicated_bytes_per_rank),
-      FormatBytes(t.ignored_bytes_per_rank), t.scaled_units);
+      plan.units.size() - 1, t.params, t.managed_params,
+      plan.pipeline_chunks.empty() ? "" : " (of the pipeline stage holding the most)",
+      FormatBytes(t.sharded_bytes_per_rank), FormatBytes(t.unsharded_bytes_per_rank),
+      FormatBytes(t.replicated_bytes_per_rank), FormatBytes(t.ignored_bytes_per_rank),
+      t.scaled_units);
   return out;
 }
 

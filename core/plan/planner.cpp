@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "core/config/model_consistency.h"
@@ -232,6 +233,84 @@ Result<std::vector<int>> ExecutionOrder(const std::vector<UnitDraft>& drafts,
   return order;
 }
 
+// Under a pipeline a rank holds its own stage's chunks only: the per-rank totals are those of
+// the stage that holds the most (sharded bytes; ties: the first), not the whole model's sums
+// (which were pp times too much on an even split). A unit belongs to the chunk that runs its
+// top-level ancestor; a root parameter to the chunk that manages it; an ignored one of the
+// root to the chunk running the root-owned module it sits in (every stage when none does).
+void StageTotals(const std::map<std::string, int64_t>& ignored_bytes, Plan& plan) {
+  const UnitPlan& root = plan.root();
+  std::map<std::string, const ParamPlan*> root_params;
+  for (const ParamPlan& p : root.params) root_params[p.fqn] = &p;
+  for (const ParamPlan& p : root.replicate_params) root_params[p.fqn] = &p;
+  const auto under = [](const std::string& fqn, const std::string& top) {
+    return fqn == top ||
+           (fqn.size() > top.size() && fqn.starts_with(top) && fqn[top.size()] == '.');
+  };
+  const auto ignored = [&](const std::vector<std::string>& fqns) {
+    int64_t n = 0;
+    for (const std::string& f : fqns) {
+      if (const auto it = ignored_bytes.find(f); it != ignored_bytes.end()) n += it->second;
+    }
+    return n;
+  };
+  std::map<int, PlanTotals> stages;
+  std::vector<std::string> root_ignored_placed;
+  for (const ChunkRootPlan& c : plan.pipeline_chunks) {
+    PlanTotals& t = stages[c.stage];
+    for (const UnitPlan& u : plan.units) {
+      if (u.is_root || std::none_of(c.units.begin(), c.units.end(),
+                                    [&](const std::string& top) { return under(u.fqn, top); })) {
+        continue;
+      }
+      t.sharded_bytes_per_rank += u.sharded_bytes();
+      t.unsharded_bytes_per_rank += u.unsharded_bytes();
+      for (const ParamPlan& p : u.replicate_params)
+        t.replicated_bytes_per_rank += p.unsharded_numel * DTypeBytes(p.dtype);
+      t.ignored_bytes_per_rank += ignored(u.ignored_params);
+    }
+    for (const std::vector<std::string>* list : {&c.params, &c.replicate_params}) {
+      for (const std::string& f : *list) {
+        const auto it = root_params.find(f);
+        if (it == root_params.end()) continue;
+        const ParamPlan& p = *it->second;
+        if (p.replicated) {
+          t.replicated_bytes_per_rank += p.unsharded_numel * DTypeBytes(p.dtype);
+        } else {
+          t.sharded_bytes_per_rank += p.sharded_numel * DTypeBytes(p.dtype);
+        }
+        t.unsharded_bytes_per_rank += p.unsharded_numel * DTypeBytes(p.dtype);
+      }
+    }
+    for (const std::string& f : root.ignored_params) {
+      for (const std::string& m : c.modules) {
+        if (!m.empty() && under(f, m)) {
+          t.ignored_bytes_per_rank += ignored({f});
+          root_ignored_placed.push_back(f);
+          break;
+        }
+      }
+    }
+  }
+  int64_t unplaced = 0;
+  for (const std::string& f : root.ignored_params) {
+    if (std::find(root_ignored_placed.begin(), root_ignored_placed.end(), f) ==
+        root_ignored_placed.end()) {
+      unplaced += ignored({f});
+    }
+  }
+  const PlanTotals* most = nullptr;
+  for (auto& [stage, t] : stages) {
+    t.ignored_bytes_per_rank += unplaced;
+    if (most == nullptr || t.sharded_bytes_per_rank > most->sharded_bytes_per_rank) most = &t;
+  }
+  if (most == nullptr) return;
+  plan.totals.sharded_bytes_per_rank = most->sharded_bytes_per_rank;
+  plan.totals.unsharded_bytes_per_rank = most->unsharded_bytes_per_rank;
+  plan.totals.replicated_bytes_per_rank = most->replicated_bytes_per_rank;
+  plan.totals.ignored_bytes_per_rank = most->ignored_bytes_per_rank;
+}
+
 }  // namespace
 
 Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const FsdpConfig& config,
@@ -279,6 +358,7 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   for (size_t w = 0; w < plan.units.size(); ++w) plan.units[w].wrap_index = static_cast<int>(w);
 
   // Ownership → managed lists; totals of distinct parameters.
+  std::map<std::string, int64_t> ignored_bytes;  // canonical FQN → local bytes (StageTotals)
   for (const ParamInfo& p : src.params) {
     const int64_t global = NumElements(p.entry->param->shape);
     plan.totals.params += global;
@@ -287,8 +367,9 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
                       : plan.units[static_cast<size_t>(position[static_cast<size_t>(p.owner)])];
     if (p.ignored) {
       u.ignored_params.push_back(p.entry->fqns[0]);
-      plan.totals.ignored_bytes_per_rank +=
-          NumElements(p.local_shape) * DTypeBytes(p.entry->param->dtype);
+      const int64_t bytes = NumElements(p.local_shape) * DTypeBytes(p.entry->param->dtype);
+      plan.totals.ignored_bytes_per_rank += bytes;
+      ignored_bytes[p.entry->fqns[0]] = bytes;
       continue;
     }
     plan.totals.managed_params += global;
@@ -414,6 +495,7 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
     SS_ASSIGN_OR_RETURN(plan.pipeline_chunks,
                         planner::PlanPipelineChunks(tree, modules, plan, mesh.layout.pp,
                                                     mesh.layout.pp * options.pp_virtual_stages));
+    StageTotals(ignored_bytes, plan);
   }
   return plan;
 }

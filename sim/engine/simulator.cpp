@@ -221,6 +221,7 @@ void AddMemorySummary(const Simulation& sim, const StepContext& ctx, Summary* ou
     const RoleMemory& rm = sim.memory[peak_role];
     s.peak_memory_allocated_gib = ToGiB(rm.peak_allocated_bytes);
     s.peak_memory_time_s = NsToSeconds(rm.peak_allocated_time_ns);
+    s.peak_memory_role = sim.schedule.roles[static_cast<size_t>(peak_role)].name;
     s.peak_memory_op = rm.peak_allocated_op >= 0
                            ? OpIdOf(sim.schedule, sim.schedule.ops[rm.peak_allocated_op])
                            : "(initial state)";

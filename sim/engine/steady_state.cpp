@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/trace/op_id.h"
+
 namespace shardscope::sim {
 namespace {
 
@@ -40,6 +42,17 @@ bool SameCollectives(const std::vector<Summary::ExposedCollective>& a,
 }
 
 double PeakTime(double ta, double tb, const Line& at) { return Same(ta, tb) ? tb : at(ta, tb); }
+
+// The op at a peak that moves with the count: in the longer run it is micro-batch k, in the
+// step k + (M − b) (the peak moves by the periodic middle's M − b micro-batches), so the op_id
+// names one of the step's ops, not the short run's (mb4 where --exact says mb31).
+std::string PeakOp(double ta, double tb, const std::string& op, const SteadyStateRuns& runs) {
+  if (Same(ta, tb)) return op;
+  Result<OpId> id = ParseOpId(op);
+  if (!id.ok() || id->micro < 0) return op;
+  id->micro += runs.total - runs.b;
+  return FormatOpId(*id);
+}
 
 }  // namespace
 
@@ -97,7 +110,7 @@ Scenario WithMicroBatches(const Scenario& sc, int micro_batches) {
 std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& account_a,
                                           const Summary& b, const StepAccount& account_b,
                                           const SteadyStateRuns& runs, double peak_flops) {
-  if (a.role != b.role || a.fits != b.fits ||
+  if (a.role != b.role || a.peak_memory_role != b.peak_memory_role || a.fits != b.fits ||
       !Same(a.peak_memory_allocated_gib, b.peak_memory_allocated_gib) ||
       !Same(a.peak_memory_reserved_gib, b.peak_memory_reserved_gib)) {
     return std::nullopt;
@@ -137,8 +150,11 @@ std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& a
     s.exposed_collectives.clear();
   }
   s.peak_memory_time_s = PeakTime(a.peak_memory_time_s, b.peak_memory_time_s, at);
+  s.peak_memory_op = PeakOp(a.peak_memory_time_s, b.peak_memory_time_s, b.peak_memory_op, runs);
   for (int p = 0; p < kNumStepPhases; ++p) {
     s.phase_peaks[p].time_s = PeakTime(a.phase_peaks[p].time_s, b.phase_peaks[p].time_s, at);
+    s.phase_peaks[p].op =
+        PeakOp(a.phase_peaks[p].time_s, b.phase_peaks[p].time_s, b.phase_peaks[p].op, runs);
   }
   SetStepRates(peak_flops, &s);
   return s;

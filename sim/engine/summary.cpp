@@ -81,6 +81,7 @@ nlohmann::json SummaryToJson(const Summary& s) {
   j["overflow_category"] = s.overflow_category.empty() ? json(nullptr) : json(s.overflow_category);
   j["peak_memory_time_s"] = s.peak_memory_time_s;
   j["peak_memory_op"] = s.peak_memory_op;
+  j["peak_memory_role"] = s.peak_memory_role;
   j["role"] = s.role;
   j["world_size"] = s.world_size;
   j["tokens_per_step"] = s.tokens_per_step;

@@ -73,6 +73,9 @@ struct Summary {
   double peak_memory_reserved_gib = 0;
   double peak_memory_time_s = 0;  // when allocated memory peaked
   std::string peak_memory_op;     // the op whose allocation reached the peak
+  // The role those allocated figures are of: the one with the highest allocated peak (the
+  // reserved peak is the highest over the roles). May differ from `role` under a pipeline.
+  std::string peak_memory_role;
   std::array<double, kNumMemCategories> memory_at_peak_gib{};  // allocated, at that peak
   // Each category's own maximum over the step (same role), beside its value at the peak.
   std::array<double, kNumMemCategories> memory_max_by_category_gib{};

@@ -87,6 +87,13 @@ rc=$?
 grep -q "parallelism.dp_replicate = 2 and parallelism.dp_shard = 4 do not fit the world size" "$out/hsdp2" ||
   { cat "$out/hsdp2"; fail "inconsistent dp_replicate error does not name both fields"; }
 
+# With cp, plan prints the scenario's dp_shard (the sizes multiply to the world size) and the
+# FSDP shard group beside it; it printed dp_shard=8 for tp 1 cp 2 on 8 GPUs.
+"$bin" plan "$out/hsdp.json" --set parallelism.cp=2 --set parallelism.dp_shard=2 > "$out/cp" 2>&1 ||
+  { cat "$out/cp"; fail "cp 2 rejected"; }
+grep -q "16 GPUs (2 nodes × 8 h100-sxm), tp=1 cp=2 pp=1 ep=1, dp_replicate=4 dp_shard=2 (FSDP shards over dp_shard·cp = 4 ranks)" "$out/cp" ||
+  { head -1 "$out/cp"; fail "plan's mesh line under cp"; }
+
 # diff as a CI gate, on summaries.
 printf '{"step_time_s": 1.0, "peak_memory_reserved_gib": 70.0, "fits": true, "comm_s": {"all_reduce": 0.0}}\n' > "$out/a.json"
 printf '{"step_time_s": 0.945, "peak_memory_reserved_gib": 70.0, "fits": true, "comm_s": {"all_reduce": 1.47509}}\n' > "$out/faster.json"

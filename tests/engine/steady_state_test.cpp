@@ -85,6 +85,14 @@ void ExpectSameStep(const Scenario& sc, const std::string& job) {
   EXPECT_EQ(f.tokens_per_step, e.tokens_per_step) << job;
   EXPECT_EQ(f.fits, e.fits) << job;
   EXPECT_EQ(f.role, e.role) << job;
+  EXPECT_EQ(f.peak_memory_role, e.peak_memory_role) << job;
+  // The ops at the peaks are the whole step's: one at a peak that moves with the count is in
+  // the step's last micro-batches, not the short run's (mb4 for mb31 before).
+  EXPECT_EQ(f.peak_memory_op, e.peak_memory_op) << job;
+  for (int p = 0; p < kNumStepPhases; ++p) {
+    EXPECT_EQ(f.phase_peaks[p].op, e.phase_peaks[p].op) << job << " phase " << p;
+    ExpectClose(f.phase_peaks[p].time_s, e.phase_peaks[p].time_s, "phase peak time", job);
+  }
   EXPECT_EQ(f.scenario, e.scenario) << job;
 }
 

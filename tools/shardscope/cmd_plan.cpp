@@ -11,6 +11,7 @@
 #include "core/model/model_source.h"
 #include "core/plan/plan_json.h"
 #include "core/plan/planner.h"
+#include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
@@ -53,10 +54,15 @@ Status RunPlan(const PlanArgs& args) {
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(scenario.model, build));
   SS_ASSIGN_OR_RETURN(const Plan plan, PlanScenario(scenario, tree));
   const PlanMeshInfo& m = plan.mesh;
+  // The scenario's dp_shard excludes cp; the plan's (planning.md's) is the FSDP shard group,
+  // with cp folded in: printed as the scenario has it, so that the sizes multiply to the world.
   fmt::print(
-      "{}: {} GPUs ({}×{} {}), tp={} cp={} pp={} ep={}, dp_replicate={} dp_shard={}{}{}\n",
-      scenario.source, m.world_size, scenario.cluster.nodes, scenario.cluster.gpus_per_node,
-      scenario.cluster.gpu, m.tp, m.cp, m.pp, m.ep, m.dp_replicate, m.dp_shard,
+      "{}: {} GPUs ({} × {} {}), tp={} cp={} pp={} ep={}, dp_replicate={} "
+      "dp_shard={}{}{}{}\n",
+      scenario.source, m.world_size, CountOf(scenario.cluster.nodes, "node"),
+      scenario.cluster.gpus_per_node, scenario.cluster.gpu, m.tp, m.cp, m.pp, m.ep, m.dp_replicate,
+      m.dp_shard / m.cp,
+      m.cp > 1 ? fmt::format(" (FSDP shards over dp_shard·cp = {} ranks)", m.dp_shard) : "",
       m.edp > 0 ? fmt::format(", edp_replicate={} edp_shard={}", m.edp_replicate, m.edp_shard) : "",
       plan.adapter.empty() ? "" : ", " + plan.adapter);
   fmt::print("{}", FormatPlanTable(plan));

@@ -13,6 +13,7 @@
 
 #include "core/config/scenario.h"
 #include "core/trace/trace_io.h"
+#include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
@@ -81,8 +82,9 @@ void PrintExposedCollectives(const sim::Summary& s) {
 void PrintSummary(const sim::Simulation& sim) {
   const sim::Summary& s = sim.summary;
   const Role& role = sim.schedule.roles[sim.reported_role];
-  fmt::print("Predicted step: {} GPUs ({} x {}), role '{}' (rank {}, stands for {} ranks)\n",
-             s.world_size, sim.nodes, sim.gpu_name, role.name, role.rank, role.ranks_like);
+  fmt::print("Predicted step: {} GPUs ({} × {} {}), role '{}' (rank {}, stands for {} ranks)\n",
+             s.world_size, CountOf(sim.nodes, "node"), s.world_size / std::max(sim.nodes, 1),
+             sim.gpu_name, role.name, role.rank, role.ranks_like);
   fmt::print("  step time          {:10.4f} s\n", s.step_time_s);
   fmt::print("  tokens/s/GPU       {:10.0f}   ({} tokens per step)\n", s.tokens_per_s_per_gpu,
              s.tokens_per_step);
@@ -125,7 +127,10 @@ void PrintSummary(const sim::Simulation& sim) {
         s.overlap_stretch_s);
   }
   fmt::print(
-      "Memory (allocated = the step's memory model; reserved = caching-allocator estimate)\n");
+      "Memory{} (allocated = the step's memory model; reserved = caching-allocator estimate)\n",
+      sim.schedule.roles.size() > 1 && !s.peak_memory_role.empty()
+          ? fmt::format(" of role '{}', the highest allocated peak", s.peak_memory_role)
+          : "");
   fmt::print("  peak allocated     {:10.2f} GiB at {:.4f} s ({})\n", s.peak_memory_allocated_gib,
              s.peak_memory_time_s, s.peak_memory_op);
   fmt::print(
