@@ -21,6 +21,7 @@
 #include "core/util/units.h"
 #include "sim/advisor/fit_advisor.h"
 #include "sim/engine/simulator.h"
+#include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
 namespace {
@@ -412,6 +413,15 @@ Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
   bool any_parsed = false;
   auto parse = [&](int64_t index) {
     Result<Scenario> sc = ParseVariant(base, CombinationSets(axes, index));
+    // The GPU too, as the simulator looks it up: a name the catalog lacks (`h100` for
+    // h100-sxm), or more GPUs per node than its node holds, ran and only left a note.
+    if (sc.ok()) {
+      if (Result<Hardware> hw = LookupHardware(sc->cluster.gpu, sc->cluster.gpus_per_node,
+                                               sc->cluster.nodes);
+          !hw.ok()) {
+        return hw.status().WithContext(sc->source + ": cluster.gpu");
+      }
+    }
     if (sc.ok()) {
       any_parsed = true;
       note_reads(*sc);

@@ -44,6 +44,16 @@ grep -q "every combination is invalid; the first (parallelism.tp=abc): .*expecte
 expect2 sweep "$job" --vary parallelism.tp=1,abc
 grep -q -- "--vary parallelism.tp=1,abc: value 'abc': .*expected an integer" "$out/err" ||
   fail "bad value: $(cat "$out/err")"
+# A GPU the catalog lacks, or a node size the GPU's node does not have, is refused before the
+# run as the simulator would refuse it (it ran and only left a note).
+expect2 sweep "$job" --vary cluster.gpu=h100,b200
+grep -q -- "--vary cluster.gpu=h100,b200: value 'h100': .*unknown GPU 'h100' (did you mean" "$out/err" ||
+  fail "unknown GPU value: $(cat "$out/err")"
+expect2 sweep "$job" --vary cluster.gpu=h100-sxm,gb200-nvl72
+grep -q "gpus_per_node 8 for gb200-nvl72: expected 1..4" "$out/err" ||
+  fail "GPU node size: $(cat "$out/err")"
+"$bin" sweep "$job" --vary cluster.gpu=h100-sxm,gb200-nvl72 --vary cluster.gpus_per_node=4,8 \
+  > /dev/null 2> "$out/err" || fail "GPUs of two node sizes with a node-size axis: $(cat "$out/err")"
 "$bin" sweep "$job" --vary parallelism.tp=1,2 --vary parallelism.ep=1,2 --json "$out/ep.json" \
   > "$out/table" 2> "$out/err" || fail "ep=1,2 sweep: $(cat "$out/err")"
 grep -q "sweep: note: parallelism.ep=2 was invalid in every combination; the first (parallelism.tp=1 parallelism.ep=2): .*no routed experts" \
