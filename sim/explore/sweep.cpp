@@ -416,8 +416,8 @@ Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
     // The GPU too, as the simulator looks it up: a name the catalog lacks (`h100` for
     // h100-sxm), or more GPUs per node than its node holds, ran and only left a note.
     if (sc.ok()) {
-      if (Result<Hardware> hw = LookupHardware(sc->cluster.gpu, sc->cluster.gpus_per_node,
-                                               sc->cluster.nodes);
+      if (Result<Hardware> hw =
+              LookupHardware(sc->cluster.gpu, sc->cluster.gpus_per_node, sc->cluster.nodes);
           !hw.ok()) {
         return hw.status().WithContext(sc->source + ": cluster.gpu");
       }
