@@ -115,6 +115,12 @@ expect2 recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048
 grep -q -- "--gpu: an empty name" "$out/err" || fail "empty --gpu item: $(cat "$out/err")"
 expect2 recommend --model llama3.2-1b --global-batch-tokens 99999999999999999999
 grep -q "got '99999999999999999999'" "$out/err" || fail "overflow message: $(cat "$out/err")"
+# Every plan stopped by the state alone: the advice is more GPUs or more memory, not a margin
+# (it said "lower --margin", which cannot help).
+"$bin" recommend --model llama3-70b --global-batch-tokens 4194304 --max-gpus 8 > /dev/null 2> "$out/err"
+[ $? -eq 1 ] || fail "70B on 8 GPUs: exit $? (expected 1)"
+grep -q "AdamW's two moments alone .*raise --max-gpus" "$out/err" && ! grep -q -- "--margin," "$out/err" ||
+  fail "state-bound message: $(cat "$out/err")"
 # A config.json path is a model too (it used to be read as a built-in name).
 "$bin" recommend --model tests/backend_mpi/scenarios/tiny_llama.config.json --seq-len 256 \
   --global-batch-tokens 2048 --max-gpus 8 --top 1 --scenarios "$out/cfg" > "$out/err" 2>&1 ||

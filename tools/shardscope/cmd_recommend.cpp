@@ -137,6 +137,15 @@ Status RunRecommend(const RecommendArgs& args) {
           "need more memory than the GPUs have, {} are invalid; raise --budget-per-hour",
           args.budget_per_hour, rec.pruned_budget, rec.generated, rec.pruned_memory, rec.invalid));
     }
+    // Every plan stopped by the state alone: no margin or budget brings one back.
+    if (rec.simulated == 0 && rec.pruned_memory > 0 && rec.pruned_budget == 0) {
+      return CheckFailed(fmt::format(
+          "no plan fits: in each of the {} plans the weights, gradients and AdamW's two moments "
+          "alone (four times the parameters' bytes, sharded over every GPU of the plan) need "
+          "more than a GPU's memory{}; raise --max-gpus (more GPUs to shard over) or add a "
+          "--gpu with more memory",
+          rec.pruned_memory, margin ? " less the --margin" : ""));
+    }
     return CheckFailed(
         fmt::format("no plan fits{}: {}raise --max-gpus or --budget-per-hour, or add a --gpu",
                     margin ? fmt::format(" with {:g} GiB of headroom ({} fit with less)",
