@@ -58,6 +58,14 @@ Result<PriceTable> ParsePriceTable(std::string_view text, const std::string& sou
       return InvalidInput(fmt::format("{}: currency: expected a non-empty string", source));
     }
     table.currency = doc["currency"].get<std::string>();
+    // Costs are printed as $ and written as *_usd: another currency would be mislabelled.
+    if (Lower(table.currency) != "usd") {
+      return InvalidInput(fmt::format(
+          "{}: currency: \"{}\": prices must be in USD (every cost is printed in $ and written "
+          "as *_usd); convert them or leave currency out",
+          source, table.currency));
+    }
+    table.currency = "USD";
   }
   if (!doc.contains("per_gpu_hour") || !doc["per_gpu_hour"].is_object()) {
     return InvalidInput(fmt::format(
@@ -99,7 +107,20 @@ const PriceTable& DefaultPriceTable() {
 
 Result<PriceTable> LoadPriceTable(const std::string& path) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ParsePriceTable(text, path);
+  SS_ASSIGN_OR_RETURN(PriceTable table, ParsePriceTable(text, path));
+  const PriceTable& built_in = DefaultPriceTable();
+  for (const auto& [gpu, price] : table.per_gpu_hour) {
+    const std::optional<double> usual = built_in.PerGpuHour(gpu);
+    if (!usual || (price < 10 * *usual && price > *usual / 10)) continue;
+    const bool high = price > *usual;
+    table.notes.push_back(fmt::format(
+        "{}: per_gpu_hour.{} = {:g} is {}{:.0f} {} the built-in {:g}: {}? (prices are USD per "
+        "GPU-hour)",
+        path, gpu, price, high ? "" : "1/", high ? price / *usual : *usual / price,
+        high ? "times" : "of", *usual,
+        high ? "a price per node, or in cents" : "a price in thousands, or per GPU-minute"));
+  }
+  return table;
 }
 
 std::optional<double> CostPerMillionTokens(double usd_per_gpu_hour, double tokens_per_s_per_gpu) {

@@ -9,7 +9,8 @@
 //
 // Format (docs/sweep.md): {"format": "shardscope-prices/1", "currency": "USD",
 // "per_gpu_hour": {"h100-sxm": 3.47, ...}}. Unknown GPU names (did-you-mean over the catalog),
-// non-positive or non-numeric prices and a wrong format are errors naming the file and key.
+// non-positive or non-numeric prices, a currency other than USD (every cost the commands print
+// and write is in USD) and a wrong format are errors naming the file and key.
 //
 // Example:
 //   SS_ASSIGN_OR_RETURN(PriceTable prices, LoadPriceTable("my_prices.json"));
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/util/status.h"
 
@@ -29,6 +31,9 @@ struct PriceTable {
   std::string source;  // "built-in (sim/explore/prices.json)" or the file's path
   std::string currency = "USD";
   std::map<std::string, double> per_gpu_hour;  // catalog name → price
+  // A user's prices far from the built-in ones (10× or more either way): a price per node or
+  // in cents passes the range check; what the command prints before its table.
+  std::vector<std::string> notes;
   // The price of `gpu` (case-insensitive, as LookupHardware), if the table has it.
   std::optional<double> PerGpuHour(std::string_view gpu) const;
 };

@@ -16,6 +16,7 @@
 #include <queue>
 #include <thread>
 
+#include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/units.h"
@@ -480,6 +481,23 @@ Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
       "({}): {}",
       axis.flag, value, fmt::join(CombinationSets(axes, failure->index), " "),
       failure->status.message()));
+}
+
+std::vector<std::string> UnpricedNotes(const std::vector<VariantResult>& variants,
+                                       const std::string& prices_source) {
+  std::map<std::string, int64_t> unpriced;  // GPU → fitting variants without a price
+  for (const VariantResult& v : variants) {
+    if (v.outcome == VariantOutcome::kFits && !v.figures.usd_per_gpu_hour)
+      ++unpriced[v.figures.gpu];
+  }
+  std::vector<std::string> notes;
+  for (const auto& [gpu, n] : unpriced) {
+    notes.push_back(fmt::format(
+        "{} has no price in {}: {} on it {} no cost (ranked last by cost, left off the Pareto "
+        "front)",
+        gpu, prices_source, CountOf(n, "fitting variant"), n == 1 ? "has" : "have"));
+  }
+  return notes;
 }
 
 std::vector<std::string> ValuesNeverValid(const SweepResult& result,

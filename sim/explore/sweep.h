@@ -13,6 +13,7 @@
 //   DealCombinations   which process of a split sweep runs each combination
 //   CheckAxisValues    a --vary value that no combination parses: an error before any run
 //   ValuesNeverValid   the values that ran in no combination (each invalid), for notes
+//   UnpricedNotes      the GPUs of fitting variants the price table lacks, for notes
 //   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
 //                      last step; a sweep split over MPI ranks runs it on the gathered variants)
 //   ObjectiveKey       the objective's key of one variant (lower is better)
@@ -172,6 +173,11 @@ Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
 // For `result` of RunSweep over `axes` (variants in combination order): one line per axis value
 // whose every combination was invalid (it parsed, but the plan or the simulation refused it),
 // "parallelism.tp=16 was invalid in every combination; the first (...): <error>".
+// One note per GPU that fitting `variants` run on and the price table (`prices_source`) has no
+// price for: those variants have no cost, rank last by cost and are not on the Pareto front.
+std::vector<std::string> UnpricedNotes(const std::vector<VariantResult>& variants,
+                                       const std::string& prices_source);
+
 std::vector<std::string> ValuesNeverValid(const SweepResult& result,
                                           const std::vector<VaryAxis>& axes);
 

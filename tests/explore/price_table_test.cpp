@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
@@ -22,12 +25,49 @@ TEST(PriceTable, DefaultPricesEveryCatalogGpu) {
 
 TEST(PriceTable, UserFileReplacesTheTable) {
   Result<PriceTable> t = ParsePriceTable(
-      R"({"format": "shardscope-prices/1", "currency": "EUR", "per_gpu_hour": {"h100-sxm": 2}})",
+      R"({"format": "shardscope-prices/1", "currency": "usd", "per_gpu_hour": {"h100-sxm": 2}})",
       "mine.json");
   ASSERT_TRUE(t.ok()) << t.status().message();
-  EXPECT_EQ(t->currency, "EUR");
+  EXPECT_EQ(t->currency, "USD");
   EXPECT_DOUBLE_EQ(*t->PerGpuHour("h100-sxm"), 2.0);
   EXPECT_FALSE(t->PerGpuHour("b200").has_value());
+  EXPECT_TRUE(t->notes.empty());
+}
+
+// Every cost is printed in $ and written as *_usd: euros were printed as dollars.
+TEST(PriceTable, PricesAreInUsd) {
+  Result<PriceTable> t = ParsePriceTable(
+      R"({"format": "shardscope-prices/1", "currency": "EUR", "per_gpu_hour": {"h100-sxm": 2}})",
+      "mine.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(t.status().message().find("mine.json: currency: \"EUR\": prices must be in USD"),
+            std::string::npos)
+      << t.status().message();
+}
+
+// A price per node or in cents passes the range check; a note names it.
+TEST(PriceTable, PricesFarFromTheBuiltInOnesAreNamed) {
+  const std::string path = ::testing::TempDir() + "/far_prices.json";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"({"format": "shardscope-prices/1", "per_gpu_hour": )"
+               R"({"h100-sxm": 210, "b200": 0.5, "h200": 5.0}})",
+               f);
+    std::fclose(f);
+  }
+  Result<PriceTable> t = LoadPriceTable(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->notes.size(), 2u);
+  EXPECT_NE(t->notes[0].find("per_gpu_hour.b200 = 0.5 is 1/17 of the built-in 8.55"),
+            std::string::npos)
+      << t->notes[0];
+  EXPECT_NE(t->notes[1].find("per_gpu_hour.h100-sxm = 210 is 61 times the built-in 3.47: a "
+                             "price per node, or in cents?"),
+            std::string::npos)
+      << t->notes[1];
+  std::remove(path.c_str());
 }
 
 TEST(PriceTable, BadFilesNameTheKey) {

@@ -26,6 +26,17 @@ expect2 sweep "$job"
 echo '{"format": "shardscope-prices/1", "per_gpu_hour": {"h100": 2}}' > "$out/p.json"
 expect2 sweep "$job" --vary parallelism.tp=1,2 --prices "$out/p.json"
 grep -q "per_gpu_hour.h100: not a catalog GPU" "$out/err" || fail "prices message: $(cat "$out/err")"
+# A GPU the file does not price, and a price per node: both named on stderr, the sweep runs.
+echo '{"format": "shardscope-prices/1", "per_gpu_hour": {"b200": 68.4}}' > "$out/p2.json"
+"$bin" sweep "$job" --vary cluster.gpu=h100-sxm,b200 --prices "$out/p2.json" > /dev/null 2> "$out/err" ||
+  fail "sweep with a partial price file: $(cat "$out/err")"
+grep -q "sweep: note: h100-sxm has no price in $out/p2.json: 1 fitting variant on it has no cost" "$out/err" ||
+  fail "unpriced GPU note: $(cat "$out/err")"
+grep -q "per_gpu_hour.b200 = 68.4 is 8 times" "$out/err" && fail "a price 8 times the built-in is named"
+echo '{"format": "shardscope-prices/1", "per_gpu_hour": {"b200": 85.5}}' > "$out/p3.json"
+"$bin" sweep "$job" --vary cluster.gpu=h100-sxm,b200 --prices "$out/p3.json" > /dev/null 2> "$out/err"
+grep -q "per_gpu_hour.b200 = 85.5 is 10 times the built-in 8.55: a price per node" "$out/err" ||
+  fail "price per node note: $(cat "$out/err")"
 expect2 recommend --model llama3.2-1b --global-batch-tokens 1000
 
 # Hostile input (a probe found each of these accepted, or crashing, before 2026-12-05).

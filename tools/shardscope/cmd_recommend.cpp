@@ -127,6 +127,11 @@ Status RunRecommend(const RecommendArgs& args) {
                       : std::string(),
       rec.fitting, args.margin_gib, rec.thin, rec.invalid);
   for (const std::string& n : rec.notes) fmt::print("  note: {}\n", n);
+  for (const std::string& n : prices.notes) fmt::print("  note: {}\n", n);
+  std::vector<sim::VariantResult> shown;
+  for (const sim::RecommendedPlan& p : rec.plans) shown.push_back(p.result);
+  for (const std::string& n : sim::UnpricedNotes(shown, prices.source))
+    fmt::print("  note: {}\n", n);
   if (rec.plans.empty()) {
     const bool margin = args.margin_gib > 0;
     // Said for what stopped the plans: a budget that prices every one out is not a margin's

@@ -99,6 +99,9 @@ Status RunSweepCommand(const SweepArgs& args) {
   // where nothing ran at all, the error below says so once.
   if (result->fitting + result->not_fitting > 0)
     report.notes = sim::ValuesNeverValid(*result, axes);
+  for (std::string& n : sim::UnpricedNotes(result->variants, result->prices_source))
+    report.notes.push_back(std::move(n));
+  for (const std::string& n : prices.notes) report.notes.push_back(n);
   fmt::print("{}", sim::FormatSweepTable(*result, report));
   std::fflush(stdout);  // the notes after the table, not inside it on a terminal
   for (const std::string& note : report.notes) fmt::print(stderr, "sweep: note: {}\n", note);
