@@ -20,7 +20,8 @@ measured on rows it was not fitted on.
 With --max-median-error PCT / --max-row-error PCT / --min-rows N it is a regression check
 (CTest `validate_accuracy_test`): exit 1 when the FSDP2 target rows run eagerly (the rows the
 model is held to) have a tokens/s/GPU or peak-memory median |error| over PCT, any one of them a
-tokens/s/GPU |error| over the row limit, or fewer than N of them are predicted.
+tokens/s/GPU |error| over the row limit, or fewer than N of them are predicted; and when the
+catalog's `validated_by` (sim/hardware/catalog.json) disagrees with those rows.
 
 Usage:
   bench/validate/validate.py [MEASURED_RUNS_JSON] [--shardscope BIN] [--json OUT] [--keep DIR]
@@ -397,6 +398,33 @@ def main():
     return check_limits(args, results)
 
 
+def check_validated_by(rows, limit):
+    """The catalog's validated_by against the rows: a GPU that names itself has eager FSDP2
+    target rows, every one within the row limit; one that names none has no such rows (else the
+    catalog understates what is checked); one that names another names a GPU validated so.
+    sweep and recommend tell users which GPUs no measured run checks from this field."""
+    with open(os.path.join(REPO, "sim", "hardware", "catalog.json"), encoding="utf-8") as f:
+        catalog = {g["name"]: g.get("validated_by") for g in json.load(f)["gpus"]}
+    by_gpu = {}
+    for r in rows:
+        by_gpu.setdefault(r["gpu"], []).append(r)
+    missed = []
+    for gpu, by in sorted(catalog.items()):
+        own = by_gpu.get(gpu, [])
+        within = own and all(abs(r["tps_error_pct"]) <= limit for r in own)
+        if by == gpu and not within:
+            missed.append(f"catalog.json: {gpu}: validated_by {gpu}, but "
+                          + (f"{len(own)} eager FSDP2 target rows are not all within ±{limit:g}%"
+                             if own else "no eager FSDP2 target row runs on it"))
+        elif by is None and within:
+            missed.append(f"catalog.json: {gpu}: no validated_by, but {len(own)} eager FSDP2 "
+                          f"target rows are within ±{limit:g}% ({own[0]['id']}, ...)")
+        elif by is not None and by != gpu and catalog.get(by) != by:
+            missed.append(f"catalog.json: {gpu}: validated_by {by}, which is not validated "
+                          "itself")
+    return missed
+
+
 def check_limits(args, results):
     """0, or 1 with each limit of --max-median-error / --max-row-error / --min-rows missed."""
     held = [r for r in results if r["target"] and not r["compile"]]
@@ -416,6 +444,7 @@ def check_limits(args, results):
             if abs(r["tps_error_pct"]) > args.max_row_error:
                 missed.append(f"{r['id']}: tokens/s/GPU error {r['tps_error_pct']:+.1f}% is over "
                               f"±{args.max_row_error:g}%")
+        missed += check_validated_by(tps, args.max_row_error)
     for m in missed:
         print(f"validate.py: {m}", file=sys.stderr)
     return 1 if missed else 0

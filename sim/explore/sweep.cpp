@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <queue>
+#include <set>
 #include <thread>
 
 #include "core/util/count_text.h"
@@ -498,6 +499,28 @@ std::vector<std::string> UnpricedNotes(const std::vector<VariantResult>& variant
         gpu, prices_source, CountOf(n, "fitting variant"), n == 1 ? "has" : "have"));
   }
   return notes;
+}
+
+std::string UnvalidatedNote(const std::vector<VariantResult>& variants) {
+  std::set<std::string> gpus, checked;
+  for (const VariantResult& v : variants) {
+    if (v.outcome != VariantOutcome::kFits || !gpus.insert(v.figures.gpu).second) continue;
+    Result<Hardware> hw = LookupHardware(v.figures.gpu, 1, 1);
+    if (hw.ok() && !hw->gpu.validated_by.empty()) checked.insert(v.figures.gpu);
+  }
+  std::vector<std::string> unchecked;
+  for (const std::string& g : gpus) {
+    if (!checked.contains(g)) unchecked.push_back(g);
+  }
+  if (unchecked.empty()) return "";
+  const std::string rank =
+      checked.empty()
+          ? std::string("their figures are estimates no measurement here confirms")
+          : fmt::format("weigh their rank against {} with care", fmt::join(checked, ", "));
+  return fmt::format(
+      "no measured run checks the predictions for {} (the catalog's datasheet and benchmark "
+      "figures alone; bench/validate/README.md lists the runs that check the others): {}",
+      fmt::join(unchecked, ", "), rank);
 }
 
 std::vector<std::string> ValuesNeverValid(const SweepResult& result,

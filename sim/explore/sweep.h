@@ -14,6 +14,7 @@
 //   CheckAxisValues    a --vary value that no combination parses: an error before any run
 //   ValuesNeverValid   the values that ran in no combination (each invalid), for notes
 //   UnpricedNotes      the GPUs of fitting variants the price table lacks, for notes
+//   UnvalidatedNote    the GPUs of fitting variants no measured run checks, for a note
 //   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
 //                      last step; a sweep split over MPI ranks runs it on the gathered variants)
 //   ObjectiveKey       the objective's key of one variant (lower is better)
@@ -177,6 +178,11 @@ Status CheckAxisValues(const SweepBase& base, const std::vector<VaryAxis>& axes,
 // price for: those variants have no cost, rank last by cost and are not on the Pareto front.
 std::vector<std::string> UnpricedNotes(const std::vector<VariantResult>& variants,
                                        const std::string& prices_source);
+
+// The GPUs fitting `variants` run on whose predictions no measured run checks (the catalog's
+// validated_by is empty: sim/hardware/catalog.json, bench/validate), named in one note; empty
+// when there are none. Which GPU to buy should not rest on them unremarked.
+std::string UnvalidatedNote(const std::vector<VariantResult>& variants);
 
 std::vector<std::string> ValuesNeverValid(const SweepResult& result,
                                           const std::vector<VaryAxis>& axes);

@@ -153,11 +153,13 @@ Result<std::vector<CatalogEntry>> ParseCatalog() {
     CatalogEntry e;
     e.gpu.name = entry["name"].get<std::string>();
     e.gpu.description = entry.value("description", e.gpu.name);
+    e.gpu.validated_by = entry.value("validated_by", std::string());
     Result<GpuArch> arch = ParseArch(entry.value("arch", json()), where + ".arch");
     if (!arch.ok()) return RuntimeError(arch.status().message());
     e.gpu.arch = *arch;
     json node = entry.value("node", json::object());
-    for (const char* key : {"name", "description", "arch", "node", "notes"}) entry.erase(key);
+    for (const char* key : {"name", "description", "validated_by", "arch", "node", "notes"})
+      entry.erase(key);
     Status s = ApplyGpuFields(entry, where, &e.gpu);
     if (s.ok() && e.gpu.sm_count <= 0) s = InvalidInput(where + ".sm_count: required");
     if (s.ok()) s = ApplyNodeFields(node, where + ".node", &e.node);

@@ -40,6 +40,9 @@ std::string_view GpuArchName(GpuArch arch);  // "ampere", "hopper", "blackwell",
 struct GpuSpec {
   std::string name;         // catalog key, e.g. "h100-sxm"
   std::string description;  // human-readable, e.g. "NVIDIA H100 SXM 80 GB"
+  // The catalog GPU whose measured runs the predictions reproduce (catalog.json `_sources`):
+  // this one, one of the same die, or "" (no measured run checks this GPU's figures).
+  std::string validated_by;
   GpuArch arch = GpuArch::kHopper;
   double peak_bf16_flops = 0;       // dense datasheet peak
   double best_matmul_flops = 0;     // best measured bf16 matmul (MAMF); GEMM efficiency cap

@@ -55,6 +55,12 @@ TEST(Catalog, EveryEntryIsConsistent) {
     EXPECT_EQ(hw->world_size(), per_node);
     // Every figure cites a source: the entry's notes name one, or the _sources block has it.
     EXPECT_GE(hw->node.nvlink_domain, per_node) << name;
+    // validated_by names a GPU that validates itself (bench/validate checks the rows).
+    if (!g.validated_by.empty()) {
+      Result<Hardware> by = LookupHardware(g.validated_by, 1, 1);
+      ASSERT_TRUE(by.ok()) << name << ": validated_by " << g.validated_by;
+      EXPECT_EQ(by->gpu.validated_by, g.validated_by) << name;
+    }
   }
 }
 

@@ -33,6 +33,9 @@ echo '{"format": "shardscope-prices/1", "per_gpu_hour": {"b200": 68.4}}' > "$out
 grep -q "sweep: note: h100-sxm has no price in $out/p2.json: 1 fitting variant on it has no cost" "$out/err" ||
   fail "unpriced GPU note: $(cat "$out/err")"
 grep -q "per_gpu_hour.b200 = 68.4 is 8 times" "$out/err" && fail "a price 8 times the built-in is named"
+# b200 has no measured run in bench/validate (the catalog's validated_by): a note names it.
+grep -q "sweep: note: no measured run checks the predictions for b200 (.*): weigh their rank against h100-sxm with care" "$out/err" ||
+  fail "unvalidated GPU note: $(cat "$out/err")"
 echo '{"format": "shardscope-prices/1", "per_gpu_hour": {"b200": 85.5}}' > "$out/p3.json"
 "$bin" sweep "$job" --vary cluster.gpu=h100-sxm,b200 --prices "$out/p3.json" > /dev/null 2> "$out/err"
 grep -q "per_gpu_hour.b200 = 85.5 is 10 times the built-in 8.55: a price per node" "$out/err" ||

@@ -132,6 +132,7 @@ Status RunRecommend(const RecommendArgs& args) {
   for (const sim::RecommendedPlan& p : rec.plans) shown.push_back(p.result);
   for (const std::string& n : sim::UnpricedNotes(shown, prices.source))
     fmt::print("  note: {}\n", n);
+  if (const std::string n = sim::UnvalidatedNote(shown); !n.empty()) fmt::print("  note: {}\n", n);
   if (rec.plans.empty()) {
     const bool margin = args.margin_gib > 0;
     // Said for what stopped the plans: a budget that prices every one out is not a margin's

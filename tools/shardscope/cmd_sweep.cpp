@@ -102,6 +102,8 @@ Status RunSweepCommand(const SweepArgs& args) {
   for (std::string& n : sim::UnpricedNotes(result->variants, result->prices_source))
     report.notes.push_back(std::move(n));
   for (const std::string& n : prices.notes) report.notes.push_back(n);
+  if (std::string n = sim::UnvalidatedNote(result->variants); !n.empty())
+    report.notes.push_back(std::move(n));
   fmt::print("{}", sim::FormatSweepTable(*result, report));
   std::fflush(stdout);  // the notes after the table, not inside it on a terminal
   for (const std::string& note : report.notes) fmt::print(stderr, "sweep: note: {}\n", note);
