@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/util/ascii_case.h"
+
 namespace shardscope {
 namespace {
 
@@ -45,7 +47,7 @@ std::string NormalizeModelName(std::string_view name) {
   out.reserve(name.size());
   for (char c : name) {
     if (c == '_' || c == '-') continue;
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    out.push_back(AsciiLower(c));
   }
   static constexpr std::array<std::string_view, 10> kSuffixes = {"forconditionalgeneration",
                                                                  "forsequenceclassification",

@@ -10,6 +10,7 @@
 #include "core/trace/kineto_import_timeline.h"
 #include "core/trace/op_id.h"
 #include "core/trace/trace_io.h"
+#include "core/util/ascii_case.h"
 #include "core/util/terminal_text.h"
 
 namespace shardscope::trace_internal {
@@ -29,17 +30,11 @@ Cat CatOf(std::string_view c) {
   return Cat::kOther;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The collective lane a name stands for, or 0. Matches NCCL kernel names
 // (ncclDevKernel_AllGather_RING_LL, ncclKernel_ReduceScatter_...), gloo ranges (gloo:all_gather)
 // and c10d ops (c10d::_allgather_base_, c10d::_reduce_scatter_base_, c10d::allreduce_).
 int CollectiveLane(std::string_view name) {
-  const std::string n = Lower(name);
+  const std::string n = AsciiLower(name);
   auto has = [&](std::string_view w) { return n.find(w) != std::string::npos; };
   if (has("allgather") || has("all_gather")) return kLaneAllGather;
   if (has("reducescatter") || has("reduce_scatter")) return kLaneReduceScatter;
@@ -52,9 +47,8 @@ int CollectiveLane(std::string_view name) {
 
 bool IsNccl(std::string_view name) {
   constexpr std::string_view kNccl = "nccl";
-  return std::search(name.begin(), name.end(), kNccl.begin(), kNccl.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
-         }) != name.end();
+  return std::search(name.begin(), name.end(), kNccl.begin(), kNccl.end(),
+                     [](char a, char b) { return AsciiLower(a) == b; }) != name.end();
 }
 
 bool IsAutogradNode(std::string_view name) {
@@ -156,7 +150,7 @@ std::string_view LaneWhat(int lane) {
 // args ("Float", "BFloat16") or C++ type names in `Input type` ("float", "c10::BFloat16",
 // "long int"). 0 when unknown.
 int DtypeBytes(std::string_view dtype) {
-  const std::string d = Lower(dtype);
+  const std::string d = AsciiLower(dtype);
   auto has = [&](std::string_view w) { return d.find(w) != std::string::npos; };
   if (has("float8") || has("char") || has("byte") || has("bool") || has("int8")) return 1;
   if (has("bfloat16") || has("half") || has("float16") || has("short") || has("int16")) return 2;
@@ -547,7 +541,7 @@ Status KinetoSink::Finish() {
       const int nccl = nccl_lane_of(e);
       if (nccl != 0) lane = nccl;
       if (e.cat == Cat::kMemcpy) {
-        const std::string n = Lower(t.Str(e.name));
+        const std::string n = AsciiLower(t.Str(e.name));
         if (n.find("htod") != std::string::npos) lane = kLaneH2D;
         if (n.find("dtoh") != std::string::npos) lane = kLaneD2H;
       }

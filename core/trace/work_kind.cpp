@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "core/util/ascii_case.h"
+
 namespace shardscope {
 namespace {
 
@@ -13,7 +15,7 @@ std::string Folded(std::string_view name) {
   out.reserve(name.size());
   for (char c : name) {
     if (c == '_' || c == ':') continue;
-    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    out.push_back(AsciiLower(c));
   }
   return out;
 }
@@ -21,7 +23,7 @@ std::string Folded(std::string_view name) {
 bool StartsWithFolded(std::string_view name, std::string_view prefix) {
   if (name.size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(name[i])) != prefix[i]) return false;
+    if (AsciiLower(name[i]) != prefix[i]) return false;
   }
   return true;
 }

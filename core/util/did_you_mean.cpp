@@ -4,20 +4,14 @@
 #include <cctype>
 #include <utility>
 
+#include "core/util/ascii_case.h"
+
 namespace shardscope {
-namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 size_t EditDistance(std::string_view a_in, std::string_view b_in) {
-  const std::string a = Lower(a_in);
-  const std::string b = Lower(b_in);
+  const std::string a = AsciiLower(a_in);
+  const std::string b = AsciiLower(b_in);
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
@@ -34,11 +28,11 @@ size_t EditDistance(std::string_view a_in, std::string_view b_in) {
 std::vector<std::string> ClosestNames(std::string_view name,
                                       const std::vector<std::string>& candidates,
                                       size_t max_results) {
-  const std::string lower = Lower(name);
+  const std::string lower = AsciiLower(name);
   const size_t limit = std::max<size_t>(2, name.size() / 3);
   std::vector<std::pair<size_t, std::string>> scored;
   for (const std::string& c : candidates) {
-    const std::string lc = Lower(c);
+    const std::string lc = AsciiLower(c);
     size_t d = EditDistance(lower, lc);
     // "h100" names two catalog entries: containment is as good a hint as a small typo.
     const bool contains = !lower.empty() && (lc.find(lower) != std::string::npos ||

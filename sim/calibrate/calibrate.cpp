@@ -253,6 +253,8 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
   }
 
   nlohmann::json j = FiguresToJson(set, z_fit, active);
+  // Its figures are this GPU's: a scenario of another GPU refuses the file (calibration.h).
+  j["fitted_on"] = gpu;
   j["notes"] = fmt::format(
       "shardscope calibrate: {} for {} from {} observations; {}", "least-squares fit", gpu,
       g.observations,

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/util/ascii_case.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
@@ -167,11 +168,13 @@ Status ApplyOverrides(const json& list, const std::string& where, CostParams* pa
 }
 
 // Applies `j` (already a JSON object) to hardware and params; `source` prefixes messages.
-// `cross_checks` compares figures with each other (best matmul <= peak), which only means
-// something once the file is applied to the scenario's GPU.
+// `cross_checks` compares figures with each other (best matmul <= peak) and with the GPU the
+// file was fitted on, which only means something once the file is applied to the scenario's
+// GPU.
 Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Hardware* hw,
                  CostParams* params) {
-  const std::vector<std::string> sections = {"gpu", "node", "compute", "collectives", "notes"};
+  const std::vector<std::string> sections = {"gpu",         "node",  "compute",
+                                             "collectives", "notes", "fitted_on"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const std::string& s : sections) known = known || s == key;
@@ -181,11 +184,27 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
     if (key == "notes") {
       if (!value.is_string())
         return InvalidInput(fmt::format("{}: notes: expected a string", source));
+    } else if (key == "fitted_on") {
+      const std::vector<std::string> names = CatalogGpuNames();
+      if (!value.is_string() || std::find(names.begin(), names.end(),
+                                          AsciiLower(value.get<std::string>())) == names.end()) {
+        return InvalidInput(fmt::format("{}: fitted_on: expected a catalog GPU name ({}), got {}",
+                                        source, fmt::join(names, ", "), value.dump()));
+      }
     } else if (!value.is_object()) {
       return InvalidInput(fmt::format("{}: {}: expected an object", source, key));
     }
   }
   const std::string prefix = source + ": ";
+  // Figures fitted on one GPU (its GEMM rates, its kernels' efficiencies) are not another's:
+  // an H100 fit applied to an MI300X moved it +10% and onto a sweep's Pareto front, silently.
+  if (cross_checks && j.contains("fitted_on") &&
+      AsciiLower(j["fitted_on"].get<std::string>()) != AsciiLower(hw->gpu.name)) {
+    return InvalidInput(fmt::format(
+        "{}fitted_on: the file was fitted on {}, the scenario runs {}: calibrate {}'s own runs, "
+        "or remove fitted_on to apply these figures anyway",
+        prefix, j["fitted_on"].get<std::string>(), hw->gpu.name, hw->gpu.name));
+  }
   if (j.contains("gpu")) {
     const json& g = j["gpu"];
     SS_RETURN_IF_ERROR(ApplyGpuFields(g, prefix + "gpu", &hw->gpu));
@@ -290,6 +309,7 @@ std::vector<std::string> CalibrationKeys() {
     keys.push_back(std::string("collectives.") + f.key);
   keys.push_back("collectives.nvls");
   keys.push_back("collectives.overrides");
+  keys.push_back("fitted_on");
   return keys;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/util/ascii_case.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
@@ -17,19 +18,10 @@ namespace shardscope::sim {
 
 extern const char* const kEmbeddedPricesJson;
 
-namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::optional<double> PriceTable::PerGpuHour(std::string_view gpu) const {
-  auto it = per_gpu_hour.find(Lower(gpu));
+  auto it = per_gpu_hour.find(AsciiLower(gpu));
   if (it == per_gpu_hour.end()) return std::nullopt;
   return it->second;
 }
@@ -59,7 +51,7 @@ Result<PriceTable> ParsePriceTable(std::string_view text, const std::string& sou
     }
     table.currency = doc["currency"].get<std::string>();
     // Costs are printed as $ and written as *_usd: another currency would be mislabelled.
-    if (Lower(table.currency) != "usd") {
+    if (AsciiLower(table.currency) != "usd") {
       return InvalidInput(fmt::format(
           "{}: currency: \"{}\": prices must be in USD (every cost is printed in $ and written "
           "as *_usd); convert them or leave currency out",
@@ -74,7 +66,7 @@ Result<PriceTable> ParsePriceTable(std::string_view text, const std::string& sou
   const std::vector<std::string> names = CatalogGpuNames();
   for (const auto& [gpu, price] : doc["per_gpu_hour"].items()) {
     const std::string where = fmt::format("{}: per_gpu_hour.{}", source, gpu);
-    const std::string name = Lower(gpu);
+    const std::string name = AsciiLower(gpu);
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       return InvalidInput(fmt::format("{}: not a catalog GPU{}; the catalog has: {}", where,
                                       DidYouMean(gpu, names), fmt::join(names, ", ")));

@@ -12,7 +12,10 @@
 #include "core/config/scenario.h"
 #include "core/model/model_source.h"
 #include "core/model/model_summary.h"
+#include "core/util/ascii_case.h"
+#include "core/util/count_text.h"
 #include "core/util/units.h"
+#include "sim/cost/calibration.h"
 #include "sim/engine/model_flops.h"
 #include "sim/engine/schedule_memo.h"
 #include "sim/hardware/hardware.h"
@@ -117,9 +120,8 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   }
   // A GPU named twice would search every plan twice; an empty name is a stray comma.
   std::vector<std::string> gpus;
-  for (std::string gpu : o.gpus) {
-    std::transform(gpu.begin(), gpu.end(), gpu.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const std::string& given : o.gpus) {
+    const std::string gpu = AsciiLower(given);
     if (gpu.empty()) return InvalidInput("--gpu: an empty name (two commas in a row?)");
     if (std::find(gpus.begin(), gpus.end(), gpu) != gpus.end()) {
       return InvalidInput(fmt::format("--gpu: {} is named twice", gpu));
@@ -146,12 +148,45 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   const bool moe = summary.routed_expert_params > 0;
   const double state_bytes = 4.0 * static_cast<double>(summary.param_bytes);
 
+  // Each calibration file to the GPU it was fitted on.
+  std::map<std::string, std::pair<std::string, Calibration>> calibrations;  // GPU → path, file
+  for (const std::string& path : o.cost_models) {
+    Result<Calibration> cal = LoadCalibration(path);
+    if (!cal.ok()) return cal.status().WithContext("--cost-model");
+    std::string gpu;
+    if (cal->overrides.contains("fitted_on")) {
+      gpu = AsciiLower(cal->overrides["fitted_on"].get<std::string>());
+      if (std::find(gpus.begin(), gpus.end(), gpu) == gpus.end()) {
+        return InvalidInput(
+            fmt::format("--cost-model {}: fitted on {}, which --gpu ({}) does not search", path,
+                        gpu, fmt::join(gpus, ",")));
+      }
+    } else if (gpus.size() == 1) {
+      gpu = gpus.front();
+    } else {
+      return InvalidInput(fmt::format(
+          "--cost-model {}: the file names no GPU (fitted_on) and --gpu searches {}: say which "
+          "it is for (calibrate writes fitted_on)",
+          path, CountOf(static_cast<int64_t>(gpus.size()), "GPU")));
+    }
+    const std::string absolute = std::filesystem::absolute(path).lexically_normal().string();
+    if (!calibrations.emplace(gpu, std::make_pair(absolute, std::move(*cal))).second) {
+      return InvalidInput(fmt::format("--cost-model {}: a second calibration for {}", path, gpu));
+    }
+  }
+
   Recommendation rec;
   std::vector<Candidate> candidates;
   // The catalog's spelling (LookupHardware accepts any case, the catalog and prices do not).
   for (const std::string& gpu : gpus) {
     SS_ASSIGN_OR_RETURN(const int gpn, CatalogGpusPerNode(gpu));
     SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware(gpu, gpn, 1));
+    // The search's bounds (memory, matmul rate) from the calibrated figures too.
+    const auto calibration = calibrations.find(gpu);
+    if (calibration != calibrations.end()) {
+      SS_RETURN_IF_ERROR(ApplyCalibration(calibration->second.second, &hw, nullptr)
+                             .WithContext("--cost-model " + calibration->second.first));
+    }
     const std::optional<double> price = prices.PerGpuHour(gpu);
     if (o.budget_per_hour && !price) {
       rec.notes.push_back(fmt::format("{}: no price in {}, so no plan can be held to the budget",
@@ -218,6 +253,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
                     if (moe) {
                       c.sets.push_back(fmt::format("parallelism.ep={}", ep));
                       c.sets.push_back("parallelism.edp_shard=-1");
+                    }
+                    if (calibration != calibrations.end()) {
+                      c.sets.push_back(
+                          fmt::format("cluster.cost_model={}", calibration->second.first));
                     }
                     candidates.push_back(std::move(c));
                   }

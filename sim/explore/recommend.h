@@ -59,6 +59,10 @@ struct RecommendOptions {
   int threads = 0;
   bool exact = false;                  // SweepOptions::exact
   const PriceTable* prices = nullptr;  // null: DefaultPriceTable()
+  // Calibration files (cluster.cost_model), each for the GPU its `fitted_on` names (or the one
+  // GPU searched, for a file without it): that GPU's plans name the file and are searched with
+  // its figures. Paths as given; the plans' scenarios carry them absolute.
+  std::vector<std::string> cost_models;
   std::function<void(int64_t done, int64_t total)> progress;
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/util/ascii_case.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/units.h"
 
@@ -237,8 +238,7 @@ Result<Hardware> LookupHardware(std::string_view gpu_name, int gpus_per_node, in
   // from how vendors write them, and the Hardware keeps the catalog's spelling.
   auto same = [](std::string_view x, std::string_view y) {
     return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](char p, char q) {
-             return std::tolower(static_cast<unsigned char>(p)) ==
-                    std::tolower(static_cast<unsigned char>(q));
+             return AsciiLower(p) == AsciiLower(q);
            });
   };
   for (const CatalogEntry& e : *Catalog()) {

@@ -151,6 +151,8 @@ TEST(CalibrateTest, RecoversKnownFiguresFromSyntheticTracesWithin2Percent) {
   Result<Calibration> back = ParseCalibration(text, "fitted.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_NEAR(back->overrides["compute"]["gemm_efficiency"].get<double>(), 0.70, 0.014);
+  // ... and the GPU its figures are of, which a scenario of another GPU refuses.
+  EXPECT_EQ(back->overrides["fitted_on"], g.gpu);
   std::filesystem::remove_all(dir);
 }
 

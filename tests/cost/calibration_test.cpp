@@ -162,6 +162,34 @@ TEST(Calibration, CrossChecksRunAgainstTheScenarioGpu) {
   EXPECT_DOUBLE_EQ(h100.gpu.best_matmul_flops, 794.5e12);  // untouched on error
 }
 
+// A file fitted on one GPU applies to that GPU only (an H100 fit moved an MI300X +10%).
+TEST(Calibration, AFileFittedOnOneGpuIsRefusedByAnother) {
+  Result<Calibration> cal = ParseCalibration(
+      R"({"fitted_on": "H100-SXM", "compute": {"gemm_efficiency": 0.7}})", "cal.json");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  Hardware h100 = H100();
+  CostParams params = DefaultCostParams(h100);
+  EXPECT_TRUE(ApplyCalibration(*cal, &h100, &params).ok());
+  EXPECT_DOUBLE_EQ(params.gemm_efficiency, 0.7);
+  Hardware mi300x = *LookupHardware("mi300x", 8, 1);
+  CostParams mi_params = DefaultCostParams(mi300x);
+  const double before = mi_params.gemm_efficiency;
+  const Status s = ApplyCalibration(*cal, &mi300x, &mi_params);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(s.message().find("cal.json: fitted_on: the file was fitted on H100-SXM, the scenario "
+                             "runs mi300x"),
+            std::string::npos)
+      << s.message();
+  EXPECT_DOUBLE_EQ(mi_params.gemm_efficiency, before);  // untouched on error
+  // Not a catalog GPU: refused when the file is read.
+  Result<Calibration> bad = ParseCalibration(R"({"fitted_on": "h100"})", "cal.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cal.json: fitted_on: expected a catalog GPU name"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(Calibration, FilesNameThemselvesInErrors) {
   Result<Calibration> bad = LoadCalibration(Fixture("calibration_bad_key.json"));
   ASSERT_FALSE(bad.ok());

@@ -135,6 +135,21 @@ grep -q "got '99999999999999999999'" "$out/err" || fail "overflow message: $(cat
 [ $? -eq 1 ] || fail "70B on 8 GPUs: exit $? (expected 1)"
 grep -q "AdamW's two moments alone .*raise --max-gpus" "$out/err" && ! grep -q -- "--margin," "$out/err" ||
   fail "state-bound message: $(cat "$out/err")"
+# --cost-model: a calibration for the GPU it was fitted on; the plans name it and simulate as
+# printed. One fitted on a GPU the search does not cover is exit 2.
+echo '{"fitted_on": "h100-sxm", "compute": {"gemm_efficiency": 0.5}}' > "$out/cal.json"
+"$bin" recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --max-gpus 8 \
+  --top 1 --cost-model "$out/cal.json" --scenarios "$out/calplans" > "$out/calrec" 2> "$out/err" ||
+  fail "recommend --cost-model: $(cat "$out/err")"
+grep -q '"cost_model": ".*/cal.json"' "$out/calplans/plan_1.json" ||
+  fail "the plan does not name its calibration: $(cat "$out/calplans/plan_1.json")"
+want=$(awk '$1 == "1" {print $3; exit}' "$out/calrec")
+got=$("$bin" simulate "$out/calplans/plan_1.json" | awk '/tokens\/s\/GPU/ {print $2; exit}')
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "calibrated plan: recommend $want, simulate $got tokens/s/GPU"
+expect2 recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --gpu b200 \
+  --cost-model "$out/cal.json"
+grep -q -- "--cost-model $out/cal.json: fitted on h100-sxm, which --gpu (b200) does not search" "$out/err" ||
+  fail "calibration for another GPU: $(cat "$out/err")"
 # A config.json path is a model too (it used to be read as a built-in name).
 "$bin" recommend --model tests/backend_mpi/scenarios/tiny_llama.config.json --seq-len 256 \
   --global-batch-tokens 2048 --max-gpus 8 --top 1 --scenarios "$out/cfg" > "$out/err" 2>&1 ||

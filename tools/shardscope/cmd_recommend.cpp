@@ -1,8 +1,8 @@
 // `shardscope recommend --model M --global-batch-tokens T [--seq-len S] [--gpu a,b]
 // [--max-gpus N] [--budget-per-hour X] [--objective O] [--top K] [--scenarios DIR]
-// [--threads N] [--progress]`: searches GPU types, counts, meshes, micro-batching,
-// checkpointing, prefetch and resharding (sim/explore/recommend.h) and prints the best plans,
-// what bounds each, and the scenario file that reproduces it.
+// [--cost-model FILE]... [--threads N] [--progress]`: searches GPU types, counts, meshes,
+// micro-batching, checkpointing, prefetch and resharding (sim/explore/recommend.h) and prints the
+// best plans, what bounds each, and the scenario file that reproduces it.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -40,6 +40,7 @@ struct RecommendArgs {
   int top = 5;
   std::string scenarios;
   std::string prices;
+  std::vector<std::string> cost_models;
   int threads = 0;
   bool exact = false;
   bool progress = false;
@@ -54,8 +55,9 @@ std::string Label(const std::vector<std::string>& sets) {
     const bool at_one = short_set.size() > 2 && short_set.substr(short_set.size() - 2) == "=1" &&
                         short_set != "tp=1" && short_set != "local_batch=1" &&
                         short_set.rfind("nodes=", 0) != 0;
-    const bool every_plan =
-        s.rfind("cluster.gpus_per_node=", 0) == 0 || s == "parallelism.edp_shard=-1";
+    const bool every_plan = s.rfind("cluster.gpus_per_node=", 0) == 0 ||
+                            s.rfind("cluster.cost_model=", 0) == 0 ||
+                            s == "parallelism.edp_shard=-1";
     if (at_one || every_plan) continue;
     if (!out.empty()) out += ' ';
     out += short_set;
@@ -84,6 +86,7 @@ Status RunRecommend(const RecommendArgs& args) {
     }
   }
   o.max_gpus = args.max_gpus;
+  o.cost_models = args.cost_models;
   if (args.budget_given) o.budget_per_hour = args.budget_per_hour;
   o.margin_gib = args.margin_gib;
   SS_ASSIGN_OR_RETURN(o.objective, sim::ParseObjective(args.objective));
@@ -172,8 +175,10 @@ Status RunRecommend(const RecommendArgs& args) {
   for (size_t k = 0; k < rec.plans.size(); ++k) {
     const sim::RecommendedPlan& p = rec.plans[k];
     const sim::VariantFigures& f = p.result.figures;
-    fmt::print("\nPlan {}: {} x {}, bound by {} ({}); {:.1f} s per million tokens{}\n", k + 1,
-               f.world_size, f.gpu, p.bound, p.bound_detail, f.s_per_mtok,
+    fmt::print("\nPlan {}: {} × {}{}, bound by {} ({}); {:.1f} s per million tokens{}\n", k + 1,
+               f.world_size, f.gpu,
+               p.scenario["cluster"].contains("cost_model") ? " (calibrated)" : "", p.bound,
+               p.bound_detail, f.s_per_mtok,
                f.usd_per_gpu_hour
                    ? fmt::format(", {:.2f} $/h for the cluster", *f.usd_per_gpu_hour * f.world_size)
                    : std::string());
@@ -190,8 +195,9 @@ Status RunRecommend(const RecommendArgs& args) {
   // the folder): checked on the names the plans took, before any is written.
   std::vector<NamedPath> outputs;
   for (const auto& [path, text] : files) outputs.push_back({"--scenarios", path});
-  SS_RETURN_IF_ERROR(
-      CheckDistinctFiles(outputs, {{"--model", args.model}, {"--prices", args.prices}}));
+  std::vector<NamedPath> inputs = {{"--model", args.model}, {"--prices", args.prices}};
+  for (const std::string& c : args.cost_models) inputs.push_back({"--cost-model", c});
+  SS_RETURN_IF_ERROR(CheckDistinctFiles(outputs, inputs));
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (!files.empty()) fmt::print("{} scenario files written to {}\n", files.size(), args.scenarios);
   // A folder reused with fewer plans keeps the earlier run's later files: say which, rather
@@ -242,6 +248,12 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
       ->check(NonEmptyText());
   sub->add_option("--prices", args->prices,
                   "price table (shardscope-prices/1 JSON) instead of the built-in one")
+      ->check(NonEmptyText());
+  sub->add_option("--cost-model", args->cost_models,
+                  "a calibration file (calibrate --out) for the GPU it was fitted on "
+                  "(repeatable, one per GPU): that GPU's plans are searched and simulated with it")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(NonEmptyText());
   sub->add_option("--threads", args->threads, "worker threads (default 0: every core)")
       ->check(IntegerIn(0, sim::kMaxThreads));
