@@ -47,6 +47,9 @@ struct FittedFigure {
   double value = 0;
   double sd = 0;            // one standard deviation of value (normal equations)
   bool identified = false;  // false: the inputs do not inform it; left at its default
+  // The fit stopped at one of the figure's bounds (FreeFigure lo / hi): the inputs pull it past
+  // what is plausible, so the value is the bound's, not a measurement; "" when inside.
+  std::string at_bound;  // "", "lower" or "upper"
 };
 
 struct ErrorStats {

@@ -61,9 +61,10 @@ const char* kTruth = R"({
 })";
 
 // Simulates `doc` under the true figures and writes its trace with every operation's
-// duration multiplied by exp(N(0, noise)).
+// duration multiplied by exp(N(0, noise)) and by `scale`.
 std::string SyntheticTrace(const nlohmann::json& doc, const std::string& dir,
-                           const std::string& name, double noise, uint32_t seed) {
+                           const std::string& name, double noise, uint32_t seed,
+                           double scale = 1.0) {
   const std::string truth_path = dir + "/truth.json";
   EXPECT_TRUE(WriteFileAtomic(truth_path, kTruth).ok());
   nlohmann::json with_truth = doc;
@@ -81,7 +82,8 @@ std::string SyntheticTrace(const nlohmann::json& doc, const std::string& dir,
   std::mt19937 rng(seed);
   std::normal_distribution<double> n(0.0, noise);
   for (WorkEvent& e : t.events) {
-    e.dur_ns = std::max<int64_t>(1, std::llround(static_cast<double>(e.dur_ns) * std::exp(n(rng))));
+    e.dur_ns = std::max<int64_t>(
+        1, std::llround(static_cast<double>(e.dur_ns) * scale * std::exp(n(rng))));
   }
   // As on a GPU, a stream runs one op at a time: a lengthened op pushes its lane's later ops
   // (calibrate refuses a trace whose events overlap in a lane, as check-trace does).
@@ -153,6 +155,41 @@ TEST(CalibrateTest, RecoversKnownFiguresFromSyntheticTracesWithin2Percent) {
   EXPECT_NEAR(back->overrides["compute"]["gemm_efficiency"].get<double>(), 0.70, 0.014);
   // ... and the GPU its figures are of, which a scenario of another GPU refuses.
   EXPECT_EQ(back->overrides["fitted_on"], g.gpu);
+  std::filesystem::remove_all(dir);
+}
+
+// Operations four times faster than the true figures allow: GEMMs past the peak. The fit
+// stops at the figures' bounds and says so (the CPU run's traces wrote gemm_efficiency 1 ±
+// 9.6 without a word).
+TEST(CalibrateTest, FiguresStoppedAtABoundAreMarked) {
+  const std::string dir = TempDir();
+  std::vector<std::string> paths;
+  uint32_t seed = 7;
+  for (int hidden : {1024, 2048}) {
+    for (int seq : {512, 2048}) {
+      paths.push_back(SyntheticTrace(Small(seq, 2, hidden), dir,
+                                     "fast" + std::to_string(hidden) + "s" + std::to_string(seq),
+                                     0.004, seed++, 0.25));
+    }
+  }
+  Result<CalibrationInputs> in = LoadCalibrationInputs(paths);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  Result<CalibrateReport> r = Calibrate(*in, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->gpus.size(), 1u);
+  bool gemm_pinned = false;
+  for (const FittedFigure& f : r->gpus[0].figures) {
+    if (f.key == "compute.gemm_efficiency") {
+      ASSERT_TRUE(f.identified);
+      EXPECT_EQ(f.at_bound, "upper") << f.value;
+      gemm_pinned = f.at_bound == "upper";
+    }
+    // A figure inside its range is not marked.
+    if (f.identified && f.at_bound.empty()) {
+      EXPECT_GT(f.sd, 0) << f.key;
+    }
+  }
+  EXPECT_TRUE(gemm_pinned);
   std::filesystem::remove_all(dir);
 }
 

@@ -52,15 +52,24 @@ void PrintGpu(const calibrate::GpuCalibration& g) {
   fmt::print("Calibration for {}: {}, {} observations\n", g.gpu, CountOf(g.samples, "input"),
              g.observations);
   fmt::print("  {:<48} {:>12} {:>12} {:>12}\n", "figure", "default", "fitted", "± 1 sd");
-  std::string kept;
+  std::string kept, pinned;
   for (const calibrate::FittedFigure& f : g.figures) {
     if (!f.identified) {
       kept += (kept.empty() ? "" : ", ") + f.key;
       continue;
     }
-    fmt::print("  {:<48} {:>12.5g} {:>12.5g} {:>12.3g}\n", f.key, f.default_value, f.value, f.sd);
+    fmt::print("  {:<48} {:>12.5g} {:>12.5g} {:>12.3g}{}\n", f.key, f.default_value, f.value, f.sd,
+               f.at_bound.empty() ? "" : "  (at its " + f.at_bound + " bound)");
+    if (!f.at_bound.empty()) pinned += (pinned.empty() ? "" : ", ") + f.key;
   }
   if (!kept.empty()) fmt::print("  not informed by the inputs, kept at the default: {}\n", kept);
+  if (!pinned.empty()) {
+    fmt::print(
+        "  warning: {} stopped at a bound: the inputs pull {} past any plausible value, so the "
+        "bound is written, not a measurement (inputs of another job, GPU or load than the "
+        "scenario says?)\n",
+        pinned, pinned.find(',') == std::string::npos ? "it" : "them");
+  }
   if (g.timing_floor_ns > 0) {
     fmt::print("  operations shorter than the timing floor, {:g} µs, fitted by absolute error\n",
                g.timing_floor_ns / 1e3);
@@ -94,11 +103,13 @@ nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
     const calibrate::GpuCalibration& g = r.gpus[i];
     nlohmann::json figs = nlohmann::json::array();
     for (const calibrate::FittedFigure& f : g.figures) {
-      figs.push_back({{"key", f.key},
-                      {"default", f.default_value},
-                      {"value", f.value},
-                      {"sd", f.sd},
-                      {"identified", f.identified}});
+      figs.push_back(
+          {{"key", f.key},
+           {"default", f.default_value},
+           {"value", f.value},
+           {"sd", f.sd},
+           {"identified", f.identified},
+           {"at_bound", f.at_bound.empty() ? nlohmann::json() : nlohmann::json(f.at_bound)}});
     }
     j["gpus"].push_back({{"gpu", g.gpu},
                          {"inputs", g.samples},
