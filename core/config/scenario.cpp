@@ -37,6 +37,12 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
   return (std::filesystem::path(base_dir) / p).lexically_normal().string();
 }
 
+std::string AbsolutePath(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 // Upper bounds on what a scenario may ask for. Each is far beyond any real run, and together
 // they keep every product the planner, the schedule and the cost model form from them (tokens
 // per microbatch times hidden size times layers, world size times bytes, ops per step) inside
@@ -396,10 +402,13 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
   MergeInto(r, doc);
   Scenario s;
   SS_ASSIGN_OR_RETURN(s.model, ParseModel(r["model"], base_dir));
+  // The resolved scenario (what summaries and traces carry, and calibrate reads back) names
+  // files by absolute path: one relative to the folder a run started in ("tests/…/config.json")
+  // could not be found from another (calibrate of a measured trace from outside the repo).
   if (s.model.kind == ModelSource::Kind::kHfConfigFile) {
-    r["model"] = json{{"hf_config", s.model.name_or_path}};
+    r["model"] = json{{"hf_config", AbsolutePath(s.model.name_or_path)}};
   } else if (s.model.kind == ModelSource::Kind::kModuleTreeFile) {
-    r["model"] = json{{"module_tree", s.model.name_or_path}};
+    r["model"] = json{{"module_tree", AbsolutePath(s.model.name_or_path)}};
   }
   if (r["model"].is_object()) {
     r["model"]["implementation"] = std::string(ImplementationName(s.model.implementation));
@@ -422,7 +431,7 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
           "omit the key for the built-in cost model)");
     }
     s.cluster.cost_model = ResolvePath(base_dir, cl["cost_model"].get<std::string>());
-    cl["cost_model"] = s.cluster.cost_model;
+    cl["cost_model"] = AbsolutePath(s.cluster.cost_model);
   }
   SS_RETURN_IF_ERROR(FillParallelism(r["parallelism"], s.cluster, s));
   SS_RETURN_IF_ERROR(FillFsdp(r["fsdp"], s));

@@ -347,6 +347,16 @@ TEST(ScenarioTest, HfInlineAndConfigSources) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->model.kind, ModelSource::Kind::kHfConfigFile);
   EXPECT_EQ(c->model.name_or_path, "/abs/config.json");
+  // The resolved scenario (summaries and traces carry it; calibrate reads it back from any
+  // folder) names files absolutely, also when the scenario's folder was given relatively.
+  Result<Scenario> rel = ParseScenario(json{{"model", {{"hf_config", "cfg/config.json"}}},
+                                            {"cluster", {{"cost_model", "cal.json"}}}},
+                                       "job.json", "jobs");
+  ASSERT_TRUE(rel.ok()) << rel.status().message();
+  EXPECT_EQ(rel->model.name_or_path, "jobs/cfg/config.json");  // as messages name it
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  EXPECT_EQ(rel->resolved["model"]["hf_config"], (cwd / "jobs/cfg/config.json").string());
+  EXPECT_EQ(rel->resolved["cluster"]["cost_model"], (cwd / "jobs/cal.json").string());
 }
 
 // Issue 15: an expert shard size without expert parallelism was dropped without a word.
