@@ -79,20 +79,24 @@ std::string Group(const std::vector<std::string>& sets) {
 }  // namespace
 
 std::pair<std::string, std::string> PlanBound(const VariantFigures& f) {
-  if (f.usable_gib > 0 && f.headroom_gib < 0.1 * f.usable_gib) {
-    return {"memory",
-            fmt::format("{:.1f} GiB headroom of {:.1f} usable", f.headroom_gib, f.usable_gib)};
-  }
+  // Memory is said beside what bounds the step's time, not instead of it: a plan with little
+  // headroom is still as fast as its compute, communication or bubble lets it be (an MI300X
+  // plan read "bound by memory" with 14.8 GiB free, as fast as its compute-bound neighbour).
+  const std::string tight =
+      f.usable_gib > 0 && f.headroom_gib < 0.1 * f.usable_gib
+          ? fmt::format("; memory tight: {:.1f} GiB headroom of {:.1f} usable", f.headroom_gib,
+                        f.usable_gib)
+          : "";
   const double step = std::max(f.step_time_s, 1e-12);
   const double comm = f.exposed_comm_s / step, idle = f.idle_s / step;
   if (std::max(comm, idle) >= 0.1) {
     if (comm >= idle) {
-      return {"exposed communication", fmt::format("{:.0f}% of the step", 100 * comm)};
+      return {"exposed communication", fmt::format("{:.0f}% of the step{}", 100 * comm, tight)};
     }
-    return {"pipeline bubble", fmt::format("{:.0f}% of the step idle", 100 * idle)};
+    return {"pipeline bubble", fmt::format("{:.0f}% of the step idle{}", 100 * idle, tight)};
   }
-  return {"compute", fmt::format("MFU {:.1f}%, compute {:.0f}% of the step", 100 * f.mfu,
-                                 100 * f.compute_s / step)};
+  return {"compute", fmt::format("MFU {:.1f}%, compute {:.0f}% of the step{}", 100 * f.mfu,
+                                 100 * f.compute_s / step, tight)};
 }
 
 Result<Recommendation> Recommend(const RecommendOptions& o) {

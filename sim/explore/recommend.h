@@ -6,7 +6,7 @@
 //   RecommendedPlan    one plan: its figures, what bounds it, the scenario that reproduces it
 //   Recommendation     the plans, best first, and how much of the space each stage covered
 //   Recommend          the search
-//   PlanBound          "memory" | "exposed communication" | "pipeline bubble" | "compute", why
+//   PlanBound          "exposed communication" | "pipeline bubble" | "compute", why
 //
 // The search (docs/sweep.md has the full description):
 //  1. Generate: for each GPU type, node counts 1, 2, 4, … up to --max-gpus; tp 1..8 (within the
@@ -89,9 +89,9 @@ struct Recommendation {
 
 Result<Recommendation> Recommend(const RecommendOptions& options);
 
-// What bounds a plan that ran: memory when its headroom is under 10% of usable, else the
-// largest of exposed communication and idle time when it is at least 10% of the step, else
-// compute.
+// What bounds a plan's step time that ran: the largest of exposed communication and idle time
+// when it is at least 10% of the step, else compute; the detail adds "memory tight" when the
+// headroom is under 10% of usable.
 std::pair<std::string, std::string> PlanBound(const VariantFigures& f);
 
 }  // namespace shardscope::sim

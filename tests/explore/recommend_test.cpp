@@ -188,8 +188,14 @@ TEST(PlanBound, NamesWhatLimitsThePlan) {
   f.step_time_s = 1;
   f.usable_gib = 78;
   f.headroom_gib = 2;
-  EXPECT_EQ(PlanBound(f).first, "memory");
+  f.compute_s = 0.95;
+  // Little headroom is said beside the time bound, not instead of it.
+  EXPECT_EQ(PlanBound(f).first, "compute");
+  EXPECT_NE(PlanBound(f).second.find("memory tight: 2.0 GiB headroom of 78.0 usable"),
+            std::string::npos)
+      << PlanBound(f).second;
   f.headroom_gib = 30;
+  EXPECT_EQ(PlanBound(f).second.find("memory tight"), std::string::npos);
   f.exposed_comm_s = 0.3;
   EXPECT_EQ(PlanBound(f).first, "exposed communication");
   f.idle_s = 0.4;
