@@ -446,6 +446,11 @@ Result<Scenario> Resolve(json doc, const std::string& base_dir) {
 
 }  // namespace
 
+json OverrideValue(std::string_view text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return value.is_discarded() ? json(std::string(text)) : value;
+}
+
 Status ApplyOverride(json& doc, std::string_view assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
@@ -461,11 +466,10 @@ Status ApplyOverride(json& doc, std::string_view assignment) {
         fmt::format("--set {}: unknown key (did you mean {}?)", path, SuggestKey(path)));
   }
   SS_RETURN_IF_ERROR(CheckJsonText(text, "--set " + path));
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) {
+  if (json::parse(text, nullptr, /*allow_exceptions=*/false).is_discarded()) {
     SS_RETURN_IF_ERROR(CheckUtf8(text, "--set " + path));
-    value = text;
   }
+  const json value = OverrideValue(text);
   if (!doc.is_object()) doc = json::object();
   if (model_key) {
     // Another model source replaces the whole model entry (its implementation stays).

@@ -113,8 +113,12 @@ Result<Scenario> ParseScenario(nlohmann::json doc, const std::string& source,
                                const std::vector<std::string>& overrides = {});
 
 // Applies `assignment` ("training.local_batch=4") to `doc`. The path must be a scenario key
-// (unknown → error with a suggestion); the value is parsed as JSON, else taken as a string.
+// (unknown → error with a suggestion); the value is OverrideValue's.
 Status ApplyOverride(nlohmann::json& doc, std::string_view assignment);
+
+// The value of an override's text: JSON when it parses ("4" → 4, "true", "null"), else the
+// text as a string ("h100-sxm"). What ApplyOverride sets, and what a sweep's JSON reports.
+nlohmann::json OverrideValue(std::string_view text);
 
 // Planning sizes: FSDP dp_shard = scenario dp_shard·cp; planning's dp_replicate then equals
 // the scenario's dp_replicate.

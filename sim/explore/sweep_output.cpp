@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/config/scenario.h"
 #include "core/util/count_text.h"
 
 namespace shardscope::sim {
@@ -11,8 +12,10 @@ std::string CostText(const VariantFigures& f) {
   return f.cost_per_mtok_usd ? fmt::format("{:.3f}", *f.cost_per_mtok_usd) : "-";
 }
 
-// The value part of "path=value".
-std::string ValueOf(const std::string& set) { return set.substr(set.find('=') + 1); }
+// The value part of "path=value", as the variant applied it (a number, a string, ...).
+nlohmann::json ValueOf(const std::string& set) {
+  return OverrideValue(std::string_view(set).substr(set.find('=') + 1));
+}
 
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -144,7 +147,7 @@ std::string SweepToCsv(const SweepResult& r, const SweepReport& report) {
     const VariantResult& v = r.variants[r.ranking[k]];
     const VariantFigures& f = v.figures;
     out += std::to_string(k + 1);
-    for (const std::string& s : v.sets) out.append(",").append(CsvField(ValueOf(s)));
+    for (const std::string& s : v.sets) out.append(",").append(CsvField(s.substr(s.find('=') + 1)));
     out += fmt::format(",{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{},{}\n",
                        f.gpu, f.world_size, f.tokens_per_s_per_gpu, f.step_time_s,
                        f.peak_reserved_gib, f.headroom_gib, f.exposed_comm_s, f.mfu,
