@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "core/config/scenario.h"
 #include "core/model/model_source.h"
@@ -18,6 +19,7 @@
 #include "sim/cost/calibration.h"
 #include "sim/engine/model_flops.h"
 #include "sim/engine/schedule_memo.h"
+#include "sim/explore/sweep_output.h"
 #include "sim/hardware/hardware.h"
 
 namespace shardscope::sim {
@@ -30,6 +32,7 @@ struct Candidate {
   std::vector<std::string> sets;
   double bound = 0;  // the best objective key the plan could reach (lower is better)
   size_t mesh = 0;   // the index of the first candidate with the same overrides but the GPU
+  int gpu = 0;       // index into the GPUs searched
 };
 
 // The catalog's own node size for `gpu` (LookupHardware takes it as an argument).
@@ -97,6 +100,21 @@ std::pair<std::string, std::string> PlanBound(const VariantFigures& f) {
   }
   return {"compute", fmt::format("MFU {:.1f}%, compute {:.0f}% of the step{}", 100 * f.mfu,
                                  100 * f.compute_s / step, tight)};
+}
+
+// The node counts searched, ascending, up to `most`: powers of two and three times them (24
+// nodes of H100, not only 16 or 32), and whole NVLink domains when one spans `domain_nodes`
+// > 1 nodes (a GB200 NVL72 rack is 18 trays: 18 and 36, not 16 and 32).
+std::vector<int> NodeCounts(int most, int domain_nodes) {
+  std::set<int> counts;
+  for (int64_t n = 1; n <= most; n *= 2) {
+    counts.insert(static_cast<int>(n));
+    if (3 * n <= most) counts.insert(static_cast<int>(3 * n));
+  }
+  if (domain_nodes > 1) {
+    for (int64_t n = domain_nodes; n <= most; n *= 2) counts.insert(static_cast<int>(n));
+  }
+  return {counts.begin(), counts.end()};
 }
 
 Result<Recommendation> Recommend(const RecommendOptions& o) {
@@ -182,7 +200,8 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   Recommendation rec;
   std::vector<Candidate> candidates;
   // The catalog's spelling (LookupHardware accepts any case, the catalog and prices do not).
-  for (const std::string& gpu : gpus) {
+  for (int gpu_index = 0; gpu_index < static_cast<int>(gpus.size()); ++gpu_index) {
+    const std::string& gpu = gpus[static_cast<size_t>(gpu_index)];
     SS_ASSIGN_OR_RETURN(const int gpn, CatalogGpusPerNode(gpu));
     SS_ASSIGN_OR_RETURN(Hardware hw, LookupHardware(gpu, gpn, 1));
     // The search's bounds (memory, matmul rate) from the calibrated figures too.
@@ -200,7 +219,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     // What a plan may reserve and still keep the margin's headroom.
     const double usable = static_cast<double>(hw.gpu.usable_bytes()) - o.margin_gib * kGiB;
     const int tp_max = std::min(8, std::max(gpn, hw.node.nvlink_domain));
-    for (int nodes = 1; int64_t{nodes} * gpn <= o.max_gpus; nodes *= 2) {
+    for (const int nodes : NodeCounts(o.max_gpus / gpn, hw.node.nvlink_domain / gpn)) {
       const int world = nodes * gpn;
       for (int tp = 1; tp <= tp_max; tp *= 2) {
         for (int cp = 1; cp <= 2; ++cp) {
@@ -242,6 +261,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
                     if (pp > 1) ub *= static_cast<double>(micro) / (micro + pp - 1);
                     Candidate c;
                     c.bound = BoundKey(ub, world, price, o.objective);
+                    c.gpu = gpu_index;
                     c.sets = {fmt::format("cluster.gpu={}", gpu),
                               fmt::format("cluster.nodes={}", nodes),
                               fmt::format("cluster.gpus_per_node={}", gpn),
@@ -326,27 +346,37 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   }
   std::vector<VariantResult> fitting;
   std::vector<double> best_keys;  // the objective keys of the fitting plans, sorted
+  // With several GPUs, each GPU's best key so far too: a plan that could beat its own GPU's
+  // best is simulated even when it cannot reach the top K, so each GPU's best plan is found
+  // (its bound is optimistic: a plan better than the GPU's best has a bound below it).
+  std::vector<double> gpu_best(gpus.size(), HUGE_VAL);
+  const bool per_gpu = gpus.size() > 1;
   for (size_t start = 0; start < candidates.size(); start += kChunk) {
     const double threshold =
         static_cast<int>(best_keys.size()) >= o.top ? best_keys[o.top - 1] : HUGE_VAL;
     std::vector<std::vector<std::string>> chunk;
+    std::vector<int> chunk_gpu;
     const size_t end = std::min(candidates.size(), start + kChunk);
     for (size_t i = start; i < end; ++i) {
-      if (candidates[i].bound > threshold) {
+      const Candidate& c = candidates[i];
+      if (c.bound > threshold && !(per_gpu && c.bound <= gpu_best[static_cast<size_t>(c.gpu)])) {
         ++rec.pruned_bound;
       } else {
-        chunk.push_back(candidates[i].sets);
+        chunk.push_back(c.sets);
+        chunk_gpu.push_back(c.gpu);
       }
     }
     if (!chunk.empty()) {
       rec.simulated += static_cast<int64_t>(chunk.size());
       SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(chunk), sweep));
       rec.invalid += r.invalid;
-      for (VariantResult& v : r.variants) {
+      for (size_t k = 0; k < r.variants.size(); ++k) {
+        VariantResult& v = r.variants[k];
         if (!KeepsMargin(v, o, &rec)) continue;
-        best_keys.insert(std::upper_bound(best_keys.begin(), best_keys.end(),
-                                          ObjectiveKey(v.figures, o.objective)),
-                         ObjectiveKey(v.figures, o.objective));
+        const double key = ObjectiveKey(v.figures, o.objective);
+        best_keys.insert(std::upper_bound(best_keys.begin(), best_keys.end(), key), key);
+        double& own = gpu_best[static_cast<size_t>(chunk_gpu[k])];
+        own = std::min(own, key);
         fitting.push_back(std::move(v));
       }
     }
@@ -357,9 +387,18 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
 
   // Refine the best plans' FSDP settings: deeper prefetch, no reshard after forward.
   std::vector<int> ranked = RankVariants(fitting, o.objective);
+  std::vector<int> to_refine(ranked.begin(), ranked.begin() + std::min<int>(o.top, ranked.size()));
+  if (per_gpu) {
+    // And each GPU's best, where it is not among them.
+    std::set<std::string> seen;
+    for (int i : to_refine) seen.insert(fitting[i].figures.gpu);
+    for (int i : ranked) {
+      if (seen.insert(fitting[i].figures.gpu).second) to_refine.push_back(i);
+    }
+  }
   std::vector<std::vector<std::string>> refine;
-  for (int k = 0; k < std::min<int>(o.top, ranked.size()); ++k) {
-    const std::vector<std::string>& sets = fitting[ranked[k]].sets;
+  for (const int i : to_refine) {
+    const std::vector<std::string>& sets = fitting[i].sets;
     for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
              {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"},
              {"fsdp.reshard_after_forward=false"},
@@ -385,21 +424,82 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   for (int i : ParetoFront(fitting)) fitting[i].pareto = true;
   // Best first, one plan per mesh / batch / checkpoint choice (its best FSDP settings).
   ranked = RankVariants(fitting, o.objective);
-  std::map<std::string, bool> shown;
-  for (int i : ranked) {
-    if (static_cast<int>(rec.plans.size()) == o.top) break;
-    if (shown[Group(fitting[i].sets)]) continue;
-    shown[Group(fitting[i].sets)] = true;
+  auto make_plan = [&](const VariantResult& v) -> Result<RecommendedPlan> {
     RecommendedPlan plan;
-    plan.result = fitting[i];
+    plan.result = v;
     std::tie(plan.bound, plan.bound_detail) = PlanBound(plan.result.figures);
     plan.scenario = base_doc;
     for (const std::string& s : plan.result.sets) {
       SS_RETURN_IF_ERROR(ApplyOverride(plan.scenario, s));
     }
+    return plan;
+  };
+  std::map<std::string, bool> shown;
+  for (int i : ranked) {
+    if (static_cast<int>(rec.plans.size()) == o.top) break;
+    if (shown[Group(fitting[i].sets)]) continue;
+    shown[Group(fitting[i].sets)] = true;
+    SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
     rec.plans.push_back(std::move(plan));
   }
+  if (per_gpu) {
+    for (const std::string& gpu : gpus) {
+      for (int i : ranked) {
+        if (fitting[i].figures.gpu != gpu) continue;
+        SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
+        rec.best_per_gpu.push_back(std::move(plan));
+        break;
+      }
+    }
+  }
   return rec;
+}
+
+nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOptions& o) {
+  const PriceTable& prices = o.prices != nullptr ? *o.prices : DefaultPriceTable();
+  // A plan's rank among `rec.plans` (from 1), or null where it is not one of them.
+  auto rank_of = [&](const RecommendedPlan& p) {
+    for (size_t k = 0; k < rec.plans.size(); ++k) {
+      if (rec.plans[k].result.sets == p.result.sets) return nlohmann::json(k + 1);
+    }
+    return nlohmann::json();
+  };
+  auto plans = [&](const std::vector<RecommendedPlan>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const RecommendedPlan& p : list) {
+      nlohmann::json j = VariantFiguresJson(p.result, o.margin_gib);
+      j["rank"] = rank_of(p);
+      j["bound"] = p.bound;
+      j["bound_detail"] = p.bound_detail;
+      j["scenario"] = p.scenario;
+      out.push_back(std::move(j));
+    }
+    return out;
+  };
+  nlohmann::json j;
+  j["format"] = "shardscope-recommend/1";
+  j["model"] = o.model;
+  j["global_batch_tokens"] = o.global_batch_tokens;
+  j["seq_len"] = o.seq_len;
+  j["gpus"] = o.gpus;
+  j["max_gpus"] = o.max_gpus;
+  j["budget_per_hour"] = o.budget_per_hour ? nlohmann::json(*o.budget_per_hour) : nullptr;
+  j["margin_gib"] = o.margin_gib;
+  j["objective"] = std::string(ObjectiveName(o.objective));
+  j["prices"] = prices.source;
+  j["searched"] = {{"generated", rec.generated},
+                   {"pruned_memory", rec.pruned_memory},
+                   {"pruned_budget", rec.pruned_budget},
+                   {"pruned_bound", rec.pruned_bound},
+                   {"simulated", rec.simulated},
+                   {"refined", rec.refined},
+                   {"fitting", rec.fitting},
+                   {"thin", rec.thin},
+                   {"invalid", rec.invalid}};
+  j["notes"] = rec.notes;
+  j["plans"] = plans(rec.plans);
+  j["best_per_gpu"] = plans(rec.best_per_gpu);
+  return j;
 }
 
 }  // namespace shardscope::sim

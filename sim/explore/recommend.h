@@ -6,10 +6,12 @@
 //   RecommendedPlan    one plan: its figures, what bounds it, the scenario that reproduces it
 //   Recommendation     the plans, best first, and how much of the space each stage covered
 //   Recommend          the search
+//   RecommendationToJson  what `recommend --json` writes
 //   PlanBound          "exposed communication" | "pipeline bubble" | "compute", why
 //
 // The search (docs/sweep.md has the full description):
-//  1. Generate: for each GPU type, node counts 1, 2, 4, … up to --max-gpus; tp 1..8 (within the
+//  1. Generate: for each GPU type, node counts 1, 2, 3, 4, 6, 8, 12, … (and whole NVLink domains
+//     of several nodes: 18 GB200 trays) up to --max-gpus; tp 1..8 (within the
 //     NVLink domain), cp 1-2, pp 1-8 (1F1B), ep (MoE only), dp_replicate a power of two, the rest
 //     dp_shard; micro-batch 1, 2 or 4 sequences with gradient accumulation (or pipeline
 //     micro-batches) making up the global batch, at most 64 micro-batches per step; checkpoint
@@ -75,6 +77,10 @@ struct RecommendedPlan {
 
 struct Recommendation {
   std::vector<RecommendedPlan> plans;  // best first
+  // With several GPU types: each one's best plan by the objective, in the order the GPUs were
+  // given (a GPU none of whose plans fits is absent). The search keeps simulating a GPU's plans
+  // until its best is certain, so a slower GPU's best is known though it makes no top K.
+  std::vector<RecommendedPlan> best_per_gpu;
   int64_t generated = 0;
   int64_t pruned_memory = 0;
   int64_t pruned_budget = 0;
@@ -88,6 +94,10 @@ struct Recommendation {
 };
 
 Result<Recommendation> Recommend(const RecommendOptions& options);
+
+// `recommend --json`: shardscope-recommend/1 (docs/sweep.md): the search's inputs and counts,
+// the notes, `plans` and `best_per_gpu`, each plan its rank, figures, bound and scenario.
+nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOptions& options);
 
 // What bounds a plan's step time that ran: the largest of exposed communication and idle time
 // when it is at least 10% of the step, else compute; the detail adds "memory tight" when the

@@ -38,13 +38,21 @@ std::string Label(const VariantResult& v) {
 }
 
 nlohmann::json VariantJson(int rank, const VariantResult& v, const SweepReport& report) {
-  const VariantFigures& f = v.figures;
   nlohmann::json j;
   j["rank"] = rank;
   nlohmann::json sets = nlohmann::json::object();
   for (size_t k = 0; k < v.sets.size() && k < report.paths.size(); ++k)
     sets[report.paths[k]] = ValueOf(v.sets[k]);
   j["set"] = sets;
+  j.update(VariantFiguresJson(v, report.margin_gib));
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json VariantFiguresJson(const VariantResult& v, double margin_gib) {
+  const VariantFigures& f = v.figures;
+  nlohmann::json j;
   j["gpu"] = f.gpu;
   j["gpus"] = f.world_size;
   j["tokens_per_s_per_gpu"] = f.tokens_per_s_per_gpu;
@@ -58,11 +66,9 @@ nlohmann::json VariantJson(int rank, const VariantResult& v, const SweepReport& 
       f.cost_per_mtok_usd ? nlohmann::json(*f.cost_per_mtok_usd) : nullptr;
   j["s_per_million_tokens"] = f.s_per_mtok;
   j["pareto"] = v.pareto;
-  j["thin"] = IsThin(v, report.margin_gib);
+  j["thin"] = IsThin(v, margin_gib);
   return j;
 }
-
-}  // namespace
 
 std::string ShortSet(const std::string& set) {
   const size_t eq = set.find('=');
@@ -79,9 +85,10 @@ std::string RankedTableHeader() {
 std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label, bool thin) {
   const VariantFigures& f = v.figures;
   return fmt::format(
-      "{:>4} {:1} {:>11.0f} {:>9.4f} {:>9.2f} {:>9.2f}{:1} {:>9.4f} {:>5.1f}% {:>8}  {}\n", rank,
-      v.pareto ? "*" : "", f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib,
-      f.headroom_gib, thin ? "!" : "", f.exposed_comm_s, 100.0 * f.mfu, CostText(f), label);
+      "{:>4} {:1} {:>11.0f} {:>9.4f} {:>9.2f} {:>9.2f}{:1} {:>9.4f} {:>5.1f}% {:>8}  {}\n",
+      rank > 0 ? std::to_string(rank) : std::string("-"), v.pareto ? "*" : "",
+      f.tokens_per_s_per_gpu, f.step_time_s, f.peak_reserved_gib, f.headroom_gib, thin ? "!" : "",
+      f.exposed_comm_s, 100.0 * f.mfu, CostText(f), label);
 }
 
 std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {

@@ -37,9 +37,14 @@ std::string SweepToCsv(const SweepResult& result, const SweepReport& report);
 nlohmann::json SweepToJson(const SweepResult& result, const SweepReport& report);
 std::string ShortSet(const std::string& set);
 
+// A fitting variant's figures as the JSON reports write them (gpu, gpus, tokens_per_s_per_gpu,
+// step_time_s, ..., pareto, thin): a sweep's variants and recommend's plans alike.
+nlohmann::json VariantFiguresJson(const VariantResult& v, double margin_gib);
+
 // One row of the ranked table (shared with `recommend`): the header, and a variant's cells.
 std::string RankedTableHeader();
-// `thin`: the variant fits with less headroom than the margin (a `!` after its headroom).
+// `thin`: the variant fits with less headroom than the margin (a `!` after its headroom);
+// `rank` 0: unranked, printed `-`.
 std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label,
                            bool thin = false);
 

@@ -110,6 +110,43 @@ TEST(Recommend, MarksOnlyPlansNoOtherBeatsOnCostAndTime) {
   EXPECT_GE(marked, 1);
 }
 
+// With several GPUs each one's best plan is found and reported, though a slower GPU's makes no
+// top K (a 70B search over five GPUs filled every slot with one of them and said nothing of
+// the others); the JSON carries both lists.
+TEST(Recommend, ReportsEachGpusBestPlan) {
+  RecommendOptions o = SmallCase();
+  o.global_batch_tokens = 4 * 2048;
+  o.gpus = {"h100-sxm", "A100-80G"};
+  o.top = 2;
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_EQ(rec->best_per_gpu.size(), 2u);
+  EXPECT_EQ(rec->best_per_gpu[0].result.figures.gpu, "h100-sxm");
+  EXPECT_EQ(rec->best_per_gpu[1].result.figures.gpu, "a100-80g");
+  // The A100's best is no top plan (the H100s are faster), and is at least as good as an
+  // A100 plan searched on its own.
+  for (const RecommendedPlan& p : rec->plans) EXPECT_EQ(p.result.figures.gpu, "h100-sxm");
+  RecommendOptions alone = o;
+  alone.gpus = {"a100-80g"};
+  alone.top = 1;
+  Result<Recommendation> a100 = Recommend(alone);
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
+  ASSERT_FALSE(a100->plans.empty());
+  EXPECT_LE(rec->best_per_gpu[1].result.figures.s_per_mtok,
+            a100->plans[0].result.figures.s_per_mtok * (1 + 1e-9));
+  EXPECT_TRUE(a100->best_per_gpu.empty());  // one GPU: the plans are its best
+  const nlohmann::json j = RecommendationToJson(*rec, o);
+  EXPECT_EQ(j["format"], "shardscope-recommend/1");
+  ASSERT_EQ(j["plans"].size(), rec->plans.size());
+  EXPECT_EQ(j["plans"][0]["rank"], 1);
+  EXPECT_EQ(j["plans"][0]["gpu"], "h100-sxm");
+  EXPECT_TRUE(j["plans"][0]["scenario"].contains("cluster"));
+  ASSERT_EQ(j["best_per_gpu"].size(), 2u);
+  EXPECT_EQ(j["best_per_gpu"][0]["rank"], 1);
+  EXPECT_TRUE(j["best_per_gpu"][1]["rank"].is_null());
+  EXPECT_EQ(j["searched"]["simulated"], rec->simulated);
+}
+
 // Peak reserved is an estimate: a recommended plan keeps --margin GiB of headroom. The best
 // plan without a margin is the tightest a margin just above its headroom rules out, counted in
 // `thin`; a margin beyond the HBM prunes every plan unsimulated.

@@ -150,6 +150,14 @@ expect2 recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048
   --cost-model "$out/cal.json"
 grep -q -- "--cost-model $out/cal.json: fitted on h100-sxm, which --gpu (b200) does not search" "$out/err" ||
   fail "calibration for another GPU: $(cat "$out/err")"
+# Node counts beyond powers of two: one GB200 NVL72 rack is 18 trays (it searched 16 and 32).
+# --json writes the plans (shardscope-recommend/1).
+"$bin" recommend --model llama3.2-1b --global-batch-tokens 294912 --seq-len 2048 \
+  --gpu gb200-nvl72 --max-gpus 72 --top 1 --json "$out/rec.json" > "$out/rec" 2> "$out/err" ||
+  fail "recommend on one GB200 rack: $(cat "$out/err")"
+grep -q "gpu=gb200-nvl72 nodes=18 " "$out/rec" || fail "no plan on 18 trays: $(cat "$out/rec")"
+grep -q '"format": "shardscope-recommend/1"' "$out/rec.json" || fail "recommend --json: $(head -3 "$out/rec.json")"
+grep -q '"nodes": 18' "$out/rec.json" || fail "recommend --json lacks the plan's scenario"
 # A config.json path is a model too (it used to be read as a built-in name).
 "$bin" recommend --model tests/backend_mpi/scenarios/tiny_llama.config.json --seq-len 256 \
   --global-batch-tokens 2048 --max-gpus 8 --top 1 --scenarios "$out/cfg" > "$out/err" 2>&1 ||

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/ascii_case.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
@@ -39,6 +40,7 @@ struct RecommendArgs {
   std::string objective = "time";
   int top = 5;
   std::string scenarios;
+  std::string json;
   std::string prices;
   std::vector<std::string> cost_models;
   int threads = 0;
@@ -110,6 +112,12 @@ Status RunRecommend(const RecommendArgs& args) {
     }
     SS_RETURN_IF_ERROR(CheckOutputPath("--scenarios", PlanPath(args.scenarios, 1)));
   }
+  if (!args.json.empty()) {
+    SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json));
+    std::vector<NamedPath> inputs = {{"--model", args.model}, {"--prices", args.prices}};
+    for (const std::string& c : args.cost_models) inputs.push_back({"--cost-model", c});
+    SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--json", args.json}}, inputs));
+  }
   ProgressBar bar("recommend");
   if (args.progress || StderrIsTty()) {
     o.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
@@ -133,6 +141,7 @@ Status RunRecommend(const RecommendArgs& args) {
   for (const std::string& n : prices.notes) fmt::print("  note: {}\n", n);
   std::vector<sim::VariantResult> shown;
   for (const sim::RecommendedPlan& p : rec.plans) shown.push_back(p.result);
+  for (const sim::RecommendedPlan& p : rec.best_per_gpu) shown.push_back(p.result);
   for (const std::string& n : sim::UnpricedNotes(shown, prices.source))
     fmt::print("  note: {}\n", n);
   if (const std::string n = sim::UnvalidatedNote(shown); !n.empty()) fmt::print("  note: {}\n", n);
@@ -171,6 +180,27 @@ Status RunRecommend(const RecommendArgs& args) {
     fmt::print("{}", sim::RankedTableRow(static_cast<int>(k) + 1, rec.plans[k].result,
                                          Label(rec.plans[k].result.sets)));
   }
+  // Which GPU: each one's best, also those too slow or dear for the top K.
+  if (!rec.best_per_gpu.empty()) {
+    fmt::print("\nBest plan per GPU by {}:\n", args.objective);
+    fmt::print("{}", sim::RankedTableHeader());
+    for (const sim::RecommendedPlan& p : rec.best_per_gpu) {
+      int rank = 0;  // its rank among the plans above, where it is one of them
+      for (size_t k = 0; k < rec.plans.size() && rank == 0; ++k) {
+        if (rec.plans[k].result.sets == p.result.sets) rank = static_cast<int>(k) + 1;
+      }
+      fmt::print("{}", sim::RankedTableRow(rank, p.result, Label(p.result.sets)));
+    }
+    const auto has = [&](const std::string& gpu) {
+      for (const sim::RecommendedPlan& p : rec.best_per_gpu)
+        if (p.result.figures.gpu == gpu) return true;
+      return false;
+    };
+    for (const std::string& gpu : o.gpus) {
+      if (!has(AsciiLower(gpu))) fmt::print("  {}: no plan fits\n", AsciiLower(gpu));
+    }
+    fmt::print("  (rank -: not among the best {} above)\n", rec.plans.size());
+  }
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t k = 0; k < rec.plans.size(); ++k) {
     const sim::RecommendedPlan& p = rec.plans[k];
@@ -197,6 +227,10 @@ Status RunRecommend(const RecommendArgs& args) {
   for (const auto& [path, text] : files) outputs.push_back({"--scenarios", path});
   std::vector<NamedPath> inputs = {{"--model", args.model}, {"--prices", args.prices}};
   for (const std::string& c : args.cost_models) inputs.push_back({"--cost-model", c});
+  if (!args.json.empty()) {
+    files.emplace_back(args.json, DumpJson(sim::RecommendationToJson(rec, o), 1) + "\n");
+    outputs.push_back({"--json", args.json});
+  }
   SS_RETURN_IF_ERROR(CheckDistinctFiles(outputs, inputs));
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (!files.empty()) fmt::print("{} scenario files written to {}\n", files.size(), args.scenarios);
@@ -248,6 +282,10 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
       ->check(NonEmptyText());
   sub->add_option("--prices", args->prices,
                   "price table (shardscope-prices/1 JSON) instead of the built-in one")
+      ->check(NonEmptyText());
+  sub->add_option("--json", args->json,
+                  "write the plans, each GPU's best and the search's counts "
+                  "(shardscope-recommend/1)")
       ->check(NonEmptyText());
   sub->add_option("--cost-model", args->cost_models,
                   "a calibration file (calibrate --out) for the GPU it was fitted on "
