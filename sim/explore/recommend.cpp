@@ -339,8 +339,11 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   sweep.threads = o.threads;
   sweep.exact = o.exact;
   sweep.prices = &prices;
-  const int64_t total = static_cast<int64_t>(candidates.size());
-  int64_t done_before = 0;
+  // Counted over every plan generated, as the first line of the output counts them: those the
+  // sound pruning left out are done before the first chunk.
+  const int64_t total = rec.generated;
+  int64_t done_before = rec.pruned_memory + rec.pruned_budget;
+  const int64_t pruned_before = done_before;
   if (o.progress) {
     sweep.progress = [&](int64_t done, int64_t) { o.progress(done_before + done, total); };
   }
@@ -380,7 +383,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         fitting.push_back(std::move(v));
       }
     }
-    done_before = static_cast<int64_t>(end);
+    done_before = pruned_before + static_cast<int64_t>(end);
     if (o.progress) o.progress(done_before, total);
   }
   rec.fitting = static_cast<int64_t>(fitting.size());

@@ -158,6 +158,16 @@ grep -q -- "--cost-model $out/cal.json: fitted on h100-sxm, which --gpu (b200) d
 grep -q "gpu=gb200-nvl72 nodes=18 " "$out/rec" || fail "no plan on 18 trays: $(cat "$out/rec")"
 grep -q '"format": "shardscope-recommend/1"' "$out/rec.json" || fail "recommend --json: $(head -3 "$out/rec.json")"
 grep -q '"nodes": 18' "$out/rec.json" || fail "recommend --json lacks the plan's scenario"
+# --progress into a file: a line per tenth of the work, ending at the total the first line of
+# the output counts (it wrote one line of carriage-return redraws, ending at 12 short).
+"$bin" recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --max-gpus 8 \
+  --top 1 --progress > "$out/prog_out" 2> "$out/prog" || fail "recommend --progress"
+tr -d '\n' < "$out/prog" | grep -q "$(printf '\r')" && fail "carriage returns in a log: $(od -c "$out/prog" | head -3)"
+lines=$(wc -l < "$out/prog")
+[ "$lines" -ge 1 ] && [ "$lines" -le 11 ] || fail "recommend --progress wrote $lines lines"
+searched=$(sed -n 's/^Searched \([0-9]*\) plans.*/\1/p' "$out/prog_out")
+tail -1 "$out/prog" | grep -q " $searched/$searched 100.0%" ||
+  fail "progress ends at $(tail -1 "$out/prog"), the output searched $searched"
 # A config.json path is a model too (it used to be read as a built-in name).
 "$bin" recommend --model tests/backend_mpi/scenarios/tiny_llama.config.json --seq-len 256 \
   --global-batch-tokens 2048 --max-gpus 8 --top 1 --scenarios "$out/cfg" > "$out/err" 2>&1 ||
