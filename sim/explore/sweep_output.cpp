@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
 #include "core/config/scenario.h"
 #include "core/util/count_text.h"
 
@@ -10,6 +14,18 @@ namespace {
 
 std::string CostText(const VariantFigures& f) {
   return f.cost_per_mtok_usd ? fmt::format("{:.3f}", *f.cost_per_mtok_usd) : "-";
+}
+
+// `word` as one shell word: quoted when it holds anything but [A-Za-z0-9_./:=,+-@%].
+std::string ShellWord(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_./:=,+-@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 // The value part of "path=value", as the variant applied it (a number, a string, ...).
@@ -77,8 +93,9 @@ std::string ShortSet(const std::string& set) {
 }
 
 std::string RankedTableHeader() {
+  // Every figure's unit in its header: the table is read without the docs.
   return fmt::format("{:>4} {:1} {:>11} {:>9} {:>9} {:>9}  {:>9} {:>6} {:>8}  {}\n", "rank", "P",
-                     "tok/s/GPU", "step s", "peak GiB", "headroom", "exp comm", "MFU", "$/Mtok",
+                     "tok/s/GPU", "step s", "peak GiB", "free GiB", "exp.com s", "MFU", "$/Mtok",
                      "variant");
 }
 
@@ -126,6 +143,13 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   for (int k = 0; k < rows; ++k) {
     const VariantResult& v = r.variants[r.ranking[k]];
     out += RankedTableRow(k + 1, v, Label(v), IsThin(v, report.margin_gib));
+  }
+  // The first variant as a command: the table's short names are not --set paths.
+  {
+    std::string command = "shardscope simulate " + ShellWord(report.scenario);
+    for (const std::string& s : report.base_sets) command += " --set " + ShellWord(s);
+    for (const std::string& s : r.variants[r.ranking[0]].sets) command += " --set " + ShellWord(s);
+    out += fmt::format("Rank 1 on its own: {}\n", command);
   }
   if (!r.pareto.empty()) {
     out += fmt::format("Pareto front ({}, fastest first):\n",

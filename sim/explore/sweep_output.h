@@ -20,8 +20,9 @@
 namespace shardscope::sim {
 
 struct SweepReport {
-  std::string scenario;            // the scenario's source
-  std::vector<std::string> paths;  // the axes' paths, in order
+  std::string scenario;                // the scenario's source
+  std::vector<std::string> base_sets;  // the sweep's own --set flags (path=value), in order
+  std::vector<std::string> paths;      // the axes' paths, in order
   Objective objective = Objective::kThroughput;
   int top = 20;  // table rows (0: all)
   // Fitting variants with less headroom than this are marked "thin" (peak reserved is an

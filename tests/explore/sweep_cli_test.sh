@@ -158,6 +158,15 @@ grep -q -- "--cost-model $out/cal.json: fitted on h100-sxm, which --gpu (b200) d
 grep -q "gpu=gb200-nvl72 nodes=18 " "$out/rec" || fail "no plan on 18 trays: $(cat "$out/rec")"
 grep -q '"format": "shardscope-recommend/1"' "$out/rec.json" || fail "recommend --json: $(head -3 "$out/rec.json")"
 grep -q '"nodes": 18' "$out/rec.json" || fail "recommend --json lacks the plan's scenario"
+# The table's first variant as a command that reproduces it.
+"$bin" sweep "$job" --set training.seq_len=4096 --vary training.local_batch=1,2 \
+  --vary training.activation_checkpoint=none,selective_op:2 > "$out/repro" 2> "$out/err" ||
+  fail "sweep for the repro line: $(cat "$out/err")"
+cmd=$(sed -n 's/^Rank 1 on its own: shardscope //p' "$out/repro")
+[ -n "$cmd" ] || fail "no repro line: $(cat "$out/repro")"
+want=$(awk '$1 == "1" {print $3; exit}' "$out/repro")
+got=$(eval "\"\$bin\" $cmd" | awk '/tokens\/s\/GPU/ {print $2; exit}')
+[ "$want" = "$got" ] || fail "repro line '$cmd': sweep $want, simulate $got tokens/s/GPU"
 # --progress into a file: a line per tenth of the work, ending at the total the first line of
 # the output counts (it wrote one line of carriage-return redraws, ending at 12 short).
 "$bin" recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --max-gpus 8 \

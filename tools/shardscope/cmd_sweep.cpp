@@ -91,6 +91,7 @@ Status RunSweepCommand(const SweepArgs& args) {
   if (!print) return Status::Ok();
   sim::SweepReport report;
   report.scenario = base.source;
+  report.base_sets = args.sets;
   for (const sim::VaryAxis& a : axes) report.paths.push_back(a.path);
   report.objective = objective;
   report.top = args.top;
