@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "core/trace/trace_stats.h"
+#include "core/util/terminal_text.h"
 #include "core/util/units.h"
 
 namespace shardscope {
@@ -96,6 +97,19 @@ Status CompareFit(const nlohmann::json& a, const nlohmann::json& b, const std::s
       return InvalidInput(fmt::format("{}: fits: expected true or false, got {}",
                                       k == 0 ? source_a : source_b, fits[k]->dump()));
     }
+  }
+  // A measured run that failed (run's `failure`: a timeout, out of memory) stops at the
+  // failure: its figures are of part of a step, which any tolerance could pass.
+  for (int k = 0; k < 2; ++k) {
+    if (!docs[k]->is_object() || !docs[k]->contains("failure")) continue;
+    const nlohmann::json& f = (*docs[k])["failure"];
+    if (f.is_null()) continue;
+    if (!f.is_string()) {
+      return InvalidInput(fmt::format("{}: failure: expected the run's error text, got {}",
+                                      k == 0 ? source_a : source_b, Shortened(f.dump())));
+    }
+    r->failed_runs.push_back(fmt::format("{} is a failed run: {}", k == 0 ? "A" : "B",
+                                         Shortened(f.get<std::string>(), 200)));
   }
   if (fits[0] == nullptr || fits[1] == nullptr) return Status::Ok();
   const bool fa = fits[0]->get<bool>(), fb = fits[1]->get<bool>();
@@ -436,8 +450,8 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
                                 "B's metadata summary", &r));
   const bool metric_over =
       std::any_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
-  r.within_tolerance = !metric_over && !r.fit_lost && r.added_count == 0 && r.removed_count == 0 &&
-                       r.reordered_count == 0;
+  r.within_tolerance = !metric_over && !r.fit_lost && r.failed_runs.empty() && r.added_count == 0 &&
+                       r.removed_count == 0 && r.reordered_count == 0;
   return r;
 }
 
@@ -539,7 +553,7 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
   SortByImpact(&r.metrics);
   SS_RETURN_IF_ERROR(CompareFit(a, b, source_a, source_b, &r));
   r.within_tolerance =
-      r.added_count == 0 && r.removed_count == 0 && !r.fit_lost &&
+      r.added_count == 0 && r.removed_count == 0 && !r.fit_lost && r.failed_runs.empty() &&
       std::none_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
   return r;
 }
@@ -549,6 +563,7 @@ nlohmann::json DiffToJson(const DiffReport& report, size_t max_metrics) {
   json j;
   j["within_tolerance"] = report.within_tolerance;
   j["fit_change"] = report.fit_change.empty() ? json(nullptr) : json(report.fit_change);
+  j["failed_runs"] = report.failed_runs;
   j["ops"] = {{"a", report.ops_a},
               {"b", report.ops_b},
               {"matched", report.ops_matched},

@@ -86,6 +86,9 @@ struct DiffReport {
   // "does not fit → fits", or "" when unchanged or unknown. Losing the fit fails the diff.
   std::string fit_change;
   bool fit_lost = false;
+  // "B is a failed run: <its failure>" for a summary (or trace metadata summary) with run's
+  // `failure`: never within tolerance, whatever the figures.
+  std::vector<std::string> failed_runs;
   bool within_tolerance = true;
 };
 

@@ -18,6 +18,7 @@
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
 #include "core/util/output_files.h"
+#include "core/util/terminal_text.h"
 
 namespace shardscope::calibrate {
 namespace {
@@ -211,6 +212,22 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
     return InvalidInput(fmt::format(
         "{}: metadata.scenario: expected an object (the scenario the trace ran), got {}", path,
         t.metadata.scenario.type_name()));
+  }
+  // A run that failed stops at its failure (a timeout, out of memory): its operations are not
+  // one step's. An emulated world's collectives are the cost model's own prediction slept:
+  // fitting them would fit the model to itself.
+  if (t.metadata.summary.is_object() && t.metadata.summary.contains("failure") &&
+      !t.metadata.summary["failure"].is_null()) {
+    return InvalidInput(fmt::format(
+        "{}: metadata.summary.failure: a failed run ({}); calibrate on runs that completed", path,
+        Shortened(t.metadata.summary["failure"].dump(), 120)));
+  }
+  if (t.metadata.device.is_object() && t.metadata.device.value("communicators", "") == "emulated") {
+    return InvalidInput(fmt::format(
+        "{}: metadata.device.communicators: \"emulated\": run --emulate-world holds each "
+        "collective for the cost model's own time, so fitting it fits the model to itself; "
+        "calibrate on ranks launched together (mpiexec, or GPUs)",
+        path));
   }
   // The writer already resolved the scenario's file paths (model, cost model) against its own
   // working directory, so they are not relative to the trace's folder: resolving them there

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -190,6 +191,39 @@ TEST(CalibrateTest, FiguresStoppedAtABoundAreMarked) {
     }
   }
   EXPECT_TRUE(gemm_pinned);
+  std::filesystem::remove_all(dir);
+}
+
+// A failed run stops at its failure, and an emulated world's collectives are the cost model's
+// own times: neither is a measurement to fit (both were fitted without a word).
+TEST(CalibrateTest, FailedAndEmulatedRunsAreRefused) {
+  const std::string dir = TempDir();
+  const std::string path = SyntheticTrace(Small(512, 1), dir, "run", 0.004, 3);
+  auto with_metadata = [&](const std::string& name, const char* key, const nlohmann::json& value) {
+    std::ifstream in(path);
+    nlohmann::json doc = nlohmann::json::parse(in);
+    nlohmann::json& section = doc["metadata"][key];
+    if (!section.is_object()) section = nlohmann::json::object();
+    section.update(value);
+    const std::string out = dir + "/" + name + ".trace.json";
+    EXPECT_TRUE(WriteFileAtomic(out, doc.dump()).ok());
+    return out;
+  };
+  const std::string failed =
+      with_metadata("failed", "summary", {{"failure", "rank 0: ... did not complete"}});
+  Result<CalibrationInputs> f = LoadCalibrationInputs({failed});
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(f.status().message().find("failed.trace.json: metadata.summary.failure: a failed run"),
+            std::string::npos)
+      << f.status().message();
+  const std::string emulated = with_metadata("emulated", "device", {{"communicators", "emulated"}});
+  Result<CalibrationInputs> e = LoadCalibrationInputs({emulated});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("metadata.device.communicators: \"emulated\""),
+            std::string::npos)
+      << e.status().message();
+  EXPECT_TRUE(LoadCalibrationInputs({path}).ok());
   std::filesystem::remove_all(dir);
 }
 

@@ -291,6 +291,28 @@ TEST(TraceDiff, TheReservedPeakIsComparedToo) {
   for (const MetricDelta& m : plain->metrics) EXPECT_NE(m.metric, "peak_memory_reserved");
 }
 
+// A run that failed (a timeout, out of memory) stops at the failure: its outputs looked complete
+// and passed any tolerance.
+TEST(TraceDiff, AFailedRunIsNeverWithinTolerance) {
+  const nlohmann::json a = {{"step_time_s", 1.0}, {"fits", true}};
+  nlohmann::json b = a;
+  b["failure"] = "bwd/model.layers.0/all_gather did not complete within --timeout 0.0005 s";
+  auto r = DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->within_tolerance);
+  ASSERT_EQ(r->failed_runs.size(), 1u);
+  EXPECT_EQ(r->failed_runs[0].rfind("B is a failed run: bwd/model.layers.0/all_gather", 0), 0u);
+  EXPECT_EQ(DiffToJson(*r)["failed_runs"].size(), 1u);
+  Trace ta = testing::SmallTrace();
+  Trace tb = ta;
+  tb.metadata.summary = b;
+  auto tr = DiffTraces(ta, tb, DefaultTolerances());
+  ASSERT_TRUE(tr.ok());
+  EXPECT_FALSE(tr->within_tolerance);
+  b["failure"] = 3;
+  EXPECT_FALSE(DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json").ok());
+}
+
 TEST(TraceDiff, JsonFieldsHoldWhatTheirNamesSay) {
   const nlohmann::json a = {{"step_time_s", 1.5},
                             {"peak_memory_allocated_gib", 40.0},

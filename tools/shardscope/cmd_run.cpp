@@ -364,7 +364,9 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--summary", args->summary, "write the measured summary JSON here")
       ->check(NonEmptyText());
   sub->add_option("--timeout", args->timeout_s,
-                  "seconds a step may take before its stuck collective is an error (default 300)")
+                  "seconds a collective (or the device at the step's end) may take to complete "
+                  "once waited on before it is an error; not a limit on the whole step "
+                  "(default 300)")
       ->check(NumberIn(0, 1e6));
   sub->add_option("--memory-limit", args->memory_limit_gib,
                   "GiB the device may reserve (default: the scenario GPU's usable memory, at most "

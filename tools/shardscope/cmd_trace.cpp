@@ -209,6 +209,7 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   if (!report.fit_change.empty()) {
     fmt::print("{} memory: {}\n", report.fit_lost ? "✗" : " ", report.fit_change);
   }
+  for (const std::string& f : report.failed_runs) fmt::print("✗ {}\n", f);
   fmt::print("{}\n", report.within_tolerance ? "within tolerance" : "BEYOND tolerance");
   if (!json_path.empty()) {
     nlohmann::json j = DiffToJson(report);
