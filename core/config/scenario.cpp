@@ -233,15 +233,6 @@ Status FillParallelism(json& p, const ClusterConfig& cluster, Scenario& s) {
   if (p["pp_microbatches"].is_null()) p["pp_microbatches"] = par.pp;
   SS_RETURN_IF_ERROR(InRange(p, "parallelism", "pp_microbatches", 1, kMaxMicrobatches));
   par.pp_microbatches = p["pp_microbatches"].get<int>();
-  // Without a pipeline nothing splits the batch into its micro-batches: the value was ignored,
-  // and the step predicted was one micro-batch of local_batch sequences.
-  if (par.pp == 1 && par.pp_microbatches > 1) {
-    return InvalidInput(fmt::format(
-        "parallelism.pp_microbatches = {}: pipeline micro-batches apply only with "
-        "parallelism.pp > 1; without a pipeline, split the batch with training.grad_accum "
-        "(micro-batches of training.local_batch sequences each)",
-        par.pp_microbatches));
-  }
   // torch.distributed.pipelining's single-stage schedules (Schedule1F1B, ScheduleGPipe: a
   // PipelineScheduleSingle) raise ValueError for fewer micro-batches than stages; a prediction
   // of such a job would be of one that cannot be launched.

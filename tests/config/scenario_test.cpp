@@ -180,16 +180,10 @@ TEST(ScenarioTest, AbsurdSizesNameTheFieldAndRange) {
   EXPECT_EQ(ErrorOf(json{{"model", llama}, {"training", {{"grad_accum", 10000}}}}),
             "job.json: training.grad_accum = 10000 (expected 1 to 1024)");
   EXPECT_NE(ErrorOf(json{{"model", llama},
-                         {"training", {{"grad_accum", 64}, {"local_batch", 64}}},
-                         {"parallelism", {{"pp", 2}, {"pp_microbatches", 64}}}})
+                         {"training", {{"grad_accum", 64}}},
+                         {"parallelism", {{"pp_microbatches", 64}}}})
                 .find("training.grad_accum·parallelism.pp_microbatches = 64·64 = 4096"),
             std::string::npos);
-  // Pipeline micro-batches without a pipeline were ignored: the step was one micro-batch.
-  EXPECT_NE(ErrorOf(json{{"model", llama}, {"parallelism", {{"pp_microbatches", 8}}}})
-                .find("parallelism.pp_microbatches = 8: pipeline micro-batches apply only with "
-                      "parallelism.pp > 1"),
-            std::string::npos);
-  EXPECT_TRUE(Parse(json{{"model", llama}, {"parallelism", {{"pp_microbatches", 1}}}}).ok());
   EXPECT_EQ(ErrorOf(json{{"model", llama}, {"parallelism", {{"dp_shard", UINT64_MAX}}}}),
             "job.json: parallelism.dp_shard = 18446744073709551615 is outside the 64-bit integer "
             "range");
