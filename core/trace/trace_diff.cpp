@@ -406,7 +406,9 @@ Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& 
                                 "peak_memory"));
   }
   // What decides whether a job fits: under the same tolerance, as a summary's two peaks are.
-  if (sa.peak_reserved_bytes > 0 || sb.peak_reserved_bytes > 0) {
+  // Only where both traces carry the series: one without it (a profiler trace, an older run) is
+  // not a -100% regression.
+  if (sa.peak_reserved_bytes > 0 && sb.peak_reserved_bytes > 0) {
     r.metrics.push_back(
         Compare("peak_memory_reserved", "bytes", static_cast<double>(sa.peak_reserved_bytes),
                 static_cast<double>(sb.peak_reserved_bytes), 1, tolerances, "peak_memory"));

@@ -116,10 +116,17 @@ struct Target {
   bool in_place = false;
 };
 
+// A process's own descriptors (/dev/stdout, /dev/fd/1, /proc/self/fd/1) and devices: written
+// where they point, never renamed over. `--summary /dev/stdout > out.txt` resolves to out.txt,
+// a regular file, and replacing it lost the text output.
+bool SystemPath(const std::string& path) {
+  return path.starts_with("/dev/") || path.starts_with("/proc/");
+}
+
 Target TargetOf(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {path, false};  // new (or a dangling link)
-  if (!S_ISREG(st.st_mode)) return {path, true};
+  if (!S_ISREG(st.st_mode) || SystemPath(path)) return {path, true};
   struct stat lst {};
   if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
     std::error_code ec;
@@ -137,10 +144,19 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return InvalidInput(name + ": is a directory (expected a file name)");
-    if (!S_ISREG(st.st_mode)) return Status::Ok();  // a device, written in place
+    // A device or a descriptor of ours, written in place.
+    if (!S_ISREG(st.st_mode) || SystemPath(path)) return Status::Ok();
   }
   std::error_code ec;
-  fs::path folder = fs::path(path).parent_path();
+  // A symlink is written through to its target (TargetOf): the target's folder takes the file.
+  fs::path target = path;
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    const fs::path real = fs::weakly_canonical(path, ec);
+    if (!ec) target = real;
+    ec.clear();
+  }
+  fs::path folder = target.parent_path();
   if (folder.empty()) folder = ".";
   if (!fs::exists(folder, ec)) {
     return InvalidInput(name + ": the folder '" + folder.string() + "' does not exist");
@@ -235,7 +251,11 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
     const Staged& s = staged[i];
     if (!s.target.in_place) continue;
     const std::string& data = s.name->ends_with(".gz") ? s.gz : files[i].second;
-    if (Status w = WriteTo(s.target.path, data, O_WRONLY | O_CLOEXEC, *s.name); !w.ok()) {
+    // After what the command printed (stdout redirected to the same file), at the end of a
+    // regular file a descriptor points to, never over its beginning.
+    std::fflush(nullptr);
+    if (Status w = WriteTo(s.target.path, data, O_WRONLY | O_APPEND | O_CLOEXEC, *s.name);
+        !w.ok()) {
       drop();
       return w;
     }

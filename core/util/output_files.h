@@ -9,9 +9,11 @@
 //   WriteFileAtomic    one output
 //
 // Targets that are not regular files are written in place instead of replaced: a device
-// (`/dev/null`), a FIFO, or `/dev/stdout` (a symlink to the process's own descriptor); a
-// rename would put a regular file where the device was. A symlink to a regular file keeps
-// the link: its target is replaced. A write error (ENOSPC from `/dev/full`) is an error.
+// (`/dev/null`), a FIFO, or any path under /dev or /proc (`/dev/stdout`, the process's own
+// descriptor, also when it points to a regular file), appended after what it holds; a rename
+// would put a regular file where the device was, or replace a redirected stdout's text. A symlink
+// to a regular file keeps the link: its target is replaced. A write error (ENOSPC from `/dev/full`)
+// is an error.
 #pragma once
 
 #include <string>

@@ -217,10 +217,10 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
       ff.value = f.ToValue(z_fit[i]);
       // value = offset + exp(z): d value = (value - offset) dz.
       ff.sd = (ff.value - f.offset) * std::sqrt(std::max(0.0, res.covariance(k, k)));
-      // Within a thousandth of the range of a bound (z is solved inside [ZLo, ZHi]).
-      const double tol = 1e-3 * (f.ZHi() - f.ZLo());
-      if (z_fit[i] <= f.ZLo() + tol) ff.at_bound = "lower";
-      if (z_fit[i] >= f.ZHi() - tol) ff.at_bound = "upper";
+      // Within 1% of a bound's value (an efficiency of 0.992 against its bound 1 is the bound
+      // the inputs pushed it to, not a measurement).
+      if (ff.value <= f.lo * 1.01) ff.at_bound = "lower";
+      if (ff.value >= f.hi * 0.99) ff.at_bound = "upper";
     }
     g.figures.push_back(ff);
   }

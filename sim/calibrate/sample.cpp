@@ -78,7 +78,9 @@ Status FillPricing(const Scenario& sc, const ModelTree& tree, const std::string&
   Result<Hardware> hw = LookupHardware(sc.cluster.gpu, sc.cluster.gpus_per_node, sc.cluster.nodes);
   if (!hw.ok()) return hw.status().WithContext(sc.source + ": cluster.gpu");
   s->hw = *hw;
-  s->gpu = sc.cluster.gpu;
+  // The catalog's spelling, which groups the inputs: "H100-SXM" and "h100-sxm" are one GPU
+  // (they were fitted apart, into two files).
+  s->gpu = hw->gpu.name;
   s->defaults = DefaultCostParams(s->hw);
   if (sc.training.attention_backend == AttentionBackend::kCudnn) {
     SS_RETURN_IF_ERROR(UseCudnnAttention(s->hw, &s->defaults).WithContext(sc.source));

@@ -293,8 +293,13 @@ Status ApplyCalibration(const Calibration& cal, Hardware* hw, CostParams* params
     if (!probe.ok()) return probe.status();
     hw_copy = *probe;
   }
-  SS_RETURN_IF_ERROR(
-      ApplyJson(cal.overrides, cal.source, /*cross_checks=*/true, &hw_copy, &params_copy));
+  // Named by the scenario field as LoadCalibration's errors are (a sweep counts the variant
+  // under that field, not under the file's name).
+  if (Status s =
+          ApplyJson(cal.overrides, cal.source, /*cross_checks=*/true, &hw_copy, &params_copy);
+      !s.ok()) {
+    return s.WithContext("cluster.cost_model");
+  }
   if (hw != nullptr) *hw = hw_copy;
   if (params != nullptr) *params = params_copy;
   return Status::Ok();

@@ -207,8 +207,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     // The search's bounds (memory, matmul rate) from the calibrated figures too.
     const auto calibration = calibrations.find(gpu);
     if (calibration != calibrations.end()) {
-      SS_RETURN_IF_ERROR(ApplyCalibration(calibration->second.second, &hw, nullptr)
-                             .WithContext("--cost-model " + calibration->second.first));
+      SS_RETURN_IF_ERROR(ApplyCalibration(calibration->second.second, &hw, nullptr));
     }
     const std::optional<double> price = prices.PerGpuHour(gpu);
     if (o.budget_per_hour && !price) {
@@ -447,14 +446,22 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   }
   if (per_gpu) {
     for (const std::string& gpu : gpus) {
+      bool found = false;
       for (int i : ranked) {
         if (fitting[i].figures.gpu != gpu) continue;
         SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
         rec.best_per_gpu.push_back(std::move(plan));
+        found = true;
         break;
       }
+      if (!found) rec.gpus_without_plan.push_back(gpu);
     }
   }
+  // What the user should weigh beside the ranking, over every plan that fits: prices far from
+  // the usual, GPUs without a price, GPUs no measured run checks.
+  for (const std::string& n : prices.notes) rec.notes.push_back(n);
+  for (std::string& n : UnpricedNotes(fitting, prices.source)) rec.notes.push_back(std::move(n));
+  if (std::string n = UnvalidatedNote(fitting); !n.empty()) rec.notes.push_back(std::move(n));
   return rec;
 }
 
@@ -484,7 +491,9 @@ nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOp
   j["model"] = o.model;
   j["global_batch_tokens"] = o.global_batch_tokens;
   j["seq_len"] = o.seq_len;
-  j["gpus"] = o.gpus;
+  std::vector<std::string> gpus;
+  for (const std::string& g : o.gpus) gpus.push_back(AsciiLower(g));
+  j["gpus"] = gpus;
   j["max_gpus"] = o.max_gpus;
   j["budget_per_hour"] = o.budget_per_hour ? nlohmann::json(*o.budget_per_hour) : nullptr;
   j["margin_gib"] = o.margin_gib;
@@ -502,6 +511,7 @@ nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOp
   j["notes"] = rec.notes;
   j["plans"] = plans(rec.plans);
   j["best_per_gpu"] = plans(rec.best_per_gpu);
+  j["gpus_without_plan"] = rec.gpus_without_plan;
   return j;
 }
 

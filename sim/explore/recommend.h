@@ -81,6 +81,8 @@ struct Recommendation {
   // given (a GPU none of whose plans fits is absent). The search keeps simulating a GPU's plans
   // until its best is certain, so a slower GPU's best is known though it makes no top K.
   std::vector<RecommendedPlan> best_per_gpu;
+  std::vector<std::string> gpus_without_plan;  // with several GPU types: those none of whose
+                                               // plans fits (catalog spelling)
   int64_t generated = 0;
   int64_t pruned_memory = 0;
   int64_t pruned_budget = 0;
@@ -90,7 +92,9 @@ struct Recommendation {
   int64_t fitting = 0;  // fit with at least the margin's headroom
   int64_t thin = 0;     // fit, with less headroom than the margin
   int64_t invalid = 0;
-  std::vector<std::string> notes;  // GPUs skipped and why
+  // GPUs skipped and why; prices far from the built-in ones; GPUs without a price or without a
+  // measured run, among the plans that fit (the command prints them, --json writes them).
+  std::vector<std::string> notes;
 };
 
 Result<Recommendation> Recommend(const RecommendOptions& options);

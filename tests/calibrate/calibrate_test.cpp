@@ -227,6 +227,22 @@ TEST(CalibrateTest, FailedAndEmulatedRunsAreRefused) {
   std::filesystem::remove_all(dir);
 }
 
+// One GPU written in two cases is one GPU: its inputs were fitted apart, into two files.
+TEST(CalibrateTest, GpuNamesGroupWhateverTheirCase) {
+  const std::string dir = TempDir();
+  nlohmann::json upper = Small(512, 1);
+  upper["cluster"]["gpu"] = "H100-SXM";
+  const std::vector<std::string> paths = {SyntheticTrace(upper, dir, "upper", 0.004, 5),
+                                          SyntheticTrace(Small(2048, 1), dir, "lower", 0.004, 6)};
+  Result<CalibrationInputs> in = LoadCalibrationInputs(paths);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  Result<CalibrateReport> r = Calibrate(*in, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_EQ(r->gpus[0].gpu, "h100-sxm");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CalibrateTest, HeldOutErrorGettingWorseIsReported) {
   // Four runs measured exactly as the defaults predict, one three times slower: every fold
   // that holds out a faithful run fits towards the outlier and predicts the held-out run worse.

@@ -114,6 +114,36 @@ TEST_F(OutputFilesTest, OutputPathsAreCheckedBeforeTheWork) {
   EXPECT_EQ(Entries(), 1);
 }
 
+// `--summary /dev/stdout > out.txt`: the descriptor's file is written where it points, after
+// what was printed, not replaced by a rename (the text output was lost).
+TEST_F(OutputFilesTest, ADescriptorPathIsWrittenInPlaceAfterWhatItHolds) {
+  const std::string file = P("out.txt");
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("text output\n", f);
+  std::fflush(f);
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(fileno(f));
+  if (!fs::exists(fd_path)) {
+    std::fclose(f);
+    GTEST_SKIP() << "no /proc/self/fd here";
+  }
+  EXPECT_TRUE(CheckOutputPath("--summary", fd_path).ok());
+  ASSERT_TRUE(WriteFileAtomic(fd_path, "{\"summary\": 1}\n").ok());
+  std::fclose(f);
+  EXPECT_EQ(Get(file), "text output\n{\"summary\": 1}\n");
+  EXPECT_EQ(Entries(), 1);  // no temporary left, the file not replaced
+}
+
+// A symlink is written through to its target: the target's folder must take the file.
+TEST_F(OutputFilesTest, ASymlinkIntoAFolderThatRefusesFilesIsRefusedBeforeTheWork) {
+  if (!fs::exists("/proc/version")) GTEST_SKIP() << "no /proc here";
+  fs::create_symlink("/proc/version", P("link.json"));
+  const Status s = CheckOutputPath("--summary", P("link.json"));
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(s.message().find("the folder '/proc' is not writable"), std::string::npos)
+      << s.message();
+}
+
 // A folder that refuses new files even to root, whom access(2) answers yes (sysfs): the
 // command stopped after its work with exit 3 before.
 TEST_F(OutputFilesTest, AFolderThatRefusesNewFilesIsRefusedBeforeTheWork) {

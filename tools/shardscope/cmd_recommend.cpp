@@ -67,6 +67,14 @@ std::string Label(const std::vector<std::string>& sets) {
   return out;
 }
 
+// A plan's rank among rec.plans (from 1), or 0 when it is not one of them.
+int RankOf(const sim::Recommendation& rec, const sim::RecommendedPlan& p) {
+  for (size_t k = 0; k < rec.plans.size(); ++k) {
+    if (rec.plans[k].result.sets == p.result.sets) return static_cast<int>(k) + 1;
+  }
+  return 0;
+}
+
 // Where --scenarios writes plan k (from 1).
 std::string PlanPath(const std::string& folder, int k) {
   return (std::filesystem::path(folder) / fmt::format("plan_{}.json", k)).string();
@@ -138,13 +146,6 @@ Status RunRecommend(const RecommendArgs& args) {
                       : std::string(),
       rec.fitting, args.margin_gib, rec.thin, rec.invalid);
   for (const std::string& n : rec.notes) fmt::print("  note: {}\n", n);
-  for (const std::string& n : prices.notes) fmt::print("  note: {}\n", n);
-  std::vector<sim::VariantResult> shown;
-  for (const sim::RecommendedPlan& p : rec.plans) shown.push_back(p.result);
-  for (const sim::RecommendedPlan& p : rec.best_per_gpu) shown.push_back(p.result);
-  for (const std::string& n : sim::UnpricedNotes(shown, prices.source))
-    fmt::print("  note: {}\n", n);
-  if (const std::string n = sim::UnvalidatedNote(shown); !n.empty()) fmt::print("  note: {}\n", n);
   if (rec.plans.empty()) {
     const bool margin = args.margin_gib > 0;
     // Said for what stopped the plans: a budget that prices every one out is not a margin's
@@ -184,28 +185,28 @@ Status RunRecommend(const RecommendArgs& args) {
   if (!rec.best_per_gpu.empty()) {
     fmt::print("\nBest plan per GPU by {}:\n", args.objective);
     fmt::print("{}", sim::RankedTableHeader());
+    bool unranked = false;
     for (const sim::RecommendedPlan& p : rec.best_per_gpu) {
-      int rank = 0;  // its rank among the plans above, where it is one of them
-      for (size_t k = 0; k < rec.plans.size() && rank == 0; ++k) {
-        if (rec.plans[k].result.sets == p.result.sets) rank = static_cast<int>(k) + 1;
-      }
+      const int rank = RankOf(rec, p);
+      unranked = unranked || rank == 0;
       fmt::print("{}", sim::RankedTableRow(rank, p.result, Label(p.result.sets)));
     }
-    const auto has = [&](const std::string& gpu) {
-      for (const sim::RecommendedPlan& p : rec.best_per_gpu)
-        if (p.result.figures.gpu == gpu) return true;
-      return false;
-    };
-    for (const std::string& gpu : o.gpus) {
-      if (!has(AsciiLower(gpu))) fmt::print("  {}: no plan fits\n", AsciiLower(gpu));
-    }
-    fmt::print("  (rank -: not among the best {} above)\n", rec.plans.size());
+    for (const std::string& gpu : rec.gpus_without_plan) fmt::print("  {}: no plan fits\n", gpu);
+    if (unranked) fmt::print("  (rank -: not among the best {} above)\n", rec.plans.size());
   }
   std::vector<std::pair<std::string, std::string>> files;
-  for (size_t k = 0; k < rec.plans.size(); ++k) {
-    const sim::RecommendedPlan& p = rec.plans[k];
+  // Each plan, then each GPU's best that is not one of them (plan_<gpu>.json), with its scenario.
+  std::vector<std::pair<std::string, const sim::RecommendedPlan*>> shown;  // (title, plan)
+  for (size_t k = 0; k < rec.plans.size(); ++k)
+    shown.emplace_back(fmt::format("Plan {}", k + 1), &rec.plans[k]);
+  for (const sim::RecommendedPlan& p : rec.best_per_gpu) {
+    if (RankOf(rec, p) == 0)
+      shown.emplace_back(fmt::format("Best on {}", p.result.figures.gpu), &p);
+  }
+  for (const auto& [title, plan] : shown) {
+    const sim::RecommendedPlan& p = *plan;
     const sim::VariantFigures& f = p.result.figures;
-    fmt::print("\nPlan {}: {} × {}{}, bound by {} ({}); {:.1f} s per million tokens{}\n", k + 1,
+    fmt::print("\n{}: {} × {}{}, bound by {} ({}); {:.1f} s per million tokens{}\n", title,
                f.world_size, f.gpu,
                p.scenario["cluster"].contains("cost_model") ? " (calibrated)" : "", p.bound,
                p.bound_detail, f.s_per_mtok,
@@ -214,13 +215,17 @@ Status RunRecommend(const RecommendArgs& args) {
                    : std::string());
     const std::string text = DumpJson(p.scenario, 2) + "\n";
     if (!args.scenarios.empty()) {
-      const std::string path = PlanPath(args.scenarios, static_cast<int>(k) + 1);
+      const std::string path =
+          &p >= rec.plans.data() && &p < rec.plans.data() + rec.plans.size()
+              ? PlanPath(args.scenarios, static_cast<int>(&p - rec.plans.data()) + 1)
+              : (std::filesystem::path(args.scenarios) / ("plan_" + f.gpu + ".json")).string();
       files.emplace_back(path, text);
       fmt::print("  scenario: {} (shardscope simulate {})\n", path, path);
     } else {
       fmt::print("{}", text);
     }
   }
+  const size_t plan_files = files.size();
   // No plan file may replace a file the search read (a model file or a price table kept in
   // the folder): checked on the names the plans took, before any is written.
   std::vector<NamedPath> outputs;
@@ -233,11 +238,12 @@ Status RunRecommend(const RecommendArgs& args) {
   }
   SS_RETURN_IF_ERROR(CheckDistinctFiles(outputs, inputs));
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
-  if (!files.empty()) fmt::print("{} scenario files written to {}\n", files.size(), args.scenarios);
+  if (plan_files > 0) fmt::print("{} scenario files written to {}\n", plan_files, args.scenarios);
+  if (!args.json.empty()) fmt::print("recommendation written to {}\n", args.json);
   // A folder reused with fewer plans keeps the earlier run's later files: say which, rather
   // than delete what may be the user's.
   std::vector<std::string> stale;
-  for (int k = static_cast<int>(files.size()) + 1; !args.scenarios.empty(); ++k) {
+  for (int k = static_cast<int>(rec.plans.size()) + 1; !args.scenarios.empty(); ++k) {
     const std::string path = PlanPath(args.scenarios, k);
     if (!std::filesystem::exists(path)) break;
     stale.push_back(std::filesystem::path(path).filename().string());
@@ -297,8 +303,9 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
       ->check(IntegerIn(0, sim::kMaxThreads));
   sub->add_flag("--exact", args->exact,
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
-  sub->add_flag("--progress", args->progress,
-                "draw the progress bar on stderr even when it is not a terminal");
+  sub->add_flag(
+      "--progress", args->progress,
+      "report progress on stderr even when it is not a terminal (a line per tenth there)");
   registry.Add(sub, [args] { return RunRecommend(*args); });
 }
 

@@ -129,7 +129,9 @@ void PrintSummary(const sim::Simulation& sim) {
   fmt::print(
       "Memory{} (allocated = the step's memory model; reserved = caching-allocator estimate)\n",
       sim.schedule.roles.size() > 1 && !s.peak_memory_role.empty()
-          ? fmt::format(" of role '{}', the highest allocated peak", s.peak_memory_role)
+          ? fmt::format(" of role '{}', the highest allocated peak; peak reserved is the highest "
+                        "over every role",
+                        s.peak_memory_role)
           : "");
   fmt::print("  peak allocated     {:10.2f} GiB at {:.4f} s ({})\n", s.peak_memory_allocated_gib,
              s.peak_memory_time_s, s.peak_memory_op);

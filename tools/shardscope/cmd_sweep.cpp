@@ -159,8 +159,9 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
       ->check(IntegerIn(0, sim::kMaxThreads));
   sub->add_flag("--exact", args->exact,
                 "simulate every micro-batch (default: extrapolate long steps' steady state)");
-  sub->add_flag("--progress", args->progress,
-                "draw the progress bar on stderr even when it is not a terminal");
+  sub->add_flag(
+      "--progress", args->progress,
+      "report progress on stderr even when it is not a terminal (a line per tenth there)");
   registry.Add(sub, [args] { return RunSweepCommand(*args); });
 }
 
