@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <tuple>
@@ -316,8 +318,79 @@ Result<Tolerances> ParseTolerances(std::string_view spec) {
   return tol;
 }
 
-Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& tolerances) {
+namespace {
+
+std::set<int> RanksOf(const Trace& t) {
+  std::set<int> ranks;
+  for (const WorkEvent& e : t.events) ranks.insert(e.rank);
+  return ranks;
+}
+
+template <typename T>
+void KeepRanks(std::vector<T>* items, const std::set<int>& keep) {
+  std::erase_if(*items, [&](const T& x) { return !keep.contains(x.rank); });
+}
+
+void RenumberRanks(Trace* t, const std::map<int, int>& to) {
+  auto renumber = [&](auto& items) {
+    for (auto& x : items) {
+      if (const auto it = to.find(x.rank); it != to.end()) x.rank = it->second;
+    }
+  };
+  renumber(t->events);
+  renumber(t->counters);
+  renumber(t->markers);
+}
+
+}  // namespace
+
+// What `run --trace o{rank}.json` writes beside a prediction: one rank's file against a
+// predicted trace whose roles each stand for several ranks (its metadata's `roles`: a role's
+// `rank` is the first of its `ranks_like` contiguous ranks), or against a trace of more ranks.
+// Such a rank is compared with the role that stands for it, and only the ranks both hold are
+// compared; each step is a note. A prediction joined on (rank, op_id) found nothing of rank 1,
+// and a pipeline's rank 0 file failed as "removed" on stage 1's every op.
+Result<DiffReport> DiffTraces(const Trace& a_in, const Trace& b_in, const Tolerances& tolerances) {
+  std::vector<std::string> notes;
+  std::optional<Trace> a_own, b_own;
+  std::set<int> ranks_a = RanksOf(a_in), ranks_b = RanksOf(b_in);
+  const nlohmann::json* roles =
+      a_in.metadata.extra.contains("roles") && a_in.metadata.extra.at("roles").is_array()
+          ? &a_in.metadata.extra.at("roles")
+          : nullptr;
+  if (roles != nullptr && ranks_b.size() == 1 && !ranks_a.contains(*ranks_b.begin())) {
+    const int r = *ranks_b.begin();
+    for (const nlohmann::json& role : *roles) {
+      const int first = role.value("rank", -1), like = role.value("ranks_like", 0);
+      if (first < 0 || r < first || r >= first + like || !ranks_a.contains(first)) continue;
+      b_own = b_in;
+      RenumberRanks(&*b_own, {{r, first}});
+      notes.push_back(fmt::format(
+          "B's rank {} compared with A's role '{}' (rank {}, which stands for ranks {} to {})", r,
+          role.value("name", std::string("?")), first, first, first + like - 1));
+      ranks_b = {first};
+      break;
+    }
+  }
+  if (ranks_a.size() > 1 && ranks_b.size() == 1 && ranks_a.contains(*ranks_b.begin())) {
+    a_own = a_in;
+    KeepRanks(&a_own->events, ranks_b);
+    KeepRanks(&a_own->counters, ranks_b);
+    KeepRanks(&a_own->markers, ranks_b);
+    notes.push_back(
+        fmt::format("B holds rank {} alone: A's other ranks are left out", *ranks_b.begin()));
+  } else if (ranks_b.size() > 1 && ranks_a.size() == 1 && ranks_b.contains(*ranks_a.begin())) {
+    if (!b_own) b_own = b_in;
+    KeepRanks(&b_own->events, ranks_a);
+    KeepRanks(&b_own->counters, ranks_a);
+    KeepRanks(&b_own->markers, ranks_a);
+    notes.push_back(
+        fmt::format("A holds rank {} alone: B's other ranks are left out", *ranks_a.begin()));
+  }
+  const Trace& a = a_own ? *a_own : a_in;
+  const Trace& b = b_own ? *b_own : b_in;
   DiffReport r;
+  r.notes = std::move(notes);
   r.ops_a = static_cast<int64_t>(a.events.size());
   r.ops_b = static_cast<int64_t>(b.events.size());
   const std::vector<OpKey> keys_a = SortedKeys(a, a);
@@ -566,6 +639,7 @@ nlohmann::json DiffToJson(const DiffReport& report, size_t max_metrics) {
   j["within_tolerance"] = report.within_tolerance;
   j["fit_change"] = report.fit_change.empty() ? json(nullptr) : json(report.fit_change);
   j["failed_runs"] = report.failed_runs;
+  j["notes"] = report.notes;
   j["ops"] = {{"a", report.ops_a},
               {"b", report.ops_b},
               {"matched", report.ops_matched},

@@ -89,6 +89,8 @@ struct DiffReport {
   // "B is a failed run: <its failure>" for a summary (or trace metadata summary) with run's
   // `failure`: never within tolerance, whatever the figures.
   std::vector<std::string> failed_runs;
+  // How the ranks were joined: a rank's file against a prediction's role, the ranks left out.
+  std::vector<std::string> notes;
   bool within_tolerance = true;
 };
 

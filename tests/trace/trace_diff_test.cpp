@@ -20,6 +20,13 @@ Tolerances Loose(const char* op) {
   return *t;
 }
 
+// `t` with rank `rank`'s events, counters and markers only.
+void KeepRank(Trace* t, int rank) {
+  std::erase_if(t->events, [&](const WorkEvent& e) { return e.rank != rank; });
+  std::erase_if(t->counters, [&](const CounterSample& c) { return c.rank != rank; });
+  std::erase_if(t->markers, [&](const Marker& m) { return m.rank != rank; });
+}
+
 // The event of `t` with this op_id on rank 0.
 WorkEvent& Op(Trace& t, std::string_view op_id) {
   for (WorkEvent& e : t.events) {
@@ -311,6 +318,44 @@ TEST(TraceDiff, AFailedRunIsNeverWithinTolerance) {
   EXPECT_FALSE(tr->within_tolerance);
   b["failure"] = 3;
   EXPECT_FALSE(DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json").ok());
+}
+
+// `run --trace o{rank}.json` writes one rank per file: rank 1's file joins the prediction's
+// role that stands for it, and a file of one rank is compared on that rank alone (rank 1 joined
+// nothing, and a pipeline's rank file failed on the other stage's every op).
+TEST(TraceDiff, OneRanksFileJoinsTheRoleThatStandsForIt) {
+  Trace predicted = testing::SmallTrace();  // ranks 0 and 1, alike
+  Trace one_role = predicted;
+  KeepRank(&one_role, 0);
+  one_role.metadata.extra["roles"] = {{{"name", "fsdp"}, {"rank", 0}, {"ranks_like", 4}}};
+  Trace rank3 = predicted;
+  KeepRank(&rank3, 1);
+  for (WorkEvent& e : rank3.events) e.rank = 3;
+  for (CounterSample& c : rank3.counters) c.rank = 3;
+  for (Marker& m : rank3.markers) m.rank = 3;
+  auto r = DiffTraces(one_role, rank3, DefaultTolerances());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->within_tolerance);
+  EXPECT_EQ(r->ops_matched, r->ops_a);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0],
+            "B's rank 3 compared with A's role 'fsdp' (rank 0, which stands for ranks 0 to 3)");
+  // A rank the roles do not cover joins nothing, as before.
+  for (WorkEvent& e : rank3.events) e.rank = 9;
+  r = DiffTraces(one_role, rank3, DefaultTolerances());
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->within_tolerance);
+  EXPECT_EQ(r->ops_matched, 0);
+  // Two ranks against one rank's file: that rank alone.
+  Trace rank1 = predicted;
+  KeepRank(&rank1, 1);
+  r = DiffTraces(predicted, rank1, DefaultTolerances());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->within_tolerance);
+  EXPECT_EQ(r->removed_count, 0);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0], "B holds rank 1 alone: A's other ranks are left out");
+  EXPECT_EQ(DiffToJson(*r)["notes"].size(), 1u);
 }
 
 TEST(TraceDiff, JsonFieldsHoldWhatTheirNamesSay) {

@@ -195,6 +195,7 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
     for (size_t i = 0; i < items.size() && i < 20; ++i) fmt::print("  {}\n", items[i]);
     if (count > 20) fmt::print("  … {} more (see --json)\n", count - 20);
   };
+  for (const std::string& n : report.notes) fmt::print("note: {}\n", n);
   list("removed (in A only)", report.removed, report.removed_count);
   list("added (in B only)", report.added, report.added_count);
   list("reordered within a lane", report.reordered, report.reordered_count);
