@@ -89,9 +89,12 @@ void PrintSummary(const sim::Simulation& sim) {
   fmt::print("  tokens/s/GPU       {:10.0f}   ({} tokens per step)\n", s.tokens_per_s_per_gpu,
              s.tokens_per_step);
   fmt::print(
-      "  TFLOP/s per GPU    {:10.1f}   MFU {:.1f}% (6N + 12*layers*hidden*seq model FLOPs, N "
-      "without the embedding, over {:.0f} TFLOP/s dense bf16 peak)\n",
-      s.tflops_per_gpu, 100.0 * s.mfu, s.peak_tflops);
+      "  TFLOP/s per GPU    {:>10}   MFU {:.1f}% (6N + 12*layers*hidden*seq model FLOPs, N "
+      "without the embedding, over {:.3g} TFLOP/s dense bf16 peak)\n",
+      // Three significant digits below 10 (the CPU ranks' host-cpu entry: 0.00134, not 0.0).
+      s.tflops_per_gpu < 10 ? fmt::format("{:.3g}", s.tflops_per_gpu)
+                            : fmt::format("{:.1f}", s.tflops_per_gpu),
+      100.0 * s.mfu, s.peak_tflops);
   fmt::print("  compute            {:10.4f} s", s.compute_s);
   std::string by_kind;
   for (const auto& [k, v] : s.compute_by_kind_s) {
