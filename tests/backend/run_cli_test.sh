@@ -26,6 +26,10 @@ expect 1 "BEYOND tolerance" "$bin" diff "$dir/p.json" "$dir/m.json" --tol step_t
 expect 1 "" "$bin" diff "$dir/p_sum.json" "$dir/m_sum.json" --tol step_time=2%
 expect 0 "" "$bin" diff "$dir/m.json" "$dir/m.json"
 
+# The measured summary's usable memory is the run's limit (it was the scenario GPU's).
+expect 0 "" "$bin" run "$one" --device cpu --memory-limit 3 --summary "$dir/lim.json"
+grep -q '"usable_gib": 3.0' "$dir/lim.json" || fail "usable_gib is not the --memory-limit: $(grep usable_gib "$dir/lim.json")"
+
 # One rank of the 8-rank plan alone; its trace is that rank's.
 expect 0 "rank 5 of 8 (emulated world)" "$bin" run "$eight" --device cpu --emulate-world 8 --rank 5 --trace "$dir/e.json"
 expect 0 "ranks 1," "$bin" check-trace "$dir/e.json"

@@ -284,6 +284,9 @@ Status Run(const RunArgs& args) {
       dopt.memory_limit_bytes = share;
     }
   }
+  // The measured summary's usable memory and fit are the run's: the device's limit where one
+  // is set (they were the scenario GPU's, 15.5 GiB, on a run limited to 5.3).
+  if (dopt.memory_limit_bytes > 0) pricing.ctx.usable_bytes = dopt.memory_limit_bytes;
   SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Device> device, MakeDevice(device_kind, dopt));
   const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(args.timeout_s * 1e9));
   SS_ASSIGN_OR_RETURN(
