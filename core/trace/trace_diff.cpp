@@ -86,10 +86,11 @@ void SortByImpact(std::vector<MetricDelta>* metrics) {
                    });
 }
 
-// Reads `fits` from two summaries (null, or no `fits`, on either side: nothing to compare).
-// The memory tolerance does not enter: not fitting any more is a failure by itself.
-Status CompareFit(const nlohmann::json& a, const nlohmann::json& b, const std::string& source_a,
-                  const std::string& source_b, DiffReport* r) {
+// Reads `fits` from two summaries (null, or no `fits`, on either side: nothing to compare) and
+// whether either is a failed run. The memory tolerance does not enter: not fitting any more is
+// a failure by itself.
+Status CompareOutcomes(const nlohmann::json& a, const nlohmann::json& b,
+                       const std::string& source_a, const std::string& source_b, DiffReport* r) {
   const nlohmann::json* fits[2] = {nullptr, nullptr};
   const nlohmann::json* docs[2] = {&a, &b};
   for (int k = 0; k < 2; ++k) {
@@ -326,9 +327,12 @@ std::set<int> RanksOf(const Trace& t) {
   return ranks;
 }
 
-template <typename T>
-void KeepRanks(std::vector<T>* items, const std::set<int>& keep) {
-  std::erase_if(*items, [&](const T& x) { return !keep.contains(x.rank); });
+// `t` with `rank`'s events, counters and markers only.
+void KeepRank(Trace* t, int rank) {
+  const auto other = [rank](const auto& x) { return x.rank != rank; };
+  std::erase_if(t->events, other);
+  std::erase_if(t->counters, other);
+  std::erase_if(t->markers, other);
 }
 
 void RenumberRanks(Trace* t, const std::map<int, int>& to) {
@@ -374,16 +378,12 @@ Result<DiffReport> DiffTraces(const Trace& a_in, const Trace& b_in, const Tolera
   }
   if (ranks_a.size() > 1 && ranks_b.size() == 1 && ranks_a.contains(*ranks_b.begin())) {
     a_own = a_in;
-    KeepRanks(&a_own->events, ranks_b);
-    KeepRanks(&a_own->counters, ranks_b);
-    KeepRanks(&a_own->markers, ranks_b);
+    KeepRank(&*a_own, *ranks_b.begin());
     notes.push_back(
         fmt::format("B holds rank {} alone: A's other ranks are left out", *ranks_b.begin()));
   } else if (ranks_b.size() > 1 && ranks_a.size() == 1 && ranks_b.contains(*ranks_a.begin())) {
     if (!b_own) b_own = b_in;
-    KeepRanks(&b_own->events, ranks_a);
-    KeepRanks(&b_own->counters, ranks_a);
-    KeepRanks(&b_own->markers, ranks_a);
+    KeepRank(&*b_own, *ranks_a.begin());
     notes.push_back(
         fmt::format("A holds rank {} alone: B's other ranks are left out", *ranks_a.begin()));
   }
@@ -521,8 +521,8 @@ Result<DiffReport> DiffTraces(const Trace& a_in, const Trace& b_in, const Tolera
                                 static_cast<double>(eb.dur_ns), 1, tolerances, "op"));
   }
   SortByImpact(&r.metrics);
-  SS_RETURN_IF_ERROR(CompareFit(a.metadata.summary, b.metadata.summary, "A's metadata summary",
-                                "B's metadata summary", &r));
+  SS_RETURN_IF_ERROR(CompareOutcomes(a.metadata.summary, b.metadata.summary, "A's metadata summary",
+                                     "B's metadata summary", &r));
   const bool metric_over =
       std::any_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
   r.within_tolerance = !metric_over && !r.fit_lost && r.failed_runs.empty() && r.added_count == 0 &&
@@ -626,7 +626,7 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
     }
   }
   SortByImpact(&r.metrics);
-  SS_RETURN_IF_ERROR(CompareFit(a, b, source_a, source_b, &r));
+  SS_RETURN_IF_ERROR(CompareOutcomes(a, b, source_a, source_b, &r));
   r.within_tolerance =
       r.added_count == 0 && r.removed_count == 0 && !r.fit_lost && r.failed_runs.empty() &&
       std::none_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });

@@ -465,20 +465,21 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   return rec;
 }
 
+int PlanRank(const Recommendation& rec, const RecommendedPlan& plan) {
+  for (size_t k = 0; k < rec.plans.size(); ++k) {
+    if (rec.plans[k].result.sets == plan.result.sets) return static_cast<int>(k) + 1;
+  }
+  return 0;
+}
+
 nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOptions& o) {
   const PriceTable& prices = o.prices != nullptr ? *o.prices : DefaultPriceTable();
-  // A plan's rank among `rec.plans` (from 1), or null where it is not one of them.
-  auto rank_of = [&](const RecommendedPlan& p) {
-    for (size_t k = 0; k < rec.plans.size(); ++k) {
-      if (rec.plans[k].result.sets == p.result.sets) return nlohmann::json(k + 1);
-    }
-    return nlohmann::json();
-  };
   auto plans = [&](const std::vector<RecommendedPlan>& list) {
     nlohmann::json out = nlohmann::json::array();
     for (const RecommendedPlan& p : list) {
       nlohmann::json j = VariantFiguresJson(p.result, o.margin_gib);
-      j["rank"] = rank_of(p);
+      const int rank = PlanRank(rec, p);
+      j["rank"] = rank > 0 ? nlohmann::json(rank) : nlohmann::json();
       j["bound"] = p.bound;
       j["bound_detail"] = p.bound_detail;
       j["scenario"] = p.scenario;

@@ -6,6 +6,7 @@
 //   RecommendedPlan    one plan: its figures, what bounds it, the scenario that reproduces it
 //   Recommendation     the plans, best first, and how much of the space each stage covered
 //   Recommend          the search
+//   PlanRank           a plan's rank among the best plans (0: not one of them)
 //   RecommendationToJson  what `recommend --json` writes
 //   PlanBound          "exposed communication" | "pipeline bubble" | "compute", why
 //
@@ -98,6 +99,10 @@ struct Recommendation {
 };
 
 Result<Recommendation> Recommend(const RecommendOptions& options);
+
+// A plan's rank among `rec.plans` (from 1), or 0 when it is not one of them (a GPU's best that
+// makes no top K).
+int PlanRank(const Recommendation& rec, const RecommendedPlan& plan);
 
 // `recommend --json`: shardscope-recommend/1 (docs/sweep.md): the search's inputs and counts,
 // the notes, `plans` and `best_per_gpu`, each plan its rank, figures, bound and scenario.

@@ -2,8 +2,9 @@
 # A 2-rank MPI run's measured traces against the prediction for the same scenario:
 #   measured_vs_predicted.sh SHARDSCOPE SCENARIO MPIRUN [MPIRUN FLAGS...]
 # every rank writes its own trace and summary ({rank} paths), each passes check-trace, and
-# `diff` of `simulate`'s trace (it times rank 0) against rank 0's finds no structural change
-# (the same op_ids in the same lane order; timings are reported, not limited: a CPU is no H100).
+# `diff` of `simulate`'s trace against each rank's finds no structural change (the same op_ids
+# in the same lane order; a rank joins the predicted role that stands for it, a pipeline stage
+# its own; timings are reported, not limited: a CPU is no H100).
 set -euo pipefail
 shardscope=$1
 scenario=$2

@@ -67,14 +67,6 @@ std::string Label(const std::vector<std::string>& sets) {
   return out;
 }
 
-// A plan's rank among rec.plans (from 1), or 0 when it is not one of them.
-int RankOf(const sim::Recommendation& rec, const sim::RecommendedPlan& p) {
-  for (size_t k = 0; k < rec.plans.size(); ++k) {
-    if (rec.plans[k].result.sets == p.result.sets) return static_cast<int>(k) + 1;
-  }
-  return 0;
-}
-
 // Where --scenarios writes plan k (from 1).
 std::string PlanPath(const std::string& folder, int k) {
   return (std::filesystem::path(folder) / fmt::format("plan_{}.json", k)).string();
@@ -187,7 +179,7 @@ Status RunRecommend(const RecommendArgs& args) {
     fmt::print("{}", sim::RankedTableHeader());
     bool unranked = false;
     for (const sim::RecommendedPlan& p : rec.best_per_gpu) {
-      const int rank = RankOf(rec, p);
+      const int rank = sim::PlanRank(rec, p);
       unranked = unranked || rank == 0;
       fmt::print("{}", sim::RankedTableRow(rank, p.result, Label(p.result.sets)));
     }
@@ -195,15 +187,25 @@ Status RunRecommend(const RecommendArgs& args) {
     if (unranked) fmt::print("  (rank -: not among the best {} above)\n", rec.plans.size());
   }
   std::vector<std::pair<std::string, std::string>> files;
-  // Each plan, then each GPU's best that is not one of them (plan_<gpu>.json), with its scenario.
-  std::vector<std::pair<std::string, const sim::RecommendedPlan*>> shown;  // (title, plan)
-  for (size_t k = 0; k < rec.plans.size(); ++k)
-    shown.emplace_back(fmt::format("Plan {}", k + 1), &rec.plans[k]);
-  for (const sim::RecommendedPlan& p : rec.best_per_gpu) {
-    if (RankOf(rec, p) == 0)
-      shown.emplace_back(fmt::format("Best on {}", p.result.figures.gpu), &p);
+  // Each plan, then each GPU's best that is not one of them, with its scenario (and the file
+  // --scenarios writes it to: plan_<k>.json, plan_<gpu>.json).
+  struct Shown {
+    std::string title, path;
+    const sim::RecommendedPlan* plan;
+  };
+  std::vector<Shown> shown;
+  const std::filesystem::path folder(args.scenarios);
+  for (size_t k = 0; k < rec.plans.size(); ++k) {
+    shown.push_back({fmt::format("Plan {}", k + 1),
+                     PlanPath(args.scenarios, static_cast<int>(k) + 1), &rec.plans[k]});
   }
-  for (const auto& [title, plan] : shown) {
+  for (const sim::RecommendedPlan& p : rec.best_per_gpu) {
+    if (sim::PlanRank(rec, p) > 0) continue;
+    const std::string& gpu = p.result.figures.gpu;
+    shown.push_back(
+        {fmt::format("Best on {}", gpu), (folder / ("plan_" + gpu + ".json")).string(), &p});
+  }
+  for (const auto& [title, path, plan] : shown) {
     const sim::RecommendedPlan& p = *plan;
     const sim::VariantFigures& f = p.result.figures;
     fmt::print("\n{}: {} × {}{}, bound by {} ({}); {:.1f} s per million tokens{}\n", title,
@@ -215,10 +217,6 @@ Status RunRecommend(const RecommendArgs& args) {
                    : std::string());
     const std::string text = DumpJson(p.scenario, 2) + "\n";
     if (!args.scenarios.empty()) {
-      const std::string path =
-          &p >= rec.plans.data() && &p < rec.plans.data() + rec.plans.size()
-              ? PlanPath(args.scenarios, static_cast<int>(&p - rec.plans.data()) + 1)
-              : (std::filesystem::path(args.scenarios) / ("plan_" + f.gpu + ".json")).string();
       files.emplace_back(path, text);
       fmt::print("  scenario: {} (shardscope simulate {})\n", path, path);
     } else {
