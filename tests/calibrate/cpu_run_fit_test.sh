@@ -4,9 +4,10 @@
 # (tests/backend_mpi/scenarios/cal_a.json) and the measured step times of three runs of B
 # (cal_b.json, twice the batch), all from one `calibration_predicts.sh` on the idle 2-core
 # development machine (Release, 2026-12-04; docs/calibration.md, "A CPU run"). Calibrated
-# on A's traces, the model predicts B's median step time within 15%; fitted without the
-# timing floor of host-cpu's catalog entry (every operation by relative error), the
-# microsecond copies pull the fit and the error is more than twice as large.
+# on A's traces, the model predicts B's median step time within 15%. The fit without the
+# timing floor of host-cpu's catalog entry (every operation by relative error) is reported: on
+# the catalog's figures before 2026-12-06 it missed by more than twice as much, on today's it
+# does not (docs/calibration.md, "The host-cpu figures"), so it is not checked.
 #   cpu_run_fit_test.sh SHARDSCOPE   (from the repository root: the traces name the model
 #                                     config by the path `run` was given)
 set -euo pipefail
@@ -34,6 +35,6 @@ measured, floor, none = map(float, sys.argv[1:])
 e_floor, e_none = floor / measured - 1, none / measured - 1
 print(f"B measured {measured:.4f} s; predicted from A's traces {floor:.4f} s ({e_floor:+.1%}), "
       f"without the timing floor {none:.4f} s ({e_none:+.1%})")
-ok = abs(e_floor) <= 0.15 and abs(e_none) > 2 * abs(e_floor)
+ok = abs(e_floor) <= 0.15
 sys.exit(0 if ok else 1)
 PY
