@@ -492,9 +492,10 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
       return InvalidInput(fmt::format("parallelism.pp_virtual_stages = {}: expected >= 1",
                                       options.pp_virtual_stages));
     }
-    SS_ASSIGN_OR_RETURN(plan.pipeline_chunks,
-                        planner::PlanPipelineChunks(tree, modules, plan, mesh.layout.pp,
-                                                    mesh.layout.pp * options.pp_virtual_stages));
+    SS_ASSIGN_OR_RETURN(
+        plan.pipeline_chunks,
+        planner::PlanPipelineChunks(tree, modules, plan, mesh.layout.pp,
+                                    mesh.layout.pp * options.pp_virtual_stages, plan.warnings));
     StageTotals(ignored_bytes, plan);
   }
   return plan;

@@ -6,9 +6,14 @@
 //   - a root-owned module with compute goes to the chunk of the top-level unit before it in
 //     module order (chunk 0 before any: the embedding), the loss to the last chunk (it
 //     consumes the head's logits);
-//   - a root parameter goes with its module (chunk 0 when that module has no compute).
+//   - a root parameter goes with its module (chunk 0 when that module has no compute); a tied
+//     one whose aliases' modules run in several chunks (an embedding tied to the output head)
+//     goes to each of them: torchtitan splits the model by deleting the modules a stage does
+//     not run, so every chunk computing with the weight keeps the parameter and manages its
+//     own copy (gathers, reduces and steps it). Nothing keeps the copies equal.
 // The schedule builder (core/schedule/model_chunks.cpp) runs exactly these chunks.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -30,7 +35,8 @@ std::string ModuleOf(const std::string& param_fqn) {
 
 Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
                                                       const std::vector<ModuleEntry>& modules,
-                                                      const Plan& plan, int pp, int chunks) {
+                                                      const Plan& plan, int pp, int chunks,
+                                                      std::vector<PlanWarning>& warnings) {
   const int root = static_cast<int>(plan.units.size()) - 1;
   std::map<int, int> unit_of_module;
   for (int u = 0; u < root; ++u) unit_of_module[plan.units[u].module] = u;
@@ -83,14 +89,31 @@ Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
   for (const std::string& fqn : losses) {
     if (chunk_of_module.emplace(fqn, chunks - 1).second) out[chunks - 1].modules.push_back(fqn);
   }
-  auto chunk_of_param = [&](const ParamPlan& p) {
-    auto it = chunk_of_module.find(ModuleOf(p.fqn));
-    return it == chunk_of_module.end() ? 0 : it->second;
+  const auto place = [&](const ParamPlan& p, bool replicated) {
+    std::vector<int> at;
+    std::vector<std::string> users;
+    for (const std::string& fqn : p.aliases.empty() ? std::vector<std::string>{p.fqn} : p.aliases) {
+      const auto it = chunk_of_module.find(ModuleOf(fqn));
+      if (it == chunk_of_module.end()) continue;
+      users.push_back(fmt::format("{} in {}", fqn, out[it->second].label));
+      if (std::find(at.begin(), at.end(), it->second) == at.end()) at.push_back(it->second);
+    }
+    if (at.empty()) at.push_back(0);
+    std::sort(at.begin(), at.end());
+    for (int c : at) (replicated ? out[c].replicate_params : out[c].params).push_back(p.fqn);
+    if (at.size() > 1) {
+      warnings.push_back(
+          {"tied_across_chunks",
+           fmt::format("tied parameter {} is used by several pipeline chunks ({}): each holds, "
+                       "gathers, reduces and updates its own copy, as a split by module leaves "
+                       "it; keeping the copies equal would need an all-reduce of their "
+                       "gradients between the stages, which FSDP2 does not do and the "
+                       "prediction does not include",
+                       p.fqn, fmt::join(users, ", "))});
+    }
   };
-  for (const ParamPlan& p : plan.units[root].params) out[chunk_of_param(p)].params.push_back(p.fqn);
-  for (const ParamPlan& p : plan.units[root].replicate_params) {
-    out[chunk_of_param(p)].replicate_params.push_back(p.fqn);
-  }
+  for (const ParamPlan& p : plan.units[root].params) place(p, false);
+  for (const ParamPlan& p : plan.units[root].replicate_params) place(p, true);
   return out;
 }
 

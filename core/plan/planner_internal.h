@@ -63,9 +63,11 @@ Result<std::vector<UnitDraft>> DiscoverUnits(const ModelTree& tree,
                                              const ResolvedAdapter* adapter,
                                              const SourceInfo& sources, const MeshContext& mesh);
 
-// The chunk roots of a plan whose units are final (planning.md §2, pipeline extension).
+// The chunk roots of a plan whose units are final (planning.md §2, pipeline extension); a
+// tied root parameter used by several chunks is placed in each, with a warning.
 Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
                                                       const std::vector<ModuleEntry>& modules,
-                                                      const Plan& plan, int pp, int chunks);
+                                                      const Plan& plan, int pp, int chunks,
+                                                      std::vector<PlanWarning>& warnings);
 
 }  // namespace shardscope::planner

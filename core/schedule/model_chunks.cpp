@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -38,13 +39,14 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, std::vector<UnitWork> work
   }
   // The plan's split (planning.md §2, pipeline extension): which chunk runs each top-level
   // unit and each root module, and which root parameters each chunk root manages.
-  std::map<std::string, int> chunk_of_unit, chunk_of_module, chunk_of_param;
+  std::map<std::string, int> chunk_of_unit, chunk_of_module;
+  std::map<std::string, std::vector<int>> chunks_of_param;  // a tied one may be in several
   if (chunks > 1) {
     for (const ChunkRootPlan& c : plan.pipeline_chunks) {
       for (const std::string& u : c.units) chunk_of_unit[u] = c.chunk;
       for (const std::string& m : c.modules) chunk_of_module[m] = c.chunk;
-      for (const std::string& p : c.params) chunk_of_param[p] = c.chunk;
-      for (const std::string& p : c.replicate_params) chunk_of_param[p] = c.chunk;
+      for (const std::string& p : c.params) chunks_of_param[p].push_back(c.chunk);
+      for (const std::string& p : c.replicate_params) chunks_of_param[p].push_back(c.chunk);
     }
   }
   ModelChunks out;
@@ -81,8 +83,10 @@ Result<ModelChunks> SplitIntoChunks(const Plan& plan, std::vector<UnitWork> work
       r.params.clear();
       r.replicate_params.clear();
       auto keep = [&](const ParamPlan& p) {
-        auto it = chunk_of_param.find(p.fqn);
-        return (it == chunk_of_param.end() ? 0 : it->second) == c;
+        auto it = chunks_of_param.find(p.fqn);
+        return it == chunks_of_param.end()
+                   ? c == 0
+                   : std::find(it->second.begin(), it->second.end(), c) != it->second.end();
       };
       for (const ParamPlan& p : plan_root.params) {
         if (keep(p)) r.params.push_back(p);

@@ -12,8 +12,8 @@ using namespace testing_util;
 using nlohmann::json;
 
 // LlamaLike with compute on the root's modules: embedding, final norm, head, loss.
-ModelTree WithRootCompute(int layers) {
-  ModelTree t = LlamaLike(layers);
+ModelTree WithRootCompute(int layers, bool tied = false) {
+  ModelTree t = LlamaLike(layers, tied);
   auto give = [&](const std::string& fqn, OpKind kind) {
     for (const ModuleEntry& e : EnumerateModules(t)) {
       if (e.fqn != fqn) continue;
@@ -80,6 +80,36 @@ TEST(PlannerChunksTest, EachPipelineChunkHasItsOwnRoot) {
                        "model.norm,lm_head,<root>; 2 root params"),
             std::string::npos)
       << table;
+}
+
+// An embedding tied to the head: a split by module leaves the weight on the first chunk (the
+// embedding) and the last (the head), each managing its own copy; one chunk alone keeps it once.
+TEST(PlannerChunksTest, TiedWeightUsedByTwoChunksIsInBoth) {
+  const MeshContext mesh = PipelineMesh(8, 2, 4);
+  PlanOptions o;
+  o.pp_virtual_stages = 2;
+  const Plan plan = PlanOf(WithRootCompute(6, /*tied=*/true), mesh, Config(mesh), o);
+  ASSERT_EQ(plan.pipeline_chunks.size(), 4u);
+  EXPECT_EQ(plan.pipeline_chunks[0].params, std::vector<std::string>{"model.embed_tokens.weight"});
+  EXPECT_EQ(plan.pipeline_chunks[3].params,
+            (std::vector<std::string>{"model.embed_tokens.weight", "model.norm.weight"}));
+  EXPECT_TRUE(plan.pipeline_chunks[1].params.empty());
+  ASSERT_EQ(CountWarnings(plan, "tied_across_chunks"), 1);
+  for (const PlanWarning& w : plan.warnings) {
+    if (w.code != "tied_across_chunks") continue;
+    EXPECT_NE(w.message.find("model.embed_tokens.weight in root.chunk0, lm_head.weight in "
+                             "root.chunk3"),
+              std::string::npos)
+        << w.message;
+  }
+  // Per-rank totals are the stage holding the most: stage 1 runs chunk 3, with the head's copy.
+  const Plan untied = PlanOf(WithRootCompute(6), mesh, Config(mesh), o);
+  EXPECT_EQ(CountWarnings(untied, "tied_across_chunks"), 0);
+  EXPECT_EQ(plan.totals.sharded_bytes_per_rank, untied.totals.sharded_bytes_per_rank);
+
+  const MeshContext flat = Mesh(8, 8);
+  const Plan one = PlanOf(WithRootCompute(6, /*tied=*/true), flat, Config(flat));
+  EXPECT_EQ(CountWarnings(one, "tied_across_chunks"), 0);
 }
 
 TEST(PlannerChunksTest, NoChunksWithoutPipeliningAndTooFewUnitsIsAnError) {

@@ -330,5 +330,35 @@ TEST(PipelineChunksTest, TheScheduleRunsThePlansChunkRoots) {
             std::string::npos);
 }
 
+// An embedding tied to the head under a pipeline: the last stage gathers, reduces and steps
+// its own copy of the weight, as it gathers a separate head's (planner_chunks.cpp), and every
+// member of each communicator still issues the same calls.
+TEST(PipelineChunksTest, TiedHeadIsGatheredOnTheLastStage) {
+  Case c = MixedPrecisionCase();
+  c.pp = 2;
+  c.options.pp_microbatches = 2;
+  c.options.local_batch = 2;
+  ModelTree tied = TinyLlama();
+  for (Module& m : tied.modules) {
+    if ((m.name == "embed_tokens" || m.name == "lm_head") && !m.params.empty()) {
+      m.params[0].id = "embedding";
+    }
+  }
+  const Built untied_build = BuildAll(c);
+  const Built tied_build = BuildTree(c, tied);
+  auto gathered = [](const Schedule& s, const std::string& op_id) -> int64_t {
+    for (const ScheduleOp& op : s.ops) {
+      if (OpIdOf(s, op) == op_id) return op.collective.count;
+    }
+    return -1;
+  };
+  for (const char* id : {"mb0/fwd/root.chunk0/all_gather", "mb0/fwd/root.chunk1/all_gather"}) {
+    SCOPED_TRACE(id);
+    EXPECT_GT(gathered(tied_build.schedule, id), 0);
+    EXPECT_EQ(gathered(tied_build.schedule, id), gathered(untied_build.schedule, id));
+  }
+  CheckEveryRank(c, std::move(tied));
+}
+
 }  // namespace
 }  // namespace shardscope::testing
