@@ -86,9 +86,20 @@ Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane 
   if (handle < 0) {
     ++counters_.oom_count;
     counters_.reserved_bytes = device_pool_->reserved;
+    // A request needs more than its own bytes: say how much the allocator asked for, so that
+    // "12 MiB free" beside a failed 11 MiB request is not read as a bug.
+    const int64_t rounded = sim::RoundAllocationBytes(bytes);
+    const int64_t segment_bytes = sim::SegmentBytes(rounded);
+    const char* why = rounded <= sim::kAllocatorSmallSizeBytes
+                          ? "requests up to 1 MiB share 2 MiB segments"
+                      : rounded < sim::kAllocatorMinLargeAllocBytes
+                          ? "requests of 1 to 10 MiB take 20 MiB segments"
+                          : "the request rounded up to 2 MiB";
     return RuntimeError(fmt::format(
-        "out of memory: {} bytes of {} on lane {} did not fit ({} reserved{}, {} allocated)", bytes,
-        MemCategoryName(category), LaneName(stream), pool.reserved,
+        "out of memory: {} bytes of {} on lane {} did not fit: no cached block of the lane held "
+        "it, and a new segment of {:.1f} MiB ({}) {} ({} reserved{}, {} allocated)",
+        bytes, MemCategoryName(category), LaneName(stream), segment_bytes / 1048576.0, why,
+        pool.limit > 0 ? "would pass the limit" : "was refused", pool.reserved,
         pool.limit > 0 ? fmt::format(" of {} usable", pool.limit) : "",
         host ? counters_.host_allocated_bytes : counters_.allocated_bytes));
   }

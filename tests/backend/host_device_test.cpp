@@ -62,7 +62,20 @@ TEST(HostDeviceTest, ALimitRefusesSegmentsAfterReleasingCachedOnes) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), ErrorCode::kRuntime);
   EXPECT_NE(c.status().message().find("out of memory"), std::string::npos);
-  EXPECT_EQ(dev->memory().oom_count, 1);
+  // What the allocator asked for, and why more than the request (40 MiB limit, 30 reserved).
+  EXPECT_NE(c.status().message().find("a new segment of 20.0 MiB (the request rounded up to 2 "
+                                      "MiB) would pass the limit (31457280 reserved of 41943040 "
+                                      "usable"),
+            std::string::npos)
+      << c.status().message();
+  Result<DeviceBuffer> small =
+      dev->Allocate(int64_t{9} << 20, MemCategory::kTemporaries, Lane::kCompute);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("a new segment of 20.0 MiB (requests of 1 to 10 MiB "
+                                          "take 20 MiB segments)"),
+            std::string::npos)
+      << small.status().message();
+  EXPECT_EQ(dev->memory().oom_count, 2);
   dev->Free(b.value());
 }
 
