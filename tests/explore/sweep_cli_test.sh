@@ -205,4 +205,12 @@ grep -q "8 combinations; 8 fit" "$out/t1.txt" || fail "counts: $(head -1 "$out/t
 [ -f "$out/plans/plan_1.json" ] || fail "no plan_1.json"
 grep -q "bound by" "$out/rec.txt" || fail "no bound printed"
 "$bin" simulate "$out/plans/plan_1.json" --require-fit > /dev/null 2>&1 || fail "plan_1 does not simulate"
+# The folder reused: files of an earlier run that this one did not write are named, not removed.
+echo '{}' > "$out/plans/plan_12.json"
+echo '{}' > "$out/plans/plan_b200.json"
+"$bin" recommend --model llama3.2-1b --seq-len 2048 --global-batch-tokens 8192 --max-gpus 8 \
+  --top 1 --scenarios "$out/plans" > "$out/rec2.txt" 2> /dev/null || fail "recommend again exit $?"
+grep -q "also holds plan_12.json, plan_b200.json from an earlier run" "$out/rec2.txt" ||
+  fail "stale files: $(grep note "$out/rec2.txt")"
+[ -f "$out/plans/plan_b200.json" ] || fail "an earlier run's file was removed"
 echo "sweep_cli_test: ok"

@@ -7,10 +7,12 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -238,17 +240,29 @@ Status RunRecommend(const RecommendArgs& args) {
   SS_RETURN_IF_ERROR(WriteFilesAtomic(files));
   if (plan_files > 0) fmt::print("{} scenario files written to {}\n", plan_files, args.scenarios);
   if (!args.json.empty()) fmt::print("recommendation written to {}\n", args.json);
-  // A folder reused with fewer plans keeps the earlier run's later files: say which, rather
-  // than delete what may be the user's.
-  std::vector<std::string> stale;
-  for (int k = static_cast<int>(rec.plans.size()) + 1; !args.scenarios.empty(); ++k) {
-    const std::string path = PlanPath(args.scenarios, k);
-    if (!std::filesystem::exists(path)) break;
-    stale.push_back(std::filesystem::path(path).filename().string());
-  }
-  if (!stale.empty()) {
-    fmt::print("  note: {} also holds {} from an earlier run (not this run's plans)\n",
-               args.scenarios, fmt::join(stale, ", "));
+  // A folder reused keeps an earlier run's plan files this run did not write (later ranks,
+  // other GPUs' bests): say which, rather than delete what may be the user's.
+  if (!args.scenarios.empty()) {
+    std::set<std::string> written;
+    for (size_t i = 0; i < plan_files; ++i) {
+      written.insert(std::filesystem::path(files[i].first).filename().string());
+    }
+    std::vector<std::string> stale;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(args.scenarios, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("plan_") && name.ends_with(".json") && !written.contains(name)) {
+        stale.push_back(name);
+      }
+    }
+    // plan_2 before plan_10, then the GPUs' by name.
+    std::sort(stale.begin(), stale.end(), [](const std::string& a, const std::string& b) {
+      return std::pair(a.size(), a) < std::pair(b.size(), b);
+    });
+    if (!stale.empty()) {
+      fmt::print("  note: {} also holds {} from an earlier run (not this run's plans)\n",
+                 args.scenarios, fmt::join(stale, ", "));
+    }
   }
   return Status::Ok();
 }
