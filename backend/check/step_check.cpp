@@ -196,9 +196,11 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
     if (const auto rs = reduction.find(label); rs != reduction.end()) {
       r.reduction = rs->second;
       r.local_reduction = local.count(label) > 0;
-      // One reduction in a step of several micro-steps: the others accumulated.
+      // Each reduction carries the micro-steps since the one before: one reduction in a step
+      // of several micro-steps (the others accumulated), or one per pipeline pass (each
+      // pass's micro-steps accumulated); 1 with sync every micro-step.
       const int micro = s_.ops[rs->second].micro_step;
-      if (reductions[label] == 1 && micro > 0) r.micro_steps = micro + 1;
+      if (micro > 0) r.micro_steps = micro + 1;
       r.reduction_micros = micros[label];
     }
     if (const auto h = hsdp.find(label); h != hsdp.end()) r.hsdp_all_reduce = h->second;
@@ -329,8 +331,10 @@ Status StepChecker::Verify(CheckReport* report) const {
   // reduction lands).
   auto replicate_grad = [&](const UnitRef& u, int rank, const ParamLayout& p, int64_t row,
                             int64_t col, DType d, int micro) -> float {
-    if (u.micro_steps <= 1) return GradIn(rank, p, row, col, d, micro < 0 ? last_micro_ : micro);
-    const float sum = GradIn(rank, p, row, col, p.reduce_dtype, 0, u.micro_steps);
+    if (micro < 0) micro = last_micro_;
+    if (u.micro_steps <= 1) return GradIn(rank, p, row, col, d, micro);
+    const float sum =
+        GradIn(rank, p, row, col, p.reduce_dtype, micro - (u.micro_steps - 1), u.micro_steps);
     // Their all-reduce reduces the sum as the accumulator holds it; without one they land
     // from their gradients' buffer.
     return RoundTo(d, u.replicate_all_reduce >= 0 ? sum : RoundTo(p.gather_dtype, sum));

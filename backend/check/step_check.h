@@ -92,7 +92,7 @@ class StepChecker final : public ExecObserver {
     bool local_reduction = false;       // no peers: the reduction is chunk_cat's local cast
     int hsdp_all_reduce = -1;           // the all-reduce of its reduced shard over the replicas
     int replicate_all_reduce = -1;      // its replicate params' all-reduce (-1: one rank)
-    int micro_steps = 1;                // micro-steps its reduction carries (accumulation)
+    int micro_steps = 1;                // micro-steps each reduction carries (accumulation)
     std::vector<int> reduction_micros;  // the micro-step of each reduction (sync every one)
     std::vector<int> replicate_micros;  // the micro-step of each replicate params' all-reduce
   };

@@ -103,4 +103,25 @@ Result<std::vector<std::vector<PipeAction>>> PipelineOrder(const std::string& sc
       "parallelism.pp_schedule = '{}': expected 1f1b, interleaved_1f1b or gpipe", schedule));
 }
 
+Result<std::vector<std::vector<PipeAction>>> RepeatedPipelineOrder(const std::string& schedule,
+                                                                   int pp, int virtual_stages,
+                                                                   int micro_batches, int passes) {
+  if (passes < 1) {
+    return InvalidInput(fmt::format("pipeline: {} passes: expected >= 1", passes));
+  }
+  SS_ASSIGN_OR_RETURN(auto one, PipelineOrder(schedule, pp, virtual_stages, micro_batches));
+  if (passes == 1) return one;
+  std::vector<std::vector<PipeAction>> order(one.size());
+  for (size_t s = 0; s < one.size(); ++s) {
+    order[s].reserve(one[s].size() * static_cast<size_t>(passes));
+    for (int p = 0; p < passes; ++p) {
+      for (PipeAction a : one[s]) {
+        a.micro += p * micro_batches;
+        order[s].push_back(a);
+      }
+    }
+  }
+  return order;
+}
+
 }  // namespace shardscope

@@ -6,6 +6,7 @@
 // Contents:
 //   PipeAction      forward or backward of one model chunk for one micro-batch
 //   PipelineOrder   per stage, its actions in issue order; errors name the option
+//   RepeatedPipelineOrder  several passes of it (gradient accumulation)
 #pragma once
 
 #include <string>
@@ -26,5 +27,12 @@ struct PipeAction {
 // interleaved_1f1b allows more than one); `micro_batches` ≥ 1.
 Result<std::vector<std::vector<PipeAction>>> PipelineOrder(const std::string& schedule, int pp,
                                                            int virtual_stages, int micro_batches);
+
+// `passes` runs of PipelineOrder(micro_batches) one after another on each stage, micro-batches
+// numbered on (pass p's micro-batch m is p · micro_batches + m): gradient accumulation under a
+// pipeline, where each accumulation step is its own schedule.step().
+Result<std::vector<std::vector<PipeAction>>> RepeatedPipelineOrder(const std::string& schedule,
+                                                                   int pp, int virtual_stages,
+                                                                   int micro_batches, int passes);
 
 }  // namespace shardscope

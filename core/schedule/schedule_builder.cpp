@@ -351,11 +351,16 @@ void AddNotes(const ScheduleOptions& o, Schedule& s) {
   }
   if (o.pp > 1) {
     s.notes.push_back(fmt::format(
-        "pipeline '{}' with {} micro-batches per step: each stage chunk is its own FSDP root; "
-        "gradients reduce and parameters reshard only after the last micro-batch "
+        "pipeline '{}' with {} micro-batches per pass{}: each stage chunk is its own FSDP root; "
+        "gradients reduce and parameters reshard only after a pass's last micro-batch "
         "(torch.distributed.pipelining's no-sync backward); a send carries the transfer, the "
         "receive is a zero-byte join point",
-        o.pp_schedule, o.pp_microbatches * o.grad_accum));
+        o.pp_schedule, o.pp_microbatches,
+        o.grad_accum > 1
+            ? fmt::format(", {} passes per step (one schedule.step() per accumulation step, "
+                          "each filling and draining the pipeline and reducing gradients)",
+                          o.grad_accum)
+            : std::string()));
   }
 }
 
@@ -378,7 +383,12 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   const bool pipelined = options.pp > 1;
   const int v = pipelined ? options.pp_virtual_stages : 1;
   const int micro_batches = options.grad_accum * (pipelined ? options.pp_microbatches : 1);
-  SS_ASSIGN_OR_RETURN(auto order, PipelineOrder(options.pp_schedule, options.pp, v, micro_batches));
+  // torchtitan runs one schedule.step() per accumulation step: grad_accum passes of
+  // pp_microbatches each, every pass filling and draining the pipeline.
+  SS_ASSIGN_OR_RETURN(auto order,
+                      RepeatedPipelineOrder(options.pp_schedule, options.pp, v,
+                                            pipelined ? options.pp_microbatches : micro_batches,
+                                            pipelined ? options.grad_accum : 1));
   Schedule s;
   s.world_size = options.world_size;
   GroupTable table(s);
@@ -436,6 +446,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   in.micro_batches = micro_batches;
   in.sync_every_micro = !pipelined && options.requires_grad_sync;
   in.reshard_every_micro = !pipelined && options.reshard_after_backward;
+  in.pass_micro_batches = pipelined ? options.pp_microbatches : 0;
   in.compute_dtype = ctx.compute_dtype;
   for (const UnitPlan& unit : in.units) in.sizes.push_back(ComputeUnitSizes(unit));
   in.chunk_of.assign(in.units.size(), 0);

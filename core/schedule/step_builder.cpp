@@ -66,7 +66,10 @@
 //   non-final micro-batches run backward with requires_gradient_sync and reshard_after_backward
 //   off, so gradients accumulate unsharded and parameters stay gathered; PyTorch then calls
 //   every group's post_backward after the stage's last backward. Here each unit reduces as
-//   its last backward ends (FSDP2's own hook order), which overlaps a little more.
+//   its last backward ends (FSDP2's own hook order), which overlaps a little more. With
+//   gradient accumulation torchtitan calls schedule.step() once per accumulation step, so
+//   that happens at the end of every pass (pass_micro_batches), the reductions adding into
+//   the sharded gradients.
 namespace shardscope {
 namespace {
 
@@ -1076,7 +1079,9 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     const UnitSizes& z = in_.sizes[u];
     const UnitGroups& g = groups_[u];
-    const bool final_micro = micro_ == micro_steps_ - 1;
+    const bool final_micro =
+        micro_ == micro_steps_ - 1 ||
+        (in_.pass_micro_batches > 0 && (micro_ + 1) % in_.pass_micro_batches == 0);
     const bool reduce = final_micro || in_.sync_every_micro;
     const bool reshard = final_micro || in_.reshard_every_micro;
     if (last_compute_ < 0) return;
@@ -1170,6 +1175,8 @@ class RoleEmitter::Impl {
       FreeGrads(u, At::Pushed(last), MemoryEffect::When::kEnd);
       Free(At::Pushed(last), MemoryEffect::When::kEnd, st.accum_buffer);
     }
+    // Freed with the reduction: a later pass (pipeline accumulation) starts its own.
+    st.accum_buffer = -1;
     if (z.replicate_grad_bytes > 0) {
       int rep = -1;
       if (g.flat >= 0) {

@@ -51,6 +51,10 @@ struct StepInputs {
   // pipeline parallelism: torch.distributed.pipelining's backward_maybe_with_nosync).
   bool sync_every_micro = true;
   bool reshard_every_micro = true;
+  // Under pipeline parallelism, the micro-batches of one schedule.step() (pp_microbatches):
+  // each step ends with FSDP's reduction and reshard, so with gradient accumulation a unit
+  // reduces and reshards after the last micro-batch of every pass. 0: no passes.
+  int pass_micro_batches = 0;
   DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 

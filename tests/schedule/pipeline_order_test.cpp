@@ -42,6 +42,19 @@ TEST(PipelineOrderTest, InterleavedVisitsChunksInGroupsOfPp) {
   for (const auto& stage : *o) EXPECT_EQ(stage.size(), 16u);
 }
 
+// Gradient accumulation under a pipeline: one whole pass (fill, steady state, drain) per
+// accumulation step, micro-batches numbered on; the rounds rule applies to one pass.
+TEST(PipelineOrderTest, PassesRunOneAfterAnother) {
+  Result<std::vector<std::vector<PipeAction>>> o = RepeatedPipelineOrder("1f1b", 2, 1, 2, 2);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(Text((*o)[0]), "F0.0 F0.1 B0.0 B0.1 F0.2 F0.3 B0.2 B0.3 ");
+  EXPECT_EQ(Text((*o)[1]), "F1.0 B1.0 F1.1 B1.1 F1.2 B1.2 F1.3 B1.3 ");
+  // 7 micro-batches on 4 stages run in one round; 14 would need 3 rounds of a multiple of 3.
+  EXPECT_TRUE(RepeatedPipelineOrder("interleaved_1f1b", 4, 2, 7, 2).ok());
+  EXPECT_FALSE(PipelineOrder("interleaved_1f1b", 4, 2, 14).ok());
+  EXPECT_FALSE(RepeatedPipelineOrder("1f1b", 2, 1, 2, 0).ok());
+}
+
 TEST(PipelineOrderTest, RefusesWhatItCannotOrder) {
   // 9 micro-batches on 4 stages: 2 rounds, and 9 is odd.
   Result<std::vector<std::vector<PipeAction>>> bad = PipelineOrder("interleaved_1f1b", 4, 2, 9);

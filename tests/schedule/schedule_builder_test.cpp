@@ -420,6 +420,27 @@ TEST(SchedulePipelineTest, EverySchedulesValidatesWithOneRolePerStage) {
   }
 }
 
+// grad_accum passes of pp_microbatches each (torchtitan's one schedule.step() per accumulation
+// step): every unit reduces its gradients at the end of each pass, not once per step.
+TEST(SchedulePipelineTest, EachAccumulationStepIsAPassThatReduces) {
+  Case c = Pipeline("1f1b", 1);
+  c.options.grad_accum = 2;
+  Built b = BuildAll(c);
+  const Schedule& s = b.schedule;
+  EXPECT_TRUE(ValidateSchedule(s).ok()) << ValidateSchedule(s).message();
+  std::map<std::string, int> reductions;  // micro-batch of each stage-0 reduce-scatter
+  for (const ScheduleOp& op : s.ops) {
+    if (op.role == 0 && op.type == OpType::kReduceScatter) {
+      const std::string id = OpIdOf(s, op);
+      ++reductions[id.substr(0, id.find('/'))];
+    }
+  }
+  // Stage 0's units (layers 0-1 and its chunk root) reduce after micro-batches 3 and 7.
+  ASSERT_EQ(reductions.size(), 2u);
+  EXPECT_EQ(reductions["mb3"], 3);
+  EXPECT_EQ(reductions["mb7"], 3);
+}
+
 TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
   Built b = BuildAll(Pipeline("1f1b", 1));
   const Schedule& s = b.schedule;
