@@ -530,6 +530,17 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   s.tokens_per_step = options.local_batch * options.seq_len * options.grad_accum *
                       options.dp_replicate * options.dp_shard;
   AddNotes(options, s);
+  if (pipelined && std::any_of(plan.units.begin(), plan.units.end(), [](const UnitPlan& u) {
+        return !u.is_root && u.reshard_after_forward && u.reshard_after_forward_ranks == 0;
+      })) {
+    // The planning contract's default is true; torchtitan's differs under pp, and the choice
+    // moves both the all-gather count and the memory peak.
+    s.notes.push_back(
+        "fsdp.reshard_after_forward = true under a pipeline: every micro-batch's forward and "
+        "backward gather the stage's parameters again; torchtitan's default policy keeps them "
+        "gathered under pp (reshard_after_forward = not pp): set fsdp.reshard_after_forward="
+        "false to model that");
+  }
   // Ignored parameters are whole tensors FSDP never touches: no collective, but memory.
   if (plan.totals.ignored_bytes_per_rank > 0) {
     s.initial_memory[0][static_cast<int>(MemCategory::kShardedParams)] +=
