@@ -110,6 +110,14 @@ CASES = [
     # spec frees the gradient after the copy-in (and the executor chunk_cats there).
     case("qwen3_30b_a3b_moe_r64_s2048_full", "qwen3-30b-a3b:4", 64, 2048, "full",
          requires="runtime-grad-freed-after-copy-in"),
+    # The routed experts' saved tensors without checkpointing (transformers' default grouped_mm
+    # experts: per routed token its input, gate / up, activation and gated product, and the
+    # down output the routing weights multiply).
+    # The step's peak is the backward's, open for the reason above; the forward and loss peaks
+    # hold every saved tensor and are checked (checked_phases).
+    dict(case("qwen3_30b_a3b_moe_r64_s2048_none", "qwen3-30b-a3b:4", 64, 2048, "none",
+              requires="runtime-grad-freed-after-copy-in"),
+         checked_phases=["forward", "loss"]),
 ]
 
 # The knob cases measure a change against this one.

@@ -39,6 +39,7 @@ int64_t RouterScores(const SavedDims& d) { return d.tokens * d.experts; }
 int64_t RoutedIn(const SavedDims& d) { return d.routed * d.dim; }
 int64_t RoutedUp(const SavedDims& d) { return d.routed * d.branches * d.ffn; }
 int64_t RoutedFfn(const SavedDims& d) { return d.routed * d.ffn; }
+int64_t GatedRoutedFfn(const SavedDims& d) { return d.branches > 1 ? d.routed * d.ffn : 0; }
 int64_t RoutingWeights(const SavedDims& d) { return d.tokens * d.top_k; }
 int64_t Logits(const SavedDims& d) { return d.tokens * d.vocab; }
 
@@ -125,17 +126,39 @@ std::vector<SavedTensorRule> MakeRules() {
        {{"input", kC, "[tokens, dim]", &RouterIn, /*is_input=*/true},
         {"scores", kF32, "[tokens, experts]", &RouterScores}},
        {{"logits (mm)", kC, "[tokens, experts]", &RouterScores}}}));
-  add(BothImplementations(
+  // The routed experts differ by implementation in what the routing weights multiply.
+  rules.push_back(
       {OpKind::kExperts,
        "",
        Implementation::kTransformers,
-       "routed experts as grouped GEMMs (up, activation, down) over the permuted tokens",
+       "transformers 5.25's default experts (_experts_implementation grouped_mm): "
+       "grouped_mm(x, gate_up) -> act_fn(gate) * up -> grouped_mm(., down) * routing weights "
+       "(mm: its input; silu: its input; mul: both operands, the routing weights needing a "
+       "gradient); measured with saved_tensors_hooks and FSDPMemTracker "
+       "(tests/memory_reference, qwen3_30b_a3b_moe_r64_s2048_none)",
        {{"permuted input", kC, "[routed, dim]", &RoutedIn},
         {"gate / up outputs", kC, "[routed, branches * ffn]", &RoutedUp},
         {"activation output", kC, "[routed, ffn]", &RoutedFfn},
+        {"gated product (down input)", kC, "[routed, ffn]", &GatedRoutedFfn},
+        {"down output (times the routing weights)", kC, "[routed, dim]", &RoutedIn},
         {"routing weights", kF32, "[tokens, top_k]", &RoutingWeights}},
        {{"gate / up outputs", kC, "[routed, branches * ffn]", &RoutedUp},
-        {"down output", kC, "[routed, dim]", &RoutedIn}}}));
+        {"down output", kC, "[routed, dim]", &RoutedIn}}});
+  rules.push_back(
+      {OpKind::kExperts,
+       "",
+       Implementation::kTorchtitan,
+       "torchtitan MoE.forward with score_before_experts: (routed_input.float() * top_scores)"
+       ".to(dtype), then _run_experts_grouped_mm: silu(grouped_mm(x, w1)) * grouped_mm(x, w3), "
+       "grouped_mm(h, w2) (the float multiply saves the float input for the scores' gradient)",
+       {{"permuted input", kC, "[routed, dim]", &RoutedIn},
+        {"scored input (float32)", kF32, "[routed, dim]", &RoutedIn},
+        {"gate / up outputs", kC, "[routed, branches * ffn]", &RoutedUp},
+        {"activation output", kC, "[routed, ffn]", &RoutedFfn},
+        {"gated product (down input)", kC, "[routed, ffn]", &GatedRoutedFfn},
+        {"routing weights", kF32, "[tokens, top_k]", &RoutingWeights}},
+       {{"gate / up outputs", kC, "[routed, branches * ffn]", &RoutedUp},
+        {"down output", kC, "[routed, dim]", &RoutedIn}}});
   rules.push_back({OpKind::kLoss,
                    "",
                    Implementation::kTransformers,

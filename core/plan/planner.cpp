@@ -162,6 +162,30 @@ void PaddingWarning(const UnitPlan& unit, int shard_size, std::vector<PlanWarnin
                    std::max<int64_t>(0, n0 - (shard_size - 1) * example->shard_rows))});
 }
 
+// The planning contract lets the expert shard group take any divisor of edp = dp·cp·tp/ep,
+// dp_replicate's ranks included; torchtitan builds the expert mesh inside one replica
+// (dp_replicate × efsdp, efsdp = dp_shard·cp·tp/ep), so a larger edp_shard is a layout it
+// cannot run: said, not refused.
+void ExpertMeshWarning(const MeshContext& mesh, std::vector<PlanWarning>& warnings) {
+  const MeshLayout& l = mesh.layout;
+  if (l.ep <= 1 || mesh.dp_replicate <= 1) return;
+  // The layout's dp_shard is FSDP's shard group, cp included (dp_replicate = dp·cp / dp_shard).
+  const int64_t in_replica = int64_t{l.dp_shard} * l.tp;
+  if (in_replica % l.ep == 0 && l.edp_shard <= in_replica / l.ep) return;
+  warnings.push_back(
+      {"edp_spans_replicas",
+       in_replica % l.ep == 0
+           ? fmt::format("parallelism.edp_shard = {} shards expert state across the {} "
+                         "dp_replicate groups; torchtitan builds the expert mesh within one "
+                         "replica (efsdp = dp_shard·cp·tp / ep = {}), so it cannot run this "
+                         "layout: edp_shard {} or a divisor of it can",
+                         l.edp_shard, mesh.dp_replicate, in_replica / l.ep, in_replica / l.ep)
+           : fmt::format("parallelism.ep = {} does not divide the {} ranks of one replica "
+                         "(dp_shard·cp·tp): the expert groups span dp_replicate groups, which "
+                         "torchtitan's expert mesh (within one replica) cannot express",
+                         l.ep, in_replica)});
+}
+
 MeshSpec UnitMesh(const MeshContext& mesh, bool expert) {
   MeshSpec spec;
   if (expert) {
@@ -325,6 +349,7 @@ Result<Plan> BuildPlan(const ModelTree& tree, const MeshContext& mesh, const Fsd
   SS_RETURN_IF_ERROR(planner::MarkParamLists(config, src));
   plan.warnings = std::move(src.warnings);
   plan.source_metadata_present = src.present;
+  ExpertMeshWarning(mesh, plan.warnings);
   // Step 3.
   const AdapterSpec* spec = options.adapter;
   if (spec == nullptr && options.use_builtin_adapters) spec = BuiltinAdapters().Find(tree.identity);

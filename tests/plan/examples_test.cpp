@@ -77,6 +77,25 @@ TEST(ExamplesTest, MoeExpertsOnTheExpertMesh) {
   EXPECT_EQ(experts, 48);
 }
 
+// The contract lets the expert shard group span dp_replicate's replicas; torchtitan's expert
+// mesh does not (dp_replicate × efsdp, efsdp = dp_shard·cp·tp / ep): said in a warning.
+TEST(ExamplesTest, ExpertShardsAcrossReplicasAreNamed) {
+  Result<Plan> fits = PlanExample("moe_deepseek_v3_ep32.json");
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(CountWarnings(*fits, "edp_spans_replicas"), 0);  // edp_shard 8 = 256 / 32
+  Result<Plan> spans = PlanExample("moe_deepseek_v3_ep32.json", {"parallelism.edp_shard=16"});
+  ASSERT_TRUE(spans.ok()) << spans.status().message();
+  ASSERT_EQ(CountWarnings(*spans, "edp_spans_replicas"), 1);
+  for (const PlanWarning& w : spans->warnings) {
+    if (w.code != "edp_spans_replicas") continue;
+    EXPECT_NE(w.message.find("parallelism.edp_shard = 16 shards expert state across the 2 "
+                             "dp_replicate groups"),
+              std::string::npos)
+        << w.message;
+    EXPECT_NE(w.message.find("efsdp = dp_shard·cp·tp / ep = 8"), std::string::npos) << w.message;
+  }
+}
+
 TEST(ExamplesTest, HsdpMesh) {
   Result<Plan> p = PlanExample("hsdp_llama3_70b.json");
   ASSERT_TRUE(p.ok()) << p.status().message();
