@@ -2,7 +2,8 @@
 // model into pp · pp_virtual_stages chunks and applies fully_shard to each chunk's model, so
 // every chunk has its own FSDP root. The split:
 //   - top-level units (units whose nearest enclosing unit is the root) in execution order,
-//     unit k of T going to chunk ⌊k · chunks / T⌋;
+//     split as torchtitan's generate_llm_fqn_per_model_part splits layers: the embedding and
+//     the norm + head each weigh one unit on the first / last chunk (below);
 //   - a root-owned module with compute goes to the chunk of the top-level unit before it in
 //     module order (chunk 0 before any: the embedding), the loss to the last chunk (it
 //     consumes the head's logits);
@@ -70,7 +71,38 @@ Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
   std::stable_sort(top_level.begin(), top_level.end(), [&](int a, int b) {
     return plan.units[a].execution_index.value_or(-1) < plan.units[b].execution_index.value_or(-1);
   });
-  auto chunk_of_slot = [&](size_t k) { return static_cast<int>(int64_t(k) * chunks / units); };
+  // torchtitan's generate_llm_fqn_per_model_part: the input modules (embedding) and the
+  // output modules (norm, head) each weigh one layer where the root computes before the first
+  // / after the last top-level unit; the units and weights are split evenly, the first
+  // (units + weights) % chunks chunks taking one more, and the first and last chunks hold their
+  // weight's modules in place of a unit. Where that would leave a chunk without a unit (fewer
+  // than two units a chunk), the units alone are split evenly.
+  bool input_work = false, output_work = !losses.empty();
+  for (const auto& [fqn, before] : items) {
+    input_work = input_work || before == 0;
+    output_work = output_work || before == static_cast<size_t>(units);
+  }
+  std::vector<int> chunk_of_unit_slot(static_cast<size_t>(units));
+  const int effective = units + (input_work ? 1 : 0) + (output_work ? 1 : 0);
+  std::vector<int> counts(static_cast<size_t>(chunks));
+  bool weighted = chunks > 1;
+  for (int c = 0; c < chunks; ++c) {
+    int n = effective / chunks + (c < effective % chunks ? 1 : 0);
+    if (c == 0 && input_work) --n;
+    if (c == chunks - 1 && output_work) --n;
+    counts[static_cast<size_t>(c)] = n;
+    weighted = weighted && n >= 1;
+  }
+  for (int k = 0, c = 0, taken = 0; k < units; ++k) {
+    if (!weighted) {
+      chunk_of_unit_slot[static_cast<size_t>(k)] = static_cast<int>(int64_t(k) * chunks / units);
+      continue;
+    }
+    while (taken == counts[static_cast<size_t>(c)]) ++c, taken = 0;
+    chunk_of_unit_slot[static_cast<size_t>(k)] = c;
+    ++taken;
+  }
+  auto chunk_of_slot = [&](size_t k) { return chunk_of_unit_slot[k]; };
   std::vector<ChunkRootPlan> out(chunks);
   for (int c = 0; c < chunks; ++c) {
     out[c].chunk = c;

@@ -73,7 +73,7 @@ std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& sc) {
     // take the fast path, that one deviation. The interleaved schedule repeats per round of
     // pp, and its warm-up ((pp − 1)·2 + (v − 1)·pp forwards) needs two.
     if (p.pp_schedule == PpSchedule::k1F1B) {
-      runs = {p.pp_microbatches, p.pp + 1, 2 * p.pp + 1};
+      runs = {p.pp_microbatches, p.pp + 1, 2 * p.pp + 1, /*check_period=*/true};
     } else {
       // Rounds of pp micro-batches only: a count that is not a multiple of pp runs longer
       // rounds (pipeline_order.cpp, PyTorch's rule; 170 on 16 stages: 10 rounds of 17), which

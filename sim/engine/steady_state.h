@@ -35,6 +35,9 @@ struct SteadyStateRuns {
   int total = 0;  // M
   int a = 0;      // the shorter run's micro-batches
   int b = 0;      // the longer's
+  // 1F1B: the longer run must show the steady state's period on the first stage (its forwards
+  // one slope apart; simulator.cpp, ReachedSteadyState) before its slope is used.
+  bool check_period = false;
 };
 
 std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& scenario);

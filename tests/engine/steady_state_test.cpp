@@ -39,14 +39,24 @@ void ExpectClose(double fast, double exact, const std::string& what, const std::
   EXPECT_NEAR(fast, exact, 1e-3 * std::abs(exact)) << what << " of " << job;
 }
 
-// Runs `sc` both ways; the fast path must be taken and agree.
-void ExpectSameStep(const Scenario& sc, const std::string& job) {
+// Runs `sc` both ways; the fast path must be taken and agree. With `fell_back`, a 1F1B job
+// whose longer run had not reached the steady state may fall back (ReachedSteadyState): then
+// its summary must be the whole step's, and *fell_back says so.
+void ExpectSameStep(const Scenario& sc, const std::string& job, bool* fell_back = nullptr) {
   ASSERT_TRUE(PlanSteadyState(sc).has_value()) << job;
   Result<Simulation> exact = Simulate(sc, true);
   ASSERT_TRUE(exact.ok()) << job << ": " << exact.status().message();
   Result<Simulation> fast = Simulate(sc, false);
   ASSERT_TRUE(fast.ok()) << job << ": " << fast.status().message();
   EXPECT_FALSE(exact->steady_state.has_value());
+  if (fell_back != nullptr) {
+    *fell_back = !fast->steady_state.has_value();
+    if (*fell_back) {
+      EXPECT_TRUE(PlanSteadyState(sc)->check_period) << job;
+      EXPECT_EQ(SummaryToJson(fast->summary).dump(), SummaryToJson(exact->summary).dump()) << job;
+      return;
+    }
+  }
   ASSERT_TRUE(fast->steady_state.has_value()) << job << ": fell back to the whole step";
   const Summary& e = exact->summary;
   const Summary& f = fast->summary;
@@ -99,6 +109,7 @@ void ExpectSameStep(const Scenario& sc, const std::string& job) {
 TEST(SteadyStateTest, RandomPipelinesAndAccumulationMatchTheWholeStep) {
   std::mt19937 rng(14);
   auto pick = [&](std::vector<int> v) { return v[rng() % v.size()]; };
+  int fast = 0;
   for (int trial = 0; trial < 10; ++trial) {
     const int pp = pick({1, 2, 4});
     const bool interleaved = pp > 1 && rng() % 2 == 0;
@@ -122,8 +133,32 @@ TEST(SteadyStateTest, RandomPipelinesAndAccumulationMatchTheWholeStep) {
     for (const std::string& s : sets) job += s + " ";
     Result<Scenario> sc = ParseScenario(SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR, sets);
     ASSERT_TRUE(sc.ok()) << job << ": " << sc.status().message();
-    ExpectSameStep(*sc, job);
+    bool fell_back = false;
+    ExpectSameStep(*sc, job, &fell_back);
+    fast += fell_back ? 0 : 1;
   }
+  // SmallJob's 8 blocks on 4 stages split [2, 3, 2, 1] (torchtitan's split): its 1F1B jobs
+  // fill later than their runs of pp + 1 and 2·pp + 1 and fall back; the others extrapolate.
+  EXPECT_GE(fast, 7);
+}
+
+// The job above that fell back: runs of 5 and 9 micro-batches put its 48-micro-batch step
+// 0.45% low (3.876 ms a micro-batch from 5 to 9, 3.898 from 9 on), and the longer run's first
+// stage starts its forwards 3.898 ms apart, which tells; the whole step runs.
+TEST(SteadyStateTest, ALongerRunStillFillingRunsTheWholeStep) {
+  Result<Scenario> sc = ParseScenario(
+      SmallJob(), "<test>", SHARDSCOPE_SOURCE_DIR,
+      {"parallelism.pp=4", "parallelism.pp_schedule=1f1b", "parallelism.pp_microbatches=48",
+       "training.local_batch=48", "training.activation_checkpoint=selective_op",
+       "fsdp.forward_prefetch_depth=2"});
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  ASSERT_TRUE(PlanSteadyState(*sc).has_value());
+  Result<Simulation> fast = Simulate(*sc, false);
+  ASSERT_TRUE(fast.ok()) << fast.status().message();
+  EXPECT_FALSE(fast->steady_state.has_value());
+  Result<Simulation> exact = Simulate(*sc, true);
+  ASSERT_TRUE(exact.ok()) << exact.status().message();
+  EXPECT_DOUBLE_EQ(fast->summary.step_time_s, exact->summary.step_time_s);
 }
 
 TEST(SteadyStateTest, GoldenScenariosWithMoreMicroBatchesMatchTheWholeStep) {

@@ -47,8 +47,10 @@ TEST(PlannerChunksTest, EachPipelineChunkHasItsOwnRoot) {
   o.pp_virtual_stages = 2;
   const Plan plan = PlanOf(WithRootCompute(6), mesh, Config(mesh), o);
   ASSERT_EQ(plan.pipeline_chunks.size(), 4u);
-  const std::vector<std::vector<std::string>> units = {{"model.layers.0", "model.layers.1"},
-                                                       {"model.layers.2"},
+  // torchtitan's split: 6 blocks + the embedding and the head weighing one each, 2 a chunk;
+  // the first and last chunks give a block's place to them.
+  const std::vector<std::vector<std::string>> units = {{"model.layers.0"},
+                                                       {"model.layers.1", "model.layers.2"},
                                                        {"model.layers.3", "model.layers.4"},
                                                        {"model.layers.5"}};
   for (int c = 0; c < 4; ++c) {
@@ -110,6 +112,26 @@ TEST(PlannerChunksTest, TiedWeightUsedByTwoChunksIsInBoth) {
   const MeshContext flat = Mesh(8, 8);
   const Plan one = PlanOf(WithRootCompute(6, /*tied=*/true), flat, Config(flat));
   EXPECT_EQ(CountWarnings(one, "tied_across_chunks"), 0);
+}
+
+// generate_llm_fqn_per_model_part's split (torchtitan): Llama 3 8B's 32 blocks on 4 stages are
+// 8, 9, 8, 7; where a chunk would be left without a block the blocks alone split evenly.
+TEST(PlannerChunksTest, StagesSplitAsTorchtitanSplitsThem) {
+  auto sizes = [](const Plan& plan) {
+    std::vector<size_t> n;
+    for (const ChunkRootPlan& c : plan.pipeline_chunks) n.push_back(c.units.size());
+    return n;
+  };
+  const MeshContext four = PipelineMesh(8, 4, 2);
+  EXPECT_EQ(sizes(PlanOf(WithRootCompute(32), four, Config(four))),
+            (std::vector<size_t>{8, 9, 8, 7}));
+  EXPECT_EQ(sizes(PlanOf(WithRootCompute(16), four, Config(four))),
+            (std::vector<size_t>{4, 5, 4, 3}));
+  // 4 blocks on 4 stages: 6 / 4 leaves the first and last a block short of one; even split.
+  EXPECT_EQ(sizes(PlanOf(WithRootCompute(4), four, Config(four))),
+            (std::vector<size_t>{1, 1, 1, 1}));
+  // Without compute on the root (no embedding or head), no weights: 8 blocks, 2 a stage.
+  EXPECT_EQ(sizes(PlanOf(LlamaLike(8), four, Config(four))), (std::vector<size_t>{2, 2, 2, 2}));
 }
 
 TEST(PlannerChunksTest, NoChunksWithoutPipeliningAndTooFewUnitsIsAnError) {
