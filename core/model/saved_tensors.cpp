@@ -126,7 +126,10 @@ std::vector<SavedTensorRule> MakeRules() {
        {{"input", kC, "[tokens, dim]", &RouterIn, /*is_input=*/true},
         {"scores", kF32, "[tokens, experts]", &RouterScores}},
        {{"logits (mm)", kC, "[tokens, experts]", &RouterScores}}}));
-  // The routed experts differ by implementation in what the routing weights multiply.
+  // The routed experts differ by implementation in what the routing weights multiply. Under
+  // torchtitan's op-level SAC (_op_sac_save_list: aten.mm, the SDPA kernels, all_to_all_single,
+  // not aten._grouped_mm) only the all-to-all's output is kept: the experts' forward is
+  // recomputed in backward (step_builder.cpp).
   rules.push_back(
       {OpKind::kExperts,
        "",
@@ -142,8 +145,7 @@ std::vector<SavedTensorRule> MakeRules() {
         {"gated product (down input)", kC, "[routed, ffn]", &GatedRoutedFfn},
         {"down output (times the routing weights)", kC, "[routed, dim]", &RoutedIn},
         {"routing weights", kF32, "[tokens, top_k]", &RoutingWeights}},
-       {{"gate / up outputs", kC, "[routed, branches * ffn]", &RoutedUp},
-        {"down output", kC, "[routed, dim]", &RoutedIn}}});
+       {{"permuted input (the all-to-all's output)", kC, "[routed, dim]", &RoutedIn}}});
   rules.push_back(
       {OpKind::kExperts,
        "",
@@ -157,8 +159,7 @@ std::vector<SavedTensorRule> MakeRules() {
         {"activation output", kC, "[routed, ffn]", &RoutedFfn},
         {"gated product (down input)", kC, "[routed, ffn]", &GatedRoutedFfn},
         {"routing weights", kF32, "[tokens, top_k]", &RoutingWeights}},
-       {{"gate / up outputs", kC, "[routed, branches * ffn]", &RoutedUp},
-        {"down output", kC, "[routed, dim]", &RoutedIn}}});
+       {{"permuted input (the all-to-all's output)", kC, "[routed, dim]", &RoutedIn}}});
   rules.push_back({OpKind::kLoss,
                    "",
                    Implementation::kTransformers,

@@ -341,8 +341,10 @@ class RoleEmitter::Impl {
         items.reserve((selective ? 2 : 1) * seg.entries.size());
         for (auto e = seg.entries.rbegin(); e != seg.entries.rend(); ++e) {
           const ComputeItem& fwd = entries[*e].item;
+          // torchtitan's op SAC saves aten.mm, not the experts' aten._grouped_mm: the routed
+          // experts' forward runs again (saved_tensors.cpp).
           if (selective && (fwd.kind == OpKind::kNorm || fwd.kind == OpKind::kActivation ||
-                            recomputed_mm_[u][*e])) {
+                            fwd.kind == OpKind::kExperts || recomputed_mm_[u][*e])) {
             items.push_back(fwd);
             items.back().recompute = true;
           }

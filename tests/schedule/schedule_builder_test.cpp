@@ -515,6 +515,27 @@ TEST(ScheduleBuilderTest, ExpertUnitsShardOverTheExpertMeshWithAllToAlls) {
   EXPECT_GT(Find(s, "fwd/model.layers.1/compute"), dispatch);
 }
 
+// torchtitan's op-level SAC keeps aten.mm outputs, not the experts' aten._grouped_mm: under
+// selective_op the experts' backward recomputes their forward first; without checkpointing
+// it does not.
+TEST(ScheduleBuilderTest, SelectiveOpRecomputesTheRoutedExperts) {
+  for (const char* ac : {"none", "selective_op"}) {
+    SCOPED_TRACE(ac);
+    Case c = MixedPrecisionCase();
+    c.ep = 4;
+    c.fsdp.edp_shard_size = 2;
+    c.options.activation_checkpoint = *ParseActivationCheckpoint(ac, "test");
+    Built b = BuildTree(c, TinyMoe());
+    const int bwd = Find(b.schedule, "bwd/model.layers.0.mlp.experts/compute");
+    ASSERT_GE(bwd, 0);
+    int recomputed = 0;
+    for (const ComputeItem& item : b.schedule.ops[bwd].items) {
+      recomputed += item.kind == OpKind::kExperts && item.recompute ? 1 : 0;
+    }
+    EXPECT_EQ(recomputed, std::string(ac) == "none" ? 0 : 1);
+  }
+}
+
 }  // namespace
 }  // namespace shardscope::testing
 
