@@ -65,8 +65,8 @@
 // - Pipelining (torch.distributed.pipelining, _PipelineStageBase.backward_maybe_with_nosync):
 //   non-final micro-batches run backward with requires_gradient_sync and reshard_after_backward
 //   off, so gradients accumulate unsharded and parameters stay gathered; PyTorch then calls
-//   every group's post_backward after the stage's last backward. Here each unit reduces as
-//   its last backward ends (FSDP2's own hook order), which overlaps a little more. With
+//   every group's post_backward after the chunk's last backward: each unit's reshard and
+//   reduction wait for its chunk root's post-backward (deferred_post_backward_). With
 //   gradient accumulation torchtitan calls schedule.step() once per accumulation step, so
 //   that happens at the end of every pass (pass_micro_batches), the reductions adding into
 //   the sharded gradients.
@@ -1080,7 +1080,6 @@ class RoleEmitter::Impl {
   void PostBackward(int u) {
     UnitState& st = state_[u];
     const UnitSizes& z = in_.sizes[u];
-    const UnitGroups& g = groups_[u];
     const bool final_micro =
         micro_ == micro_steps_ - 1 ||
         (in_.pass_micro_batches > 0 && (micro_ + 1) % in_.pass_micro_batches == 0);
@@ -1096,8 +1095,17 @@ class RoleEmitter::Impl {
       st.input_buffer.erase(in);
     }
     st.chunk_activation_buffers.erase(micro_);
-    if (reshard) Reshard(u, end);
+    // A pass's last micro-batch under a pipeline: its backward too runs with gradient sync and
+    // reshard after backward off, and the stage calls every group's post_backward once the
+    // chunk's backward is done (torch.distributed.pipelining, backward_maybe_with_nosync's
+    // run_post_backward): each unit's reshard and reduction wait for its chunk root's.
+    const bool defer = final_micro && in_.pass_micro_batches > 0 && !IsRoot(u);
+    if (reshard && !defer) Reshard(u, end);
     st.grads_allocated = false;
+    if (defer) {
+      deferred_post_backward_.push_back(u);
+      return;
+    }
     if (!reduce) {
       // Non-final micro-step without sync: fold the gradient into the unsharded accumulator.
       if (st.accum_buffer < 0) {
@@ -1110,6 +1118,27 @@ class RoleEmitter::Impl {
       Free(At::Pushed(last), MemoryEffect::When::kEnd, st.replicate_grad_buffer);
       return;
     }
+    if (IsRoot(u)) {
+      // The chunk's deferred post_backwards, in the order their backwards ended, after the
+      // root's own backward; the root's reduction follows them.
+      std::vector<int> deferred;
+      deferred.swap(deferred_post_backward_);
+      for (int v : deferred) {
+        Reshard(v, At::Pushed(last_compute_));
+        Reduce(v, last_compute_);
+      }
+      last = last_compute_;
+    }
+    Reduce(u, last);
+  }
+
+  // The unit's gradient reduction after `last` (its last backward op, or under a pipeline
+  // the chunk's): the copy-in on the compute lane, the reduce-scatter, HSDP's all-reduce, the
+  // replicate params' all-reduce; the unsharded gradients and accumulator freed with it.
+  void Reduce(int u, int last) {
+    UnitState& st = state_[u];
+    const UnitSizes& z = in_.sizes[u];
+    const UnitGroups& g = groups_[u];
     int reduced = -1;  // op after which the reduced shard exists
     int out_buffer = -1;
     const GradientReduction reduction =
@@ -1325,6 +1354,9 @@ class RoleEmitter::Impl {
   std::map<int, std::vector<int>> post_forward_order_;  // per model chunk, its last forward
   int micro_ = 0;
   int micro_steps_ = 1;
+  // Units whose post_backward waits for their chunk root's (a pipeline pass's last
+  // micro-batch), in the order their backwards ended.
+  std::vector<int> deferred_post_backward_;
   Phase phase_ = Phase::kForward;
 };
 

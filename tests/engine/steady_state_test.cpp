@@ -183,11 +183,10 @@ TEST(SteadyStateTest, GoldenScenariosWithMoreMicroBatchesMatchTheWholeStep) {
   EXPECT_GE(checked, 5);
 }
 
-// Llama 3 70B, TP 4 × PP 2 on 1,024 H100s, 16 micro-batches: the short runs (3 and 5) stay
-// just under the 78.1 GiB usable by meeting the capacity (the allocator releases its cache and
-// re-segments), agree on their peaks (78.04 GiB reserved), and the whole step does not fit
-// (82.15 GiB reserved). The extrapolation would call it fitting; a run that meets the capacity
-// must fall back.
+// Llama 3 70B, TP 4 × PP 2 on 1,024 H100s, 16 micro-batches of 7,680 tokens: the shorter run
+// (3) stays just under the 78.1 GiB usable by meeting the capacity (the allocator releases its
+// cache and re-segments; 78.09 GiB reserved), and the whole step does not fit (82.67 GiB
+// reserved). A run that meets the capacity must fall back.
 TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
   json j = DefaultScenarioJson();
   j["model"] = "llama3-70b";
@@ -199,7 +198,8 @@ TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
                                          "training.local_batch=16",
                                          "training.activation_checkpoint=selective_op:2",
                                          "fsdp.forward_prefetch_depth=1",
-                                         "fsdp.backward_prefetch_depth=1"};
+                                         "fsdp.backward_prefetch_depth=1",
+                                         "training.seq_len=7680"};
   Result<Scenario> sc = ParseScenario(j, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
   ASSERT_TRUE(sc.ok()) << sc.status().message();
   ASSERT_TRUE(PlanSteadyState(*sc).has_value());

@@ -441,6 +441,32 @@ TEST(SchedulePipelineTest, EachAccumulationStepIsAPassThatReduces) {
   EXPECT_EQ(reductions["mb7"], 3);
 }
 
+// A pass's last micro-batch runs its backward without sync too; the stage then calls each
+// group's post_backward (torch.distributed.pipelining's run_post_backward): layer 1's
+// reduction and reshard wait for the chunk root's backward (the embedding's), which runs after
+// layer 0's, where FSDP2's own hooks would reduce layer 1 while layer 0 computes.
+TEST(SchedulePipelineTest, ReductionsWaitForTheChunksLastBackward) {
+  Built b = BuildAll(Pipeline("1f1b", 1));
+  const Schedule& s = b.schedule;
+  auto find = [&](const std::string& id) {
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      if (s.ops[i].role == 0 && OpIdOf(s, s.ops[i]) == id) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const int layer0 = find("mb3/bwd/model.layers.0/compute");
+  const int root = find("mb3/bwd/root.chunk0/compute");
+  const int copy_in = find("mb3/bwd/model.layers.1/reduce_copy_in");
+  const int reduce = find("mb3/bwd/model.layers.1/reduce_scatter");
+  ASSERT_GE(layer0, 0);
+  ASSERT_GE(root, 0);
+  ASSERT_GE(copy_in, 0);
+  ASSERT_GE(reduce, 0);
+  EXPECT_GT(root, layer0);
+  EXPECT_GT(copy_in, root);  // pushed on the compute lane after the root's backward
+  EXPECT_GT(reduce, copy_in);
+}
+
 TEST(SchedulePipelineTest, OneFOneBStagesSplitTheModelAndWaitOnEachOther) {
   Built b = BuildAll(Pipeline("1f1b", 1));
   const Schedule& s = b.schedule;
