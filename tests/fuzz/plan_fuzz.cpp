@@ -3,7 +3,8 @@
 // (with a message), never a crash, a sanitizer report or an exception; a schedule that was
 // built must simulate, to a finite, non-negative step time (a wrapped duration is negative).
 //
-// Input: the first byte picks the scenario (activation checkpointing, tp, reshard, world);
+// Input: the first byte picks the scenario (activation checkpointing, tp, reshard, world,
+// pipeline, accumulation);
 // the rest is the module tree JSON (formats.md §1a).
 //
 //   cmake -S . -B build-fuzz -DSHARDSCOPE_BUILD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
@@ -49,6 +50,13 @@ nlohmann::json ScenarioFor(uint8_t choice) {
         {"activation_checkpoint", kCheckpoint[choice & 0x03]}}},
       {"fsdp", {{"reshard_after_forward", (choice & 0x08) == 0}}},
   };
+  // A pipeline (the stage split, tied weights across chunks) and gradient accumulation (its
+  // passes under a pipeline).
+  if (choice & 0x20) {
+    s["parallelism"]["pp"] = 2;
+    s["training"]["local_batch"] = 2;
+  }
+  if (choice & 0x40) s["training"]["grad_accum"] = 2;
   return s;
 }
 
