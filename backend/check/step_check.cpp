@@ -143,7 +143,7 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
   for (const ScheduleOp& op : s_.ops) last_micro_ = std::max(last_micro_, op.micro_step);
   // The unit's shard index is this rank's position in its all-gather's group (as the executor
   // derives it), its persistent buffers matched by unit and size as the executor does.
-  std::map<std::string, int> shard_index, reduction, reductions;
+  std::map<std::string, int> shard_index, reduction;
   std::map<std::string, int> hsdp, replicate_reduce;
   std::map<std::string, std::vector<int>> micros, replicate_micros;
   std::set<std::string> local;
@@ -157,7 +157,6 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
         if (e.when == MemoryEffect::When::kEnd && e.bytes > 0 &&
             e.category == MemCategory::kCommBuffers) {
           reduction.emplace(label, static_cast<int>(i));
-          ++reductions[label];
           micros[label].push_back(op.micro_step);
           local.insert(label);
         }
@@ -171,7 +170,6 @@ StepChecker::StepChecker(const Schedule& schedule, const Plan& plan, const ExecO
       shard_index.emplace(label, pos);
     } else if (op.type == OpType::kReduceScatter && op.collective.output_buffer >= 0) {
       reduction.emplace(label, static_cast<int>(i));
-      ++reductions[label];
       micros[label].push_back(op.micro_step);
     } else if (op.type == OpType::kAllReduce && op.collective.output_buffer >= 0) {
       // HSDP reduces the reduced shard (a comm buffer), replicate params their gradients.

@@ -82,10 +82,9 @@ Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
     input_work = input_work || before == 0;
     output_work = output_work || before == static_cast<size_t>(units);
   }
-  std::vector<int> chunk_of_unit_slot(static_cast<size_t>(units));
   const int effective = units + (input_work ? 1 : 0) + (output_work ? 1 : 0);
-  std::vector<int> counts(static_cast<size_t>(chunks));
-  bool weighted = chunks > 1;
+  std::vector<int> counts(static_cast<size_t>(chunks));  // units per chunk
+  bool weighted = true;
   for (int c = 0; c < chunks; ++c) {
     int n = effective / chunks + (c < effective % chunks ? 1 : 0);
     if (c == 0 && input_work) --n;
@@ -93,16 +92,15 @@ Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
     counts[static_cast<size_t>(c)] = n;
     weighted = weighted && n >= 1;
   }
-  for (int k = 0, c = 0, taken = 0; k < units; ++k) {
-    if (!weighted) {
-      chunk_of_unit_slot[static_cast<size_t>(k)] = static_cast<int>(int64_t(k) * chunks / units);
-      continue;
-    }
-    while (taken == counts[static_cast<size_t>(c)]) ++c, taken = 0;
-    chunk_of_unit_slot[static_cast<size_t>(k)] = c;
-    ++taken;
+  if (!weighted) {  // unit k of T to chunk ⌊k · chunks / T⌋
+    counts.assign(static_cast<size_t>(chunks), 0);
+    for (int k = 0; k < units; ++k) ++counts[static_cast<size_t>(int64_t{k} * chunks / units)];
   }
-  auto chunk_of_slot = [&](size_t k) { return chunk_of_unit_slot[k]; };
+  std::vector<int> chunk_of_slot;  // per top-level unit, in execution order
+  for (int c = 0; c < chunks; ++c) {
+    chunk_of_slot.insert(chunk_of_slot.end(), static_cast<size_t>(counts[static_cast<size_t>(c)]),
+                         c);
+  }
   std::vector<ChunkRootPlan> out(chunks);
   for (int c = 0; c < chunks; ++c) {
     out[c].chunk = c;
@@ -110,11 +108,11 @@ Result<std::vector<ChunkRootPlan>> PlanPipelineChunks(const ModelTree& tree,
     out[c].label = ChunkRootLabel(c);
   }
   for (size_t k = 0; k < top_level.size(); ++k) {
-    out[chunk_of_slot(k)].units.push_back(plan.units[top_level[k]].fqn);
+    out[chunk_of_slot[k]].units.push_back(plan.units[top_level[k]].fqn);
   }
   std::map<std::string, int> chunk_of_module;
   for (const auto& [fqn, before] : items) {
-    if (chunk_of_module.emplace(fqn, before == 0 ? 0 : chunk_of_slot(before - 1)).second) {
+    if (chunk_of_module.emplace(fqn, before == 0 ? 0 : chunk_of_slot[before - 1]).second) {
       out[chunk_of_module[fqn]].modules.push_back(fqn);
     }
   }

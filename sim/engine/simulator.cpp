@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -442,38 +441,6 @@ class StepSchedules {
   std::shared_ptr<const Plan> plan_;
 };
 
-// Whether the longer run had reached the steady state the extrapolation assumes: under 1F1B
-// (runs.check_period), the first stage starts the forward compute of its last pp micro-batches one
-// period apart each, the period being the two runs' slope. Stages of unequal work fill later: 8
-// blocks on 4 stages as torchtitan splits them ([2, 3, 2, 1]) add 3.876 ms a micro-batch from 5 to
-// 9 and 3.898 from 9 on, and runs of 5 and 9 put a 48-micro-batch step 0.45% low; their first
-// stage's starts are 3.898 ms apart, which tells. (The interleaved schedule's runs are whole
-// rounds, 2·pp and 3·pp, and without a pipeline the accumulation steps follow one another.)
-bool ReachedSteadyState(const Simulation& longer, const SteadyStateRuns& runs,
-                        double shorter_step_s) {
-  const int pp = static_cast<int>(longer.schedule.roles.size());
-  if (!runs.check_period || pp <= 1 || runs.b <= pp) return true;
-  const int last = runs.b - 1, first = last - pp;
-  int64_t start_last = -1, start_first = -1;
-  for (size_t i = 0; i < longer.schedule.ops.size(); ++i) {
-    const ScheduleOp& op = longer.schedule.ops[i];
-    // Its forward compute: collectives and copies of a micro-batch start where prefetch lets.
-    if (op.role != 0 || op.type != OpType::kCompute || op.id_phase != OpPhase::kForward ||
-        (op.micro_step != last && op.micro_step != first)) {
-      continue;
-    }
-    int64_t& at = op.micro_step == last ? start_last : start_first;
-    const int64_t t = longer.timeline.ops[i].start_ns;
-    if (at < 0 || t < at) at = t;
-  }
-  if (start_last < 0 || start_first < 0) return false;
-  const double slope_s = (longer.summary.step_time_s - shorter_step_s) / (runs.b - runs.a);
-  const double period_s = static_cast<double>(start_last - start_first) * 1e-9 / pp;
-  // The extrapolation's promise is 0.1% of the step; a period 0.01% off the slope is a run
-  // still filling.
-  return std::abs(period_s - slope_s) <= 1e-4 * std::abs(slope_s) + 1e-9;
-}
-
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
 // nullopt when either fails or they disagree (the whole step then runs and reports).
 // With SimulateOptions::stop_when_not_fitting (sweeps): the runs one after the other, and give
@@ -537,7 +504,10 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
   }
   const Figures& a = *shorter_figures;
   Simulation& b = *longer_run;
-  if (!ReachedSteadyState(b, runs, a.summary.step_time_s)) return std::nullopt;
+  if (!ReachedSteadyState(b.schedule, b.timeline, runs, a.summary.step_time_s,
+                          b.summary.step_time_s)) {
+    return std::nullopt;
+  }
   std::optional<Summary> summary =
       ExtrapolateSummary(a.summary, a.account, b.summary, b.role_metrics[b.reported_role], runs,
                          pricing.ctx.peak_flops);

@@ -9,6 +9,8 @@
 //   SteadyStateRuns       M and the two short counts (a, b) of a scenario's fast path
 //   PlanSteadyState       whether a scenario has a fast path, and with which counts
 //   WithMicroBatches      the scenario with m micro-batches of the same size
+//   ReachedSteadyState    whether the longer run's first stage already runs at the two runs'
+//                         slope (1F1B: stages of unequal work fill later)
 //   ExtrapolateSummary    the summaries (and step accounts) of a and b → the summary of M, or
 //                         nullopt when the two runs are not in the same steady state
 //
@@ -26,6 +28,8 @@
 #include <optional>
 
 #include "core/config/scenario.h"
+#include "core/schedule/schedule.h"
+#include "core/timeline/timeline.h"
 #include "core/trace/accounting.h"
 #include "sim/engine/summary.h"
 
@@ -41,6 +45,12 @@ struct SteadyStateRuns {
 };
 
 std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& scenario);
+
+// Under runs.check_period, whether the longer run (its schedule and timeline) had reached the
+// steady state: its first stage starts the forward compute of its last pp micro-batches one
+// slope apart each, the slope being (longer − shorter step) / (b − a). Always true otherwise.
+bool ReachedSteadyState(const Schedule& longer, const Timeline& timeline,
+                        const SteadyStateRuns& runs, double shorter_step_s, double longer_step_s);
 
 // `scenario` with `micro_batches` micro-batches of the same size: pipeline micro-batches under
 // pp (local_batch scaled with them), gradient-accumulation steps without.
