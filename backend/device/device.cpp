@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "sim/engine/caching_allocator.h"
 
@@ -15,7 +17,8 @@ std::string_view DeviceKindName(DeviceKind kind) {
 
 // The simulator's allocator policy over segments this device's RawAllocate supplies.
 struct Device::Pool : sim::SegmentBacking {
-  Pool(Device* device, bool host, int64_t limit) : device(device), host(host), limit(limit) {
+  Pool(Device* device, bool host, int64_t limit, sim::AllocatorConfig config)
+      : device(device), host(host), limit(limit), model(0, config) {
     model.set_backing(this);
   }
   bool Reserve(int segment, int64_t bytes) override {
@@ -34,6 +37,41 @@ struct Device::Pool : sim::SegmentBacking {
     reserved -= segment_bytes[segment];
     released.push_back(segment);
   }
+  bool ReserveAddressSpace(int segment, int64_t bytes) override {
+    void* p = device->RawReserveAddress(bytes);
+    if (p == nullptr) return false;
+    if (segment >= static_cast<int>(base.size())) base.resize(segment + 1, nullptr);
+    base[segment] = p;
+    address_bytes[segment] = bytes;
+    return true;
+  }
+  // Mapped memory counts, by category, in 2 MiB steps (both pools' units are multiples).
+  bool Map(int segment, int64_t offset, int64_t bytes) override {
+    if (limit > 0 && reserved + bytes > limit) return false;
+    if (!device->RawMap(static_cast<char*>(base[segment]) + offset, bytes)) return false;
+    reserved += bytes;
+    for (int64_t at = offset; at < offset + bytes; at += kStep) {
+      mapped_category[{segment, at}] = request_category;
+      if (!host) device->counters_.reserved[static_cast<int>(request_category)] += kStep;
+    }
+    return true;
+  }
+  void Unmap(int segment, int64_t offset, int64_t bytes) override {
+    device->RawUnmap(static_cast<char*>(base[segment]) + offset, bytes);
+    reserved -= bytes;
+    for (int64_t at = offset; at < offset + bytes; at += kStep) {
+      const auto it = mapped_category.find({segment, at});
+      if (it == mapped_category.end()) continue;
+      if (!host) device->counters_.reserved[static_cast<int>(it->second)] -= kStep;
+      mapped_category.erase(it);
+    }
+  }
+  void ReleaseAddressSpace(int segment) override {
+    device->RawReleaseAddress(base[segment], address_bytes[segment]);
+    base[segment] = nullptr;
+    address_bytes.erase(segment);
+  }
+  static constexpr int64_t kStep = sim::kAllocatorSmallBufferBytes;
 
   Device* device;
   bool host;
@@ -44,11 +82,17 @@ struct Device::Pool : sim::SegmentBacking {
   std::unordered_map<int, int64_t> segment_bytes;  // live segments
   std::unordered_map<int, MemCategory> segment_category;
   std::vector<int> released;  // segments Release dropped since the last look
+  // Expandable segments: each one's address range, and what is mapped in it by the category
+  // of the request that mapped it.
+  std::unordered_map<int, int64_t> address_bytes;
+  std::map<std::pair<int, int64_t>, MemCategory> mapped_category;
+  MemCategory request_category = MemCategory::kActivations;  // of the Allocate under way
 };
 
-Device::Device(int64_t capacity_bytes)
-    : device_pool_(std::make_unique<Pool>(this, false, capacity_bytes)),
-      host_pool_(std::make_unique<Pool>(this, true, 0)) {}
+Device::Device(int64_t capacity_bytes, sim::AllocatorConfig allocator)
+    : device_pool_(std::make_unique<Pool>(this, false, capacity_bytes, allocator)),
+      host_pool_(std::make_unique<Pool>(this, true, 0, sim::AllocatorConfig{})),
+      expandable_(allocator.expandable_segments) {}
 
 Device::~Device() = default;
 
@@ -60,6 +104,11 @@ void Device::ReleaseAllMemory() {
       pool->base[segment] = nullptr;
     }
     pool->segment_bytes.clear();
+    for (auto& [segment, bytes] : pool->address_bytes) {
+      if (pool->base[segment] != nullptr) RawReleaseAddress(pool->base[segment], bytes);
+      pool->base[segment] = nullptr;
+    }
+    pool->address_bytes.clear();
   }
   pending_.clear();
 }
@@ -70,6 +119,7 @@ Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane 
   ProcessPendingFrees(false);
   Pool& pool = host ? *host_pool_ : *device_pool_;
   const int stream_id = static_cast<int>(stream) - 1;
+  pool.request_category = category;
   int handle = pool.model.Allocate(bytes, stream_id);
   if (handle < 0 && !pending_.empty()) {
     // PyTorch synchronizes outstanding record_stream events before giving up.
@@ -89,6 +139,19 @@ Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane 
     // A request needs more than its own bytes: say how much the allocator asked for, so that
     // "12 MiB free" beside a failed 11 MiB request is not read as a bug.
     const int64_t rounded = sim::RoundAllocationBytes(bytes);
+    if (expandable_ && !host) {
+      const int64_t unit = rounded <= sim::kAllocatorSmallSizeBytes
+                               ? sim::kAllocatorSmallBufferBytes
+                               : sim::kAllocatorLargeBufferBytes;
+      return RuntimeError(fmt::format(
+          "out of memory: {} bytes of {} on lane {} did not fit: no cached block of the lane held "
+          "it, and mapping more of the lane's expandable segment, in {} MiB units, {} ({} "
+          "reserved{}, {} allocated)",
+          bytes, MemCategoryName(category), LaneName(stream), unit / 1048576,
+          pool.limit > 0 ? "would pass the limit" : "was refused", pool.reserved,
+          pool.limit > 0 ? fmt::format(" of {} usable", pool.limit) : "",
+          counters_.allocated_bytes));
+    }
     const int64_t segment_bytes = sim::SegmentBytes(rounded);
     const char* why = rounded <= sim::kAllocatorSmallSizeBytes
                           ? "requests up to 1 MiB share 2 MiB segments"
@@ -104,7 +167,9 @@ Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane 
         host ? counters_.host_allocated_bytes : counters_.allocated_bytes));
   }
   const int segment = pool.model.segment_of(handle);
-  if (pool.segment_category.find(segment) == pool.segment_category.end()) {
+  // An expandable segment's reserved bytes are counted as they are mapped (Pool::Map).
+  if (pool.segment_bytes.count(segment) != 0 &&
+      pool.segment_category.find(segment) == pool.segment_category.end()) {
     pool.segment_category[segment] = category;
     if (!host) counters_.reserved[static_cast<int>(category)] += pool.segment_bytes[segment];
   }

@@ -21,6 +21,9 @@
 // one that will reuse it may still be read there: Free takes the event after which it is
 // safe (PyTorch's record_stream) and returns the block to the cache once the event is done.
 // allocated bytes are the requested sizes (exactly the schedule's), reserved the segments.
+// With expandable segments (DeviceOptions::allocator) a lane's segment is an address range
+// that the allocator maps memory into, unit by unit, through RawReserveAddress / RawMap; the
+// host device has them (mmap), the CUDA device not yet.
 //
 // Lanes. Every Lane of core/schedule/schedule.h is one in-order queue; queues run
 // concurrently. Kernel calls and HostTask enqueue and return at once (errors of the work
@@ -43,6 +46,7 @@
 #include "core/schedule/schedule.h"
 #include "core/timeline/memory_series.h"
 #include "core/util/status.h"
+#include "sim/engine/caching_allocator.h"
 
 namespace shardscope::backend {
 
@@ -90,12 +94,16 @@ struct DeviceOptions {
   int local_rank = 0;              // which GPU (the launcher's local rank)
   int64_t memory_limit_bytes = 0;  // usable bytes; <= 0: what the device has
   int host_threads = 0;            // host device: threads per GEMM (0: hardware concurrency)
+  // The caching allocator's settings for device memory (the scenario's, through
+  // sim::StepContext::allocator); pinned host memory never uses expandable segments.
+  sim::AllocatorConfig allocator;
 };
 
 class Device {
  public:
-  // capacity_bytes: what the allocator may reserve (<= 0: unlimited, RawAllocate decides).
-  explicit Device(int64_t capacity_bytes);
+  // capacity_bytes: what the allocator may reserve (<= 0: unlimited, RawAllocate decides);
+  // `allocator`: its settings for device memory.
+  explicit Device(int64_t capacity_bytes, sim::AllocatorConfig allocator = {});
   virtual ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -146,6 +154,12 @@ class Device {
   // device has none left (the allocator then releases cached segments and retries).
   virtual void* RawAllocate(int64_t bytes, bool host) = 0;
   virtual void RawFree(void* ptr, bool host) = 0;
+  // Expandable segments: an address range of `bytes` with no memory behind it, then memory
+  // mapped into and out of whole units of it. nullptr / false where the device cannot.
+  virtual void* RawReserveAddress(int64_t /*bytes*/) { return nullptr; }
+  virtual bool RawMap(void* /*ptr*/, int64_t /*bytes*/) { return false; }
+  virtual void RawUnmap(void* /*ptr*/, int64_t /*bytes*/) {}
+  virtual void RawReleaseAddress(void* /*ptr*/, int64_t /*bytes*/) {}
   // Subclasses call this first in their destructor: it returns every segment through
   // RawFree while the subclass still exists.
   void ReleaseAllMemory();
@@ -163,6 +177,7 @@ class Device {
   };
   std::vector<PendingFree> pending_;
   MemoryCounters counters_;
+  bool expandable_ = false;  // device memory in expandable segments
 };
 
 }  // namespace shardscope::backend

@@ -1,6 +1,7 @@
 #include "backend/host/host_device.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <Eigen/Core>
 #include <cstdlib>
@@ -24,7 +25,7 @@ const HostEvent& AsHost(const DeviceEvent& e) { return static_cast<const HostEve
 }  // namespace
 
 HostDevice::HostDevice(const DeviceOptions& options)
-    : Device(options.memory_limit_bytes),
+    : Device(options.memory_limit_bytes, options.allocator),
       options_(options),
       origin_(std::chrono::steady_clock::now()) {
   for (int i = 0; i < kNumLanes; ++i) {
@@ -203,6 +204,27 @@ void* HostDevice::RawAllocate(int64_t bytes, bool /*host*/) {
 }
 
 void HostDevice::RawFree(void* ptr, bool /*host*/) { std::free(ptr); }
+
+void* HostDevice::RawReserveAddress(int64_t bytes) {
+  void* p = mmap(nullptr, static_cast<size_t>(bytes), PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+bool HostDevice::RawMap(void* ptr, int64_t bytes) {
+  return mprotect(ptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE) == 0;
+}
+
+void HostDevice::RawUnmap(void* ptr, int64_t bytes) {
+  // The pages go back to the system and the range faults again if touched, as an unmapped
+  // range of a GPU's segment would.
+  madvise(ptr, static_cast<size_t>(bytes), MADV_DONTNEED);
+  mprotect(ptr, static_cast<size_t>(bytes), PROT_NONE);
+}
+
+void HostDevice::RawReleaseAddress(void* ptr, int64_t bytes) {
+  munmap(ptr, static_cast<size_t>(bytes));
+}
 
 Result<std::unique_ptr<Device>> MakeHostDevice(const DeviceOptions& options) {
   return std::unique_ptr<Device>(std::make_unique<HostDevice>(options));

@@ -50,6 +50,12 @@ class HostDevice final : public Device {
  protected:
   void* RawAllocate(int64_t bytes, bool host) override;
   void RawFree(void* ptr, bool host) override;
+  // Expandable segments as the CUDA allocator makes them with cuMemAddressReserve / cuMemMap:
+  // an inaccessible mapping that reserves no memory, made readable and writable unit by unit.
+  void* RawReserveAddress(int64_t bytes) override;
+  bool RawMap(void* ptr, int64_t bytes) override;
+  void RawUnmap(void* ptr, int64_t bytes) override;
+  void RawReleaseAddress(void* ptr, int64_t bytes) override;
 
  private:
   struct LaneQueue {

@@ -54,6 +54,26 @@ GPU_RULES = [
 # FSDP2 rows the targets are set on: torchtitan, torchao, torchtitan PR #165.
 TARGET_REPOS = ("pytorch/torchtitan", "pytorch/ao")
 
+# Whether a run's launcher set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which changes
+# what the caching allocator reserves (the scenario's training.expandable_segments). torchtitan's
+# run_llama_train.sh sets it since a5e57e4 (2024-10-22, torchtitan PR #643; run_train.sh after the
+# rename), and torchao's float8 benchmarks launch through that script. First matching id prefix
+# wins; a row no prefix matches ran with PyTorch's default, off. README.md has the evidence.
+EXPANDABLE_SEGMENTS = [
+    ("torchtitan-2412-t1-", True),   # 8 GPUs: run_llama_train.sh at 9dec370 sets it
+    ("torchtitan-2412-t2-", True),
+    # 128-512 GPUs: their multi-node launcher is not published; torchtitan's default by then.
+    ("torchtitan-2412-", True),
+    # ROCm 6.4 build: PyTorch ignores the setting on ROCm before 7.0.
+    ("torchao-mi300x-", False),
+    ("torchao-", True),              # through torchtitan's run_train.sh
+    ("pr165-", False),               # run_llama_train.sh at 83c879f (2024-03) does not set it
+]
+
+
+def expandable_segments(row_id):
+    return next((on for prefix, on in EXPANDABLE_SEGMENTS if row_id.startswith(prefix)), False)
+
 
 class Unexpressible(Exception):
     pass
@@ -156,7 +176,8 @@ def scenario_of(row):
         "fsdp": {"mix_precision": mix_precision(tr.get("precision"))},
         "training": {"local_batch": tr["local_batch"], "seq_len": m["seq_len"],
                      "grad_accum": tr.get("grad_accum") or 1,
-                     "activation_checkpoint": checkpoint_mode(tr.get("activation_checkpointing"))},
+                     "activation_checkpoint": checkpoint_mode(tr.get("activation_checkpointing")),
+                     "expandable_segments": expandable_segments(row["id"])},
     }
     if (par.get("pp") or 1) > 1:
         sched = str(par.get("pp_schedule") or "1F1B").lower()
@@ -341,6 +362,7 @@ def main():
         results.append({
             "id": rid, "gpu": sc["cluster"]["gpu"], "scenario_path": os.path.abspath(scen_path),
             "target": target, "compile": bool(row["training"].get("compile")),
+            "expandable": sc["training"]["expandable_segments"],
             "measured_tps": meas_tps, "predicted_tps": s["tokens_per_s_per_gpu"],
             "tps_error_pct": pct_error(s["tokens_per_s_per_gpu"], meas_tps) if meas_tps else None,
             "memory_kind": mem_kind, "measured_mem_gib": meas_mem, "predicted_mem_gib": pred_mem,
@@ -363,7 +385,7 @@ def main():
         if r["power_limited"]:
             notes.append("power-limited part, cap not stated, predicted at full power")
         if r["memory_kind"]:
-            notes.append(r["memory_kind"])
+            notes.append(r["memory_kind"] + (", expandable segments" if r["expandable"] else ""))
         if not r["fits"]:
             notes.append("predicted not to fit")
         if not r["target"]:

@@ -370,6 +370,7 @@ Status FillTraining(const json& t, Scenario& s) {
     return InvalidInput(fmt::format(
         "training.attention_backend: unknown backend '{}' (expected flash or cudnn)", attention));
   }
+  s.training.expandable_segments = t["expandable_segments"].get<bool>();
   return Status::Ok();
 }
 

@@ -76,6 +76,10 @@ struct TrainingConfig {
   ActivationCheckpoint activation_checkpoint;  // default selective_op
   Optimizer optimizer = Optimizer::kAdamW;
   AttentionBackend attention_backend = AttentionBackend::kFlash;
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what torchtitan's launcher sets): the
+  // caching allocator grows one segment per stream in place instead of adding segments, which
+  // changes the reserved estimate, not what is allocated.
+  bool expandable_segments = false;
 };
 
 // The scenario's `adapter` section (planning.md §1.4): FQNs or `*` globs (one component).

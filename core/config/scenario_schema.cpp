@@ -62,6 +62,7 @@ std::vector<SchemaKey> BuildSchema() {
       {"training.activation_checkpoint", KeyType::kString, "selective_op"},
       {"training.optimizer", KeyType::kString, "adamw"},
       {"training.attention_backend", KeyType::kString, "flash"},
+      {"training.expandable_segments", KeyType::kBool, false},
       {"adapter", KeyType::kSection, nullptr},
       {"adapter.fsdp_wrap_modules", KeyType::kStringList, json::array()},
       {"adapter.fsdp_excluded_subtrees", KeyType::kStringList, json::array()},

@@ -81,7 +81,15 @@ void CachingAllocatorModel::ReplaceFreeAt(FreeList& list, FreeList::iterator at,
   blocks_[id].free = true;
 }
 
+void CachingAllocatorModel::Absorb(int into, int b) {
+  blocks_[into].size += blocks_[b].size;
+  blocks_[into].next = blocks_[b].next;
+  if (blocks_[b].next >= 0) blocks_[blocks_[b].next].prev = into;
+  unused_block_ids_.push_back(b);
+}
+
 void CachingAllocatorModel::ReleaseFreeSegments() {
+  if (config_.expandable_segments) UnmapFreeBlocks();
   for (int s : idle_segments_) {
     Segment& seg = segments_[s];
     EraseFree(seg.first_block);
@@ -101,6 +109,17 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   auto& free_set = FreeSet(pool);
   int id = -1;
   auto it = std::lower_bound(free_set.begin(), free_set.end(), FreeEntry{size, -1});
+  if (config_.expandable_segments) {
+    it = SkipExpandableTails(free_set, it);
+    if (it == free_set.end()) {
+      // No cached block fits: map more of the stream's segment. The mapped run joins the free
+      // block before it and is cached like any other block, then split below.
+      const int mapped = MapForRequest(pool, size);
+      if (mapped < 0) return -1;
+      it = std::lower_bound(free_set.begin(), free_set.end(),
+                            FreeEntry{blocks_[mapped].size, mapped});
+    }
+  }
   // The cached block's entry, left in place until the split below knows what replaces it.
   bool cached = false;
   if (it != free_set.end()) {
@@ -132,7 +151,8 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
     peak_reserved_bytes_ = std::max(peak_reserved_bytes_, reserved_bytes_);
   }
   const int64_t rest = blocks_[id].size - size;
-  const bool split = large ? rest > kAllocatorSmallSizeBytes : rest >= kAllocatorMinBlockBytes;
+  const bool split = large && !config_.expandable_segments ? rest > kAllocatorSmallSizeBytes
+                                                           : rest >= kAllocatorMinBlockBytes;
   if (split) {
     Block tail{rest, blocks_[id].offset + size, blocks_[id].segment, id, blocks_[id].next, false,
                pool};
@@ -162,10 +182,7 @@ void CachingAllocatorModel::Free(int handle) {
   const int prev = blocks_[id].prev;
   if (prev >= 0 && blocks_[prev].free) {
     taken = {blocks_[prev].size, prev};
-    blocks_[prev].size += blocks_[id].size;
-    blocks_[prev].next = blocks_[id].next;
-    if (blocks_[id].next >= 0) blocks_[blocks_[id].next].prev = prev;
-    unused_block_ids_.push_back(id);
+    Absorb(prev, id);
     id = prev;
   }
   const int next = blocks_[id].next;
@@ -176,10 +193,7 @@ void CachingAllocatorModel::Free(int handle) {
       taken = {blocks_[next].size, next};
       blocks_[next].free = false;
     }
-    blocks_[id].size += blocks_[next].size;
-    blocks_[id].next = blocks_[next].next;
-    if (blocks_[next].next >= 0) blocks_[blocks_[next].next].prev = id;
-    unused_block_ids_.push_back(next);
+    Absorb(id, next);
   }
   if (blocks_[id].prev < 0) segments_[blocks_[id].segment].first_block = id;
   if (taken.id >= 0) {
@@ -187,8 +201,9 @@ void CachingAllocatorModel::Free(int handle) {
   } else {
     InsertFree(id);
   }
-  // One free block spanning its whole segment: cudaFree-able when memory runs short.
-  if (blocks_[id].prev < 0 && blocks_[id].next < 0)
+  // One free block spanning its whole segment: cudaFree-able when memory runs short (an
+  // expandable segment is unmapped instead, UnmapFreeBlocks).
+  if (blocks_[id].prev < 0 && blocks_[id].next < 0 && !segments_[blocks_[id].segment].expandable)
     SortedInsert(idle_segments_, blocks_[id].segment);
 }
 

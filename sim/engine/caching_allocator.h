@@ -18,9 +18,23 @@
 //     segment coalesce;
 //   - when a new segment would exceed the capacity, fully free cached segments are released
 //     first (the allocator's free-and-retry); if it still does not fit, that is an OOM.
-// Simplified: one segment per cudaMalloc, no expandable segments, no max_split_size, no
-// garbage-collection threshold, no cross-stream record_stream delays (a block is reusable as
-// soon as the step frees it), no per-allocation alignment beyond 512 B.
+// With expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, AllocatorConfig),
+// as CUDACachingAllocator.cpp runs them:
+//   - each stream and pool has one segment: a virtual range of the GPU's memory × 9/8, mapped
+//     from its start in units of 2 MiB (small pool) or 20 MiB (large pool) as requests need;
+//     reserved is what is mapped;
+//   - a request no cached block fits maps ceil((size - F) / unit) units after the free block F
+//     that ends the mapped part (the lowest unmapped range that, with the free block before
+//     it, holds the request), and the new range joins F (try_allocate_expandable_block);
+//   - best fit treats a free block before unmapped space as that much larger, so it is taken
+//     only when no other cached block fits (get_free_block's expandable_size);
+//   - large blocks split whenever 512 B or more remain (should_split);
+//   - at the capacity the whole units inside every free block are unmapped, wherever they lie
+//     (release_cached_blocks → unmap_block), and the request is tried again.
+// Simplified: one segment per cudaMalloc, no max_split_size, no garbage-collection threshold,
+// no cross-stream record_stream delays (a block is reusable as soon as the step frees it), no
+// per-allocation alignment beyond 512 B; best fit's ties go to the older block, not the lower
+// address.
 #pragma once
 
 #include <compare>
@@ -35,6 +49,8 @@ inline constexpr int64_t kAllocatorSmallBufferBytes = int64_t{2} << 20;     // 2
 inline constexpr int64_t kAllocatorLargeBufferBytes = int64_t{20} << 20;    // 20 MiB
 inline constexpr int64_t kAllocatorMinLargeAllocBytes = int64_t{10} << 20;  // 10 MiB
 inline constexpr int64_t kAllocatorRoundLargeBytes = int64_t{2} << 20;      // 2 MiB
+// Expandable segments map the small pool in kAllocatorSmallBufferBytes units and the large pool
+// in kAllocatorLargeBufferBytes units.
 
 // Request size after the allocator's rounding (at least 512 B).
 int64_t RoundAllocationBytes(int64_t bytes);
@@ -51,12 +67,28 @@ class SegmentBacking {
   // Obtains `bytes` for new segment `segment`; false when there is no memory for it.
   virtual bool Reserve(int segment, int64_t bytes) = 0;
   virtual void Release(int segment) = 0;
+  // Expandable segments: an address range for `segment` with nothing behind it, then whole
+  // units of it mapped and unmapped. A backing that cannot (the default) refuses the range, and
+  // the allocation fails.
+  virtual bool ReserveAddressSpace(int /*segment*/, int64_t /*bytes*/) { return false; }
+  virtual bool Map(int /*segment*/, int64_t /*offset*/, int64_t /*bytes*/) { return false; }
+  virtual void Unmap(int /*segment*/, int64_t /*offset*/, int64_t /*bytes*/) {}
+  virtual void ReleaseAddressSpace(int /*segment*/) {}
+};
+
+// The PYTORCH_CUDA_ALLOC_CONF settings the model follows.
+struct AllocatorConfig {
+  bool expandable_segments = false;
+  // The virtual size of one expandable segment (PyTorch: the GPU's total memory × 9/8);
+  // <= 0: 2^44 bytes.
+  int64_t address_space_bytes = 0;
 };
 
 class CachingAllocatorModel {
  public:
   // capacity_bytes <= 0: unlimited (no release-and-retry, never OOM).
-  explicit CachingAllocatorModel(int64_t capacity_bytes = 0) : capacity_bytes_(capacity_bytes) {}
+  explicit CachingAllocatorModel(int64_t capacity_bytes = 0, AllocatorConfig config = {})
+      : capacity_bytes_(capacity_bytes), config_(config) {}
 
   // Not owned; must outlive the model. Set before the first Allocate.
   void set_backing(SegmentBacking* backing) { backing_ = backing; }
@@ -67,6 +99,7 @@ class CachingAllocatorModel {
   // Returns the block of `handle` to its stream's cache.
   void Free(int handle);
 
+  // Bytes of segments (with expandable segments: mapped bytes).
   int64_t reserved_bytes() const { return reserved_bytes_; }
   int64_t peak_reserved_bytes() const { return peak_reserved_bytes_; }
   // Sum of the rounded sizes of live blocks.
@@ -81,7 +114,8 @@ class CachingAllocatorModel {
   int segment_of(int handle) const { return blocks_[handle].segment; }
   int64_t offset_of(int handle) const { return blocks_[handle].offset; }
   int64_t block_bytes(int handle) const { return blocks_[handle].size; }
-  // Releases every fully free cached segment (torch.cuda.empty_cache()).
+  // Releases every fully free cached segment, and unmaps the whole units inside every free
+  // block of an expandable segment (torch.cuda.empty_cache()).
   void ReleaseCached() { ReleaseFreeSegments(); }
 
  private:
@@ -91,20 +125,39 @@ class CachingAllocatorModel {
     int segment = -1;
     int prev = -1;  // neighbours inside the segment, by address
     int next = -1;
-    bool free = false;
-    int pool = 0;  // key into free_ (stream * 2 + large)
+    bool free = false;   // cached and mapped: in its pool's free list
+    int pool = 0;        // key into free_ (stream * 2 + large)
+    bool mapped = true;  // false: an expandable segment's range with no memory behind it
   };
   struct Segment {
     int64_t size = 0;
     int pool = 0;
     int first_block = -1;
     bool live = false;
+    bool expandable = false;
   };
 
   int NewBlock(const Block& b);
   void InsertFree(int id);
   void EraseFree(int id);
   void ReleaseFreeSegments();
+  // Block `b` (the one after `into`) joins `into`.
+  void Absorb(int into, int b);
+
+  // Expandable segments (caching_allocator_expandable.cpp).
+  int64_t MapUnit(int pool) const;
+  bool Allocatable(int b) const { return blocks_[b].free || !blocks_[b].mapped; }
+  // A free mapped block of `pool` holding `size`, mapped for it, in the free list; -1 when the
+  // backing refuses.
+  int MapForRequest(int pool, int64_t size);
+  int FindExpandableBlock(int pool, int64_t size);
+  int64_t BytesToMap(int candidate, int64_t size) const;
+  int MapRun(int candidate, int64_t size);
+  void UnmapFreeBlocks();
+  void UnmapInterior(int id);
+  std::vector<int>& Unmapped(int pool);
+  void InsertUnmapped(int id);
+  void EraseUnmapped(int id);
   // A pool's cached blocks, (size, block id) ascending: best fit is the first not below the
   // request, ties to the lowest id (what std::set's order gave). A sorted vector, not a
   // std::set: a step replays an allocation and a free per buffer, and a set allocated and freed
@@ -126,8 +179,12 @@ class CachingAllocatorModel {
   // at `at` of `list`, its pool's (the block a split came from).
   void ReplaceFree(FreeEntry entry, int id);
   void ReplaceFreeAt(FreeList& list, FreeList::iterator at, int id);
+  // get_free_block's step past a best fit that ends at unmapped space, to the next larger
+  // block whose size and unmapped space after it are smaller.
+  FreeList::iterator SkipExpandableTails(FreeList& list, FreeList::iterator it);
 
   int64_t capacity_bytes_;
+  AllocatorConfig config_;
   SegmentBacking* backing_ = nullptr;
   int64_t reserved_bytes_ = 0;
   int64_t peak_reserved_bytes_ = 0;
@@ -140,6 +197,8 @@ class CachingAllocatorModel {
   std::vector<Segment> segments_;
   std::vector<FreeList> free_;      // per pool
   std::vector<int> idle_segments_;  // ascending: live segments that are one free block
+  // Per pool: the unmapped blocks of its expandable segments, by segment then offset.
+  std::vector<std::vector<int>> unmapped_;
 };
 
 }  // namespace shardscope::sim

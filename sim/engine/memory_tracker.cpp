@@ -34,7 +34,7 @@ class RoleState {
   // role: a pipeline's eight roles would each zero a slot for every buffer of the step.
   RoleState(int role, const CategoryBytes& initial, const MemoryOptions& options,
             std::vector<BufferSlot>* table)
-      : allocator_(options.capacity_bytes),
+      : allocator_(options.capacity_bytes, options.allocator),
         keep_samples_(options.keep_samples),
         role_(role),
         table_(table) {

@@ -21,6 +21,7 @@
 #include "core/schedule/schedule.h"
 #include "core/timeline/memory_series.h"
 #include "core/util/status.h"
+#include "sim/engine/caching_allocator.h"
 #include "sim/engine/engine.h"
 
 namespace shardscope::sim {
@@ -31,6 +32,7 @@ struct MemoryOptions {
   // Threads the replay may use: roles replay apart (each has its own allocator), so a
   // pipeline's stages split over them. The same figures for any count.
   int threads = 1;
+  AllocatorConfig allocator = {};  // PYTORCH_CUDA_ALLOC_CONF (expandable segments)
 };
 
 // Errors (InvalidInput) name the op: a free of a buffer that is not live or of an anonymous

@@ -312,6 +312,7 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
   }
   MemoryOptions memory_options{ctx.usable_bytes, ctx.keep_memory_samples};
   memory_options.threads = threads;
+  memory_options.allocator = ctx.allocator;
   Result<std::vector<RoleMemory>> memory = std::vector<RoleMemory>{};
   Summary timing;
   RunParts(2, threads, [&](int part) {
@@ -337,6 +338,17 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
   return sim;
 }
 
+namespace {
+
+AllocatorConfig AllocatorFor(const Scenario& sc, int64_t hbm_bytes) {
+  AllocatorConfig config;
+  config.expandable_segments = sc.training.expandable_segments;
+  config.address_space_bytes = hbm_bytes + hbm_bytes / 8;
+  return config;
+}
+
+}  // namespace
+
 Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
                                       const SimulateOptions& options) {
   Result<Hardware> hw_or =
@@ -358,6 +370,7 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
   ctx.gpus_per_node = sc.cluster.gpus_per_node;
   ctx.usable_bytes = hw.gpu.usable_bytes();
   ctx.hbm_bytes = hw.gpu.hbm_bytes;
+  ctx.allocator = AllocatorFor(sc, hw.gpu.hbm_bytes);
   ctx.peak_flops = hw.gpu.peak_bf16_flops;
   ctx.model_flops = ModelFlopsPerToken(tree, sc.training.seq_len);
   ctx.scenario = sc.resolved;

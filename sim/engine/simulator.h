@@ -52,8 +52,11 @@ namespace shardscope::sim {
 
 struct StepContext {
   int gpus_per_node = 8;
-  int64_t usable_bytes = 0;         // memory the job can reserve; <= 0: unlimited
-  int64_t hbm_bytes = 0;            // the GPU's total, for the summary
+  int64_t usable_bytes = 0;  // memory the job can reserve; <= 0: unlimited
+  int64_t hbm_bytes = 0;     // the GPU's total, for the summary
+  // The caching allocator's settings: the scenario's training.expandable_segments, with the
+  // GPU's address range (its memory × 9/8, as PyTorch reserves for each segment).
+  AllocatorConfig allocator;
   double peak_flops = 0;            // dense bf16 peak, for MFU
   ModelFlops model_flops;           // for TFLOP/s and MFU
   nlohmann::json scenario;          // resolved scenario, copied into the summary

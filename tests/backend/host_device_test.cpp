@@ -79,6 +79,46 @@ TEST(HostDeviceTest, ALimitRefusesSegmentsAfterReleasingCachedOnes) {
   dev->Free(b.value());
 }
 
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on the host: a lane's segment is one address
+// range, mapped in 20 MiB units as requests need, the blocks laid out as the model lays them.
+TEST(HostDeviceTest, ExpandableSegmentsMapUnitsOfOneRangePerLane) {
+  DeviceOptions o;
+  o.memory_limit_bytes = int64_t{100} << 20;
+  o.allocator.expandable_segments = true;
+  o.allocator.address_space_bytes = int64_t{1} << 30;
+  auto dev = MakeHostDevice(o).value();
+  const int64_t mib = int64_t{1} << 20;
+  DeviceBuffer a = dev->Allocate(30 * mib, MemCategory::kActivations, Lane::kCompute).value();
+  std::memset(a.data, 1, static_cast<size_t>(30 * mib));  // mapped memory, writable
+  EXPECT_EQ(dev->memory().reserved_bytes, 40 * mib);
+  DeviceBuffer b = dev->Allocate(15 * mib, MemCategory::kTemporaries, Lane::kCompute).value();
+  EXPECT_EQ(static_cast<char*>(b.data) - static_cast<char*>(a.data), 30 * mib)
+      << "the new unit joins the free 10 MiB after a";
+  std::memset(b.data, 2, static_cast<size_t>(15 * mib));
+  MemoryCounters m = dev->memory();
+  EXPECT_EQ(m.reserved_bytes, 60 * mib);
+  EXPECT_EQ(m.reserved[static_cast<int>(MemCategory::kActivations)], 40 * mib);
+  EXPECT_EQ(m.reserved[static_cast<int>(MemCategory::kTemporaries)], 20 * mib);
+  EXPECT_EQ(m.segments, 1);
+  // Another lane's range; at the 100 MiB limit the compute lane's free units are unmapped.
+  dev->Free(a);
+  DeviceBuffer c = dev->Allocate(50 * mib, MemCategory::kActivations, Lane::kAllGather).value();
+  std::memset(c.data, 3, static_cast<size_t>(50 * mib));
+  // 60 + 60 > 100: the whole unit inside a's free 30 MiB is unmapped, its last 10 MiB stay.
+  EXPECT_EQ(dev->memory().reserved_bytes, 100 * mib);
+  EXPECT_EQ(dev->memory().reserved[static_cast<int>(MemCategory::kActivations)], 80 * mib);
+  EXPECT_EQ(static_cast<unsigned char*>(b.data)[0], 2) << "b's memory kept";
+  Result<DeviceBuffer> d = dev->Allocate(40 * mib, MemCategory::kActivations, Lane::kAllGather);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("mapping more of the lane's expandable segment, in 20 MiB "
+                                      "units, would pass the limit"),
+            std::string::npos)
+      << d.status().message();
+  dev->Free(b);
+  dev->Free(c);
+  EXPECT_EQ(dev->memory().allocated_bytes, 0);
+}
+
 TEST(HostDeviceTest, AFreeWithAPendingEventKeepsTheBlockUntilItIsDone) {
   auto dev = Host();
   DeviceBuffer a = dev->Allocate(4096, MemCategory::kActivations, Lane::kCompute).value();

@@ -37,6 +37,7 @@ TEST(ScenarioTest, DefaultsFilledAndDpShardFillsTheWorld) {
   EXPECT_EQ(s->training.activation_checkpoint.mode, CheckpointMode::kSelectiveOp);
   EXPECT_EQ(s->training.optimizer, Optimizer::kAdamW);
   EXPECT_EQ(s->training.attention_backend, AttentionBackend::kFlash);
+  EXPECT_FALSE(s->training.expandable_segments);  // PyTorch's default
   EXPECT_EQ(s->parallelism.pp_schedule, PpSchedule::k1F1B);
   EXPECT_EQ(s->parallelism.pp_microbatches, 1);
   EXPECT_TRUE(s->parallelism.sequence_parallel);

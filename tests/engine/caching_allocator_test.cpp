@@ -96,5 +96,155 @@ TEST(CachingAllocatorTest, OnlyWhollyFreeSegmentsAreReleased) {
   EXPECT_EQ(b.oom_count(), 1);
 }
 
+// ----- Expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) -----
+
+CachingAllocatorModel Expandable(int64_t capacity = 0) {
+  return CachingAllocatorModel(capacity, AllocatorConfig{true, 0});
+}
+
+TEST(ExpandableSegmentsTest, MapWholeUnitsOfOneSegmentPerStreamAndPool) {
+  CachingAllocatorModel a = Expandable();
+  a.Allocate(100 * 1024, 1);
+  EXPECT_EQ(a.reserved_bytes(), 2 * kMiB);  // small pool: 2 MiB units
+  a.Allocate(30 * kMiB, 1);
+  EXPECT_EQ(a.reserved_bytes(), 42 * kMiB);  // large pool: 20 MiB units, two of them
+  a.Allocate(5 * kMiB, 1);                   // the 10 MiB left after the 30 MiB block
+  EXPECT_EQ(a.reserved_bytes(), 42 * kMiB);
+  EXPECT_EQ(a.segment_count(), 2);
+  a.Allocate(5 * kMiB, 2);  // another stream: its own segment
+  EXPECT_EQ(a.reserved_bytes(), 62 * kMiB);
+  EXPECT_EQ(a.segment_count(), 3);
+}
+
+TEST(ExpandableSegmentsTest, GrowthJoinsTheFreeBlockAtTheEnd) {
+  CachingAllocatorModel a = Expandable();
+  a.Allocate(30 * kMiB, 0);                // maps 40 MiB, 10 MiB free at the end
+  const int y = a.Allocate(15 * kMiB, 0);  // 5 MiB more: one unit, joined to the 10 MiB
+  EXPECT_EQ(a.reserved_bytes(), 60 * kMiB);
+  EXPECT_EQ(a.offset_of(y), 30 * kMiB);
+  EXPECT_EQ(a.segment_of(y), 0);
+  // Without expandable segments the same two requests take segments of their own size.
+  CachingAllocatorModel b;
+  b.Allocate(30 * kMiB, 0);
+  b.Allocate(15 * kMiB, 0);
+  EXPECT_EQ(b.reserved_bytes(), 46 * kMiB);
+  EXPECT_EQ(b.segment_count(), 2);
+}
+
+TEST(ExpandableSegmentsTest, BestFitKeepsTheBlockBeforeUnmappedSpaceForLast) {
+  CachingAllocatorModel a = Expandable();
+  const int x = a.Allocate(20 * kMiB, 0);  // [x 20]
+  a.Allocate(8 * kMiB, 0);                 // [x 20][8][12 free | unmapped]
+  a.Free(x);                               // free: 20 MiB at 0, 12 MiB before the unmapped end
+  const int z = a.Allocate(10 * kMiB, 0);  // the smallest fit is the 12 MiB; the 20 MiB is taken
+  EXPECT_EQ(a.offset_of(z), 0);
+  EXPECT_EQ(a.reserved_bytes(), 40 * kMiB);
+  const int w = a.Allocate(12 * kMiB, 0);  // nothing else fits: the end block
+  EXPECT_EQ(a.offset_of(w), 28 * kMiB);
+  EXPECT_EQ(a.reserved_bytes(), 40 * kMiB);
+}
+
+TEST(ExpandableSegmentsTest, LargeBlocksSplitDownTo512Bytes) {
+  CachingAllocatorModel a = Expandable();
+  a.Allocate(19 * kMiB + 512 * 1024, 0);  // 512 KiB left in the unit: split off
+  EXPECT_EQ(a.allocated_rounded_bytes(), 19 * kMiB + 512 * 1024);
+  CachingAllocatorModel b;
+  b.Allocate(19 * kMiB + 512 * 1024, 0);  // a 20 MiB segment, 512 KiB <= 1 MiB: not split
+  EXPECT_EQ(b.allocated_rounded_bytes(), 20 * kMiB);
+}
+
+TEST(ExpandableSegmentsTest, CapacityUnmapsFreeUnitsOfEveryStreamThenRetries) {
+  CachingAllocatorModel a = Expandable(100 * kMiB);
+  const int x = a.Allocate(60 * kMiB, 1);
+  a.Free(x);
+  EXPECT_EQ(a.reserved_bytes(), 60 * kMiB);  // cached, still mapped
+  a.Allocate(60 * kMiB, 2);  // 120 MiB > 100: stream 1's free units are unmapped first
+  EXPECT_EQ(a.capacity_hits(), 1);
+  EXPECT_EQ(a.oom_count(), 0);
+  EXPECT_EQ(a.reserved_bytes(), 60 * kMiB);
+  EXPECT_EQ(a.segment_count(), 1);  // nothing of stream 1's segment stayed mapped
+  a.Allocate(60 * kMiB, 2);         // nothing free to unmap: OOM
+  EXPECT_EQ(a.oom_count(), 1);
+}
+
+TEST(ExpandableSegmentsTest, EmptyCacheLeavesHolesThatAreMappedFirst) {
+  CachingAllocatorModel a = Expandable();
+  a.Allocate(20 * kMiB, 0);
+  const int y = a.Allocate(20 * kMiB, 0);
+  a.Allocate(30 * kMiB, 0);  // [20][y 20][30][10 free]
+  EXPECT_EQ(a.reserved_bytes(), 80 * kMiB);
+  a.Free(y);
+  a.ReleaseCached();  // whole units of free blocks: y's 20 MiB, none of the 10 MiB at 70
+  EXPECT_EQ(a.reserved_bytes(), 60 * kMiB);
+  const int z = a.Allocate(20 * kMiB, 0);  // the lowest unmapped range that holds it: y's
+  EXPECT_EQ(a.offset_of(z), 20 * kMiB);
+  EXPECT_EQ(a.reserved_bytes(), 80 * kMiB);
+  // A free block that holds no whole unit keeps its memory.
+  const int small = a.Allocate(5 * kMiB, 0);  // from the 10 MiB at 70
+  a.Free(small);
+  a.ReleaseCached();
+  EXPECT_EQ(a.reserved_bytes(), 80 * kMiB);
+}
+
+// Records what the model asks of a device.
+struct RecordingBacking : SegmentBacking {
+  bool Reserve(int, int64_t) override { return true; }
+  void Release(int) override {}
+  bool ReserveAddressSpace(int segment, int64_t bytes) override {
+    ranges.push_back({segment, bytes});
+    return true;
+  }
+  bool Map(int segment, int64_t offset, int64_t bytes) override {
+    if (mapped + bytes > limit) return false;
+    mapped += bytes;
+    maps.push_back({segment, offset, bytes});
+    return true;
+  }
+  void Unmap(int, int64_t, int64_t bytes) override { mapped -= bytes; }
+  void ReleaseAddressSpace(int segment) override { released.push_back(segment); }
+  struct Range {
+    int segment;
+    int64_t bytes;
+  };
+  struct Mapping {
+    int segment;
+    int64_t offset, bytes;
+  };
+  int64_t limit = int64_t{1} << 40;
+  int64_t mapped = 0;
+  std::vector<Range> ranges;
+  std::vector<Mapping> maps;
+  std::vector<int> released;
+};
+
+TEST(ExpandableSegmentsTest, BackingReservesTheRangeAndMapsUnits) {
+  RecordingBacking backing;
+  CachingAllocatorModel a(0, AllocatorConfig{true, 80 * kGiB});
+  a.set_backing(&backing);
+  a.Allocate(30 * kMiB, 0);
+  a.Allocate(15 * kMiB, 0);
+  ASSERT_EQ(backing.ranges.size(), 1u);
+  EXPECT_EQ(backing.ranges[0].bytes, 80 * kGiB);  // a multiple of 20 MiB already
+  ASSERT_EQ(backing.maps.size(), 2u);
+  EXPECT_EQ(backing.maps[0].offset, 0);
+  EXPECT_EQ(backing.maps[0].bytes, 40 * kMiB);
+  EXPECT_EQ(backing.maps[1].offset, 40 * kMiB);
+  EXPECT_EQ(backing.maps[1].bytes, 20 * kMiB);
+  EXPECT_EQ(backing.mapped, a.reserved_bytes());
+  // A device that refuses a mapping: free units are unmapped and the mapping tried again, then
+  // the allocation fails.
+  backing.limit = 60 * kMiB;
+  EXPECT_EQ(a.Allocate(30 * kMiB, 0), -1);
+  EXPECT_EQ(a.oom_count(), 1);
+  // A backing without expandable segments refuses the range.
+  struct Plain : SegmentBacking {
+    bool Reserve(int, int64_t) override { return true; }
+    void Release(int) override {}
+  } plain;
+  CachingAllocatorModel b(0, AllocatorConfig{true, 0});
+  b.set_backing(&plain);
+  EXPECT_EQ(b.Allocate(kMiB, 0), -1);
+}
+
 }  // namespace
 }  // namespace shardscope::sim

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/trace/trace_io.h"
@@ -428,6 +429,23 @@ TEST(SimulateTest, CudnnAttentionChangesOnlyAttentionsRate) {
   EXPECT_DOUBLE_EQ(c.at("gemm"), f.at("gemm"));
   EXPECT_DOUBLE_EQ(c.at("elementwise"), f.at("elementwise"));
   EXPECT_LT(cudnn.summary.step_time_s, flash.summary.step_time_s);
+}
+
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True changes how the caching allocator reserves,
+// nothing that is allocated or timed.
+TEST(SimulateTest, ExpandableSegmentsChangeOnlyTheReserve) {
+  const Simulation plain = MustRun(DefaultScenarioJson());
+  const Simulation expandable =
+      MustRun(DefaultScenarioJson(), {"training.expandable_segments=true"});
+  EXPECT_EQ(expandable.summary.step_time_s, plain.summary.step_time_s);
+  EXPECT_EQ(expandable.summary.peak_memory_allocated_gib, plain.summary.peak_memory_allocated_gib);
+  EXPECT_NE(expandable.summary.peak_memory_reserved_gib, plain.summary.peak_memory_reserved_gib);
+  EXPECT_GE(expandable.summary.peak_memory_reserved_gib,
+            expandable.summary.peak_memory_allocated_gib);
+  // Reserved grows in whole 2 MiB (small pool) and 20 MiB (large pool) units.
+  const double units = expandable.summary.peak_memory_reserved_gib * 1024 / 2;
+  EXPECT_DOUBLE_EQ(units, std::round(units));
+  EXPECT_EQ(expandable.summary.scenario["training"]["expandable_segments"], true);
 }
 
 TEST(SimulateTest, CudnnAttentionWithoutAFigureIsAnErrorUnlessCalibrated) {

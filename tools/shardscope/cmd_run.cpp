@@ -287,6 +287,13 @@ Status Run(const RunArgs& args) {
   // The measured summary's usable memory and fit are the run's: the device's limit where one
   // is set (they were the scenario GPU's, 15.5 GiB, on a run limited to 5.3).
   if (dopt.memory_limit_bytes > 0) pricing.ctx.usable_bytes = dopt.memory_limit_bytes;
+  dopt.allocator = pricing.ctx.allocator;
+  if (device_kind == "cuda" && dopt.allocator.expandable_segments) {
+    return InvalidInput(fmt::format(
+        "{}: training.expandable_segments: the CUDA device does not map memory on demand "
+        "(cuMemMap) yet; set it to false to run on GPUs, or run on the CPU with --device cpu",
+        sc.source));
+  }
   SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::Device> device, MakeDevice(device_kind, dopt));
   const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(args.timeout_s * 1e9));
   SS_ASSIGN_OR_RETURN(
