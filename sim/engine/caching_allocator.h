@@ -39,6 +39,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace shardscope::sim {
@@ -114,6 +115,11 @@ class CachingAllocatorModel {
   int segment_of(int handle) const { return blocks_[handle].segment; }
   int64_t offset_of(int handle) const { return blocks_[handle].offset; }
   int64_t block_bytes(int handle) const { return blocks_[handle].size; }
+  // What is wrong with the model's own bookkeeping, empty when nothing (for tests): every live
+  // segment tiled by its blocks in offset order, the free lists holding exactly the free
+  // mapped blocks, neighbours coalesced, unmapped ranges whole units and listed, reserved the
+  // sum of what is mapped.
+  std::string CheckConsistency() const;
   // Releases every fully free cached segment, and unmaps the whole units inside every free
   // block of an expandable segment (torch.cuda.empty_cache()).
   void ReleaseCached() { ReleaseFreeSegments(); }

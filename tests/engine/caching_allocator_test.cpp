@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "core/util/units.h"
 
 namespace shardscope::sim {
@@ -184,6 +191,53 @@ TEST(ExpandableSegmentsTest, EmptyCacheLeavesHolesThatAreMappedFirst) {
   a.Free(small);
   a.ReleaseCached();
   EXPECT_EQ(a.reserved_bytes(), 80 * kMiB);
+}
+
+// Random requests on three streams, frees in random order and empty_cache now and then, with
+// and without expandable segments and a capacity: after every step the model's bookkeeping
+// holds (CheckConsistency) and no two live blocks overlap.
+TEST(CachingAllocatorTest, RandomSequencesKeepTheBookkeeping) {
+  for (const bool expandable : {false, true}) {
+    for (const int64_t capacity : {int64_t{0}, 600 * kMiB}) {
+      CachingAllocatorModel a(capacity, AllocatorConfig{expandable, 2 * kGiB});
+      std::mt19937_64 rng(expandable * 2 + (capacity > 0));
+      std::vector<int> live;
+      for (int step = 0; step < 4000; ++step) {
+        const uint64_t r = rng() % 100;
+        if (r < 55 || live.empty()) {
+          // Log-uniform sizes from 100 B to 64 MiB: both pools, splits and unit boundaries.
+          const double exponent = 2 + static_cast<double>(rng() % 10000) / 10000 * 5.8;
+          const int64_t bytes = static_cast<int64_t>(std::pow(10.0, exponent));
+          const int h = a.Allocate(bytes, static_cast<int>(rng() % 3));
+          ASSERT_GE(h, 0);
+          live.push_back(h);
+        } else if (r < 98) {
+          const size_t i = rng() % live.size();
+          a.Free(live[i]);
+          live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          a.ReleaseCached();
+        }
+        const std::string wrong = a.CheckConsistency();
+        ASSERT_EQ(wrong, "") << "expandable " << expandable << ", capacity " << capacity
+                             << ", step " << step;
+        if (step % 97 == 0) {
+          std::vector<std::tuple<int, int64_t, int64_t>> spans;
+          for (int h : live) spans.emplace_back(a.segment_of(h), a.offset_of(h), a.block_bytes(h));
+          std::sort(spans.begin(), spans.end());
+          for (size_t i = 1; i < spans.size(); ++i) {
+            if (std::get<0>(spans[i]) != std::get<0>(spans[i - 1])) continue;
+            ASSERT_LE(std::get<1>(spans[i - 1]) + std::get<2>(spans[i - 1]), std::get<1>(spans[i]))
+                << "live blocks overlap at step " << step;
+          }
+        }
+      }
+      EXPECT_GE(a.peak_reserved_bytes(), a.reserved_bytes());
+      if (capacity > 0) {
+        EXPECT_GT(a.capacity_hits(), 0) << "the capacity was never met";
+      }
+    }
+  }
 }
 
 // Records what the model asks of a device.
