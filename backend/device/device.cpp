@@ -39,7 +39,10 @@ struct Device::Pool : sim::SegmentBacking {
   }
   bool ReserveAddressSpace(int segment, int64_t bytes) override {
     void* p = device->RawReserveAddress(bytes);
-    if (p == nullptr) return false;
+    if (p == nullptr) {
+      refusal = fmt::format("the device gave no address range of {} bytes", bytes);
+      return false;
+    }
     if (segment >= static_cast<int>(base.size())) base.resize(segment + 1, nullptr);
     base[segment] = p;
     address_bytes[segment] = bytes;
@@ -47,8 +50,14 @@ struct Device::Pool : sim::SegmentBacking {
   }
   // Mapped memory counts, by category, in 2 MiB steps (both pools' units are multiples).
   bool Map(int segment, int64_t offset, int64_t bytes) override {
-    if (limit > 0 && reserved + bytes > limit) return false;
-    if (!device->RawMap(static_cast<char*>(base[segment]) + offset, bytes)) return false;
+    if (limit > 0 && reserved + bytes > limit) {
+      refusal = fmt::format("{} bytes more would pass the limit", bytes);
+      return false;
+    }
+    if (!device->RawMap(static_cast<char*>(base[segment]) + offset, bytes)) {
+      refusal = fmt::format("the device refused {} bytes more", bytes);
+      return false;
+    }
     reserved += bytes;
     for (int64_t at = offset; at < offset + bytes; at += kStep) {
       mapped_category[{segment, at}] = request_category;
@@ -87,6 +96,7 @@ struct Device::Pool : sim::SegmentBacking {
   std::unordered_map<int, int64_t> address_bytes;
   std::map<std::pair<int, int64_t>, MemCategory> mapped_category;
   MemCategory request_category = MemCategory::kActivations;  // of the Allocate under way
+  std::string refusal;  // why the last mapping failed, for the OOM message
 };
 
 Device::Device(int64_t capacity_bytes, sim::AllocatorConfig allocator)
@@ -145,10 +155,10 @@ Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane 
                                : sim::kAllocatorLargeBufferBytes;
       return RuntimeError(fmt::format(
           "out of memory: {} bytes of {} on lane {} did not fit: no cached block of the lane held "
-          "it, and mapping more of the lane's expandable segment, in {} MiB units, {} ({} "
+          "it, and mapping more of the lane's expandable segment (in {} MiB units) failed: {} ({} "
           "reserved{}, {} allocated)",
           bytes, MemCategoryName(category), LaneName(stream), unit / 1048576,
-          pool.limit > 0 ? "would pass the limit" : "was refused", pool.reserved,
+          pool.refusal.empty() ? "refused" : pool.refusal, pool.reserved,
           pool.limit > 0 ? fmt::format(" of {} usable", pool.limit) : "",
           counters_.allocated_bytes));
     }

@@ -61,11 +61,11 @@ int CachingAllocatorModel::NewBlock(const Block& b) {
 
 void CachingAllocatorModel::InsertFree(int id) {
   blocks_[id].free = true;
-  SortedInsert(FreeSet(blocks_[id].pool), {blocks_[id].size, id});
+  SortedInsert(FreeSet(blocks_[id].pool), EntryOf(id));
 }
 
 void CachingAllocatorModel::EraseFree(int id) {
-  SortedErase(FreeSet(blocks_[id].pool), {blocks_[id].size, id});
+  SortedErase(FreeSet(blocks_[id].pool), EntryOf(id));
   blocks_[id].free = false;
 }
 
@@ -77,7 +77,7 @@ void CachingAllocatorModel::ReplaceFree(FreeEntry entry, int id) {
 }
 
 void CachingAllocatorModel::ReplaceFreeAt(FreeList& list, FreeList::iterator at, int id) {
-  SortedReplace(list, at, {blocks_[id].size, id});
+  SortedReplace(list, at, EntryOf(id));
   blocks_[id].free = true;
 }
 
@@ -108,7 +108,7 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   const int pool = stream * 2 + (large ? 1 : 0);
   auto& free_set = FreeSet(pool);
   int id = -1;
-  auto it = std::lower_bound(free_set.begin(), free_set.end(), FreeEntry{size, -1});
+  auto it = std::lower_bound(free_set.begin(), free_set.end(), FreeEntry{size, INT32_MIN, -1});
   if (config_.expandable_segments) {
     it = SkipExpandableTails(free_set, it);
     if (it == free_set.end()) {
@@ -116,8 +116,7 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
       // block before it and is cached like any other block, then split below.
       const int mapped = MapForRequest(pool, size);
       if (mapped < 0) return -1;
-      it = std::lower_bound(free_set.begin(), free_set.end(),
-                            FreeEntry{blocks_[mapped].size, mapped});
+      it = std::lower_bound(free_set.begin(), free_set.end(), EntryOf(mapped));
     }
   }
   // The cached block's entry, left in place until the split below knows what replaces it.
@@ -178,10 +177,10 @@ void CachingAllocatorModel::Free(int handle) {
   allocated_rounded_bytes_ -= blocks_[id].size;
   // Coalesce with free neighbours of the same segment. The merged block's free-list entry takes
   // the place of the first neighbour's (ReplaceFree); a second neighbour's is erased.
-  FreeEntry taken{-1, -1};
+  FreeEntry taken{-1, 0, -1};
   const int prev = blocks_[id].prev;
   if (prev >= 0 && blocks_[prev].free) {
-    taken = {blocks_[prev].size, prev};
+    taken = EntryOf(prev);
     Absorb(prev, id);
     id = prev;
   }
@@ -190,7 +189,7 @@ void CachingAllocatorModel::Free(int handle) {
     if (taken.id >= 0) {
       EraseFree(next);
     } else {
-      taken = {blocks_[next].size, next};
+      taken = EntryOf(next);
       blocks_[next].free = false;
     }
     Absorb(id, next);

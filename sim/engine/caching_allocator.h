@@ -33,10 +33,12 @@
 //     (release_cached_blocks → unmap_block), and the request is tried again.
 // Simplified: one segment per cudaMalloc, no max_split_size, no garbage-collection threshold,
 // no cross-stream record_stream delays (a block is reusable as soon as the step frees it), no
-// per-allocation alignment beyond 512 B; best fit's ties go to the older block, not the lower
-// address.
+// per-allocation alignment beyond 512 B; without expandable segments best fit's ties go to the
+// lowest block id, not the lower address.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -81,7 +83,7 @@ class SegmentBacking {
 struct AllocatorConfig {
   bool expandable_segments = false;
   // The virtual size of one expandable segment (PyTorch: the GPU's total memory × 9/8);
-  // <= 0: 2^44 bytes.
+  // <= 0: 1 TiB.
   int64_t address_space_bytes = 0;
 };
 
@@ -164,17 +166,31 @@ class CachingAllocatorModel {
   std::vector<int>& Unmapped(int pool);
   void InsertUnmapped(int id);
   void EraseUnmapped(int id);
-  // A pool's cached blocks, (size, block id) ascending: best fit is the first not below the
-  // request, ties to the lowest id (what std::set's order gave). A sorted vector, not a
+  // A pool's cached blocks, (size, order, block id) ascending: best fit is the first not below
+  // the request. A sorted vector, not a
   // std::set: a step replays an allocation and a free per buffer, and a set allocated and freed
   // a node for each (the allocator model's share of a sweep's profile, issue 14).
   // An entry: a trivially copyable pair, so that shifting a list's entries is one memmove
   // (std::pair's assignment is user-provided: element by element).
+  // `order` breaks ties of size by address, as PyTorch's BlockComparatorSize does, where that
+  // decides more than which of two equal blocks serves: in an expandable segment, the offset in
+  // 512 B units (the block before unmapped space is skipped only for a larger one); elsewhere 0,
+  // ties then going to the lowest block id.
   struct FreeEntry {
     int64_t size;
+    int32_t order;
     int id;
     auto operator<=>(const FreeEntry&) const = default;
   };
+  FreeEntry EntryOf(int id) const {
+    const Block& b = blocks_[id];
+    const bool by_address = config_.expandable_segments && segments_[b.segment].expandable;
+    return {b.size,
+            by_address ? static_cast<int32_t>(
+                             std::min<int64_t>(b.offset / kAllocatorMinBlockBytes, INT32_MAX))
+                       : 0,
+            id};
+  }
   using FreeList = std::vector<FreeEntry>;
   FreeList& FreeSet(int pool) {  // inline: every insert and erase asks for its list
     if (pool >= static_cast<int>(free_.size())) [[unlikely]]

@@ -56,7 +56,7 @@ std::string CachingAllocatorModel::CheckConsistency() const {
       const FreeEntry& e = free_[p][i];
       if (i > 0 && !(free_[p][i - 1] < e)) return fmt::format("pool {}: free list not sorted", p);
       const auto it = free_blocks.find(e.id);
-      if (it == free_blocks.end() || blocks_[e.id].size != e.size ||
+      if (it == free_blocks.end() || !(EntryOf(e.id) == e) ||
           blocks_[e.id].pool != static_cast<int>(p)) {
         return fmt::format("pool {}: free entry ({}, {}) is not a free block of the pool", p,
                            e.size, e.id);

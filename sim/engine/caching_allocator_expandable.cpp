@@ -10,8 +10,9 @@
 namespace shardscope::sim {
 namespace {
 
-// 2^44 bytes: a range no replay fills, for a model without a GPU's size.
-constexpr int64_t kUnboundedAddressSpace = int64_t{1} << 44;
+// 1 TiB: a range no replay fills, for a model without a GPU's size (a device's 14 lanes and
+// pools of such ranges stay inside a 47-bit address space).
+constexpr int64_t kUnboundedAddressSpace = int64_t{1} << 40;
 
 int64_t RoundUp(int64_t bytes, int64_t unit) { return (bytes + unit - 1) / unit * unit; }
 int64_t RoundDown(int64_t bytes, int64_t unit) { return bytes / unit * unit; }
@@ -165,12 +166,18 @@ int CachingAllocatorModel::MapRun(int candidate, int64_t size) {
 
 int CachingAllocatorModel::MapForRequest(int pool, int64_t size) {
   int candidate = FindExpandableBlock(pool, size);
-  if (candidate < 0) return -1;
+  if (candidate < 0) {  // the backing refused an address range
+    ++oom_count_;
+    return -1;
+  }
   if (capacity_bytes_ > 0 && reserved_bytes_ + BytesToMap(candidate, size) > capacity_bytes_) {
     ++capacity_hits_;
     ReleaseFreeSegments();
     candidate = FindExpandableBlock(pool, size);
-    if (candidate < 0) return -1;
+    if (candidate < 0) {
+      ++oom_count_;
+      return -1;
+    }
     if (reserved_bytes_ + BytesToMap(candidate, size) > capacity_bytes_) ++oom_count_;
   }
   int run = MapRun(candidate, size);

@@ -110,8 +110,8 @@ TEST(HostDeviceTest, ExpandableSegmentsMapUnitsOfOneRangePerLane) {
   EXPECT_EQ(static_cast<unsigned char*>(b.data)[0], 2) << "b's memory kept";
   Result<DeviceBuffer> d = dev->Allocate(40 * mib, MemCategory::kActivations, Lane::kAllGather);
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("mapping more of the lane's expandable segment, in 20 MiB "
-                                      "units, would pass the limit"),
+  EXPECT_NE(d.status().message().find("mapping more of the lane's expandable segment (in 20 MiB "
+                                      "units) failed: 41943040 bytes more would pass the limit"),
             std::string::npos)
       << d.status().message();
   dev->Free(b);

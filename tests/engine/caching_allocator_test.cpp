@@ -151,6 +151,47 @@ TEST(ExpandableSegmentsTest, BestFitKeepsTheBlockBeforeUnmappedSpaceForLast) {
   EXPECT_EQ(a.reserved_bytes(), 40 * kMiB);
 }
 
+// Equal sizes are ordered by address, as PyTorch's free blocks are: the walk past the block
+// before unmapped space then reaches the next block up (a sequence a randomized comparison with
+// a pointer-based re-implementation of CUDACachingAllocator.cpp found, where ordering by block
+// id took the block before the hole).
+TEST(ExpandableSegmentsTest, TiesOfSizeGoByAddress) {
+  CachingAllocatorModel a = Expandable();
+  a.Allocate(40 * kMiB, 0);
+  a.Allocate(3 * kMiB, 0);
+  a.Allocate(7 * kMiB, 0);
+  const int h4 = a.Allocate(40 * kMiB, 0);
+  const int h2 = a.Allocate(60 * kMiB, 0);
+  a.ReleaseCached();
+  a.Free(h2);
+  a.ReleaseCached();
+  a.ReleaseCached();
+  a.Allocate(40 * kMiB, 0);
+  a.Free(h4);
+  a.ReleaseCached();
+  // Free now: 10 MiB at 50 before a 20 MiB hole, 10 MiB at 80 before an allocated block, 10 MiB
+  // at 130 before the unmapped end.
+  const int h = a.Allocate(6 * kMiB, 0);
+  EXPECT_EQ(a.offset_of(h), 80 * kMiB);
+  EXPECT_EQ(a.CheckConsistency(), "");
+}
+
+TEST(ExpandableSegmentsTest, OneMappingCrossesHolesAndFreeBlocks) {
+  CachingAllocatorModel a = Expandable();
+  int h[5];
+  for (int& x : h) x = a.Allocate(20 * kMiB, 0);  // 0-100 MiB, whole units
+  a.Free(h[1]);
+  a.Free(h[3]);
+  a.ReleaseCached();  // holes at 20-40 and 60-80
+  EXPECT_EQ(a.reserved_bytes(), 60 * kMiB);
+  a.Free(h[2]);  // 40-60 free and mapped, between the holes
+  // 55 MiB: the first hole, the free block and one unit of the second hole.
+  const int big = a.Allocate(55 * kMiB, 0);
+  EXPECT_EQ(a.offset_of(big), 20 * kMiB);
+  EXPECT_EQ(a.reserved_bytes(), 100 * kMiB);
+  EXPECT_EQ(a.CheckConsistency(), "");
+}
+
 TEST(ExpandableSegmentsTest, LargeBlocksSplitDownTo512Bytes) {
   CachingAllocatorModel a = Expandable();
   a.Allocate(19 * kMiB + 512 * 1024, 0);  // 512 KiB left in the unit: split off
@@ -284,6 +325,13 @@ TEST(ExpandableSegmentsTest, BackingReservesTheRangeAndMapsUnits) {
   EXPECT_EQ(backing.maps[0].bytes, 40 * kMiB);
   EXPECT_EQ(backing.maps[1].offset, 40 * kMiB);
   EXPECT_EQ(backing.maps[1].bytes, 20 * kMiB);
+  EXPECT_EQ(backing.mapped, a.reserved_bytes());
+  // Another stream's range, wholly unmapped by empty_cache: its address range goes back.
+  const int other = a.Allocate(kMiB * 30, 1);
+  a.Free(other);
+  a.ReleaseCached();
+  ASSERT_EQ(backing.ranges.size(), 2u);
+  EXPECT_EQ(backing.released, std::vector<int>{backing.ranges[1].segment});
   EXPECT_EQ(backing.mapped, a.reserved_bytes());
   // A device that refuses a mapping: free units are unmapped and the mapping tried again, then
   // the allocation fails.
