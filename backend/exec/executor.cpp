@@ -780,10 +780,14 @@ Status Runner::IssueCompute(int i) {
     if (const auto* copy = std::get_if<FsdpCopyWork>(&item.work)) {
       // The copy-out moves the all-gather output into the parameters; the reduce copy-in
       // reads the unsharded gradients (its output buffer is allocated with the
-      // reduce-scatter, which runs chunk_cat itself): both move their bytes in place here.
+      // reduce-scatter, which runs chunk_cat itself); the fold into the accumulator reads the
+      // gradients and the accumulator (AfterEnd adds them, where the gradients are freed): all
+      // move their bytes in place here.
       std::vector<int> ids;
       if (u != nullptr && copy->which == FsdpCopyWork::Which::kCopyOut) ids = {u->gathered};
       if (u != nullptr && copy->which != FsdpCopyWork::Which::kCopyOut) ids = u->grads;
+      if (u != nullptr && copy->which == FsdpCopyWork::Which::kAccumulate && Accumulating(*u))
+        ids.push_back(u->accum);
       FsdpCopyArgs a;
       a.src_dtype = a.dst_dtype = DType::kUInt8;
       for (int id : ids) {

@@ -145,12 +145,16 @@ struct OptimizerWork {
 // given as with OptimizerWork (mixed dtypes); with one dtype src_bytes = elements ×
 // DTypeBytes(src_dtype), dst_bytes likewise.
 struct FsdpCopyWork {
-  enum class Which : uint8_t { kCopyOut, kReduceCopyIn };
+  // kAccumulate: FSDP2's post_backward without gradient sync, the unit's gradients cast into
+  // (first micro-step) or added to (later ones) the unsharded accumulator, one kernel per
+  // parameter; a reduce copy-in of an accumulation reads the accumulator.
+  enum class Which : uint8_t { kCopyOut, kReduceCopyIn, kAccumulate };
   Which which = Which::kCopyOut;
   int64_t elements = 0;
-  int64_t src_bytes = 0, dst_bytes = 0;
+  int64_t src_bytes = 0, dst_bytes = 0;  // bytes read, bytes written
   DType src_dtype = DType::kBFloat16;
   DType dst_dtype = DType::kBFloat16;
+  int kernels = 1;  // kernels launched
 };
 
 using Work = std::variant<GemmWork, GroupedGemmWork, AttentionWork, EmbeddingWork, EltwiseWork,

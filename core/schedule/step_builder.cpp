@@ -134,6 +134,12 @@ struct UnitState {
   // The FSDP copies' items (CopyItems), shared by every micro-batch's copy op.
   ComputeItems copy_out_items;
   ComputeItems copy_in_items;
+  // FSDP2's folds into the unsharded accumulator (AccumulateItems): the first micro-step's
+  // cast, a later one's add, and a reduction's copy-in that adds the last micro-step's
+  // gradients and reads the sum.
+  ComputeItems cast_items;
+  ComputeItems add_items;
+  ComputeItems accumulated_copy_in_items;
 };
 
 // The element type and NCCL count of a call that moves `bytes` per rank.
@@ -516,6 +522,73 @@ class RoleEmitter::Impl {
     item.module = module;
     cached = {std::move(item)};
     return cached;
+  }
+
+  // The unsharded accumulator of micro-steps without sync: the unit's gradients and its
+  // replicate params' gradients, in the reduce dtype.
+  static int64_t AccumulatorBytes(const UnitSizes& z) {
+    return z.grad_numel * z.shard_group * z.reduce_dtype_bytes +
+           (z.replicate_grad_bytes > 0 ? z.replicate_reduce_bytes : 0);
+  }
+
+  // FSDP2's post_backward without gradient sync folds the gradients into the accumulator on
+  // the compute stream, a Python loop over the group's parameters (one kernel each):
+  // `first` casts them into it (to_accumulated_grad_if_needed; nothing when they are in the
+  // reduce dtype already, autograd then keeps the gradient itself), a later micro-step adds
+  // them (accumulate_unsharded_grad_if_needed, +=: both read, the accumulator written).
+  // Cached per unit like CopyItems.
+  const ComputeItems& AccumulateItems(int u, bool first) {
+    UnitState& st = state_[u];
+    ComputeItems& cached = first ? st.cast_items : st.add_items;
+    if (!cached.empty()) return cached;
+    cached = {AccumulateItem(u, first)};
+    return cached;
+  }
+  ComputeItem AccumulateItem(int u, bool first) {
+    const UnitSizes& z = in_.sizes[u];
+    const UnitPlan& unit = Unit(u);
+    FsdpCopyWork w;
+    w.which = FsdpCopyWork::Which::kAccumulate;
+    w.elements = z.shard_group * z.grad_numel + z.replicate_grad_numel;
+    w.src_dtype = z.gather_dtype;
+    w.dst_dtype = z.reduce_dtype;
+    const int64_t grads = z.grad_bytes + z.replicate_grad_bytes;
+    const int64_t accum = AccumulatorBytes(z);
+    const auto grad_params = [](const std::vector<ParamPlan>& ps) {
+      return static_cast<int>(
+          std::count_if(ps.begin(), ps.end(), [](const ParamPlan& p) { return p.requires_grad; }));
+    };
+    w.kernels = grad_params(unit.params) + grad_params(unit.replicate_params);
+    if (first && z.gather_dtype == z.reduce_dtype) {
+      w.kernels = 0;
+    } else {
+      w.src_bytes = first ? grads : grads + accum;
+      w.dst_bytes = accum;
+    }
+    ComputeItem item;
+    item.kind = OpKind::kNorm;
+    item.work = w;
+    item.module = static_cast<int>(s_.modules.size());
+    s_.modules.push_back(fmt::format("fsdp_accumulate_grad:{}", in_.labels[u]));
+    return item;
+  }
+  // A reduction's copy-in after micro-steps without sync: the last micro-step's gradients
+  // added to the accumulator (FSDP2's post_backward_accumulate), then chunk_cat reading the sum
+  // in the reduce dtype.
+  const ComputeItems& AccumulatedCopyInItems(int u) {
+    UnitState& st = state_[u];
+    if (!st.accumulated_copy_in_items.empty()) return st.accumulated_copy_in_items;
+    ComputeItems items = {AccumulateItem(u, false)};
+    ComputeItem copy =
+        CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u, FsdpCopyWork::Which::kReduceCopyIn)
+            .front();
+    auto& work = std::get<FsdpCopyWork>(copy.work);
+    const UnitSizes& z = in_.sizes[u];
+    work.src_bytes = z.shard_group * z.grad_numel * z.reduce_dtype_bytes;
+    work.src_dtype = z.reduce_dtype;
+    items.push_back(std::move(copy));
+    st.accumulated_copy_in_items = std::move(items);
+    return st.accumulated_copy_in_items;
   }
 
   // ----- FSDP hooks -----
@@ -1107,15 +1180,27 @@ class RoleEmitter::Impl {
       return;
     }
     if (!reduce) {
-      // Non-final micro-step without sync: fold the gradient into the unsharded accumulator.
-      if (st.accum_buffer < 0) {
-        const int64_t accum = z.grad_numel * z.shard_group * z.reduce_dtype_bytes +
-                              (z.replicate_grad_bytes > 0 ? z.replicate_reduce_bytes : 0);
-        st.accum_buffer = Alloc(end, MemoryEffect::When::kEnd, MemCategory::kUnshardedGrads, accum,
-                                z.reduce_dtype, u);
+      // Non-final micro-step without sync: the gradients folded into the unsharded accumulator
+      // (allocated by the first fold) by their own op after the unit's last backward op, then
+      // dropped.
+      const int64_t accum = AccumulatorBytes(z);
+      if (accum <= 0) {
+        FreeGrads(u, At::Pushed(last), MemoryEffect::When::kEnd);
+        Free(At::Pushed(last), MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+        return;
       }
-      FreeGrads(u, At::Pushed(last), MemoryEffect::When::kEnd);
-      Free(At::Pushed(last), MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+      const bool first = st.accum_buffer < 0;
+      OpDraft fold = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kAccumulateGrad),
+                           "fsdp::accumulate_grad", u);
+      fold.items = AccumulateItems(u, first);
+      fold.deps = {last};
+      if (first) {
+        st.accum_buffer = Alloc(fold, MemoryEffect::When::kStart, MemCategory::kUnshardedGrads,
+                                accum, z.reduce_dtype, u);
+      }
+      FreeGrads(u, fold, MemoryEffect::When::kEnd);
+      Free(fold, MemoryEffect::When::kEnd, st.replicate_grad_buffer);
+      Push(std::move(fold));
       return;
     }
     if (IsRoot(u)) {
@@ -1150,8 +1235,9 @@ class RoleEmitter::Impl {
       // backward op; the reduction below waits for it.
       OpDraft copy = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kReduceCopyIn),
                            "fsdp::chunk_cat", u);
-      copy.items =
-          CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u, FsdpCopyWork::Which::kReduceCopyIn);
+      copy.items = st.accum_buffer >= 0 ? AccumulatedCopyInItems(u)
+                                        : CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u,
+                                                    FsdpCopyWork::Which::kReduceCopyIn);
       last = Push(std::move(copy));
     }
     if (z.grad_numel > 0) {

@@ -59,6 +59,8 @@ inline constexpr std::string_view kCopyIn = "copy_in";       // all-gather copy-
 inline constexpr std::string_view kAllGather = "all_gather";
 inline constexpr std::string_view kCopyOut = "copy_out";             // all-gather copy-out
 inline constexpr std::string_view kReduceCopyIn = "reduce_copy_in";  // reduce-scatter copy-in
+// A micro-step without gradient sync: the gradients folded into the unsharded accumulator.
+inline constexpr std::string_view kAccumulateGrad = "accumulate_grad";
 inline constexpr std::string_view kReduceScatter = "reduce_scatter";
 inline constexpr std::string_view kAllReduce = "all_reduce";  // HSDP replicate reduction
 inline constexpr std::string_view kAllReduceReplicate = "all_reduce_replicate";  // replicate params

@@ -58,7 +58,8 @@ PricedWork Priced(const ComputeItem& item, const CostParams& p) {
   }
   if (const auto* c = std::get_if<FsdpCopyWork>(&item.work)) {
     w.price = PriceClass::kStreaming;
-    w.bytes = static_cast<double>(c->src_bytes + c->dst_bytes);  // one read, one write
+    w.bytes = static_cast<double>(c->src_bytes + c->dst_bytes);
+    w.launches = c->kernels;
     return w;
   }
   const bool bwd = item.backward && !item.recompute;

@@ -104,7 +104,10 @@ bool ReachedSteadyState(const Schedule& longer, const Timeline& timeline,
                         const SteadyStateRuns& runs, double shorter_step_s, double longer_step_s) {
   const int pp = static_cast<int>(longer.roles.size());
   if (!runs.check_period || pp <= 1 || runs.b <= pp) return true;
-  const int last = runs.b - 1, first = last - pp;
+  // Its last pp forwards, each issued after a backward of the steady state: the first stage's
+  // forward of micro-batch pp waits on micro-batch 0's backward, whose post-backward differs
+  // (without gradient sync it casts the gradients into the accumulator, later ones add them).
+  const int last = runs.b - 1, first = last - pp + 1;
   int64_t start_last = -1, start_first = -1;
   for (size_t i = 0; i < longer.ops.size(); ++i) {
     const ScheduleOp& op = longer.ops[i];
@@ -119,7 +122,7 @@ bool ReachedSteadyState(const Schedule& longer, const Timeline& timeline,
   }
   if (start_last < 0 || start_first < 0) return false;
   const double slope_s = (longer_step_s - shorter_step_s) / (runs.b - runs.a);
-  const double period_s = static_cast<double>(start_last - start_first) * 1e-9 / pp;
+  const double period_s = static_cast<double>(start_last - start_first) * 1e-9 / (last - first);
   // The extrapolation's promise is 0.1% of the step; a period 0.01% off the slope is a run
   // still filling.
   return std::abs(period_s - slope_s) <= 1e-4 * std::abs(slope_s) + 1e-9;

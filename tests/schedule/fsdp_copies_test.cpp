@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "core/schedule/schedule_builder.h"
 #include "core/schedule/schedule_check.h"
@@ -126,6 +128,84 @@ TEST(FsdpCopiesTest, WithOneRankTheCastRunsOnTheComputeLaneAndCopiesOut) {
   EXPECT_NE(SingleCopy(b.schedule.ops[copy_out]), nullptr);
   // Without peers there is no reduce-scatter, but chunk_cat still runs (S = 1).
   EXPECT_GE(Index(b.schedule, "bwd/model.layers.0/reduce_copy_in"), 0);
+}
+
+// Micro-steps without gradient sync: FSDP2's post_backward folds the gradients into the
+// unsharded accumulator on the compute stream, one kernel per parameter, after the unit's last
+// backward op (the first micro-step casts them into the reduce dtype, later ones add), and the
+// reduction's copy-in adds the last micro-step's before it reads the sum.
+TEST(FsdpCopiesTest, MicroStepsWithoutSyncFoldTheGradientsIntoTheAccumulator) {
+  Case c = MixedPrecisionCase();
+  c.fsdp.requires_grad_sync = false;
+  c.options.grad_accum = 3;
+  const Built b = BuildAll(c);
+  const Schedule& s = b.schedule;
+  const Status valid = ValidateSchedule(s);
+  ASSERT_TRUE(valid.ok()) << valid.message();
+  const UnitPlan* unit = FindUnit(b.plan, "model.layers.1");
+  ASSERT_NE(unit, nullptr);
+  const UnitSizes z = ComputeUnitSizes(*unit);
+  const int64_t accum = z.shard_group * z.grad_numel * z.reduce_dtype_bytes;
+  const int params = static_cast<int>(unit->params.size());
+  for (int micro = 0; micro < 2; ++micro) {
+    const std::string mb = "mb" + std::to_string(micro) + "/bwd/model.layers.1/";
+    const int fold_at = Index(s, mb + "accumulate_grad");
+    ASSERT_GE(fold_at, 0) << mb;
+    const ScheduleOp& fold = s.ops[fold_at];
+    EXPECT_EQ(fold.lane, Lane::kCompute);
+    EXPECT_EQ(NameOf(s, fold), "fsdp::accumulate_grad");
+    // Right after the unit's backward on the compute lane, which it waits for.
+    const int bwd = Index(s, mb + "compute");
+    EXPECT_EQ(NextOnLane(s, bwd), fold_at);
+    const std::span<const int> deps = DepsOf(s, fold);
+    EXPECT_NE(std::find(deps.begin(), deps.end(), bwd), deps.end());
+    const FsdpCopyWork* w = SingleCopy(fold);
+    ASSERT_NE(w, nullptr) << mb;
+    EXPECT_EQ(w->which, FsdpCopyWork::Which::kAccumulate);
+    EXPECT_EQ(w->kernels, params);
+    EXPECT_EQ(w->src_dtype, DType::kBFloat16);
+    EXPECT_EQ(w->dst_dtype, DType::kFloat32);
+    EXPECT_EQ(w->dst_bytes, accum);
+    // The first casts (reads the gradients), a later one adds (reads both).
+    EXPECT_EQ(w->src_bytes, micro == 0 ? z.grad_bytes : z.grad_bytes + accum) << mb;
+    // The accumulator comes with the first fold; the gradients go with every fold.
+    int64_t allocated = 0, freed = 0;
+    for (const MemoryEffect& m : EffectsOf(s, fold)) {
+      if (m.category != MemCategory::kUnshardedGrads) continue;
+      if (m.bytes > 0) {
+        EXPECT_EQ(m.when, MemoryEffect::When::kStart);
+        allocated += m.bytes;
+      } else {
+        EXPECT_EQ(m.when, MemoryEffect::When::kEnd);
+        freed -= m.bytes;
+      }
+    }
+    EXPECT_EQ(allocated, micro == 0 ? accum : 0) << mb;
+    EXPECT_EQ(freed, z.grad_bytes) << mb;
+  }
+  // The last micro-step folds inside its reduction's copy-in, which then reads the sum.
+  EXPECT_LT(Index(s, "mb2/bwd/model.layers.1/accumulate_grad"), 0);
+  const int in_at = Index(s, "mb2/bwd/model.layers.1/reduce_copy_in");
+  ASSERT_GE(in_at, 0);
+  const std::vector<ComputeItem>& items = s.ops[in_at].items;
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(Copy(items[0]).which, FsdpCopyWork::Which::kAccumulate);
+  EXPECT_EQ(Copy(items[0]).src_bytes, z.grad_bytes + accum);
+  EXPECT_EQ(Copy(items[1]).which, FsdpCopyWork::Which::kReduceCopyIn);
+  EXPECT_EQ(Copy(items[1]).src_bytes, accum);
+  EXPECT_EQ(Copy(items[1]).src_dtype, DType::kFloat32);
+  EXPECT_EQ(Copy(items[1]).dst_bytes, z.reduce_in_bytes);
+  // With the gradients in the reduce dtype already, the first fold casts nothing (autograd
+  // keeps the gradient), a later one still adds.
+  c.fsdp.mix_precision.reduce_dtype = DType::kBFloat16;
+  const Built same = BuildAll(c);
+  const int first = Index(same.schedule, "mb0/bwd/model.layers.1/accumulate_grad");
+  const int second = Index(same.schedule, "mb1/bwd/model.layers.1/accumulate_grad");
+  ASSERT_GE(first, 0);
+  ASSERT_GE(second, 0);
+  EXPECT_EQ(SingleCopy(same.schedule.ops[first])->src_bytes, 0);
+  EXPECT_EQ(SingleCopy(same.schedule.ops[first])->kernels, 0);
+  EXPECT_GT(SingleCopy(same.schedule.ops[second])->src_bytes, 0);
 }
 
 TEST(FsdpCopiesTest, OptimizerHoldsAdamsDenominatorOnlyWhileItRuns) {
