@@ -4,7 +4,7 @@
 // built must simulate, to a finite, non-negative step time (a wrapped duration is negative).
 //
 // Input: the first byte picks the scenario (activation checkpointing, tp, reshard, world,
-// pipeline, accumulation);
+// pipeline, accumulation, expandable segments);
 // the rest is the module tree JSON (formats.md §1a).
 //
 //   cmake -S . -B build-fuzz -DSHARDSCOPE_BUILD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
@@ -57,6 +57,8 @@ nlohmann::json ScenarioFor(uint8_t choice) {
     s["training"]["local_batch"] = 2;
   }
   if (choice & 0x40) s["training"]["grad_accum"] = 2;
+  // The caching allocator's expandable segments (its replay of every buffer of the step).
+  if (choice & 0x80) s["training"]["expandable_segments"] = true;
   return s;
 }
 
