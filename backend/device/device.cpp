@@ -101,8 +101,7 @@ struct Device::Pool : sim::SegmentBacking {
 
 Device::Device(int64_t capacity_bytes, sim::AllocatorConfig allocator)
     : device_pool_(std::make_unique<Pool>(this, false, capacity_bytes, allocator)),
-      host_pool_(std::make_unique<Pool>(this, true, 0, sim::AllocatorConfig{})),
-      expandable_(allocator.expandable_segments) {}
+      host_pool_(std::make_unique<Pool>(this, true, 0, sim::AllocatorConfig{})) {}
 
 Device::~Device() = default;
 
@@ -149,10 +148,8 @@ Result<DeviceBuffer> Device::Allocate(int64_t bytes, MemCategory category, Lane 
     // A request needs more than its own bytes: say how much the allocator asked for, so that
     // "12 MiB free" beside a failed 11 MiB request is not read as a bug.
     const int64_t rounded = sim::RoundAllocationBytes(bytes);
-    if (expandable_ && !host) {
-      const int64_t unit = rounded <= sim::kAllocatorSmallSizeBytes
-                               ? sim::kAllocatorSmallBufferBytes
-                               : sim::kAllocatorLargeBufferBytes;
+    if (pool.model.config().expandable_segments) {
+      const int64_t unit = sim::ExpandableUnitBytes(rounded > sim::kAllocatorSmallSizeBytes);
       return RuntimeError(fmt::format(
           "out of memory: {} bytes of {} on lane {} did not fit: no cached block of the lane held "
           "it, and mapping more of the lane's expandable segment (in {} MiB units) failed: {} ({} "

@@ -177,7 +177,6 @@ class Device {
   };
   std::vector<PendingFree> pending_;
   MemoryCounters counters_;
-  bool expandable_ = false;  // device memory in expandable segments
 };
 
 }  // namespace shardscope::backend

@@ -524,11 +524,13 @@ class RoleEmitter::Impl {
     return cached;
   }
 
-  // The unsharded accumulator of micro-steps without sync: the unit's gradients and its
-  // replicate params' gradients, in the reduce dtype.
+  // The unsharded accumulator of micro-steps without sync: the unit's gradients (the part a
+  // reduction's copy-in reads), then its replicate params' gradients, in the reduce dtype.
+  static int64_t AccumulatorGradBytes(const UnitSizes& z) {
+    return z.grad_numel * z.shard_group * z.reduce_dtype_bytes;
+  }
   static int64_t AccumulatorBytes(const UnitSizes& z) {
-    return z.grad_numel * z.shard_group * z.reduce_dtype_bytes +
-           (z.replicate_grad_bytes > 0 ? z.replicate_reduce_bytes : 0);
+    return AccumulatorGradBytes(z) + (z.replicate_grad_bytes > 0 ? z.replicate_reduce_bytes : 0);
   }
 
   // FSDP2's post_backward without gradient sync folds the gradients into the accumulator on
@@ -583,9 +585,8 @@ class RoleEmitter::Impl {
         CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u, FsdpCopyWork::Which::kReduceCopyIn)
             .front();
     auto& work = std::get<FsdpCopyWork>(copy.work);
-    const UnitSizes& z = in_.sizes[u];
-    work.src_bytes = z.shard_group * z.grad_numel * z.reduce_dtype_bytes;
-    work.src_dtype = z.reduce_dtype;
+    work.src_bytes = AccumulatorGradBytes(in_.sizes[u]);
+    work.src_dtype = in_.sizes[u].reduce_dtype;
     items.push_back(std::move(copy));
     st.accumulated_copy_in_items = std::move(items);
     return st.accumulated_copy_in_items;

@@ -88,6 +88,17 @@ void CachingAllocatorModel::Absorb(int into, int b) {
   unused_block_ids_.push_back(b);
 }
 
+int CachingAllocatorModel::SplitAt(int b, int64_t at) {
+  const Block& k = blocks_[b];
+  Block rest{k.offset + k.size - at, at, k.segment, b, k.next, false, k.pool};
+  rest.mapped = k.mapped;
+  const int id = NewBlock(rest);  // may move blocks_: `k` is not read after it
+  if (blocks_[id].next >= 0) blocks_[blocks_[id].next].prev = id;
+  blocks_[b].next = id;
+  blocks_[b].size = at - blocks_[b].offset;
+  return id;
+}
+
 void CachingAllocatorModel::ReleaseFreeSegments() {
   if (config_.expandable_segments) UnmapFreeBlocks();
   for (int s : idle_segments_) {
@@ -153,12 +164,7 @@ int CachingAllocatorModel::Allocate(int64_t bytes, int stream) {
   const bool split = large && !config_.expandable_segments ? rest > kAllocatorSmallSizeBytes
                                                            : rest >= kAllocatorMinBlockBytes;
   if (split) {
-    Block tail{rest, blocks_[id].offset + size, blocks_[id].segment, id, blocks_[id].next, false,
-               pool};
-    const int tail_id = NewBlock(tail);
-    if (blocks_[tail_id].next >= 0) blocks_[blocks_[tail_id].next].prev = tail_id;
-    blocks_[id].next = tail_id;
-    blocks_[id].size = size;
+    const int tail_id = SplitAt(id, blocks_[id].offset + size);
     if (cached) {
       ReplaceFreeAt(free_set, it, tail_id);
     } else {

@@ -52,8 +52,11 @@ inline constexpr int64_t kAllocatorSmallBufferBytes = int64_t{2} << 20;     // 2
 inline constexpr int64_t kAllocatorLargeBufferBytes = int64_t{20} << 20;    // 20 MiB
 inline constexpr int64_t kAllocatorMinLargeAllocBytes = int64_t{10} << 20;  // 10 MiB
 inline constexpr int64_t kAllocatorRoundLargeBytes = int64_t{2} << 20;      // 2 MiB
-// Expandable segments map the small pool in kAllocatorSmallBufferBytes units and the large pool
-// in kAllocatorLargeBufferBytes units.
+// The unit an expandable segment of the large (requests over 1 MiB) or the small pool is
+// mapped in.
+inline int64_t ExpandableUnitBytes(bool large) {
+  return large ? kAllocatorLargeBufferBytes : kAllocatorSmallBufferBytes;
+}
 
 // Request size after the allocator's rounding (at least 512 B).
 int64_t RoundAllocationBytes(int64_t bytes);
@@ -93,6 +96,7 @@ class CachingAllocatorModel {
   explicit CachingAllocatorModel(int64_t capacity_bytes = 0, AllocatorConfig config = {})
       : capacity_bytes_(capacity_bytes), config_(config) {}
 
+  const AllocatorConfig& config() const { return config_; }
   // Not owned; must outlive the model. Set before the first Allocate.
   void set_backing(SegmentBacking* backing) { backing_ = backing; }
 
@@ -151,6 +155,9 @@ class CachingAllocatorModel {
   void ReleaseFreeSegments();
   // Block `b` (the one after `into`) joins `into`.
   void Absorb(int into, int b);
+  // The inverse: block `b` ends at offset `at`, and the new block returned (of its pool, mapped
+  // as it is, not free) holds the rest.
+  int SplitAt(int b, int64_t at);
 
   // Expandable segments (caching_allocator_expandable.cpp).
   int64_t MapUnit(int pool) const;

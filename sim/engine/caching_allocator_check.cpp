@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <set>
 
 #include "sim/engine/caching_allocator.h"
 
@@ -12,7 +12,7 @@ namespace shardscope::sim {
 std::string CachingAllocatorModel::CheckConsistency() const {
   int64_t reserved = 0;
   int live = 0;
-  std::map<int, int> free_blocks;  // block id → times met walking the segments
+  std::set<int> free_blocks;  // met walking the segments
   std::vector<std::vector<int>> unmapped(unmapped_.size());
   for (size_t s = 0; s < segments_.size(); ++s) {
     const Segment& seg = segments_[s];
@@ -39,7 +39,7 @@ std::string CachingAllocatorModel::CheckConsistency() const {
         if (k.pool >= static_cast<int>(unmapped.size())) unmapped.resize(k.pool + 1);
         unmapped[k.pool].push_back(b);
       }
-      if (k.free) ++free_blocks[b];
+      if (k.free) free_blocks.insert(b);
       at += k.size;
       prev = b;
     }
@@ -55,8 +55,7 @@ std::string CachingAllocatorModel::CheckConsistency() const {
     for (size_t i = 0; i < free_[p].size(); ++i) {
       const FreeEntry& e = free_[p][i];
       if (i > 0 && !(free_[p][i - 1] < e)) return fmt::format("pool {}: free list not sorted", p);
-      const auto it = free_blocks.find(e.id);
-      if (it == free_blocks.end() || !(EntryOf(e.id) == e) ||
+      if (free_blocks.count(e.id) == 0 || !(EntryOf(e.id) == e) ||
           blocks_[e.id].pool != static_cast<int>(p)) {
         return fmt::format("pool {}: free entry ({}, {}) is not a free block of the pool", p,
                            e.size, e.id);

@@ -20,7 +20,7 @@ int64_t RoundDown(int64_t bytes, int64_t unit) { return bytes / unit * unit; }
 }  // namespace
 
 int64_t CachingAllocatorModel::MapUnit(int pool) const {
-  return pool % 2 == 1 ? kAllocatorLargeBufferBytes : kAllocatorSmallBufferBytes;
+  return ExpandableUnitBytes(pool % 2 == 1);
 }
 
 std::vector<int>& CachingAllocatorModel::Unmapped(int pool) {
@@ -134,19 +134,8 @@ int CachingAllocatorModel::MapRun(int candidate, int64_t size) {
       }
       reserved_bytes_ += m;
       peak_reserved_bytes_ = std::max(peak_reserved_bytes_, reserved_bytes_);
-      if (m < blocks_[b].size) {
-        Block rest{
-            blocks_[b].size - m, blocks_[b].offset + m, seg, b, blocks_[b].next, false, pool};
-        rest.mapped = false;
-        EraseUnmapped(b);
-        const int rest_id = NewBlock(rest);
-        if (blocks_[rest_id].next >= 0) blocks_[blocks_[rest_id].next].prev = rest_id;
-        blocks_[b].next = rest_id;
-        blocks_[b].size = m;
-        InsertUnmapped(rest_id);
-      } else {
-        EraseUnmapped(b);
-      }
+      EraseUnmapped(b);
+      if (m < blocks_[b].size) InsertUnmapped(SplitAt(b, blocks_[b].offset + m));
       blocks_[b].mapped = true;
       join(b);
       last_mapped = true;
@@ -210,23 +199,14 @@ void CachingAllocatorModel::UnmapInterior(int id) {
   const int64_t hi = RoundDown(end, unit);
   if (hi <= lo) return;
   const int seg = blocks_[id].segment;
-  const int pool = blocks_[id].pool;
   EraseFree(id);
   // Up to three pieces: a mapped head, the unmapped units, a mapped tail.
-  const auto split_after = [&](int b, int64_t at) {
-    Block rest{blocks_[b].offset + blocks_[b].size - at, at, seg, b, blocks_[b].next, false, pool};
-    const int rest_id = NewBlock(rest);
-    if (blocks_[rest_id].next >= 0) blocks_[blocks_[rest_id].next].prev = rest_id;
-    blocks_[b].next = rest_id;
-    blocks_[b].size = at - blocks_[b].offset;
-    return rest_id;
-  };
   int middle = id;
   if (lo > begin) {
-    middle = split_after(id, lo);
+    middle = SplitAt(id, lo);
     InsertFree(id);
   }
-  if (hi < end) InsertFree(split_after(middle, hi));
+  if (hi < end) InsertFree(SplitAt(middle, hi));
   if (backing_ != nullptr) backing_->Unmap(seg, lo, hi - lo);
   reserved_bytes_ -= hi - lo;
   blocks_[middle].mapped = false;

@@ -40,6 +40,26 @@ int Index(const Schedule& s, const std::string& op_id) {
   return -1;
 }
 
+// What `op` allocates at its start and frees at its end of category `c` (an allocation at
+// its end or a free at its start fails the test).
+struct StartEndBytes {
+  int64_t allocated = 0, freed = 0;
+};
+StartEndBytes AllocatedAtStartFreedAtEnd(const Schedule& s, const ScheduleOp& op, MemCategory c) {
+  StartEndBytes out;
+  for (const MemoryEffect& m : EffectsOf(s, op)) {
+    if (m.category != c) continue;
+    if (m.bytes > 0) {
+      EXPECT_EQ(m.when, MemoryEffect::When::kStart);
+      out.allocated += m.bytes;
+    } else {
+      EXPECT_EQ(m.when, MemoryEffect::When::kEnd);
+      out.freed -= m.bytes;
+    }
+  }
+  return out;
+}
+
 // The op's single FSDP copy item (what the importer's measured copy-out / chunk_cat events
 // are matched against, by op_id).
 const FsdpCopyWork* SingleCopy(const ScheduleOp& op) {
@@ -169,19 +189,9 @@ TEST(FsdpCopiesTest, MicroStepsWithoutSyncFoldTheGradientsIntoTheAccumulator) {
     // The first casts (reads the gradients), a later one adds (reads both).
     EXPECT_EQ(w->src_bytes, micro == 0 ? z.grad_bytes : z.grad_bytes + accum) << mb;
     // The accumulator comes with the first fold; the gradients go with every fold.
-    int64_t allocated = 0, freed = 0;
-    for (const MemoryEffect& m : EffectsOf(s, fold)) {
-      if (m.category != MemCategory::kUnshardedGrads) continue;
-      if (m.bytes > 0) {
-        EXPECT_EQ(m.when, MemoryEffect::When::kStart);
-        allocated += m.bytes;
-      } else {
-        EXPECT_EQ(m.when, MemoryEffect::When::kEnd);
-        freed -= m.bytes;
-      }
-    }
-    EXPECT_EQ(allocated, micro == 0 ? accum : 0) << mb;
-    EXPECT_EQ(freed, z.grad_bytes) << mb;
+    const StartEndBytes grads = AllocatedAtStartFreedAtEnd(s, fold, MemCategory::kUnshardedGrads);
+    EXPECT_EQ(grads.allocated, micro == 0 ? accum : 0) << mb;
+    EXPECT_EQ(grads.freed, z.grad_bytes) << mb;
   }
   // The last micro-step folds inside its reduction's copy-in, which then reads the sum.
   EXPECT_LT(Index(s, "mb2/bwd/model.layers.1/accumulate_grad"), 0);
@@ -213,20 +223,12 @@ TEST(FsdpCopiesTest, OptimizerHoldsAdamsDenominatorOnlyWhileItRuns) {
   const Built adam = BuildAll(setup);
   const ScheduleOp* opt = FindOp(adam.schedule, "step/optimizer");
   ASSERT_NE(opt, nullptr);
-  int64_t allocated = 0, freed = 0, numel = 0;
-  for (const MemoryEffect& m : EffectsOf(adam.schedule, *opt)) {
-    if (m.category != MemCategory::kTemporaries) continue;
-    if (m.bytes > 0) {
-      EXPECT_EQ(m.when, MemoryEffect::When::kStart);
-      allocated += m.bytes;
-    } else {
-      EXPECT_EQ(m.when, MemoryEffect::When::kEnd);
-      freed -= m.bytes;
-    }
-  }
+  const StartEndBytes temps =
+      AllocatedAtStartFreedAtEnd(adam.schedule, *opt, MemCategory::kTemporaries);
+  int64_t numel = 0;
   for (const UnitPlan& u : adam.plan.units) numel += ComputeUnitSizes(u).optimizer_numel;
-  EXPECT_EQ(allocated, 4 * numel);  // _foreach_sqrt: one fp32 tensor per parameter
-  EXPECT_EQ(freed, allocated);
+  EXPECT_EQ(temps.allocated, 4 * numel);  // _foreach_sqrt: one fp32 tensor per parameter
+  EXPECT_EQ(temps.freed, temps.allocated);
   setup.options.optimizer = "sgd";
   const Built sgd = BuildAll(setup);
   const ScheduleOp* sgd_opt = FindOp(sgd.schedule, "step/optimizer");
