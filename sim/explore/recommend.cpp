@@ -62,6 +62,14 @@ double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective 
   return 0;
 }
 
+// The best key other FSDP settings could give a simulated plan: its throughput at the step time
+// FSDP cannot shorten (VariantFigures::fsdp_independent_floor_s); -inf where there is none.
+double RefinedBound(const VariantFigures& f, Objective objective) {
+  if (f.fsdp_independent_floor_s <= 0 || f.step_time_s <= 0) return -HUGE_VAL;
+  const double ub_tps = f.tokens_per_s_per_gpu * f.step_time_s / f.fsdp_independent_floor_s;
+  return BoundKey(ub_tps, f.world_size, f.usd_per_gpu_hour, objective);
+}
+
 // Whether a simulated plan fits with at least the margin's headroom; one that fits with less
 // is counted in rec->thin (when given).
 bool KeepsMargin(const VariantResult& v, const RecommendOptions& o, Recommendation* rec) {
@@ -347,7 +355,8 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     sweep.progress = [&](int64_t done, int64_t) { o.progress(done_before + done, total); };
   }
   std::vector<VariantResult> fitting;
-  std::vector<double> best_keys;  // the objective keys of the fitting plans, sorted
+  std::vector<double> fitting_bound;  // each fitting plan's bound (the search's, by index)
+  std::vector<double> best_keys;      // the objective keys of the fitting plans, sorted
   // With several GPUs, each GPU's best key so far too: a plan that could beat its own GPU's
   // best is simulated even when it cannot reach the top K, so each GPU's best plan is found
   // (its bound is optimistic: a plan better than the GPU's best has a bound below it).
@@ -358,6 +367,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         static_cast<int>(best_keys.size()) >= o.top ? best_keys[o.top - 1] : HUGE_VAL;
     std::vector<std::vector<std::string>> chunk;
     std::vector<int> chunk_gpu;
+    std::vector<double> chunk_bound;
     const size_t end = std::min(candidates.size(), start + kChunk);
     for (size_t i = start; i < end; ++i) {
       const Candidate& c = candidates[i];
@@ -366,6 +376,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       } else {
         chunk.push_back(c.sets);
         chunk_gpu.push_back(c.gpu);
+        chunk_bound.push_back(c.bound);
       }
     }
     if (!chunk.empty()) {
@@ -380,6 +391,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         double& own = gpu_best[static_cast<size_t>(chunk_gpu[k])];
         own = std::min(own, key);
         fitting.push_back(std::move(v));
+        fitting_bound.push_back(chunk_bound[k]);
       }
     }
     done_before = pruned_before + static_cast<int64_t>(end);
@@ -387,34 +399,53 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   }
   rec.fitting = static_cast<int64_t>(fitting.size());
 
-  // Refine the best plans' FSDP settings: deeper prefetch, no reshard after forward.
-  std::vector<int> ranked = RankVariants(fitting, o.objective);
-  std::vector<int> to_refine(ranked.begin(), ranked.begin() + std::min<int>(o.top, ranked.size()));
-  if (per_gpu) {
-    // And each GPU's best, where it is not among them.
-    std::set<std::string> seen;
-    for (int i : to_refine) seen.insert(fitting[i].figures.gpu);
+  // Refine the plans' FSDP settings: deeper prefetch, no reshard after forward. Other FSDP
+  // settings can lower a plan's key, but not below its bound; so, round after round, every plan
+  // whose bound reaches the K-th best key so far (or its GPU's best) is refined, until none is
+  // left. The K best are then exactly the K best of the whole space, and `--top K` prints the
+  // first K plans of any larger `--top` (refining the K best alone let a plan just below them
+  // overtake one of them under a larger K).
+  const size_t base_plans = fitting.size();
+  std::vector<bool> refined(base_plans, false);
+  rec.refined = 0;
+  sweep.progress = nullptr;
+  for (;;) {
+    const std::vector<int> ranked = RankVariants(fitting, o.objective);
+    // The K-th best group's key (each group's best plan is its first in `ranked`) and each GPU's
+    // best key.
+    double kth = HUGE_VAL;
+    std::set<std::string> groups_seen;
+    std::map<std::string, double> gpu_best_key;
     for (int i : ranked) {
-      if (seen.insert(fitting[i].figures.gpu).second) to_refine.push_back(i);
+      const double key = ObjectiveKey(fitting[i].figures, o.objective);
+      gpu_best_key.emplace(fitting[i].figures.gpu, key);
+      if (groups_seen.insert(Group(fitting[i].sets)).second &&
+          static_cast<int>(groups_seen.size()) == o.top) {
+        kth = key;
+      }
     }
-  }
-  std::vector<std::vector<std::string>> refine;
-  for (const int i : to_refine) {
-    const std::vector<std::string>& sets = fitting[i].sets;
-    for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
-             {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"},
-             {"fsdp.reshard_after_forward=false"},
-             {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2",
-              "fsdp.reshard_after_forward=false"}}) {
-      std::vector<std::string> s = sets;
-      s.insert(s.end(), extra.begin(), extra.end());
-      refine.push_back(std::move(s));
+    std::vector<std::vector<std::string>> refine;
+    for (size_t i = 0; i < base_plans; ++i) {
+      if (refined[i]) continue;
+      const double bound =
+          std::max(fitting_bound[i], RefinedBound(fitting[i].figures, o.objective));
+      const bool may_enter_top = bound <= kth;
+      const bool may_be_gpu_best = per_gpu && bound <= gpu_best_key[fitting[i].figures.gpu];
+      if (!may_enter_top && !may_be_gpu_best) continue;
+      refined[i] = true;
+      for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+               {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"},
+               {"fsdp.reshard_after_forward=false"},
+               {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2",
+                "fsdp.reshard_after_forward=false"}}) {
+        std::vector<std::string> s = fitting[i].sets;
+        s.insert(s.end(), extra.begin(), extra.end());
+        refine.push_back(std::move(s));
+      }
     }
-  }
-  if (!refine.empty()) {
-    sweep.progress = nullptr;
+    if (refine.empty()) break;
     rec.simulated += static_cast<int64_t>(refine.size());
-    rec.refined = static_cast<int64_t>(refine.size());
+    rec.refined += static_cast<int64_t>(refine.size());
     SS_ASSIGN_OR_RETURN(SweepResult r, RunVariants(base, std::move(refine), sweep));
     for (VariantResult& v : r.variants) {
       if (KeepsMargin(v, o, nullptr)) fitting.push_back(std::move(v));
@@ -425,7 +456,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   for (VariantResult& v : fitting) v.pareto = false;
   for (int i : ParetoFront(fitting)) fitting[i].pareto = true;
   // Best first, one plan per mesh / batch / checkpoint choice (its best FSDP settings).
-  ranked = RankVariants(fitting, o.objective);
+  const std::vector<int> ranked = RankVariants(fitting, o.objective);
   auto make_plan = [&](const VariantResult& v) -> Result<RecommendedPlan> {
     RecommendedPlan plan;
     plan.result = v;

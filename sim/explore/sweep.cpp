@@ -22,6 +22,7 @@
 #include "core/util/json_guard.h"
 #include "core/util/units.h"
 #include "sim/advisor/fit_advisor.h"
+#include "sim/engine/compute_floor.h"
 #include "sim/engine/simulator.h"
 #include "sim/hardware/hardware.h"
 
@@ -99,6 +100,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   f.exposed_comm_s = s.exposed_comm_s;
   f.compute_s = s.compute_s;
   f.idle_s = s.idle_s;
+  f.fsdp_independent_floor_s = FsdpIndependentFloorSeconds(*run);
   f.mfu = s.mfu;
   f.usd_per_gpu_hour = prices.PerGpuHour(f.gpu);
   if (f.usd_per_gpu_hour) {

@@ -112,6 +112,9 @@ struct VariantFigures {
   double exposed_comm_s = 0;
   double compute_s = 0;
   double idle_s = 0;  // waiting: pipeline bubbles, stragglers
+  // The least step time other FSDP settings could give the same job (compute_floor.h); not
+  // written to the outputs: recommend's refinement reads it.
+  double fsdp_independent_floor_s = 0;
   double mfu = 0;
   std::optional<double> usd_per_gpu_hour;   // from the price table
   std::optional<double> cost_per_mtok_usd;  // USD per million tokens

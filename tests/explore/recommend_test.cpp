@@ -61,6 +61,23 @@ TEST(Recommend, BeatsAKnownGoodPlanAndReproducesIt) {
   EXPECT_FALSE(best.bound.empty());
 }
 
+// A plan's FSDP settings are refined only where they could still put it among the K best, and
+// then every such plan is refined: `--top 3` lists the first three plans of `--top 5` (with only
+// the three best refined, the plan fourth before refinement overtook the third under --top 5).
+TEST(Recommend, TopKIsThePrefixOfALargerTop) {
+  RecommendOptions three = SmallCase();
+  RecommendOptions five = three;
+  five.top = 5;
+  Result<Recommendation> a = Recommend(three), b = Recommend(five);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->plans.size(), 3u);
+  ASSERT_EQ(b->plans.size(), 5u);
+  for (size_t k = 0; k < a->plans.size(); ++k) {
+    EXPECT_EQ(a->plans[k].scenario.dump(), b->plans[k].scenario.dump()) << "rank " << k + 1;
+  }
+  EXPECT_GT(a->refined, 3 * 3);  // more than the three best were refined
+}
+
 TEST(Recommend, ResultDoesNotDependOnThreads) {
   // A quarter of the small case's batch: 120 plans, enough to spread over four threads, at a
   // sixth of its cost (the search runs twice here).

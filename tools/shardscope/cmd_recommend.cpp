@@ -134,8 +134,8 @@ Status RunRecommend(const RecommendArgs& args) {
       "more (--margin), {} fit with less, {} invalid\n",
       rec.generated, args.model, args.global_batch_tokens, args.seq_len, rec.pruned_memory,
       rec.pruned_budget, rec.pruned_bound, rec.simulated,
-      rec.refined > 0 ? fmt::format(" ({} of them the best plans again with deeper prefetch or "
-                                    "without resharding after forward)",
+      rec.refined > 0 ? fmt::format(" ({} of them plans that could reach the best, again with "
+                                    "deeper prefetch or without resharding after forward)",
                                     rec.refined)
                       : std::string(),
       rec.fitting, args.margin_gib, rec.thin, rec.invalid);
