@@ -3,7 +3,7 @@
 // and sharded-gradient allocations), and extrapolate the periodic middle linearly to the real
 // count M. Every time figure of a summary is a sum over ops whose per-micro-batch part repeats,
 // so it is affine in the micro-batch count once the schedule's steady state is reached; memory
-// peaks are constant from there (1F1B and interleaved 1F1B cap the micro-batches in flight).
+// peaks are constant from there (1F1B caps the micro-batches in flight).
 //
 // Contents:
 //   SteadyStateRuns       M and the two short counts (a, b) of a scenario's fast path
@@ -15,14 +15,19 @@
 //                         nullopt when the two runs are not in the same steady state
 //
 // Which jobs: pp > 1 with grad_accum 1 (the micro-batches are the pipeline's): 1F1B with
-// a = pp + 1, b = 2·pp + 1; interleaved 1F1B (period pp, its round; M a multiple of pp, whose
-// rounds are pp long) with a = 2·pp, b = 3·pp; pp = 1
-// with gradient accumulation, a = 3, b = 4. Only when a + b ≤ M / 2. GPipe is never extrapolated:
-// its memory grows with M. The check behind ExtrapolateSummary's nullopt (equal peaks, role and
-// fit in a and b), and the simulator's on the allocator (neither run may meet the capacity: see
-// RoleMemory::capacity_hits), send anything else back to the full simulation, which `--exact`
-// always runs and traces are always drawn from. tests/engine/steady_state_test.cpp holds the fast
-// path to within 0.1% of the full simulation in step time and peak memory.
+// a = pp + 1, b = 2·pp + 1; pp = 1 with gradient accumulation, a = 3, b = 4. Only when
+// a + b ≤ M / 2. GPipe is never extrapolated (its memory grows with M), nor the interleaved
+// schedule (its short runs can still be filling, and nothing in them tells: PlanSteadyState).
+// The checks behind ExtrapolateSummary's nullopt (equal peaks, role and fit in a and b; a
+// reserve within 5% of the usable memory), ReachedSteadyState's, and the simulator's on the
+// allocator (neither run may meet the capacity: see RoleMemory::capacity_hits), send anything
+// else back to the full simulation, which `--exact` always runs and traces are always drawn
+// from. tests/engine/steady_state_test.cpp holds the fast path to within 0.1% of the full
+// simulation in step time and peak memory; bench/explore_benchmark's
+// BM_Grid70b_SteadyStateAgreement checks it on Llama 3 70B-sized stages. The reserve is the
+// short runs' when they agree: a reserve that grows only later in a long step (its blocks split
+// and coalesce differently as it goes on) would not show in them, hence the margin to the
+// capacity.
 #pragma once
 
 #include <optional>
@@ -39,16 +44,19 @@ struct SteadyStateRuns {
   int total = 0;  // M
   int a = 0;      // the shorter run's micro-batches
   int b = 0;      // the longer's
-  // 1F1B: the longer run must show the steady state's period on the first stage (its forwards
-  // one slope apart; simulator.cpp, ReachedSteadyState) before its slope is used.
-  bool check_period = false;
+  // Pipelines: the longer run must show the steady state's period on the first stage before
+  // its slope is used (ReachedSteadyState): the forwards of its micro-batches b − 1 − span and
+  // b − 1 start span slopes apart (1F1B: pp − 1). 0: no check (accumulation steps follow one
+  // another).
+  int period_span = 0;
 };
 
 std::optional<SteadyStateRuns> PlanSteadyState(const Scenario& scenario);
 
-// Under runs.check_period, whether the longer run (its schedule and timeline) had reached the
-// steady state: its first stage starts the forward compute of its last pp micro-batches one
-// slope apart each, the slope being (longer − shorter step) / (b − a). Always true otherwise.
+// With runs.period_span, whether the longer run (its schedule and timeline) had reached the
+// steady state: its first stage starts the forward compute of micro-batches b − 1 − span and
+// b − 1 span slopes apart, the slope being (longer − shorter step) / (b − a). Always true
+// otherwise.
 bool ReachedSteadyState(const Schedule& longer, const Timeline& timeline,
                         const SteadyStateRuns& runs, double shorter_step_s, double longer_step_s);
 
