@@ -25,6 +25,7 @@
 #include "core/schedule/schedule_options.h"
 #include "core/timeline/op_accounting.h"
 #include "sim/engine/engine.h"
+#include "sim/engine/memory_floor.h"
 #include "sim/engine/memory_tracker.h"
 #include "sim/engine/simulator.h"
 #include "sim/engine/steady_state.h"
@@ -204,6 +205,49 @@ void BM_Grid70b_Latency(benchmark::State& state) {
   state.counters["max_ms"] = ms.back();
 }
 BENCHMARK(BM_Grid70b_Latency)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The memory floor's stop (memory_floor.h) against the simulation run to the end, on the 70B grid:
+// every variant a sweep stops before pricing it must not fit when simulated, and the floor must
+// not exceed the simulated peak allocated. One pass, slow (the stopped variants run whole); a
+// check, not a speed figure.
+void BM_Grid70b_FloorAgreement(benchmark::State& state) {
+  const nlohmann::json doc = Llama70bOn1024();
+  SimulateOptions stop, full;
+  stop.keep_memory_samples = full.keep_memory_samples = false;
+  stop.exact = full.exact = false;  // as RunVariants
+  stop.stop_when_not_fitting = true;
+  int stopped = 0, stopped_but_fits = 0, floor_over_peak = 0;
+  for (auto _ : state) {
+    for (const std::vector<std::string>& sets : Grid70b()) {
+      Result<Scenario> sc = ParseScenario(doc, "<bench>", ".", sets);
+      if (!sc.ok()) continue;
+      Result<Simulation> early = SimulateScenario(*sc, stop);
+      if (!early.ok() || !early->floor_over_capacity) continue;
+      ++stopped;
+      Result<Simulation> whole = SimulateScenario(*sc, full);
+      if (!whole.ok()) continue;
+      const MemoryFloor& floor = *early->floor_over_capacity;
+      const double floor_gib = static_cast<double>(floor.bytes) / (1024.0 * 1024 * 1024);
+      int64_t role_peak = 0;
+      if (floor.role >= 0 && floor.role < static_cast<int>(whole->memory.size()))
+        role_peak = whole->memory[floor.role].peak_allocated_bytes;
+      const bool over = floor.bytes > role_peak && !whole->steady_state;
+      stopped_but_fits += whole->summary.fits;
+      floor_over_peak += over;
+      if (whole->summary.fits || over) {
+        std::string job;
+        for (const std::string& s : sets) job += s + " ";
+        std::fprintf(stderr, "off: %s floor %.2f GiB, simulated %s, peak allocated %.2f GiB\n",
+                     job.c_str(), floor_gib, whole->summary.fits ? "fits" : "does not fit",
+                     static_cast<double>(role_peak) / (1024.0 * 1024 * 1024));
+      }
+    }
+  }
+  state.counters["stopped"] = stopped;
+  state.counters["stopped_but_fits"] = stopped_but_fits;
+  state.counters["floor_over_peak"] = floor_over_peak;
+}
+BENCHMARK(BM_Grid70b_FloorAgreement)->Unit(benchmark::kSecond)->Iterations(1);
 
 // The steady-state fast path against the whole step (--exact) on the grid's variants with their
 // micro-batch counts raised so that it runs (pipelines: 4·pp, 8·pp and 12·pp; without one, 16,
