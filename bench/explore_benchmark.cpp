@@ -256,9 +256,11 @@ BENCHMARK(BM_Grid70b_FloorAgreement)->Unit(benchmark::kSecond)->Iterations(1);
 // differ from the whole step by more than 0.1% in step time or peak reserved, or in the fit
 // verdict (each printed on stderr). One pass, slow (every variant is simulated whole); a check,
 // not a speed figure. 2026-12-06: 104 of 288 jobs take it (44 of the 192 pipelines, 60 of the 96
-// accumulations), none off. Before that day's checks (no interleaved fast path, no reserve near
-// the capacity) 71 of the 288 pipeline jobs then measured took it and 19 were off, up to 6.5%
-// in step time (interleaved) and 1.2% in reserve.
+// accumulations), none off; the 288 cost 6.98 s this way against 8.26 s whole (taken: 0.79
+// against 3.01 s; fallen back, most because a short run met the capacity: 6.19 against 5.25).
+// Before that day's checks (no interleaved fast path, no reserve near the capacity) 71 of the 288
+// pipeline jobs then measured took it and 19 were off, up to 6.5% in step time (interleaved)
+// and 1.2% in reserve.
 void BM_Grid70b_SteadyStateAgreement(benchmark::State& state) {
   const nlohmann::json doc = Llama70bOn1024();
   SimulateOptions fast_options, exact_options;
@@ -266,6 +268,9 @@ void BM_Grid70b_SteadyStateAgreement(benchmark::State& state) {
   fast_options.exact = false;  // as RunVariants
   exact_options.exact = true;
   int attempts = 0;  // jobs PlanSteadyState gives a fast path
+  // What each way costs (one thread), split by whether the fast path was taken or fell back:
+  // whether it pays for its fallbacks.
+  double fast_taken_ms = 0, fast_fallback_ms = 0, exact_taken_ms = 0, exact_fallback_ms = 0;
   int taken = 0, time_off = 0, reserved_off = 0, fit_flips = 0, failed = 0;
   double worst_time = 0, worst_reserved = 0;
   for (auto _ : state) {
@@ -294,11 +299,21 @@ void BM_Grid70b_SteadyStateAgreement(benchmark::State& state) {
                 };
                 Result<Scenario> sc = ParseScenario(doc, "<bench>", ".", sets);
                 if (!sc.ok()) continue;
+                if (!PlanSteadyState(*sc)) continue;
+                using Clock = std::chrono::steady_clock;
+                const Clock::time_point t0 = Clock::now();
                 Result<Simulation> fast = SimulateScenario(*sc, fast_options);
-                if (PlanSteadyState(*sc)) ++attempts;
-                if (!fast.ok() || !fast->steady_state) continue;
-                ++taken;
+                const Clock::time_point t1 = Clock::now();
                 Result<Simulation> exact = SimulateScenario(*sc, exact_options);
+                const Clock::time_point t2 = Clock::now();
+                ++attempts;
+                const bool took = fast.ok() && fast->steady_state.has_value();
+                (took ? fast_taken_ms : fast_fallback_ms) +=
+                    std::chrono::duration<double, std::milli>(t1 - t0).count();
+                (took ? exact_taken_ms : exact_fallback_ms) +=
+                    std::chrono::duration<double, std::milli>(t2 - t1).count();
+                if (!took) continue;
+                ++taken;
                 if (!exact.ok()) {
                   ++failed;
                   continue;
@@ -329,6 +344,10 @@ void BM_Grid70b_SteadyStateAgreement(benchmark::State& state) {
     }
   }
   state.counters["attempts"] = attempts;
+  state.counters["fast_taken_ms"] = fast_taken_ms;
+  state.counters["fast_fallback_ms"] = fast_fallback_ms;
+  state.counters["exact_taken_ms"] = exact_taken_ms;
+  state.counters["exact_fallback_ms"] = exact_fallback_ms;
   state.counters["fast_path"] = taken;
   state.counters["time_off"] = time_off;
   state.counters["reserved_off"] = reserved_off;
