@@ -223,24 +223,24 @@ TEST(SteadyStateTest, GoldenScenariosWithMoreMicroBatchesMatchTheWholeStep) {
   EXPECT_GE(checked, 5);
 }
 
+// Llama 3 70B on 128 nodes of 8 H100s (the rest of the mesh in dp_shard), with `sets`.
+Result<Scenario> Llama70bOn1024H100(std::vector<std::string> sets) {
+  json j = DefaultScenarioJson();
+  j["model"] = "llama3-70b";
+  j["cluster"]["nodes"] = 128;
+  sets.push_back("parallelism.dp_shard=-1");
+  return ParseScenario(j, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+}
+
 // Llama 3 70B, TP 4 × PP 2 on 1,024 H100s, 16 micro-batches of 7,680 tokens: the shorter run
 // (3) stays just under the 78.1 GiB usable by meeting the capacity (the allocator releases its
 // cache and re-segments; 78.09 GiB reserved), and the whole step does not fit (82.67 GiB
 // reserved). A run that meets the capacity must fall back.
 TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
-  json j = DefaultScenarioJson();
-  j["model"] = "llama3-70b";
-  j["cluster"]["nodes"] = 128;
-  const std::vector<std::string> sets = {"parallelism.tp=4",
-                                         "parallelism.pp=2",
-                                         "parallelism.dp_shard=-1",
-                                         "parallelism.pp_microbatches=16",
-                                         "training.local_batch=16",
-                                         "training.activation_checkpoint=selective_op:2",
-                                         "fsdp.forward_prefetch_depth=1",
-                                         "fsdp.backward_prefetch_depth=1",
-                                         "training.seq_len=7680"};
-  Result<Scenario> sc = ParseScenario(j, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+  Result<Scenario> sc = Llama70bOn1024H100(
+      {"parallelism.tp=4", "parallelism.pp=2", "parallelism.pp_microbatches=16",
+       "training.local_batch=16", "training.activation_checkpoint=selective_op:2",
+       "fsdp.forward_prefetch_depth=1", "fsdp.backward_prefetch_depth=1", "training.seq_len=7680"});
   ASSERT_TRUE(sc.ok()) << sc.status().message();
   ASSERT_TRUE(PlanSteadyState(*sc).has_value());
   Result<Simulation> exact = Simulate(*sc, true);
@@ -266,18 +266,10 @@ TEST(SteadyStateTest, AJobWhoseShortRunsMeetTheCapacityRunsTheWholeStep) {
 // whole step meets it, releases its cache and reserves 77.15. Near the capacity the reserve is
 // not extrapolated: the whole step runs.
 TEST(SteadyStateTest, AReserveNearTheCapacityRunsTheWholeStep) {
-  json j = DefaultScenarioJson();
-  j["model"] = "llama3-70b";
-  j["cluster"]["nodes"] = 128;
-  const std::vector<std::string> sets = {"parallelism.tp=2",
-                                         "parallelism.pp=4",
-                                         "parallelism.dp_shard=-1",
-                                         "parallelism.pp_microbatches=32",
-                                         "training.local_batch=32",
-                                         "training.activation_checkpoint=full",
-                                         "fsdp.forward_prefetch_depth=2",
-                                         "fsdp.backward_prefetch_depth=2"};
-  Result<Scenario> sc = ParseScenario(j, "<test>", SHARDSCOPE_SOURCE_DIR, sets);
+  Result<Scenario> sc =
+      Llama70bOn1024H100({"parallelism.tp=2", "parallelism.pp=4", "parallelism.pp_microbatches=32",
+                          "training.local_batch=32", "training.activation_checkpoint=full",
+                          "fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"});
   ASSERT_TRUE(sc.ok()) << sc.status().message();
   const std::optional<SteadyStateRuns> runs = PlanSteadyState(*sc);
   ASSERT_TRUE(runs.has_value());

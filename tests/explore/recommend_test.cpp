@@ -65,7 +65,9 @@ TEST(Recommend, BeatsAKnownGoodPlanAndReproducesIt) {
 // then every such plan is refined: `--top 3` lists the first three plans of `--top 5` (with only
 // the three best refined, the plan fourth before refinement overtook the third under --top 5).
 TEST(Recommend, TopKIsThePrefixOfALargerTop) {
+  // A quarter of the small case's batch (the search runs twice here).
   RecommendOptions three = SmallCase();
+  three.global_batch_tokens = 4 * 2048;
   RecommendOptions five = three;
   five.top = 5;
   Result<Recommendation> a = Recommend(three), b = Recommend(five);
