@@ -346,6 +346,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   sweep.threads = o.threads;
   sweep.exact = o.exact;
   sweep.prices = &prices;
+  sweep.fsdp_independent_floor = true;  // RefinedBound reads it
   // Counted over every plan generated, as the first line of the output counts them: those the
   // sound pruning left out are done before the first chunk.
   const int64_t total = rec.generated;

@@ -54,8 +54,8 @@ Result<Scenario> ParseVariant(const SweepBase& base, const std::vector<std::stri
 }
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
-                       const PriceTable& prices, bool exact, ModelTreeCache& trees,
-                       PlanCache& plans, ScheduleMemo* schedules) {
+                       const PriceTable& prices, bool exact, bool fsdp_independent_floor,
+                       ModelTreeCache& trees, PlanCache& plans, ScheduleMemo* schedules) {
   VariantResult r;
   r.sets = std::move(sets);
   Result<Scenario> variant = ParseVariant(base, r.sets);
@@ -100,7 +100,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   f.exposed_comm_s = s.exposed_comm_s;
   f.compute_s = s.compute_s;
   f.idle_s = s.idle_s;
-  f.fsdp_independent_floor_s = FsdpIndependentFloorSeconds(*run);
+  if (fsdp_independent_floor) f.fsdp_independent_floor_s = FsdpIndependentFloorSeconds(*run);
   f.mfu = s.mfu;
   f.usd_per_gpu_hour = prices.PerGpuHour(f.gpu);
   if (f.usd_per_gpu_hour) {
@@ -334,8 +334,9 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                           for (size_t k = begin; k < end; ++k) {
                             const int64_t i = order.variants[k];
                             if (shared != nullptr && k + 1 == end) memo.HandOverNext();
-                            result.variants[i] = Evaluate(base, std::move(sets[i]), prices,
-                                                          options.exact, trees, plans, shared);
+                            result.variants[i] =
+                                Evaluate(base, std::move(sets[i]), prices, options.exact,
+                                         options.fsdp_independent_floor, trees, plans, shared);
                             finished_one();
                           }
                         }

@@ -87,6 +87,9 @@ struct SweepOptions {
   // largest are halved until every thread has one); the results are the same either way
   // (false: benchmarks and tests compare).
   bool share_schedules = true;
+  // true: each variant that runs also gets VariantFigures::fsdp_independent_floor_s, which
+  // recommend's refinement reads (a pass over the schedule's ops that plain sweeps skip).
+  bool fsdp_independent_floor = false;
 };
 
 // The document every variant starts from: the scenario as written (so `dp_shard: -1` and
@@ -112,8 +115,9 @@ struct VariantFigures {
   double exposed_comm_s = 0;
   double compute_s = 0;
   double idle_s = 0;  // waiting: pipeline bubbles, stragglers
-  // The least step time other FSDP settings could give the same job (compute_floor.h); not
-  // written to the outputs: recommend's refinement reads it.
+  // The least step time other FSDP settings could give the same job (compute_floor.h), with
+  // SweepOptions::fsdp_independent_floor (else 0); not written to the outputs: recommend's
+  // refinement reads it.
   double fsdp_independent_floor_s = 0;
   double mfu = 0;
   std::optional<double> usd_per_gpu_hour;   // from the price table
