@@ -259,8 +259,8 @@ BENCHMARK(BM_Grid70b_FloorAgreement)->Unit(benchmark::kSecond)->Iterations(1);
 // accumulations), none off; the 288 cost 6.98 s this way against 8.26 s whole (taken: 0.79
 // against 3.01 s; fallen back, most because a short run met the capacity: 6.19 against 5.25).
 // Before that day's checks (no interleaved fast path, no reserve near the capacity) 71 of the 288
-// pipeline jobs then measured took it and 19 were off, up to 6.5% in step time (interleaved)
-// and 1.2% in reserve.
+// pipeline jobs then measured took it and 17 were off, up to 6.5% in step time (interleaved)
+// and from 3.1% low to 1.2% high in reserve.
 void BM_Grid70b_SteadyStateAgreement(benchmark::State& state) {
   const nlohmann::json doc = Llama70bOn1024();
   SimulateOptions fast_options, exact_options;
