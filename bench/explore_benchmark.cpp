@@ -24,6 +24,7 @@
 #include "core/schedule/schedule_builder.h"
 #include "core/schedule/schedule_options.h"
 #include "core/timeline/op_accounting.h"
+#include "core/util/units.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/memory_floor.h"
 #include "sim/engine/memory_tracker.h"
@@ -227,7 +228,6 @@ void BM_Grid70b_FloorAgreement(benchmark::State& state) {
       Result<Simulation> whole = SimulateScenario(*sc, full);
       if (!whole.ok()) continue;
       const MemoryFloor& floor = *early->floor_over_capacity;
-      const double floor_gib = static_cast<double>(floor.bytes) / (1024.0 * 1024 * 1024);
       int64_t role_peak = 0;
       if (floor.role >= 0 && floor.role < static_cast<int>(whole->memory.size()))
         role_peak = whole->memory[floor.role].peak_allocated_bytes;
@@ -238,8 +238,8 @@ void BM_Grid70b_FloorAgreement(benchmark::State& state) {
         std::string job;
         for (const std::string& s : sets) job += s + " ";
         std::fprintf(stderr, "off: %s floor %.2f GiB, simulated %s, peak allocated %.2f GiB\n",
-                     job.c_str(), floor_gib, whole->summary.fits ? "fits" : "does not fit",
-                     static_cast<double>(role_peak) / (1024.0 * 1024 * 1024));
+                     job.c_str(), ToGiB(floor.bytes), whole->summary.fits ? "fits" : "does not fit",
+                     ToGiB(role_peak));
       }
     }
   }

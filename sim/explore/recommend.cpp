@@ -408,7 +408,6 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   // overtake one of them under a larger K).
   const size_t base_plans = fitting.size();
   std::vector<bool> refined(base_plans, false);
-  rec.refined = 0;
   sweep.progress = nullptr;
   for (;;) {
     const std::vector<int> ranked = RankVariants(fitting, o.objective);

@@ -89,7 +89,8 @@ struct Recommendation {
   int64_t pruned_budget = 0;
   int64_t pruned_bound = 0;
   int64_t simulated = 0;
-  int64_t refined = 0;  // of `simulated`: the best plans again with other FSDP settings (step 3)
+  int64_t refined = 0;  // of `simulated`: plans that could reach the best, again with other FSDP
+                        // settings (step 3)
   int64_t fitting = 0;  // fit with at least the margin's headroom
   int64_t thin = 0;     // fit, with less headroom than the margin
   int64_t invalid = 0;
