@@ -40,6 +40,8 @@ nlohmann::json FitAdviceToJson(const FitAdvice& a) {
                 {"dominant_at_peak", CategoriesJson(a.cause.dominant)},
                 {"peak_op", a.cause.peak_op},
                 {"peak_phase", a.cause.peak_phase},
+                {"reserved_above_allocated_gib", a.cause.reserved_above_allocated_gib},
+                {"allocator_decides", a.cause.allocator_decides},
                 {"text", a.cause.text}};
   json suggestions = json::array();
   for (const FitSuggestion& s : a.suggestions) {

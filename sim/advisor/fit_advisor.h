@@ -16,12 +16,13 @@
 // path=value` strings applied to the resolved scenario), so each one is a valid scenario the
 // user reproduces with the printed flags. The variants: activation checkpoint modes; local
 // batch split into gradient-accumulation steps (same global batch) crossed with those modes;
-// and loss parallelism (under tp), wider sharding (dp_replicate folded into dp_shard),
-// reshard_after_forward and CPU offload, each crossed with the modes. Only when none of those
-// fits with the margin at half the job's tokens/s/GPU or more: twice the nodes (dp_shard
-// doubled; the global batch doubles), crossed with the modes. Every variant is simulated
-// (peaks only); those that fit are kept and ranked by tokens/s/GPU, one or two per idea
-// (variants differing only in the checkpoint mode are one idea).
+// and the caching allocator's expandable segments, loss parallelism (under tp), wider sharding
+// (dp_replicate folded into dp_shard), reshard_after_forward and CPU offload, each crossed
+// with the modes. Only when none of those fits with the margin at half the job's tokens/s/GPU
+// or more: twice the nodes (dp_shard doubled; the global batch doubles), crossed with the
+// modes. Every variant is simulated (peaks only); those that fit are kept and ranked by
+// tokens/s/GPU, one or two per idea (variants differing only in the checkpoint mode are one
+// idea).
 //
 // Example:
 //   SS_ASSIGN_OR_RETURN(Simulation sim, SimulateScenario(sc, {}));

@@ -49,6 +49,10 @@ FitCause AnalyzeFit(const Simulation& sim) {
     }
   }
   cause.persistent_exceeds = cause.usable_gib > 0 && cause.persistent_gib > cause.usable_gib;
+  cause.reserved_above_allocated_gib =
+      std::max(0.0, sim.summary.peak_memory_reserved_gib - cause.peak_allocated_gib);
+  cause.allocator_decides = cause.usable_gib > 0 && cause.reserved_above_allocated_gib > 0 &&
+                            cause.peak_allocated_gib <= cause.usable_gib;
 
   std::vector<CategoryGib> at_peak;
   for (int c = 0; c < kNumMemCategories; ++c) {
@@ -77,6 +81,12 @@ FitCause AnalyzeFit(const Simulation& sim) {
         "(sharded params + optimizer + sharded grads) is {:.2f} GiB",
         cause.peak_allocated_gib, cause.peak_phase, cause.peak_op,
         JoinCategories(cause.dominant, cause.peak_allocated_gib), cause.persistent_gib);
+    if (cause.allocator_decides) {
+      cause.text += fmt::format(
+          "; the allocated peak is within the {:.2f} GiB usable, and the caching allocator is "
+          "estimated to reserve {:.2f} GiB above it (blocks cached per stream, rounded and split)",
+          cause.usable_gib, cause.reserved_above_allocated_gib);
+    }
   }
   return cause;
 }

@@ -11,7 +11,8 @@
 // persistent state (sharded parameters + optimizer state + sharded gradients, live for the
 // whole step) being larger than the HBM on its own, so no activation setting can help, or the
 // few categories that make up most of the peak and the phase (forward, backward, optimizer
-// step) in which it occurs.
+// step) in which it occurs. Where the allocated peak alone is within the usable HBM, the
+// caching allocator's reserve above it is the cause, and the text says how much it is.
 //
 // Example:
 //   const FitCause cause = AnalyzeFit(sim);
@@ -43,7 +44,12 @@ struct FitCause {
   double peak_allocated_gib = 0;
   std::string peak_op;     // op_id whose allocation reached the peak, or "(initial state)"
   std::string peak_phase;  // "forward", "backward", "optimizer" or "initial state"
-  std::string text;        // one sentence for the command line
+  // What the caching allocator's estimate reserves above the allocated peak: blocks cached per
+  // stream, rounding and split blocks. When the allocated peak alone is within the usable HBM,
+  // this is what decides the verdict (allocator_decides).
+  double reserved_above_allocated_gib = 0;
+  bool allocator_decides = false;
+  std::string text;  // one sentence for the command line
 };
 
 FitCause AnalyzeFit(const Simulation& sim);
