@@ -47,6 +47,56 @@ Result<int> CatalogGpusPerNode(const std::string& gpu) {
       fmt::format("--gpu {}: {}", gpu, hw.ok() ? "not in the catalog" : hw.status().message()));
 }
 
+// The scenario paths the search sets or derives, and the flag that says each instead: a fixed
+// setting (RecommendOptions::sets) may name none of them, nor an object holding one.
+struct Searched {
+  std::string_view path;
+  std::string_view instead;  // how the search is steered instead
+};
+constexpr Searched kSearched[] = {
+    {"model", "name the model with --model"},
+    {"cluster.gpu", "name the GPUs with --gpu"},
+    {"cluster.nodes", "bound the GPUs with --max-gpus"},
+    {"cluster.gpus_per_node", "each --gpu's node size is the catalog's"},
+    {"cluster.cost_model", "give a calibration with --cost-model"},
+    {"parallelism.tp", "meshes are searched within --max-gpus"},
+    {"parallelism.cp", "meshes are searched within --max-gpus"},
+    {"parallelism.pp", "meshes are searched within --max-gpus"},
+    {"parallelism.dp_replicate", "meshes are searched within --max-gpus"},
+    {"parallelism.dp_shard", "meshes are searched within --max-gpus"},
+    {"parallelism.ep", "meshes are searched within --max-gpus"},
+    {"parallelism.edp_shard", "meshes are searched within --max-gpus"},
+    {"parallelism.pp_microbatches", "batching is searched for --global-batch-tokens"},
+    // Its throughput bound prices 1F1B's bubble, which bounds no other schedule.
+    {"parallelism.pp_schedule", "its pipelines are 1F1B"},
+    {"parallelism.pp_virtual_stages", "its pipelines are 1F1B"},
+    {"training.local_batch", "batching is searched for --global-batch-tokens"},
+    {"training.grad_accum", "batching is searched for --global-batch-tokens"},
+    {"training.seq_len", "set it with --seq-len"},
+    {"training.activation_checkpoint", "every mode is tried"},
+    {"fsdp.forward_prefetch_depth", "the best plans are tried with depth 2 too"},
+    {"fsdp.backward_prefetch_depth", "the best plans are tried with depth 2 too"},
+    {"fsdp.reshard_after_forward", "the best plans are tried without it too"},
+};
+
+// `set` ("path=value") as a fixed setting: InvalidInput when it names a path the search owns.
+Status CheckFixedSetting(std::string_view set) {
+  const size_t eq = set.find('=');
+  const std::string_view path = set.substr(0, eq);
+  for (const Searched& s : kSearched) {
+    // The path itself, one under it, or an object holding it ("parallelism" holds "…tp").
+    const bool under = path.size() > s.path.size() && path.substr(0, s.path.size()) == s.path &&
+                       path[s.path.size()] == '.';
+    const bool holds = s.path.size() > path.size() && s.path.substr(0, path.size()) == path &&
+                       s.path[path.size()] == '.';
+    if (path == s.path || under || holds) {
+      return InvalidInput(
+          fmt::format("--set {}: recommend searches {} itself ({})", set, s.path, s.instead));
+    }
+  }
+  return Status::Ok();
+}
+
 // The same key at the plan's throughput upper bound (tokens/s/GPU), on `gpus` GPUs.
 double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective objective) {
   switch (objective) {
@@ -168,15 +218,29 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
         source->kind == ModelSource::Kind::kModuleTreeFile ? "module_tree" : "hf_config";
     model = {{key, std::filesystem::absolute(o.model).lexically_normal().string()}};
   }
-  const nlohmann::json base_doc = {{"model", model}, {"training", {{"seq_len", o.seq_len}}}};
+  nlohmann::json base_doc = {{"model", model}, {"training", {{"seq_len", o.seq_len}}}};
+  // The fixed settings are part of the base every plan starts from, so each plan's scenario
+  // file carries them.
+  for (const std::string& set : o.sets) {
+    SS_RETURN_IF_ERROR(CheckFixedSetting(set));
+    SS_RETURN_IF_ERROR(ApplyOverride(base_doc, set));  // its errors name --set and the path
+  }
   SweepBase base{base_doc, "--model " + o.model, std::filesystem::current_path().string(), {}};
-  SS_ASSIGN_OR_RETURN(Scenario parsed, ParseScenario(base.doc, base.source, base.base_dir));
+  Result<Scenario> parsed_or = ParseScenario(base.doc, base.source, base.base_dir);
+  if (!parsed_or.ok()) {
+    return o.sets.empty() ? parsed_or.status() : parsed_or.status().WithContext("--set");
+  }
+  const Scenario& parsed = *parsed_or;
   SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(parsed.model, {}));
   const ModelSummary summary = SummarizeModel(tree);
   const ModelFlops flops = ModelFlopsPerToken(tree, o.seq_len);
   const int layers = std::max<int>(1, static_cast<int>(summary.blocks.size()));
   const bool moe = summary.routed_expert_params > 0;
-  const double state_bytes = 4.0 * static_cast<double>(summary.param_bytes);
+  // What the memory prune takes a plan's persistent state to be (step 2): fp32 parameters and
+  // gradients and two moments, on the GPU. Smaller with SGD or offloaded, where 0 prunes none.
+  const bool adam_state_on_gpu =
+      parsed.training.optimizer != Optimizer::kSgd && !parsed.fsdp.enable_offload;
+  const double state_bytes = adam_state_on_gpu ? 4.0 * static_cast<double>(summary.param_bytes) : 0;
 
   // Each calibration file to the GPU it was fitted on.
   std::map<std::string, std::pair<std::string, Calibration>> calibrations;  // GPU → path, file
@@ -523,6 +587,7 @@ nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOp
   j["model"] = o.model;
   j["global_batch_tokens"] = o.global_batch_tokens;
   j["seq_len"] = o.seq_len;
+  j["sets"] = o.sets;
   std::vector<std::string> gpus;
   for (const std::string& g : o.gpus) gpus.push_back(AsciiLower(g));
   j["gpus"] = gpus;

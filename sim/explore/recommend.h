@@ -19,7 +19,8 @@
 //     none, selective_op, selective_op:2 or full. Combinations the batch does not divide into
 //     are not generated.
 //  2. Prune, soundly: a plan whose sharded parameters, gradients and optimizer state alone
-//     (4 × the stored parameter bytes over dp_shard·cp·tp·pp) leave less than the margin of
+//     (4 × the stored parameter bytes over dp_shard·cp·tp·pp, AdamW's or Adam's state on the
+//     GPU; with SGD or CPU offload (--set) no plan is pruned so) leave less than the margin of
 //     the usable HBM, or whose
 //     GPUs cost more per hour than the budget, is never simulated. Then, best bound first and in
 //     fixed chunks (so the result does not depend on thread count), a plan whose upper bound —
@@ -66,6 +67,13 @@ struct RecommendOptions {
   // GPU searched, for a file without it): that GPU's plans name the file and are searched with
   // its figures. Paths as given; the plans' scenarios carry them absolute.
   std::vector<std::string> cost_models;
+  // Fixed settings, "path=value" as `simulate --set` takes them, applied to every plan: the
+  // training and FSDP choices the search does not make (optimizer, precision, the allocator's
+  // expandable segments, loss parallelism, ...). A path the search sets or derives (the GPU and
+  // node counts, the mesh, batching, checkpointing, prefetch, resharding, the pipeline schedule,
+  // the model, the sequence length, the cost model) is refused: --gpu, --seq-len and the
+  // other flags say those.
+  std::vector<std::string> sets;
   std::function<void(int64_t done, int64_t total)> progress;
 };
 

@@ -249,6 +249,14 @@ expect_error 1 "no plan within --budget-per-hour 1e-300: 872 of the 872 plans co
   "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --budget-per-hour 1e-300
 "$bin" recommend --model llama3.2-1b --global-batch-tokens 8 --seq-len 1 --top 1 > "$out/rec1" 2>&1 ||
   { cat "$out/rec1"; fail "recommend for one-token sequences"; }
+# recommend --set fixes what the search does not choose; what it searches is exit 2 naming the
+# flag to use instead, as is an object holding such a path.
+expect_error 2 "--set parallelism.tp=2: recommend searches parallelism.tp itself (meshes are searched within --max-gpus)" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set parallelism.tp=2
+expect_error 2 "--set training={\"seq_len\": 4096}: recommend searches training.local_batch itself" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set 'training={"seq_len": 4096}'
+expect_error 2 "--set training.expandabel_segments: unknown key (did you mean training.expandable_segments?)" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set training.expandabel_segments=true
 # model checks what plan checks: an expert mesh over a dense model, a parameter dtype nothing
 # trains in, a source layout that shards a dimension the tensor lacks; a scenario lists a
 # parameter once.

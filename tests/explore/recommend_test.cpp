@@ -217,6 +217,104 @@ TEST(Recommend, MemoryPruningIsSound) {
   EXPECT_FALSE(sim->summary.fits);
 }
 
+// Settings the search does not make are fixed with --set: every plan keeps them, its scenario
+// carries them, and its figures are those of that scenario.
+TEST(Recommend, FixedSettingsReachEveryPlan) {
+  RecommendOptions o = SmallCase();
+  o.sets = {"training.expandable_segments=true", "training.optimizer=sgd"};
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_FALSE(rec->plans.empty());
+  for (const RecommendedPlan& plan : rec->plans) {
+    EXPECT_EQ(plan.scenario["training"]["expandable_segments"], true);
+    EXPECT_EQ(plan.scenario["training"]["optimizer"], "sgd");
+  }
+  const RecommendedPlan& best = rec->plans.front();
+  Result<Scenario> again = ParseScenario(best.scenario, "plan", ".");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->training.expandable_segments);
+  Result<Simulation> sim = SimulateScenario(*again, {});
+  ASSERT_TRUE(sim.ok());
+  EXPECT_DOUBLE_EQ(sim->summary.tokens_per_s_per_gpu, best.result.figures.tokens_per_s_per_gpu);
+  EXPECT_DOUBLE_EQ(sim->summary.peak_memory_reserved_gib, best.result.figures.peak_reserved_gib);
+  // --json names them with the search's other inputs.
+  const nlohmann::json j = RecommendationToJson(*rec, o);
+  EXPECT_EQ(j["sets"], nlohmann::json(o.sets));
+}
+
+// A path the search sets or derives cannot be fixed (nor an object holding one), and a bad
+// setting is the scenario's error, both naming --set.
+TEST(Recommend, RefusesToFixWhatItSearches) {
+  for (const std::string set :
+       {"parallelism.tp=2", "parallelism={\"tp\": 2}", "cluster.gpu=b200", "training.seq_len=4096",
+        "fsdp.forward_prefetch_depth=2", "fsdp.reshard_after_forward=false",
+        "parallelism.pp_schedule=interleaved_1f1b", "training.activation_checkpoint=full",
+        "model=llama3-8b"}) {
+    RecommendOptions o = SmallCase();
+    o.sets = {set};
+    Result<Recommendation> rec = Recommend(o);
+    ASSERT_FALSE(rec.ok()) << set;
+    EXPECT_EQ(rec.status().code(), ErrorCode::kInvalidInput) << set;
+    EXPECT_NE(rec.status().message().find("--set " + set + ": recommend searches"),
+              std::string::npos)
+        << rec.status().message();
+  }
+  for (const std::string set : {"training.expandabel_segments=true", "training.optimizer=lion"}) {
+    RecommendOptions o = SmallCase();
+    o.sets = {set};
+    Result<Recommendation> rec = Recommend(o);
+    ASSERT_FALSE(rec.ok()) << set;
+    EXPECT_EQ(rec.status().code(), ErrorCode::kInvalidInput) << set;
+    EXPECT_NE(rec.status().message().find("--set"), std::string::npos) << rec.status().message();
+  }
+  // A setting beside the searched ones is fine (fsdp.mix_precision is not fsdp.*_depth); a
+  // budget below every plan's price keeps the search from simulating.
+  RecommendOptions o = SmallCase();
+  o.sets = {"fsdp.mix_precision.reduce_dtype=bfloat16"};
+  o.budget_per_hour = 1;
+  Result<Recommendation> beside = Recommend(o);
+  ASSERT_TRUE(beside.ok()) << beside.status().message();
+  EXPECT_EQ(beside->pruned_budget, beside->generated);
+}
+
+// The memory prune assumes AdamW's state on the GPU (4 x the parameters' bytes). With the state
+// offloaded, or without momentum (SGD), it would drop plans that fit: Llama 3 70B on one node
+// has every plan pruned with the state on the GPU (MemoryPruningIsSound), yet fits with CPU
+// offload. A budget below one node's price stops every plan before it is simulated, so the
+// counts show which prune fired.
+TEST(Recommend, NoMemoryPruneWhenTheStateIsElsewhere) {
+  RecommendOptions o;
+  o.model = "llama3-70b";
+  o.seq_len = 1024;
+  o.global_batch_tokens = 8 * 1024;
+  o.max_gpus = 8;
+  o.budget_per_hour = 1;
+  Result<Recommendation> adam = Recommend(o);
+  ASSERT_TRUE(adam.ok()) << adam.status().message();
+  EXPECT_EQ(adam->pruned_memory, adam->generated);
+  for (const std::string set : {"fsdp.enable_offload=true", "training.optimizer=sgd"}) {
+    o.sets = {set};
+    Result<Recommendation> rec = Recommend(o);
+    ASSERT_TRUE(rec.ok()) << rec.status().message();
+    EXPECT_EQ(rec->generated, adam->generated) << set;
+    EXPECT_EQ(rec->pruned_memory, 0) << set;
+    EXPECT_EQ(rec->pruned_budget, rec->generated) << set;
+  }
+  // One of the plans the prune dropped, offloaded: it fits.
+  const nlohmann::json offloaded = {
+      {"model", "llama3-70b"},
+      {"cluster", {{"gpu", "h100-sxm"}, {"nodes", 1}, {"gpus_per_node", 8}}},
+      {"parallelism", {{"tp", 4}, {"dp_shard", 2}}},
+      {"fsdp", {{"enable_offload", true}}},
+      {"training", {{"seq_len", 1024}, {"local_batch", 4}, {"activation_checkpoint", "none"}}}};
+  Result<Scenario> sc = ParseScenario(offloaded, "offloaded", ".");
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  Result<Simulation> sim = SimulateScenario(*sc, {});
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  EXPECT_TRUE(sim->summary.fits);
+  EXPECT_EQ(sim->summary.tokens_per_step, o.global_batch_tokens);
+}
+
 TEST(Recommend, BudgetAndInputsChecked) {
   RecommendOptions o = SmallCase();
   o.max_gpus = 16;

@@ -45,6 +45,7 @@ struct RecommendArgs {
   std::string json;
   std::string prices;
   std::vector<std::string> cost_models;
+  std::vector<std::string> sets;
   int threads = 0;
   bool exact = false;
   bool progress = false;
@@ -91,6 +92,7 @@ Status RunRecommend(const RecommendArgs& args) {
   }
   o.max_gpus = args.max_gpus;
   o.cost_models = args.cost_models;
+  o.sets = args.sets;
   if (args.budget_given) o.budget_per_hour = args.budget_per_hour;
   o.margin_gib = args.margin_gib;
   SS_ASSIGN_OR_RETURN(o.objective, sim::ParseObjective(args.objective));
@@ -129,11 +131,13 @@ Status RunRecommend(const RecommendArgs& args) {
   if (!rec_or.ok()) return rec_or.status();
   const sim::Recommendation& rec = *rec_or;
   fmt::print(
-      "Searched {} plans of {} for {} tokens per step (seq {}): {} pruned by memory, {} by "
+      "Searched {} plans of {} for {} tokens per step (seq {}{}): {} pruned by memory, {} by "
       "budget, {} by their throughput bound; {} simulated{}, {} fit with {:g} GiB of headroom or "
       "more (--margin), {} fit with less, {} invalid\n",
-      rec.generated, args.model, args.global_batch_tokens, args.seq_len, rec.pruned_memory,
-      rec.pruned_budget, rec.pruned_bound, rec.simulated,
+      rec.generated, args.model, args.global_batch_tokens, args.seq_len,
+      args.sets.empty() ? std::string()
+                        : fmt::format("; every plan with {}", fmt::join(args.sets, " ")),
+      rec.pruned_memory, rec.pruned_budget, rec.pruned_bound, rec.simulated,
       rec.refined > 0 ? fmt::format(" ({} of them plans that could reach the best, again with "
                                     "deeper prefetch or without resharding after forward)",
                                     rec.refined)
@@ -308,6 +312,12 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
   sub->add_option("--cost-model", args->cost_models,
                   "a calibration file (calibrate --out) for the GPU it was fitted on "
                   "(repeatable, one per GPU): that GPU's plans are searched and simulated with it")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(NonEmptyText());
+  sub->add_option("--set", args->sets,
+                  "a setting every plan keeps, path=value as simulate takes it (repeatable): the "
+                  "optimizer, precision, expandable segments, ...; not one the search makes")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(NonEmptyText());
