@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "core/config/scenario.h"
 #include "sim/engine/simulator.h"
@@ -276,6 +278,32 @@ TEST(Recommend, RefusesToFixWhatItSearches) {
   Result<Recommendation> beside = Recommend(o);
   ASSERT_TRUE(beside.ok()) << beside.status().message();
   EXPECT_EQ(beside->pruned_budget, beside->generated);
+}
+
+// The refused paths and the search's own agree: every setting a plan (refined or not) carries
+// is one --set may not fix, so a new search axis without its entry in the refused list fails
+// here.
+TEST(Recommend, EveryPathAPlanSetsIsRefused) {
+  RecommendOptions o = SmallCase();
+  o.global_batch_tokens /= 4;
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_FALSE(rec->plans.empty());
+  std::set<std::string> paths;
+  for (const RecommendedPlan& plan : rec->plans) {
+    for (const std::string& set : plan.result.sets) paths.insert(set.substr(0, set.find('=')));
+  }
+  paths.insert("fsdp.forward_prefetch_depth");  // what refinement sets, shown or not
+  paths.insert("fsdp.reshard_after_forward");
+  for (const std::string& path : paths) {
+    RecommendOptions fixed = o;
+    fixed.sets = {path + "=1"};
+    Result<Recommendation> refused = Recommend(fixed);
+    ASSERT_FALSE(refused.ok()) << path;
+    EXPECT_NE(refused.status().message().find("recommend searches " + path + " itself"),
+              std::string::npos)
+        << refused.status().message();
+  }
 }
 
 // The memory prune assumes AdamW's state on the GPU (4 x the parameters' bytes). With the state
