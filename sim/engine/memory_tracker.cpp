@@ -20,7 +20,21 @@ struct LiveBuffer {
   int handle = -1;  // allocator block; -1 when zero bytes
   MemCategory category = MemCategory::kTemporaries;
   int64_t bytes = 0;
+  int call = -1;  // its index among the role's allocations (AllocatorCall::alloc)
 };
+
+// The initial memory, one block per category on the compute stream, as a role's replay starts;
+// returns the bytes allocated.
+int64_t AllocateInitial(const CategoryBytes& initial, CachingAllocatorModel* allocator) {
+  int64_t allocated = 0;
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    if (initial[c] > 0) {
+      allocated += initial[c];
+      allocator->Allocate(initial[c], static_cast<int>(Lane::kCompute));
+    }
+  }
+  return allocated;
+}
 
 struct BufferSlot {
   LiveBuffer buffer;
@@ -32,20 +46,17 @@ class RoleState {
   // `table`: one slot per id of the schedule's buffer table, shared by all roles (a buffer
   // belongs to one role; a slot records which role holds it live). One table, not one per
   // role: a pipeline's eight roles would each zero a slot for every buffer of the step.
+  // `calls`: where its allocator calls are recorded, or null.
   RoleState(int role, const CategoryBytes& initial, const MemoryOptions& options,
-            std::vector<BufferSlot>* table)
+            std::vector<BufferSlot>* table, AllocatorCalls* calls)
       : allocator_(options.capacity_bytes, options.allocator),
         keep_samples_(options.keep_samples),
         role_(role),
-        table_(table) {
+        table_(table),
+        calls_(calls) {
     mem_.initial_bytes = initial;
     bytes_ = initial;
-    for (int c = 0; c < kNumMemCategories; ++c) {
-      if (initial[c] > 0) {
-        allocated_ += initial[c];
-        allocator_.Allocate(initial[c], static_cast<int>(Lane::kCompute));
-      }
-    }
+    allocated_ = AllocateInitial(initial, &allocator_);
     oom_seen_ = allocator_.oom_count();
     if (oom_seen_ > 0) {
       mem_.oom = true;
@@ -66,7 +77,8 @@ class RoleState {
           fmt::format("schedule: op '{}': memory category {} is not known", op_id(), c));
     }
     if (e.bytes > 0) {
-      LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes};
+      LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes, allocations_++};
+      if (calls_ != nullptr) calls_->push_back({e.bytes, lane, -1});
       if (allocator_.oom_count() > oom_seen_) {
         oom_seen_ = allocator_.oom_count();
         if (!mem_.oom) {
@@ -115,6 +127,7 @@ class RoleState {
         it->second.pop_back();
       }
       allocator_.Free(buf.handle);
+      if (calls_ != nullptr) calls_->push_back({e.bytes, lane, buf.call});
       bytes_[c] += e.bytes;
       allocated_ += e.bytes;
     }
@@ -211,6 +224,8 @@ class RoleState {
   bool changed_ = false;
   int role_;
   std::vector<BufferSlot>* table_;
+  AllocatorCalls* calls_;
+  int allocations_ = 0;
   int table_live_ = 0;
   std::unordered_map<int, LiveBuffer> named_;
   std::map<std::pair<int, int64_t>, std::vector<LiveBuffer>> anonymous_;
@@ -219,8 +234,10 @@ class RoleState {
 }  // namespace
 
 Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Timeline& timeline,
-                                            const MemoryOptions& options) {
+                                            const MemoryOptions& options,
+                                            std::vector<AllocatorCalls>* calls) {
   const size_t roles = schedule.roles.size();
+  if (calls != nullptr) calls->assign(roles, AllocatorCalls{});
   for (size_t r = 0; r < roles && r < schedule.initial_memory.size(); ++r) {
     for (int c = 0; c < kNumMemCategories; ++c) {
       if (schedule.initial_memory[r][c] < 0) {
@@ -316,7 +333,8 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
       if (group_of[r] != g) continue;
       const CategoryBytes initial =
           r < schedule.initial_memory.size() ? schedule.initial_memory[r] : CategoryBytes{};
-      states[r] = std::make_unique<RoleState>(static_cast<int>(r), initial, options, &table);
+      states[r] = std::make_unique<RoleState>(static_cast<int>(r), initial, options, &table,
+                                              calls != nullptr ? &(*calls)[r] : nullptr);
     }
     // StepPhaseOf of this group's ops with effects, in schedule order: it reads each op and
     // its items (its op_id too, where no builder named the op), which lie in memory in that
@@ -373,6 +391,23 @@ Result<std::vector<RoleMemory>> TrackMemory(const Schedule& schedule, const Time
     finished[r].host_bytes = schedule.initial_host_memory[r];
   }
   return finished;
+}
+
+ReplayedReserve ReplayAllocatorCalls(const AllocatorCalls& calls, const CategoryBytes& initial,
+                                     const MemoryOptions& options) {
+  CachingAllocatorModel allocator(options.capacity_bytes, options.allocator);
+  AllocateInitial(initial, &allocator);
+  std::vector<int> handles;
+  handles.reserve(calls.size());
+  for (const AllocatorCall& call : calls) {
+    if (call.bytes > 0) {
+      handles.push_back(allocator.Allocate(call.bytes, call.stream));
+    } else if (call.bytes < 0 && call.alloc >= 0 &&
+               static_cast<size_t>(call.alloc) < handles.size()) {
+      allocator.Free(handles[call.alloc]);
+    }
+  }
+  return {allocator.peak_reserved_bytes(), allocator.capacity_hits(), allocator.oom_count()};
 }
 
 }  // namespace shardscope::sim

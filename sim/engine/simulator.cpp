@@ -18,6 +18,7 @@
 #include "core/timeline/op_accounting.h"
 #include "core/util/units.h"
 #include "sim/cost/calibration.h"
+#include "sim/engine/reserve_splice.h"
 #include "sim/engine/run_parts.h"
 #include "sim/engine/summary_comm.h"
 #include "sim/hardware/hardware.h"
@@ -317,7 +318,8 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
   Summary timing;
   RunParts(2, threads, [&](int part) {
     if (part == 0) {
-      memory = TrackMemory(sim.schedule, sim.timeline, memory_options);
+      memory = TrackMemory(sim.schedule, sim.timeline, memory_options,
+                           ctx.keep_allocator_calls ? &sim.allocator_calls : nullptr);
     } else if (threads > 1 || memory.ok()) {  // alone, a replay error ends the run first
       std::optional<RankAccounting> reported;
       if (ctx.figures_only) {
@@ -454,6 +456,39 @@ class StepSchedules {
   std::shared_ptr<const Plan> plan_;
 };
 
+// The whole step's reserve (the highest of its roles'), from the allocator calls of the runs of
+// runs.a (`a_calls`, with their roles' initial memory `a_initial`) and runs.b (`b`): each role's
+// calls spliced (reserve_splice.h) and replayed. nullopt where a role's do not splice, or its
+// replay meets the capacity (the allocator then releases its cache and re-segments, which the
+// whole step must show).
+std::optional<int64_t> SplicedReserve(const std::vector<AllocatorCalls>& a_calls,
+                                      const std::vector<CategoryBytes>& a_initial,
+                                      const Simulation& b, const SteadyStateRuns& runs,
+                                      const StepContext& ctx) {
+  const size_t roles = b.allocator_calls.size();
+  if (roles == 0 || a_calls.size() != roles || a_initial.size() != roles ||
+      b.schedule.initial_memory.size() != roles) {
+    return std::nullopt;
+  }
+  for (size_t r = 0; r < roles; ++r) {
+    if (a_initial[r] != b.schedule.initial_memory[r]) return std::nullopt;
+  }
+  MemoryOptions options{ctx.usable_bytes, false};
+  options.allocator = ctx.allocator;
+  // Per role, its reserve; -1 where it has none (its calls do not splice, or met the capacity).
+  std::vector<int64_t> reserves(roles, -1);
+  RunParts(static_cast<int>(roles), ctx.threads, [&](int r) {
+    const std::optional<AllocatorCalls> calls =
+        SpliceAllocatorCalls(a_calls[r], b.allocator_calls[r], runs.a, runs.b, runs.total);
+    if (!calls) return;
+    const ReplayedReserve replayed = ReplayAllocatorCalls(*calls, a_initial[r], options);
+    if (replayed.capacity_hits == 0 && replayed.oom_count == 0)
+      reserves[r] = replayed.peak_reserved_bytes;
+  });
+  if (std::find(reserves.begin(), reserves.end(), -1) != reserves.end()) return std::nullopt;
+  return *std::max_element(reserves.begin(), reserves.end());
+}
+
 // The runs of `runs.a` and `runs.b` micro-batches and the summary extrapolated from them;
 // nullopt when either fails or they disagree (the whole step then runs and reports).
 // With SimulateOptions::stop_when_not_fitting (sweeps): the runs one after the other, and give
@@ -484,6 +519,8 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
   struct Figures {
     Summary summary;
     StepAccount account;
+    std::vector<AllocatorCalls> calls;
+    std::vector<CategoryBytes> initial_memory;
   };
   std::optional<Figures> shorter_figures;
   std::optional<Simulation> longer_run;
@@ -499,10 +536,13 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
     }
     StepContext ctx = pricing.ctx;
     ctx.threads = threads;
+    ctx.keep_allocator_calls = true;
     Result<Simulation> sim = SimulateSchedule(std::move(schedule).value(), *pricing.cost, ctx);
     if (!sim.ok() || met_capacity(*sim)) return false;
     if (k == 0) {
-      shorter_figures = Figures{std::move(sim->summary), sim->role_metrics[sim->reported_role]};
+      shorter_figures =
+          Figures{std::move(sim->summary), sim->role_metrics[sim->reported_role],
+                  std::move(sim->allocator_calls), std::move(sim->schedule.initial_memory)};
     } else {
       longer_run = std::move(sim).value();
     }
@@ -521,11 +561,20 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
                           b.summary.step_time_s)) {
     return std::nullopt;
   }
+  // Where the short runs reserve differently, the step's own allocator calls tell its reserve.
+  std::optional<double> step_reserve_gib;
+  if (a.summary.peak_memory_reserved_gib != b.summary.peak_memory_reserved_gib) {
+    const std::optional<int64_t> reserve =
+        SplicedReserve(a.calls, a.initial_memory, b, runs, pricing.ctx);
+    if (!reserve) return std::nullopt;
+    step_reserve_gib = ToGiB(*reserve);
+  }
   std::optional<Summary> summary =
       ExtrapolateSummary(a.summary, a.account, b.summary, b.role_metrics[b.reported_role], runs,
-                         pricing.ctx.peak_flops);
+                         pricing.ctx.peak_flops, step_reserve_gib);
   if (!summary) return std::nullopt;
   b.summary = std::move(*summary);
+  b.allocator_calls = {};  // read only here
   b.summary.extrapolated_from_micro_batches = {runs.a, runs.b};
   b.steady_state = runs;
   // The schedule's notes describe the run simulated; name the job's micro-batch count instead.

@@ -67,6 +67,9 @@ struct StepContext {
   // variants in parallel); more run the memory replay beside the accounting and split its
   // roles (SimulateSchedule). The figures do not depend on it.
   int threads = 1;
+  // true: the Simulation keeps each role's allocator calls (the steady-state fast path's short
+  // runs, which splice them: reserve_splice.h).
+  bool keep_allocator_calls = false;
 };
 
 struct Simulation {
@@ -75,6 +78,9 @@ struct Simulation {
   OverlapModel overlap;
   Timeline timeline;
   std::vector<RoleMemory> memory;  // per role
+  // Per role, with StepContext::keep_allocator_calls: the calls its memory replay made on its
+  // allocator model.
+  std::vector<AllocatorCalls> allocator_calls;
   // Per role: the step accounting of its timeline (with StepContext::figures_only, the reported
   // role's alone; the others are left empty).
   std::vector<StepAccount> role_metrics;

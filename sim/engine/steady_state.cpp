@@ -140,7 +140,8 @@ Scenario WithMicroBatches(const Scenario& sc, int micro_batches) {
 
 std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& account_a,
                                           const Summary& b, const StepAccount& account_b,
-                                          const SteadyStateRuns& runs, double peak_flops) {
+                                          const SteadyStateRuns& runs, double peak_flops,
+                                          std::optional<double> step_reserve_gib) {
   // The caching allocator's reserve can still grow with the count after two runs agree on it
   // (its blocks split and coalesce differently as the step goes on): up to 4.4% on Llama 3
   // 70B-sized interleaved stages (56.62 GiB at 16 and 24 micro-batches, 59.09 at 80), and a
@@ -148,13 +149,14 @@ std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& a
   // and released its cache. A fit verdict must not rest on that: near the capacity the whole
   // step runs.
   constexpr double kReserveShareOfUsable = 0.95;
-  if (b.usable_gib > 0 && std::max(a.peak_memory_reserved_gib, b.peak_memory_reserved_gib) >
-                              kReserveShareOfUsable * b.usable_gib) {
+  const double reserve_gib = step_reserve_gib.value_or(b.peak_memory_reserved_gib);
+  if (b.usable_gib > 0 && std::max({a.peak_memory_reserved_gib, b.peak_memory_reserved_gib,
+                                    reserve_gib}) > kReserveShareOfUsable * b.usable_gib) {
     return std::nullopt;
   }
   if (a.role != b.role || a.peak_memory_role != b.peak_memory_role || a.fits != b.fits ||
       !Same(a.peak_memory_allocated_gib, b.peak_memory_allocated_gib) ||
-      !Same(a.peak_memory_reserved_gib, b.peak_memory_reserved_gib)) {
+      (!step_reserve_gib && !Same(a.peak_memory_reserved_gib, b.peak_memory_reserved_gib))) {
     return std::nullopt;
   }
   for (int c = 0; c < kNumMemCategories; ++c) {
@@ -168,6 +170,7 @@ std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& a
   Summary s = b;
   s.tokens_per_step = b.tokens_per_step / runs.b * runs.total;
   s.step_time_s = at(a.step_time_s, b.step_time_s);
+  s.peak_memory_reserved_gib = reserve_gib;
   s.compute_s = at(a.compute_s, b.compute_s);
   s.exposed_comm_s = at(a.exposed_comm_s, b.exposed_comm_s);
   s.idle_s = at(a.idle_s, b.idle_s);

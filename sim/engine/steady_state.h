@@ -18,16 +18,19 @@
 // a = pp + 1, b = 2·pp + 1; pp = 1 with gradient accumulation, a = 3, b = 4. Only when
 // a + b ≤ M / 2. GPipe is never extrapolated (its memory grows with M), nor the interleaved
 // schedule (its short runs can still be filling, and nothing in them tells: PlanSteadyState).
-// The checks behind ExtrapolateSummary's nullopt (equal peaks, role and fit in a and b; a
-// reserve within 5% of the usable memory), ReachedSteadyState's, and the simulator's on the
-// allocator (neither run may meet the capacity: see RoleMemory::capacity_hits), send anything
-// else back to the full simulation, which `--exact` always runs and traces are always drawn
-// from. tests/engine/steady_state_test.cpp holds the fast path to within 0.1% of the full
-// simulation in step time and peak memory; bench/explore_benchmark's
-// BM_Grid70b_SteadyStateAgreement checks it on Llama 3 70B-sized stages. The reserve is the
-// short runs' when they agree: a reserve that grows only later in a long step (its blocks split
-// and coalesce differently as it goes on) would not show in them, hence the margin to the
-// capacity.
+// The checks behind ExtrapolateSummary's nullopt (equal allocated peaks, role and fit in a and
+// b; a reserve within 5% of the usable memory), ReachedSteadyState's, and the simulator's on the
+// allocator (neither run may meet the capacity: see RoleMemory::capacity_hits; where a and b
+// reserve differently, each role's allocator calls must splice into the step's and replay
+// without meeting it: reserve_splice.h), send anything else back to the full simulation, which
+// `--exact` always runs and traces are always drawn from. tests/engine/steady_state_test.cpp holds
+// the fast path to within 0.1% of the full simulation in step time and peak memory;
+// bench/explore_benchmark's BM_Grid70b_SteadyStateAgreement checks it on Llama 3 70B-sized stages.
+// Where the short runs reserve alike, the reserve is theirs: a reserve that grows only later in a
+// long step (its blocks split and coalesce differently as it goes on) would not show in them, hence
+// the margin to the capacity. Where they differ, it is the step's own: their calls spliced and
+// replayed (TP 8 x PP 8 x 64 micro-batches of GPT-3 175B-sized stages fell back to the whole step
+// before).
 #pragma once
 
 #include <optional>
@@ -66,9 +69,11 @@ Scenario WithMicroBatches(const Scenario& scenario, int micro_batches);
 
 // `a` and `b`: the summaries of runs.a and runs.b micro-batches, `account_a` / `account_b`
 // their reported roles' step accounts (for the overlap ratio); `peak_flops` is StepContext's,
-// for the MFU.
+// for the MFU. `step_reserve_gib`: the step's reserve where the two runs' differ (from their
+// allocator calls, reserve_splice.h); without it they must agree.
 std::optional<Summary> ExtrapolateSummary(const Summary& a, const StepAccount& account_a,
                                           const Summary& b, const StepAccount& account_b,
-                                          const SteadyStateRuns& runs, double peak_flops);
+                                          const SteadyStateRuns& runs, double peak_flops,
+                                          std::optional<double> step_reserve_gib = std::nullopt);
 
 }  // namespace shardscope::sim

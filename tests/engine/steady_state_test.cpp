@@ -158,6 +158,31 @@ TEST(SteadyStateTest, RandomPipelinesAndAccumulationMatchTheWholeStep) {
   EXPECT_GE(fast, 4);
 }
 
+// Short runs that reserve differently no longer send a job to the whole step: their allocator
+// calls, spliced (reserve_splice.h), are the step's, and so is the reserve they replay to. This
+// job reserves 16.174 GiB with 5 micro-batches and 16.096 with 9 (its short runs), 16.088 with
+// 30 and 16.127 with 31.
+TEST(SteadyStateTest, AReserveThatMovesWithTheCountIsTheWholeSteps) {
+  for (int micro : {30, 31}) {
+    const std::string job = "MovingReserveJob(" + std::to_string(micro) + ")";
+    Result<Scenario> sc =
+        ParseScenario(testing::MovingReserveJob(micro), "<test>", SHARDSCOPE_SOURCE_DIR);
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    ExpectSameStep(*sc, job);
+    Result<Simulation> fast = Simulate(*sc, false), exact = Simulate(*sc, true);
+    ASSERT_TRUE(fast.ok() && exact.ok()) << job;
+    EXPECT_EQ(fast->summary.peak_memory_reserved_gib, exact->summary.peak_memory_reserved_gib)
+        << job;
+    for (int k : {fast->steady_state->a, fast->steady_state->b}) {
+      Result<Simulation> short_run = Simulate(WithMicroBatches(*sc, k), true);
+      ASSERT_TRUE(short_run.ok()) << job;
+      EXPECT_NE(short_run->summary.peak_memory_reserved_gib,
+                exact->summary.peak_memory_reserved_gib)
+          << job << ": the run of " << k;
+    }
+  }
+}
+
 // The interleaved schedule is never extrapolated: 16 blocks on 4 stages of TP 2 with full
 // checkpointing add 6.67 ms a micro-batch from 8 to 12 (its short runs of 2·pp and 3·pp) and
 // 8.33 from 16 on, and the extrapolation put a 40-micro-batch step 5% low.
