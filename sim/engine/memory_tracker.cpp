@@ -20,7 +20,6 @@ struct LiveBuffer {
   int handle = -1;  // allocator block; -1 when zero bytes
   MemCategory category = MemCategory::kTemporaries;
   int64_t bytes = 0;
-  int call = -1;  // its index among the role's allocations (AllocatorCall::alloc)
 };
 
 // The initial memory, one block per category on the compute stream, as a role's replay starts;
@@ -77,8 +76,8 @@ class RoleState {
           fmt::format("schedule: op '{}': memory category {} is not known", op_id(), c));
     }
     if (e.bytes > 0) {
-      LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes, allocations_++};
-      if (calls_ != nullptr) calls_->push_back({e.bytes, lane, -1});
+      LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes};
+      if (calls_ != nullptr) Record(buf.handle, e.bytes, lane);
       if (allocator_.oom_count() > oom_seen_) {
         oom_seen_ = allocator_.oom_count();
         if (!mem_.oom) {
@@ -127,7 +126,7 @@ class RoleState {
         it->second.pop_back();
       }
       allocator_.Free(buf.handle);
-      if (calls_ != nullptr) calls_->push_back({e.bytes, lane, buf.call});
+      if (calls_ != nullptr) calls_->push_back({e.bytes, lane, call_of_block_[buf.handle]});
       bytes_[c] += e.bytes;
       allocated_ += e.bytes;
     }
@@ -185,6 +184,14 @@ class RoleState {
     --table_live_;
   }
 
+  // An allocation's call. `block` >= 0: the model has no backing here, the one way Allocate
+  // returns -1.
+  void Record(int block, int64_t bytes, int lane) {
+    if (static_cast<size_t>(block) >= call_of_block_.size()) call_of_block_.resize(block + 1, -1);
+    call_of_block_[block] = allocations_++;
+    calls_->push_back({bytes, lane, -1});
+  }
+
   void RecordPeaks(int64_t t, int op_index) {
     for (int c = 0; c < kNumMemCategories; ++c)
       mem_.max_bytes[c] = std::max(mem_.max_bytes[c], bytes_[c]);
@@ -224,8 +231,11 @@ class RoleState {
   bool changed_ = false;
   int role_;
   std::vector<BufferSlot>* table_;
+  // Recording (calls_ set): which allocation each live allocator block holds, by block id. Kept
+  // apart from LiveBuffer, whose table of slots every replay zeroes and walks, recording or not.
   AllocatorCalls* calls_;
-  int allocations_ = 0;
+  std::vector<int32_t> call_of_block_;
+  int32_t allocations_ = 0;
   int table_live_ = 0;
   std::unordered_map<int, LiveBuffer> named_;
   std::map<std::pair<int, int64_t>, std::vector<LiveBuffer>> anonymous_;
