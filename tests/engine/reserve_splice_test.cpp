@@ -85,6 +85,20 @@ TEST(ReserveSpliceTest, AMadeUpStageGetsTheLongStepsCalls) {
   }
 }
 
+// Runs one period apart (gradient accumulation's 3 and 4 steps): X is one period, and the one
+// before it must repeat it, as far back as its frees reach.
+TEST(ReserveSpliceTest, RunsOnePeriodApartSplice) {
+  const AllocatorCalls a = FirstStage(6), b = FirstStage(7);
+  for (int m : {7, 9, 20}) {
+    const std::optional<AllocatorCalls> spliced = SpliceAllocatorCalls(a, b, 6, 7, m);
+    ASSERT_TRUE(spliced.has_value()) << m;
+    EXPECT_TRUE(SameCalls(*spliced, FirstStage(m))) << m;
+  }
+  // With 5 and 6, the period before X frees what was allocated before the first backward's
+  // accumulator, one allocation further back than X's frees reach: nothing shows that X repeats.
+  EXPECT_FALSE(SpliceAllocatorCalls(FirstStage(5), FirstStage(6), 5, 6, 20));
+}
+
 TEST(ReserveSpliceTest, CallsThatDoNotRepeatDoNotSplice) {
   // The temporary grows with the micro-batch: b is not a with periods inserted.
   EXPECT_FALSE(SpliceAllocatorCalls(FirstStage(4, 3, true), FirstStage(7, 3, true), 4, 7, 20));
