@@ -77,7 +77,8 @@ class RoleState {
     }
     if (e.bytes > 0) {
       LiveBuffer buf{allocator_.Allocate(e.bytes, lane), e.category, e.bytes};
-      if (calls_ != nullptr) Record(buf.handle, e.bytes, lane);
+      if (calls_ != nullptr) [[unlikely]]
+        RecordAllocation(buf.handle, e.bytes, lane);
       if (allocator_.oom_count() > oom_seen_) {
         oom_seen_ = allocator_.oom_count();
         if (!mem_.oom) {
@@ -126,7 +127,8 @@ class RoleState {
         it->second.pop_back();
       }
       allocator_.Free(buf.handle);
-      if (calls_ != nullptr) calls_->push_back({e.bytes, lane, call_of_block_[buf.handle]});
+      if (calls_ != nullptr) [[unlikely]]
+        RecordFree(buf.handle, e.bytes, lane);
       bytes_[c] += e.bytes;
       allocated_ += e.bytes;
     }
@@ -184,12 +186,17 @@ class RoleState {
     --table_live_;
   }
 
-  // An allocation's call. `block` >= 0: the model has no backing here, the one way Allocate
-  // returns -1.
-  void Record(int block, int64_t bytes, int lane) {
+  // The calls, recorded out of line: Apply runs for every effect of every prediction, and
+  // recording is the fast path's short runs' alone (a 70B PP 8 x 16 prediction ran 0.6% more
+  // instructions with it inline, callgrind). `block` >= 0: the model has no backing here, the
+  // one way Allocate returns -1.
+  [[gnu::noinline]] void RecordAllocation(int block, int64_t bytes, int lane) {
     if (static_cast<size_t>(block) >= call_of_block_.size()) call_of_block_.resize(block + 1, -1);
     call_of_block_[block] = allocations_++;
     calls_->push_back({bytes, lane, -1});
+  }
+  [[gnu::noinline]] void RecordFree(int block, int64_t bytes, int lane) {
+    calls_->push_back({bytes, lane, call_of_block_[block]});
   }
 
   void RecordPeaks(int64_t t, int op_index) {
