@@ -56,12 +56,6 @@ class CallWriter {
   }
   AllocatorCalls Take() { return std::move(out_); }
   int64_t live() const { return live_; }
-  // The allocations `calls` leave live.
-  static int64_t LiveAfter(const AllocatorCalls& calls) {
-    int64_t live = 0;
-    for (const AllocatorCall& call : calls) live += call.bytes > 0 ? 1 : -1;
-    return live;
-  }
 
  private:
   AllocatorCalls out_;
@@ -160,8 +154,9 @@ std::optional<AllocatorCalls> SpliceAllocatorCalls(const AllocatorCalls& a, cons
     if (call.bytes < 0 && moved[j]) call.alloc += in_added;
     if (!out.Add(call)) return std::nullopt;
   }
-  // What b leaves allocated (its live buffers at the end), m leaves too.
-  if (out.live() != CallWriter::LiveAfter(b)) return std::nullopt;
+  // What b leaves allocated (its allocations less its frees), m leaves too.
+  const int64_t b_live = 2 * static_cast<int64_t>(before_b.back()) - static_cast<int64_t>(b.size());
+  if (out.live() != b_live) return std::nullopt;
   return out.Take();
 }
 
