@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -12,6 +14,7 @@
 #include "core/schedule/pipeline_order.h"
 #include "core/schedule/rank_layout.h"
 #include "core/schedule/schedule_size.h"
+#include "core/schedule/step_basis.h"
 #include "core/schedule/step_builder.h"
 #include "core/schedule/unit_sizes.h"
 #include "core/schedule/unit_work.h"
@@ -24,8 +27,9 @@ class GroupTable {
   explicit GroupTable(Schedule& s) : s_(s) {}
   // Index of the group `name` spanning mesh `dims`, whose ranks `make` computes the first time
   // the name is seen, or -1 for a group of one rank (nothing to talk to).
+  // `dims` are copied only for a new group (this runs per role and unit of every schedule).
   template <typename MakeRanks>
-  int Get(const std::string& name, std::vector<std::string> dims, MakeRanks make) {
+  int Get(const std::string& name, std::initializer_list<std::string_view> dims, MakeRanks make) {
     auto it = index_.find(name);
     if (it != index_.end()) return it->second;
     std::vector<int> ranks = make();
@@ -33,7 +37,7 @@ class GroupTable {
     ProcessGroup g;
     g.name = name;
     g.ranks = std::move(ranks);
-    g.dims = std::move(dims);
+    g.dims.assign(dims.begin(), dims.end());
     s_.groups.push_back(std::move(g));
     return index_[name] = static_cast<int>(s_.groups.size()) - 1;
   }
@@ -104,8 +108,10 @@ int MeshSize(const MeshSpec& m, const std::string& dim) {
 // sizes the plan recorded.
 Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const WorldLayout& w,
                             const ScheduleOptions& o, int rank, int stage, GroupTable& table) {
-  const std::string what =
-      fmt::format("plan: unit '{}' mesh {}", UnitOpLabel(unit.fqn), JoinDims(unit.mesh));
+  // Formed for an error only: this runs per role and unit of every schedule.
+  const auto what = [&] {
+    return fmt::format("plan: unit '{}' mesh {}", UnitOpLabel(unit.fqn), JoinDims(unit.mesh));
+  };
   bool dense = false, expert = false;
   for (const std::string& d : unit.mesh.dims) {
     if (d == "fsdp_shard" || d == "fsdp_replicate") {
@@ -116,11 +122,11 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
       return InvalidInput(
           fmt::format("{}: dim '{}' is not one the schedule knows (expected "
                       "fsdp_shard, fsdp_replicate, edp_shard, edp_replicate)",
-                      what, d));
+                      what(), d));
     }
   }
   if (dense == expert) {
-    return InvalidInput(fmt::format("{}: expected dense (fsdp_*) or expert (edp_*) dims", what));
+    return InvalidInput(fmt::format("{}: expected dense (fsdp_*) or expert (edp_*) dims", what()));
   }
   std::string prefix = dense ? "fsdp" : "edp";
   if (o.pp > 1) prefix = fmt::format("stage{}/{}", stage, prefix);
@@ -130,37 +136,45 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
     return InvalidInput(fmt::format(
         "{}: expert mesh edp_replicate {} × edp_shard {} × ep {} does not cover the {} ranks of "
         "a stage; plan and schedule options disagree",
-        what, edp_replicate, edp_shard, o.ep, w.stage_size()));
+        what(), edp_replicate, edp_shard, o.ep, w.stage_size()));
   }
-  // Group of `rank` along dense world dims or expert-mesh dims.
-  auto group = [&](std::vector<WorldDim> dense_dims, std::vector<ExpertDim> expert_dims) {
-    return [&w, &o, dense, rank, edp_shard, edp_replicate, dense_dims, expert_dims] {
+  // Group of `rank` along dense world dims or expert-mesh dims (made only for a new group).
+  static const std::vector<WorldDim> kShardDims = {WorldDim::kDpShard, WorldDim::kCp};
+  static const std::vector<WorldDim> kReplicateDims = {WorldDim::kDpReplicate};
+  static const std::vector<WorldDim> kFlatDims = {WorldDim::kDpReplicate, WorldDim::kDpShard,
+                                                  WorldDim::kCp};
+  static const std::vector<ExpertDim> kEdpShardDims = {ExpertDim::kEdpShard};
+  static const std::vector<ExpertDim> kEdpReplicateDims = {ExpertDim::kEdpReplicate};
+  static const std::vector<ExpertDim> kEdpFlatDims = {ExpertDim::kEdpReplicate,
+                                                      ExpertDim::kEdpShard};
+  auto group = [&](const std::vector<WorldDim>& dense_dims,
+                   const std::vector<ExpertDim>& expert_dims) {
+    return [&] {
       if (dense) return w.Group(rank, dense_dims);
       return ExpertGroup(w, rank, edp_replicate, edp_shard, o.ep, expert_dims).value();
     };
   };
   const std::string base = dense ? "fsdp" : "edp";
   UnitGroups g;
-  g.shard = table.Get(prefix + "_shard", {base + "_shard"},
-                      group({WorldDim::kDpShard, WorldDim::kCp}, {ExpertDim::kEdpShard}));
+  g.shard = table.Get(prefix + "_shard", {base + "_shard"}, group(kShardDims, kEdpShardDims));
   g.replicate = table.Get(prefix + "_replicate", {base + "_replicate"},
-                          group({WorldDim::kDpReplicate}, {ExpertDim::kEdpReplicate}));
+                          group(kReplicateDims, kEdpReplicateDims));
   if (table.Size(prefix + "_shard") != z.shard_group ||
       table.Size(prefix + "_replicate") != z.replicate_group) {
     return InvalidInput(fmt::format(
         "{}: shard {} × replicate {} does not match the scenario's layout (shard group of {} "
         "ranks, replicate group of {}); plan and schedule options disagree",
-        what, z.shard_group, z.replicate_group, table.Size(prefix + "_shard"),
+        what(), z.shard_group, z.replicate_group, table.Size(prefix + "_shard"),
         table.Size(prefix + "_replicate")));
   }
   if (const int d = unit.reshard_after_forward_ranks; d > 1) {
     if (z.shard_group % d != 0) {
       return InvalidInput(
           fmt::format("{}: reshard_after_forward = {} does not divide the shard group of {} ranks",
-                      what, d, z.shard_group));
+                      what(), d, z.shard_group));
     }
     // FSDP2's post-forward mesh: the shard group cut into blocks of d consecutive ranks.
-    std::vector<int> shard = group({WorldDim::kDpShard, WorldDim::kCp}, {ExpertDim::kEdpShard})();
+    std::vector<int> shard = group(kShardDims, kEdpShardDims)();
     const size_t at = std::find(shard.begin(), shard.end(), rank) - shard.begin();
     const size_t first = at / d * d;
     g.post_forward = table.Get(
@@ -168,9 +182,8 @@ Result<UnitGroups> GroupsOf(const UnitPlan& unit, const UnitSizes& z, const Worl
         [&] { return std::vector<int>(shard.begin() + first, shard.begin() + first + d); });
   }
   if (z.replicate_grad_bytes > 0) {
-    g.flat = table.Get(prefix, {base + "_replicate", base + "_shard"},
-                       group({WorldDim::kDpReplicate, WorldDim::kDpShard, WorldDim::kCp},
-                             {ExpertDim::kEdpReplicate, ExpertDim::kEdpShard}));
+    g.flat =
+        table.Get(prefix, {base + "_replicate", base + "_shard"}, group(kFlatDims, kEdpFlatDims));
   }
   return g;
 }
@@ -194,20 +207,28 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
                     std::vector<std::unique_ptr<RoleEmitter>>& emitters) {
   const int num_chunks = static_cast<int>(chunks.roots.size());
   const int pp = o.pp;
+  // Each chunk's label word and each stage pair's group, formed at first use (the order words
+  // and groups are added in) and kept: per action they were a text and a lookup each.
+  std::vector<int32_t> chunk_word(static_cast<size_t>(num_chunks), -1);
   auto id = [&](const PipeAction& a, std::string_view what) {
     const OpPhase phase = a.forward ? OpPhase::kForward : OpPhase::kBackward;
-    return NamedOpId{OpIdKey{words.Of(ChunkLabel(a.chunk)), words.Of(what), 0,
-                             in.micro_batches > 1 ? a.micro : -1},
-                     phase};
+    int32_t& label = chunk_word[static_cast<size_t>(a.chunk)];
+    if (label < 0) label = words.Of(ChunkLabel(a.chunk));
+    return NamedOpId{OpIdKey{label, words.Of(what), 0, in.micro_batches > 1 ? a.micro : -1}, phase};
   };
   // The roles' ranks sit at the same place in their stages (`local`).
   const int local = o.rank ? *o.rank % world.stage_size() : 0;
+  constexpr int kUnknown = -2;  // group indices are >= -1
+  std::vector<int> p2p_group(static_cast<size_t>(pp) * pp, kUnknown);
   auto p2p = [&](int from_chunk, int to_chunk) {
+    int& group = p2p_group[static_cast<size_t>(from_chunk % pp) * pp + to_chunk % pp];
+    if (group != kUnknown) return group;
     const int a = (from_chunk % pp) * world.stage_size() + local;
     const int b = (to_chunk % pp) * world.stage_size() + local;
-    return table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp), {"pp"}, [&] {
+    group = table.Get(fmt::format("pp:{}->{}", from_chunk % pp, to_chunk % pp), {"pp"}, [&] {
       return a < b ? std::vector<int>{a, b} : std::vector<int>{b, a};
     });
+    return group;
   };
   std::map<std::tuple<bool, int, int>, int> sends;  // (forward, chunk, micro) → send op
   std::vector<size_t> next(order.size(), 0);
@@ -364,15 +385,14 @@ void AddNotes(const ScheduleOptions& o, Schedule& s) {
   }
 }
 
-}  // namespace
-
-Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
-                               const ScheduleOptions& options) {
+// BuildSchedule's body, with the step's basis from `basis_of(key)`: made for this schedule, or
+// a cache's (step_basis.h).
+template <typename BasisOf>
+Result<Schedule> Build(const Plan& plan, const ScheduleOptions& options, BasisOf basis_of) {
   SS_RETURN_IF_ERROR(CheckOptions(options));
   if (plan.units.empty() || !plan.units.back().is_root) {
     return InvalidInput("plan: expected the root unit last in `units` (planning.md §3)");
   }
-  SS_RETURN_IF_ERROR(CheckScheduleSize(tree, plan, options));
   SS_ASSIGN_OR_RETURN(WorldLayout world,
                       MakeWorldLayout(options.world_size, options.pp, options.dp_replicate,
                                       options.dp_shard, options.cp, options.tp));
@@ -433,26 +453,30 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
   ctx.loss_parallel = options.loss_parallel;
   ctx.compute_dtype = ComputeDType(plan);
   ctx.implementation = options.implementation;
-  SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work,
-                      BuildUnitWork(tree, plan, options, ctx, wg0, s.modules));
-  SS_ASSIGN_OR_RETURN(ModelChunks chunks,
-                      SplitIntoChunks(plan, std::move(work), s.modules, options.pp * v));
+  StepBasisKey key;
+  key.ctx = ctx;
+  key.sequence_parallel = options.sequence_parallel;
+  key.loss_parallel = options.loss_parallel;
+  key.estimator = options.estimator;
+  key.chunks = options.pp * v;
+  key.groups = wg0;
+  SS_ASSIGN_OR_RETURN(const std::shared_ptr<const StepBasis> basis, basis_of(key));
+  SS_RETURN_IF_ERROR(CheckScheduleSize(basis->modules_with_op, plan, options));
+  const ModelChunks& chunks = basis->chunks;
+  s.modules = basis->modules;
 
   StepInputs in;
   in.options = &options;
-  in.units = std::move(chunks.units);
-  in.work = std::move(chunks.work);
-  in.labels = std::move(chunks.labels);
+  in.units = chunks.units;
+  in.work = chunks.work;
+  in.labels = chunks.labels;
+  in.sizes = basis->sizes;
+  in.chunk_of = basis->chunk_of;
   in.micro_batches = micro_batches;
   in.sync_every_micro = !pipelined && options.requires_grad_sync;
   in.reshard_every_micro = !pipelined && options.reshard_after_backward;
   in.pass_micro_batches = pipelined ? options.pp_microbatches : 0;
   in.compute_dtype = ctx.compute_dtype;
-  for (const UnitPlan& unit : in.units) in.sizes.push_back(ComputeUnitSizes(unit));
-  in.chunk_of.assign(in.units.size(), 0);
-  for (size_t c = 0; c < chunks.members.size(); ++c) {
-    for (int u : chunks.members[c]) in.chunk_of[u] = static_cast<int>(c);
-  }
 
   // Reserve the ops up front: growing a vector of ops moves every op (strings, vectors).
   size_t estimate = 0;
@@ -563,6 +587,24 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
     }
   }
   return s;
+}
+
+}  // namespace
+
+Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
+                               const ScheduleOptions& options) {
+  return Build(plan, options,
+               [&](const StepBasisKey& key) -> Result<std::shared_ptr<const StepBasis>> {
+                 SS_ASSIGN_OR_RETURN(StepBasis made, MakeStepBasis(tree, plan, options, key));
+                 return std::make_shared<const StepBasis>(std::move(made));
+               });
+}
+
+Result<Schedule> BuildSchedule(const std::shared_ptr<const ModelTree>& tree,
+                               const std::shared_ptr<const Plan>& plan,
+                               const ScheduleOptions& options, StepBasisCache& bases) {
+  return Build(*plan, options,
+               [&](const StepBasisKey& key) { return bases.Get(tree, plan, options, key); });
 }
 
 }  // namespace shardscope

@@ -5,6 +5,7 @@
 //   ScheduleOptions    exactly what the builder needs from the scenario (training, mesh, FSDP
 //                      options the plan does not carry)
 //   BuildSchedule      the builder; refuses what it does not model with an error naming the option
+//                      (with a StepBasisCache: the step's basis shared by the schedules of a sweep)
 //
 // Example:
 //   ScheduleOptions o;
@@ -31,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -85,5 +87,13 @@ struct ScheduleOptions {
 // Validates the options against each other and the plan, then builds the step.
 Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
                                const ScheduleOptions& options);
+
+// The same schedule, with the step's basis (its units' work and sizes, before any op:
+// core/schedule/step_basis.h) taken from `bases`, or made and kept there for the next schedule
+// of this tree and plan with the same micro-batch shape.
+class StepBasisCache;
+Result<Schedule> BuildSchedule(const std::shared_ptr<const ModelTree>& tree,
+                               const std::shared_ptr<const Plan>& plan,
+                               const ScheduleOptions& options, StepBasisCache& bases);
 
 }  // namespace shardscope

@@ -35,11 +35,16 @@ int64_t ModulesWithOp(const ModelTree& tree) {
 
 int64_t EstimateScheduleOps(const ModelTree& tree, const Plan& plan,
                             const ScheduleOptions& options) {
+  return EstimateScheduleOps(ModulesWithOp(tree), plan, options);
+}
+
+int64_t EstimateScheduleOps(int64_t modules_with_op, const Plan& plan,
+                            const ScheduleOptions& options) {
   constexpr int64_t kSaturated = int64_t{1} << 62;
   const int64_t units = static_cast<int64_t>(plan.units.size());
   const int64_t microbatches = int64_t{options.grad_accum} * options.pp_microbatches;
   std::optional<int64_t> per_microbatch = CheckedAdd(
-      units * kOpsPerUnit, CheckedMul(ModulesWithOp(tree), kOpsPerModule).value_or(kSaturated));
+      units * kOpsPerUnit, CheckedMul(modules_with_op, kOpsPerModule).value_or(kSaturated));
   if (per_microbatch) {
     per_microbatch = CheckedAdd(*per_microbatch, int64_t{options.pp} * kOpsPerStage);
   }
@@ -50,14 +55,19 @@ int64_t EstimateScheduleOps(const ModelTree& tree, const Plan& plan,
 }
 
 Status CheckScheduleSize(const ModelTree& tree, const Plan& plan, const ScheduleOptions& options) {
-  const int64_t estimate = EstimateScheduleOps(tree, plan, options);
+  return CheckScheduleSize(ModulesWithOp(tree), plan, options);
+}
+
+Status CheckScheduleSize(int64_t modules_with_op, const Plan& plan,
+                         const ScheduleOptions& options) {
+  const int64_t estimate = EstimateScheduleOps(modules_with_op, plan, options);
   if (estimate <= LimitValue(Limit::kScheduleOps)) return Status::Ok();
   const int64_t microbatches = int64_t{options.grad_accum} * options.pp_microbatches;
   return InvalidInput(fmt::format(
       "schedule: about {} operations ({} units, {} modules with an op, {} micro-batches: "
       "training.grad_accum {} · parallelism.pp_microbatches {}), more than the limit of {} "
       "(set {} to raise it)",
-      estimate, plan.units.size(), ModulesWithOp(tree), microbatches, options.grad_accum,
+      estimate, plan.units.size(), modules_with_op, microbatches, options.grad_accum,
       options.pp_microbatches, LimitValue(Limit::kScheduleOps),
       LimitVariable(Limit::kScheduleOps)));
 }

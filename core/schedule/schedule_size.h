@@ -21,10 +21,14 @@ namespace shardscope {
 // per-unit optimizer and synchronisation ops. Saturates instead of wrapping.
 int64_t EstimateScheduleOps(const ModelTree& tree, const Plan& plan,
                             const ScheduleOptions& options);
+// The same, given the tree's module visits with an op (StepBasis::modules_with_op).
+int64_t EstimateScheduleOps(int64_t modules_with_op, const Plan& plan,
+                            const ScheduleOptions& options);
 
 // "schedule: about N schedule operations (U units, M modules with an op, G micro-batches:
 // training.grad_accum · parallelism.pp_microbatches), more than the limit of L (set
 // SHARDSCOPE_MAX_SCHEDULE_OPS to raise it)".
 Status CheckScheduleSize(const ModelTree& tree, const Plan& plan, const ScheduleOptions& options);
+Status CheckScheduleSize(int64_t modules_with_op, const Plan& plan, const ScheduleOptions& options);
 
 }  // namespace shardscope

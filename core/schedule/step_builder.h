@@ -5,7 +5,8 @@
 //
 // Contents:
 //   UnitGroups    process groups of one unit for the role's rank
-//   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels
+//   StepInputs    resolved units (plan units + one root per model chunk), work, sizes, labels,
+//                 as views of the step's basis
 //   Words         Schedule::words as the emitters of one schedule share them
 //   EffectLog     the memory effects of one schedule as its emitters add them, in any op order
 //   NamedOpId     an op_id's parts (OpIdKey) and phase, as an emitter gives them to an op
@@ -16,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,14 +41,16 @@ struct UnitGroups {
   int post_forward = -1;
 };
 
+// The units and their figures are views of the step's basis (step_basis.h), which outlives
+// the build.
 struct StepInputs {
   const ScheduleOptions* options = nullptr;
-  std::vector<UnitPlan> units;      // plan units; chunk roots replace the plan's root
-  std::vector<std::string> labels;  // op_id unit part per unit ("root" for a chunk root)
-  std::vector<UnitWork> work;       // per unit
-  std::vector<UnitSizes> sizes;     // per unit
-  std::vector<int> chunk_of;        // per unit: the model chunk it belongs to
-  int micro_batches = 1;            // micro-batches per optimizer step (all roles)
+  std::span<const UnitPlan> units;      // plan units; chunk roots replace the plan's root
+  std::span<const std::string> labels;  // op_id unit part per unit ("root" for a chunk root)
+  std::span<const UnitWork> work;       // per unit
+  std::span<const UnitSizes> sizes;     // per unit
+  std::span<const int> chunk_of;        // per unit: the model chunk it belongs to
+  int micro_batches = 1;                // micro-batches per optimizer step (all roles)
   // Whether non-final micro-batches reduce gradients / reshard after backward (false under
   // pipeline parallelism: torch.distributed.pipelining's backward_maybe_with_nosync).
   bool sync_every_micro = true;

@@ -387,12 +387,15 @@ Result<ScenarioPricing> PriceScenario(const Scenario& sc, const ModelTree& tree,
 namespace {
 
 // The scenario's schedule as BuildScenarioSchedule builds it, less what only a backend reads
-// (the gradient buffers' parameter names).
-Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tree,
-                                        const Plan& plan) {
+// (the gradient buffers' parameter names); its basis from `bases` when given.
+Result<Schedule> BuildSimulatedSchedule(const Scenario& sc,
+                                        const std::shared_ptr<const ModelTree>& tree,
+                                        const std::shared_ptr<const Plan>& plan,
+                                        StepBasisCache* bases) {
   ScheduleOptions options = ScheduleOptionsFromScenario(sc);
   options.grad_param_names = false;
-  return BuildSchedule(tree, plan, options);
+  if (bases != nullptr) return BuildSchedule(tree, plan, options, *bases);
+  return BuildSchedule(*tree, *plan, options);
 }
 
 // The plan and the schedules of one prediction: built here, or copied from a memo that keeps
@@ -400,8 +403,8 @@ Result<Schedule> BuildSimulatedSchedule(const Scenario& sc, const ModelTree& tre
 class StepSchedules {
  public:
   StepSchedules(const Scenario& sc, std::shared_ptr<const ModelTree> tree, ScheduleMemo* memo,
-                PlanCache* plans)
-      : sc_(sc), tree_(std::move(tree)), memo_(memo), plans_(plans) {
+                PlanCache* plans, StepBasisCache* bases)
+      : sc_(sc), tree_(std::move(tree)), memo_(memo), plans_(plans), bases_(bases) {
     if (memo_ != nullptr) memo_->Bind(ScheduleMemo::KeyOf(sc));
   }
 
@@ -430,7 +433,7 @@ class StepSchedules {
     SS_ASSIGN_OR_RETURN(
         Schedule built,
         BuildSimulatedSchedule(run == ScheduleMemo::kWholeStep ? sc_ : WithMicroBatches(sc_, run),
-                               *tree_, *plan_));
+                               tree_, plan_, bases_));
     if (memo_ == nullptr) return built;
     std::lock_guard<std::mutex> lock(mu_);
     return memo_->Keep(run, std::move(built)).schedule;
@@ -453,6 +456,7 @@ class StepSchedules {
   std::shared_ptr<const ModelTree> tree_;
   ScheduleMemo* memo_;
   PlanCache* plans_;
+  StepBasisCache* bases_;
   std::shared_ptr<const Plan> plan_;
 };
 
@@ -626,9 +630,10 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
     shared = std::make_shared<const ModelTree>(std::move(loaded));
   }
   const ModelTree& tree = *shared;
-  // A plan cache keys on the tree's address: only trees from a tree cache recur.
+  // Plan and basis caches key on the tree's address: only trees from a tree cache recur.
   StepSchedules schedules(sc, shared, options.schedules,
-                          options.trees != nullptr ? options.plans : nullptr);
+                          options.trees != nullptr ? options.plans : nullptr,
+                          options.trees != nullptr ? options.bases : nullptr);
   SS_RETURN_IF_ERROR(schedules.plan().status());
   // Any error of the fast path falls through to the whole step, which reports it as always.
   if (const std::optional<SteadyStateRuns> runs =

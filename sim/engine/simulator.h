@@ -34,6 +34,7 @@
 #include "core/plan/plan_cache.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/schedule_builder.h"
+#include "core/schedule/step_basis.h"
 #include "core/trace/accounting.h"
 #include "core/trace/trace.h"
 #include "core/util/status.h"
@@ -134,6 +135,10 @@ struct SimulateOptions {
   // keyed by the model tree and what the plan reads of the scenario; used with `trees` only
   // (a tree loaded for one prediction is never asked for again). Unset: planned here.
   PlanCache* plans = nullptr;
+  // When set: step bases shared by the predictions of one sweep (core/schedule/step_basis.h; not
+  // owned), keyed by the tree, the plan and the micro-batch's shape; used with `trees` only.
+  // Unset: each schedule makes its own. The schedules are the same either way.
+  StepBasisCache* bases = nullptr;
 };
 
 Result<Simulation> SimulateScenario(const Scenario& scenario, const SimulateOptions& options = {});

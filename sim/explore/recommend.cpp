@@ -404,9 +404,11 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
 
   ModelTreeCache trees;  // one model, a tree per tensor- and expert-parallel degree
   PlanCache plans;       // and a plan per mesh and FSDP settings
+  StepBasisCache bases;  // and a step basis per plan and micro-batch shape
   SweepOptions sweep;
   sweep.trees = &trees;
   sweep.plans = &plans;
+  sweep.bases = &bases;
   sweep.threads = o.threads;
   sweep.exact = o.exact;
   sweep.prices = &prices;

@@ -55,7 +55,8 @@ Result<Scenario> ParseVariant(const SweepBase& base, const std::vector<std::stri
 
 VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
                        const PriceTable& prices, bool exact, bool fsdp_independent_floor,
-                       ModelTreeCache& trees, PlanCache& plans, ScheduleMemo* schedules) {
+                       ModelTreeCache& trees, PlanCache& plans, StepBasisCache& bases,
+                       ScheduleMemo* schedules) {
   VariantResult r;
   r.sets = std::move(sets);
   Result<Scenario> variant = ParseVariant(base, r.sets);
@@ -74,6 +75,7 @@ VariantResult Evaluate(const SweepBase& base, std::vector<std::string> sets,
   peaks_only.threads = 1;          // the variants run in parallel
   peaks_only.trees = &trees;
   peaks_only.plans = &plans;
+  peaks_only.bases = &bases;
   peaks_only.schedules = schedules;
   Result<Simulation> run = SimulateScenario(*variant, peaks_only);
   if (!run.ok()) {
@@ -300,6 +302,8 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
   ModelTreeCache& trees = options.trees != nullptr ? *options.trees : own_trees;
   PlanCache own_plans;
   PlanCache& plans = options.plans != nullptr ? *options.plans : own_plans;
+  StepBasisCache own_bases;
+  StepBasisCache& bases = options.bases != nullptr ? *options.bases : own_bases;
 
   std::atomic<int64_t> done{0};
   std::mutex progress_mu;
@@ -334,9 +338,9 @@ Result<SweepResult> RunVariants(const SweepBase& base, std::vector<std::vector<s
                           for (size_t k = begin; k < end; ++k) {
                             const int64_t i = order.variants[k];
                             if (shared != nullptr && k + 1 == end) memo.HandOverNext();
-                            result.variants[i] =
-                                Evaluate(base, std::move(sets[i]), prices, options.exact,
-                                         options.fsdp_independent_floor, trees, plans, shared);
+                            result.variants[i] = Evaluate(
+                                base, std::move(sets[i]), prices, options.exact,
+                                options.fsdp_independent_floor, trees, plans, bases, shared);
                             finished_one();
                           }
                         }

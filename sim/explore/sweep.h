@@ -48,6 +48,7 @@
 #include "core/config/scenario.h"
 #include "core/model/model_cache.h"
 #include "core/plan/plan_cache.h"
+#include "core/schedule/step_basis.h"
 #include "core/util/status.h"
 #include "sim/explore/price_table.h"
 #include "sim/explore/vary.h"
@@ -81,6 +82,10 @@ struct SweepOptions {
   // owned): a caller running several sweeps of one model shares one. Null: each RunVariants
   // keeps its own.
   PlanCache* plans = nullptr;
+  // The variants' step bases, made once per tree, plan and micro-batch shape
+  // (core/schedule/step_basis.h; not owned): a caller running several sweeps of one model shares
+  // one. Null: each RunVariants keeps its own.
+  StepBasisCache* bases = nullptr;
   // true: variants that differ only in what the cost model prices (cluster.gpu,
   // cluster.cost_model) run together and share one plan and schedules per group
   // (sim/engine/schedule_memo.h), a group on one thread (with fewer groups than threads, the

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/util/units.h"
 #include "sim/engine/simulator.h"
 #include "sim/explore/sweep_output.h"
 
@@ -182,6 +183,56 @@ TEST(Sweep, FiguresAreTheVariantsOwnSimulation) {
   for (int i : r->ranking) {
     EXPECT_LE(r->variants[i].figures.tokens_per_s_per_gpu, best.figures.tokens_per_s_per_gpu);
   }
+}
+
+// Each variant's figures are its own prediction made alone (no tree, plan or step basis shared
+// with another variant), whether it fits or is stopped at the memory floor: a sweep's shared
+// step bases (core/schedule/step_basis.h) serve the variants of one plan and micro-batch shape
+// across checkpointing and accumulation, and a pipeline's across its micro-batch counts.
+TEST(Sweep, EveryVariantsFiguresAreItsPredictionAlone) {
+  Result<SweepBase> base =
+      LoadSweepBase(Fixture("examples/dense_llama3_8b.json"), {"parallelism.pp_microbatches=2"});
+  ASSERT_TRUE(base.ok()) << base.status().message();
+  const std::vector<VaryAxis> axes = {
+      *ParseVary("parallelism.pp=1,2"), *ParseVary("parallelism.tp=1,2"),
+      *ParseVary("training.activation_checkpoint=none,full"), *ParseVary("training.grad_accum=1,2"),
+      *ParseVary("training.local_batch=2,4")};
+  SweepOptions options;
+  options.threads = 2;
+  Result<SweepResult> r = RunSweep(*base, axes, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->fitting, 0);
+  EXPECT_GT(r->not_fitting, 0);
+  SimulateOptions alone;  // as a sweep evaluates a variant, with nothing shared
+  alone.keep_memory_samples = false;
+  alone.stop_when_not_fitting = true;
+  alone.figures_only = true;
+  alone.threads = 1;
+  int compared = 0;
+  for (const VariantResult& v : r->variants) {
+    if (v.outcome == VariantOutcome::kInvalid) continue;
+    std::vector<std::string> sets = {"parallelism.pp_microbatches=2"};
+    sets.insert(sets.end(), v.sets.begin(), v.sets.end());
+    Result<Scenario> sc = LoadScenario(Fixture("examples/dense_llama3_8b.json"), sets);
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    Result<Simulation> sim = SimulateScenario(*sc, alone);
+    ASSERT_TRUE(sim.ok()) << sim.status().message();
+    std::string job;
+    for (const std::string& s : v.sets) job += s + " ";
+    SCOPED_TRACE(job);
+    if (sim->floor_over_capacity) {
+      EXPECT_EQ(v.outcome, VariantOutcome::kDoesNotFit);
+      EXPECT_DOUBLE_EQ(v.figures.peak_reserved_gib, ToGiB(sim->floor_over_capacity->bytes));
+    } else {
+      EXPECT_EQ(v.outcome == VariantOutcome::kFits, sim->summary.fits);
+      EXPECT_DOUBLE_EQ(v.figures.step_time_s, sim->summary.step_time_s);
+      EXPECT_DOUBLE_EQ(v.figures.peak_reserved_gib, sim->summary.peak_memory_reserved_gib);
+      EXPECT_DOUBLE_EQ(v.figures.exposed_comm_s, sim->summary.exposed_comm_s);
+      EXPECT_DOUBLE_EQ(v.figures.mfu, sim->summary.mfu);
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 32);
 }
 
 TEST(Sweep, BaseErrorsAreTheUsers) {
