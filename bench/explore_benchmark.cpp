@@ -2,7 +2,8 @@
 // (tp, pp, dp_replicate, checkpointing, prefetch, micro-batches, 1F1B / interleaved) on two
 // threads, reported as variants/s (target ≥ 1,000/s on 2 cores); the same grid one variant at a
 // time for the latency spread (median, p90, max) and the cost per schedule op of the jobs that
-// run and of those stopped at the memory floor; a quarter of the grid on four GPU types (the
+// run and of those stopped at the memory floor; a slice of it on one thread, for instruction
+// counts; a quarter of the grid on four GPU types (the
 // variants of one mesh sharing their schedules, and not); and a GPT-3-175B-like job with TP 8, PP 8
 // and 8..64 micro-batches (target: 64 in ≤ 15 ms), and the stages of its extrapolated run alone.
 //
@@ -117,6 +118,28 @@ BENCHMARK(BM_Grid70b_Sweep2Threads)
     ->UseRealTime()
     ->MeasureProcessCPUTime()
     ->Iterations(1);
+
+// A slice of the grid on one thread (its variants 450-549, consecutive: pipelines of 4 stages
+// whose variants share plans and step bases as a whole grid's do), for instruction counts: one
+// thread runs the same instructions whatever the machine's speed, so `valgrind --tool=callgrind
+// build-rel/bench/explore_benchmark --benchmark_filter=Grid70b_Slice1Thread` compares two builds
+// where the grid's timings drift by more than the change (docs/sweep.md, Speed).
+void BM_Grid70b_Slice1Thread(benchmark::State& state) {
+  const SweepBase base = Base(Llama70bOn1024());
+  const std::vector<std::vector<std::string>> grid = Grid70b();
+  const std::vector<std::vector<std::string>> slice(grid.begin() + 450, grid.begin() + 550);
+  SweepOptions options;
+  options.threads = 1;
+  for (auto _ : state) {
+    Result<SweepResult> r = RunVariants(base, slice, options);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().message().c_str());
+      return;
+    }
+    state.counters["fitting"] = static_cast<double>(r->fitting);
+  }
+}
+BENCHMARK(BM_Grid70b_Slice1Thread)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // One variant at a time, as a sweep runs them (memory peaks only): the latency spread.
 // Which GPU (the first question of docs/sweep.md): a quarter of the 70B grid, evenly spaced, on
