@@ -472,6 +472,9 @@ Result<Schedule> Build(const Plan& plan, const ScheduleOptions& options, BasisOf
   in.labels = chunks.labels;
   in.sizes = basis->sizes;
   in.chunk_of = basis->chunk_of;
+  in.segments = basis->segments;
+  in.chunk_counts = basis->chunk_counts;
+  in.grad_groups = basis->grad_groups;
   in.micro_batches = micro_batches;
   in.sync_every_micro = !pipelined && options.requires_grad_sync;
   in.reshard_every_micro = !pipelined && options.reshard_after_backward;

@@ -9,6 +9,8 @@
 //
 // Contents:
 //   StepBasisKey    what a basis depends on besides the tree and the plan
+//   WorkSegment     a unit's work cut where the emitters cut it into ops
+//   GradGroup       a unit's parameters by the backward chunk that produces their gradients
 //   StepBasis       the units, work, labels, sizes and chunks of one step, and module names
 //   MakeStepBasis   builds one
 //   StepBasisCache  bases by tree, plan and key, for several threads at once
@@ -60,6 +62,24 @@ struct StepBasisKey {
 static_assert(sizeof(OpContext) == 40, "OpContext changed: key the new field in Tie()");
 static_assert(sizeof(WorkGroups) == 12, "WorkGroups changed: key the new field in Tie()");
 
+// A unit's work cut where the emitters cut it: a run of module items (a chunk, one compute op
+// each way; the loss is a chunk of its own), a collective point, or a nested unit.
+struct WorkSegment {
+  enum class Kind { kChunk, kComm, kUnit };
+  Kind kind = Kind::kChunk;
+  std::vector<int> entries;  // kChunk: item entries; kComm: the one comm entry
+  int unit = -1;             // kUnit: the nested unit
+  int chunk = -1;            // kChunk: index among the unit's chunks
+};
+
+// Per chunk of a unit, its parameters (indices into UnitPlan::params) whose modules the chunk
+// runs and the bytes of their unsharded gradients; the last group: those no item owns. A tied
+// parameter belongs to the chunk that reaches it first in backward.
+struct GradGroup {
+  std::vector<int> params;
+  int64_t bytes = 0;
+};
+
 struct StepBasis {
   StepBasisKey key;
   // Plan units (the root replaced by one root per chunk), their work and op_id labels, with
@@ -67,6 +87,11 @@ struct StepBasis {
   ModelChunks chunks;
   std::vector<UnitSizes> sizes;  // per unit
   std::vector<int> chunk_of;     // per unit: the model chunk it belongs to
+  // Per unit: its work's segments, how many of them are chunks, and its gradient groups (one
+  // per chunk, then the unowned parameters').
+  std::vector<std::vector<WorkSegment>> segments;
+  std::vector<int> chunk_counts;
+  std::vector<std::vector<GradGroup>> grad_groups;
   // Schedule::modules as the unit work names them (ComputeItem::module indexes it); a schedule
   // starts from a copy and appends its own (FSDP copies).
   std::vector<std::string> modules;

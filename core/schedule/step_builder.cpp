@@ -76,14 +76,6 @@ namespace {
 enum class Phase { kForward, kRecompute, kBackward };
 
 // One segment of a unit's entries: a run of module items, a collective point, or a nested unit.
-struct Segment {
-  enum class Kind { kChunk, kComm, kUnit };
-  Kind kind = Kind::kChunk;
-  std::vector<int> entries;  // kChunk: item entries; kComm: the one comm entry
-  int unit = -1;
-  int chunk = -1;  // kChunk: index among the unit's chunks
-};
-
 // How many collectives of each kind (prefix + what) one unit's forward, backward or
 // recomputation has emitted so far: the next one's op_id index. A unit has a handful of kinds,
 // so a linear scan over views of the plan's own strings (a string-keyed map made a node and a
@@ -219,14 +211,11 @@ class RoleEmitter::Impl {
     label_words_.assign(in.labels.size(), -1);
     unit_words_.assign(in.units.size(), kNoWord);
     comm_templates_.resize(n);
-    segments_.resize(n);
-    chunks_.assign(n, 0);
     recomputed_mm_.resize(n);
-    grad_groups_.resize(n);
     item_lists_.resize(n);
     for (int u : role_units_) {
-      Segment(u);
-      item_lists_[u].resize(chunks_[u]);
+      MarkRecomputedMatmuls(u);
+      item_lists_[u].resize(in.chunk_counts[u]);
     }
     micro_steps_ = std::max(1, in.micro_batches);
     for (int u : role_units_) {
@@ -267,10 +256,10 @@ class RoleEmitter::Impl {
 
  private:
   // ----- structure -----
-  void Segment(int u) {
+  // selective_op:K: which matrix multiplies (nn.Linear → aten.mm) of unit u the policy
+  // recomputes.
+  void MarkRecomputedMatmuls(int u) {
     const UnitWork& w = in_.work[u];
-    std::vector<struct Segment>& segs = segments_[u];
-    // selective_op:K: which matrix multiplies (nn.Linear → aten.mm) the policy recomputes.
     const int every_mm = in_.options->activation_checkpoint.recompute_every_mm;
     recomputed_mm_[u].assign(w.entries.size(), 0);
     int mm_count = 0;
@@ -280,29 +269,6 @@ class RoleEmitter::Impl {
       if (e.item.kind != OpKind::kLinear && e.item.kind != OpKind::kRouter) continue;
       ++mm_count;
       recomputed_mm_[u][i] = every_mm > 0 && mm_count % every_mm == 0;
-    }
-    bool close_chunk = false;
-    for (size_t i = 0; i < w.entries.size(); ++i) {
-      const WorkEntry& e = w.entries[i];
-      if (e.kind == WorkEntry::Kind::kItem) {
-        // The loss runs as its own op each way (the loss region: its backward runs before any
-        // parameter gradient of the unit exists).
-        const bool own_chunk = e.item.kind == OpKind::kLoss;
-        if (segs.empty() || segs.back().kind != Segment::Kind::kChunk || own_chunk || close_chunk) {
-          struct Segment c;
-          c.kind = Segment::Kind::kChunk;
-          c.chunk = chunks_[u]++;
-          segs.push_back(std::move(c));
-        }
-        segs.back().entries.push_back(static_cast<int>(i));
-        close_chunk = own_chunk;
-      } else {
-        struct Segment c;
-        c.kind = e.kind == WorkEntry::Kind::kComm ? Segment::Kind::kComm : Segment::Kind::kUnit;
-        c.entries.push_back(static_cast<int>(i));
-        c.unit = e.unit;
-        segs.push_back(std::move(c));
-      }
     }
   }
 
@@ -325,7 +291,7 @@ class RoleEmitter::Impl {
   // selective_op recomputes it; the recomputation's (full checkpointing) in entry order. Built
   // once per chunk and phase and shared by every micro-batch's op (compute_items.h): they
   // depend on the unit, the chunk and the unit's checkpoint mode only.
-  const ComputeItems& Items(int u, const struct Segment& seg, Phase phase) {
+  const ComputeItems& Items(int u, const WorkSegment& seg, Phase phase) {
     ComputeItems& list = item_lists_[u][seg.chunk][static_cast<int>(phase)];
     if (!list.empty() || seg.entries.empty()) return list;
     const std::vector<WorkEntry>& entries = in_.work[u].entries;
@@ -757,16 +723,16 @@ class RoleEmitter::Impl {
     Prefetch(u, Unit(u).forward_prefetch, state_[u].forward_targets);
     UnitState& st = state_[u];
     std::vector<int>& act = st.chunk_activation_buffers[micro_];
-    act.assign(chunks_[u], -1);
+    act.assign(in_.chunk_counts[u], -1);
     CommCounters counters;
     const CheckpointMode mode = ModeOf(u);
     bool root_post_forward = false;
-    for (const struct Segment& seg : segments_[u]) {
-      if (seg.kind == Segment::Kind::kUnit) {
+    for (const WorkSegment& seg : in_.segments[u]) {
+      if (seg.kind == WorkSegment::Kind::kUnit) {
         Forward(seg.unit);
         continue;
       }
-      if (seg.kind == Segment::Kind::kComm) {
+      if (seg.kind == WorkSegment::Kind::kComm) {
         EmitComms(u, seg.entries[0], kFwd, counters);
         continue;
       }
@@ -841,8 +807,8 @@ class RoleEmitter::Impl {
   bool LossOutsideRoot(int u) const {
     return IsRoot(u) && in_.options->implementation == Implementation::kTorchtitan;
   }
-  bool LossOnly(int u, const struct Segment& seg) const {
-    if (seg.kind != Segment::Kind::kChunk || seg.entries.empty()) return false;
+  bool LossOnly(int u, const WorkSegment& seg) const {
+    if (seg.kind != WorkSegment::Kind::kChunk || seg.entries.empty()) return false;
     return std::all_of(seg.entries.begin(), seg.entries.end(),
                        [&](int e) { return in_.work[u].entries[e].item.kind == OpKind::kLoss; });
   }
@@ -924,7 +890,7 @@ class RoleEmitter::Impl {
   // ----- backward -----
   void Backward(int u) {
     phase_ = Phase::kBackward;
-    const auto& segs = segments_[u];
+    const auto& segs = in_.segments[u];
     auto it = segs.rbegin();
     int bwd_chunk = 0;
     // A loss outside the model runs its backward before the root's pre-backward hook fires.
@@ -946,12 +912,12 @@ class RoleEmitter::Impl {
     if (ModeOf(u) == CheckpointMode::kFull) Recompute(u);
     CommCounters counters;
     for (; it != segs.rend(); ++it) {
-      if (it->kind == Segment::Kind::kUnit) {
+      if (it->kind == WorkSegment::Kind::kUnit) {
         Backward(it->unit);
         phase_ = Phase::kBackward;
         continue;
       }
-      if (it->kind == Segment::Kind::kComm) {
+      if (it->kind == WorkSegment::Kind::kComm) {
         EmitComms(u, it->entries[0], kBwd, counters);
         continue;
       }
@@ -961,7 +927,7 @@ class RoleEmitter::Impl {
   }
 
   // The backward of one chunk of u's own items (`index`: its position in u's backward).
-  void BackwardChunk(int u, const struct Segment& seg, int index) {
+  void BackwardChunk(int u, const WorkSegment& seg, int index) {
     UnitState& st = state_[u];
     const CheckpointMode mode = ModeOf(u);
     OpDraft op = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kCompute, index),
@@ -992,7 +958,7 @@ class RoleEmitter::Impl {
 
   // The loss region's transients (loss_region.h) of the chunk's loss items, one buffer per
   // tensor, live while the op runs.
-  void AllocLossTensors(int u, const struct Segment& seg, At op, bool backward) {
+  void AllocLossTensors(int u, const WorkSegment& seg, At op, bool backward) {
     for (int e : seg.entries) {
       const ComputeItem& item = in_.work[u].entries[e].item;
       const auto* loss = std::get_if<LossWork>(&item.work);
@@ -1023,9 +989,9 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     CommCounters counters;
     bool first = true;
-    for (const struct Segment& seg : segments_[u]) {
-      if (seg.kind == Segment::Kind::kUnit) continue;  // nested units recompute on their own
-      if (seg.kind == Segment::Kind::kComm) {
+    for (const WorkSegment& seg : in_.segments[u]) {
+      if (seg.kind == WorkSegment::Kind::kUnit) continue;  // nested units recompute on their own
+      if (seg.kind == WorkSegment::Kind::kComm) {
         EmitComms(u, seg.entries[0], kRecompute, counters);
         continue;
       }
@@ -1064,7 +1030,7 @@ class RoleEmitter::Impl {
     UnitState& st = state_[u];
     if (st.grads_allocated) return;
     const UnitSizes& z = in_.sizes[u];
-    const std::vector<GradGroup>& groups = GradGroups(u);
+    const std::vector<GradGroup>& groups = in_.grad_groups[u];
     std::vector<char>& taken = st.grad_group_allocated;
     taken.resize(groups.size(), 0);
     const bool first = std::none_of(taken.begin(), taken.end(), [](char t) { return t != 0; });
@@ -1110,45 +1076,6 @@ class RoleEmitter::Impl {
     for (int& b : st.later_grad_buffers) Free(op, when, b);
     st.later_grad_buffers.clear();
     st.grad_group_allocated.clear();
-  }
-
-  // Per chunk, the unit's parameters (indices into UnitPlan::params) whose modules the chunk
-  // runs and the bytes of their unsharded gradients; back(): those no item owns. A tied
-  // parameter belongs to the chunk that reaches it first in backward.
-  struct GradGroup {
-    std::vector<int> params;
-    int64_t bytes = 0;
-  };
-  const std::vector<GradGroup>& GradGroups(int u) {
-    std::vector<GradGroup>& groups = grad_groups_[u];
-    if (!groups.empty()) return groups;
-    // Views of s_.modules, which nothing grows during this call. Per variant and unit this ran
-    // a string-keyed tree and copied every parameter's module path (2% of a sweep's time).
-    std::unordered_map<std::string_view, int> chunk_of_module;
-    for (const struct Segment& seg : segments_[u]) {
-      if (seg.kind != Segment::Kind::kChunk) continue;
-      for (int e : seg.entries)
-        chunk_of_module[s_.modules[in_.work[u].entries[e].item.module]] = seg.chunk;
-    }
-    groups.resize(chunks_[u] + 1);
-    const UnitPlan& unit = Unit(u);
-    for (size_t i = 0; i < unit.params.size(); ++i) {
-      const ParamPlan& p = unit.params[i];
-      if (!p.requires_grad) continue;
-      int chunk = -1;
-      auto owner = [&](std::string_view fqn) {
-        const size_t dot = fqn.rfind('.');
-        auto it = chunk_of_module.find(dot == std::string_view::npos ? std::string_view()
-                                                                     : fqn.substr(0, dot));
-        if (it != chunk_of_module.end()) chunk = std::max(chunk, it->second);
-      };
-      if (p.aliases.empty()) owner(p.fqn);
-      for (const std::string& fqn : p.aliases) owner(fqn);
-      GradGroup& g = groups[chunk < 0 ? chunks_[u] : chunk];
-      g.params.push_back(static_cast<int>(i));
-      g.bytes += UnshardedGradBytes(unit, p, in_.sizes[u].shard_group);
-    }
-    return groups;
   }
 
   void PostBackward(int u) {
@@ -1420,12 +1347,9 @@ class RoleEmitter::Impl {
   std::vector<int32_t> label_words_;  // per unit: its label's index in words_ (-1: not yet)
   static constexpr int32_t kNoWord = -2;
   std::vector<int32_t> unit_words_;  // per unit: its FQN's (-1: the root's ""; kNoWord: not yet)
-  std::vector<std::vector<struct Segment>> segments_;
-  std::vector<int> chunks_;
   std::vector<std::vector<char>>
       recomputed_mm_;  // per unit, per entry: selective_op:K recomputes it
   std::vector<UnitState> state_;
-  std::vector<std::vector<GradGroup>> grad_groups_;  // per unit: GradGroups
   // Per unit and chunk, the item lists of the forward, recompute and backward (Items).
   std::vector<std::vector<std::array<ComputeItems, 3>>> item_lists_;
   std::map<std::string, int> index_of_;  // unit FQN → index

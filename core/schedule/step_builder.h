@@ -26,6 +26,7 @@
 #include "core/plan/plan.h"
 #include "core/schedule/schedule.h"
 #include "core/schedule/schedule_builder.h"
+#include "core/schedule/step_basis.h"
 #include "core/schedule/unit_sizes.h"
 #include "core/schedule/unit_work.h"
 
@@ -50,7 +51,10 @@ struct StepInputs {
   std::span<const UnitWork> work;       // per unit
   std::span<const UnitSizes> sizes;     // per unit
   std::span<const int> chunk_of;        // per unit: the model chunk it belongs to
-  int micro_batches = 1;                // micro-batches per optimizer step (all roles)
+  std::span<const std::vector<WorkSegment>> segments;   // per unit (StepBasis::segments)
+  std::span<const int> chunk_counts;                    // per unit: its chunk segments
+  std::span<const std::vector<GradGroup>> grad_groups;  // per unit
+  int micro_batches = 1;  // micro-batches per optimizer step (all roles)
   // Whether non-final micro-batches reduce gradients / reshard after backward (false under
   // pipeline parallelism: torch.distributed.pipelining's backward_maybe_with_nosync).
   bool sync_every_micro = true;
