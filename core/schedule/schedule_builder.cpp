@@ -210,11 +210,12 @@ Status EmitPipeline(const std::vector<std::vector<PipeAction>>& order, const Mod
   // Each chunk's label word and each stage pair's group, formed at first use (the order words
   // and groups are added in) and kept: per action they were a text and a lookup each.
   std::vector<int32_t> chunk_word(static_cast<size_t>(num_chunks), -1);
-  auto id = [&](const PipeAction& a, std::string_view what) {
+  auto id = [&](const PipeAction& a, StaticWord what) {
     const OpPhase phase = a.forward ? OpPhase::kForward : OpPhase::kBackward;
     int32_t& label = chunk_word[static_cast<size_t>(a.chunk)];
     if (label < 0) label = words.Of(ChunkLabel(a.chunk));
-    return NamedOpId{OpIdKey{label, words.Of(what), 0, in.micro_batches > 1 ? a.micro : -1}, phase};
+    return NamedOpId{OpIdKey{label, words.OfStatic(what), 0, in.micro_batches > 1 ? a.micro : -1},
+                     phase};
   };
   // The roles' ranks sit at the same place in their stages (`local`).
   const int local = o.rank ? *o.rank % world.stage_size() : 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <functional>
 #include <map>
 #include <string>
@@ -331,15 +332,22 @@ class RoleEmitter::Impl {
   }
 
   // ----- op emission -----
-  NamedOpId Id(std::string_view phase, int u, std::string_view what, int index = 0) {
-    const OpPhase p = phase == "fwd" ? OpPhase::kForward : OpPhase::kBackward;
+  NamedOpId Id(OpPhase phase, int u, StaticWord what, int index = 0) {
+    return IdOfWord(phase, u, words_.OfStatic(what), index);
+  }
+  // The same for a `what` formed at run time (a collective point's, CommTemplate).
+  NamedOpId IdOfText(OpPhase phase, int u, std::string_view what) {
+    return IdOfWord(phase, u, words_.Of(what), 0);
+  }
+  NamedOpId IdOfWord(OpPhase phase, int u, int32_t what, int index) {
     int32_t& label = label_words_[u];
     if (label < 0) label = words_.Of(in_.labels[u]);
-    return {OpIdKey{label, words_.Of(what), index, micro_steps_ > 1 ? micro_ : -1}, p};
+    return {OpIdKey{label, what, index, micro_steps_ > 1 ? micro_ : -1}, phase};
   }
+  static OpPhase PhaseOf(bool forward) { return forward ? OpPhase::kForward : OpPhase::kBackward; }
   // A step-level op_id ("step/<what>").
-  NamedOpId StepId(std::string_view what) {
-    return {OpIdKey{-1, words_.Of(what), 0, -1}, OpPhase::kStep};
+  NamedOpId StepId(StaticWord what) {
+    return {OpIdKey{-1, words_.OfStatic(what), 0, -1}, OpPhase::kStep};
   }
 
   static MemoryEffect Effect(MemoryEffect::When when, MemCategory c, int64_t bytes, int buffer) {
@@ -387,14 +395,21 @@ class RoleEmitter::Impl {
     }
   }
 
-  OpDraft NewOp(Lane lane, OpType type, NamedOpId id, std::string_view name, int u) {
+  OpDraft NewOp(Lane lane, OpType type, NamedOpId id, StaticWord name, int u) {
+    return NewOpOfWord(lane, type, id, words_.OfStatic(name), u);
+  }
+  // The same for a name formed at run time (the optimizer's).
+  OpDraft NewOpOfText(Lane lane, OpType type, NamedOpId id, std::string_view name, int u) {
+    return NewOpOfWord(lane, type, id, words_.Of(name), u);
+  }
+  OpDraft NewOpOfWord(Lane lane, OpType type, NamedOpId id, int32_t name, int u) {
     OpDraft op = NewDraft();
     op.role = role_;
     op.lane = lane;
     op.type = type;
     op.id = id.key;
     op.id_phase = id.phase;
-    op.name = words_.Of(name);
+    op.name = name;
     if (u >= 0) {
       int32_t& unit = unit_words_[u];
       if (unit == kNoWord) unit = Unit(u).fqn.empty() ? -1 : words_.Of(Unit(u).fqn);
@@ -568,7 +583,7 @@ class RoleEmitter::Impl {
       return;
     }
     const UnitPlan& unit = Unit(u);
-    const std::string phase = phase_ == Phase::kForward ? "fwd" : "bwd";
+    const OpPhase phase = PhaseOf(phase_ == Phase::kForward);
     // The host runs ahead of the GPU (schedule.h rule 4): the all-gather streams wait only for
     // the events FSDP2 orders them after, the copy-out in ag_wait_ and, after an int reshard,
     // the reshard (_reshard_after_forward_event).
@@ -680,7 +695,7 @@ class RoleEmitter::Impl {
     const bool forward = phase_ == Phase::kForward;
     const bool retain = forward && st.output_over_group;
     OpDraft copy =
-        NewOp(Lane::kCompute, OpType::kCompute, Id(forward ? "fwd" : "bwd", u, op_what::kCopyOut),
+        NewOp(Lane::kCompute, OpType::kCompute, Id(PhaseOf(forward), u, op_what::kCopyOut),
               "FSDP::all_gather_copy_out", u);
     copy.items = CopyItems(st.copy_out_items, "fsdp_copy_out", u, FsdpCopyWork::Which::kCopyOut);
     if (st.ready_op >= 0) copy.deps.push_back(st.ready_op);
@@ -739,7 +754,7 @@ class RoleEmitter::Impl {
       // A loss outside the model runs after the root's forward has returned.
       if (LossOutsideRoot(u) && LossOnly(u, seg)) root_post_forward = RootPostForward(u);
       OpDraft op = NewOp(Lane::kCompute, OpType::kCompute,
-                         Id("fwd", u, op_what::kCompute, seg.chunk), "forward", u);
+                         Id(OpPhase::kForward, u, op_what::kCompute, seg.chunk), "forward", u);
       int64_t saved_bytes = 0, workspace = 0;
       op.items = Items(u, seg, Phase::kForward);
       for (int e : seg.entries) {
@@ -848,7 +863,7 @@ class RoleEmitter::Impl {
       comm_what_ += c.what;
       what = comm_what_;
     }
-    OpDraft op = NewOp(Lane::kCompute, c.type, Id(pass == kFwd ? "fwd" : "bwd", u, what),
+    OpDraft op = NewOp(Lane::kCompute, c.type, IdOfText(PhaseOf(pass == kFwd), u, what),
                        NcclName(c.type), u);
     auto mapped = remap_.find(c.group);
     op.group = mapped == remap_.end() ? c.group : mapped->second;
@@ -868,7 +883,7 @@ class RoleEmitter::Impl {
     return unit[e][pass];
   }
 
-  static std::string_view NcclName(OpType t) {
+  static StaticWord NcclName(OpType t) {
     switch (t) {
       case OpType::kAllGather:
         return "ncclAllGather";
@@ -930,8 +945,8 @@ class RoleEmitter::Impl {
   void BackwardChunk(int u, const WorkSegment& seg, int index) {
     UnitState& st = state_[u];
     const CheckpointMode mode = ModeOf(u);
-    OpDraft op = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kCompute, index),
-                       "backward", u);
+    OpDraft op = NewOp(Lane::kCompute, OpType::kCompute,
+                       Id(OpPhase::kBackward, u, op_what::kCompute, index), "backward", u);
     int64_t workspace = 0;
     op.items = Items(u, seg, Phase::kBackward);
     bool only_loss = true;  // the loss region: no parameter gradient exists yet
@@ -996,7 +1011,7 @@ class RoleEmitter::Impl {
         continue;
       }
       OpDraft op = NewOp(Lane::kCompute, OpType::kCompute,
-                         Id("bwd", u, op_what::kRecompute, seg.chunk), "recompute", u);
+                         Id(OpPhase::kBackward, u, op_what::kRecompute, seg.chunk), "recompute", u);
       int64_t workspace = 0;
       op.items = Items(u, seg, Phase::kRecompute);
       for (int e : seg.entries) {
@@ -1118,8 +1133,9 @@ class RoleEmitter::Impl {
         return;
       }
       const bool first = st.accum_buffer < 0;
-      OpDraft fold = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kAccumulateGrad),
-                           "fsdp::accumulate_grad", u);
+      OpDraft fold =
+          NewOp(Lane::kCompute, OpType::kCompute,
+                Id(OpPhase::kBackward, u, op_what::kAccumulateGrad), "fsdp::accumulate_grad", u);
       fold.items = AccumulateItems(u, first);
       fold.deps = {last};
       if (first) {
@@ -1161,8 +1177,8 @@ class RoleEmitter::Impl {
       // reduce-scatter stream waits on it (with S = 1 too): read the unsharded gradients,
       // write the reduce-scatter input in the reduce dtype. Its own op after the unit's last
       // backward op; the reduction below waits for it.
-      OpDraft copy = NewOp(Lane::kCompute, OpType::kCompute, Id("bwd", u, op_what::kReduceCopyIn),
-                           "fsdp::chunk_cat", u);
+      OpDraft copy = NewOp(Lane::kCompute, OpType::kCompute,
+                           Id(OpPhase::kBackward, u, op_what::kReduceCopyIn), "fsdp::chunk_cat", u);
       copy.items = st.accum_buffer >= 0 ? AccumulatedCopyInItems(u)
                                         : CopyItems(st.copy_in_items, "fsdp_reduce_copy_in", u,
                                                     FsdpCopyWork::Which::kReduceCopyIn);
@@ -1170,8 +1186,9 @@ class RoleEmitter::Impl {
     }
     if (z.grad_numel > 0) {
       if (g.shard >= 0) {
-        OpDraft rs = NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
-                           Id("bwd", u, op_what::kReduceScatter), "ncclReduceScatter", u);
+        OpDraft rs =
+            NewOp(Lane::kReduceScatter, OpType::kReduceScatter,
+                  Id(OpPhase::kBackward, u, op_what::kReduceScatter), "ncclReduceScatter", u);
         rs.group = g.shard;
         rs.bytes = z.reduce_in_bytes;
         rs.collective = CollectiveOf(z.reduce_dtype, z.reduce_out_bytes);
@@ -1203,8 +1220,8 @@ class RoleEmitter::Impl {
         reduced = last;
       }
       if (g.replicate >= 0) {
-        OpDraft ar = NewOp(Lane::kAllReduce, OpType::kAllReduce, Id("bwd", u, op_what::kAllReduce),
-                           "ncclAllReduce", u);
+        OpDraft ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
+                           Id(OpPhase::kBackward, u, op_what::kAllReduce), "ncclAllReduce", u);
         ar.group = g.replicate;
         ar.bytes = z.reduce_out_bytes;
         ar.collective = CollectiveOf(z.reduce_dtype, z.reduce_out_bytes);
@@ -1225,8 +1242,9 @@ class RoleEmitter::Impl {
     if (z.replicate_grad_bytes > 0) {
       int rep = -1;
       if (g.flat >= 0) {
-        OpDraft ar = NewOp(Lane::kAllReduce, OpType::kAllReduce,
-                           Id("bwd", u, op_what::kAllReduceReplicate), "ncclAllReduce", u);
+        OpDraft ar =
+            NewOp(Lane::kAllReduce, OpType::kAllReduce,
+                  Id(OpPhase::kBackward, u, op_what::kAllReduceReplicate), "ncclAllReduce", u);
         ar.group = g.flat;
         ar.bytes = z.replicate_reduce_bytes;
         const GradientReduction whole =
@@ -1253,7 +1271,7 @@ class RoleEmitter::Impl {
   // The unit's reduced gradient lands at `reduced`: its sharded gradients appear on the device
   // (once per step), and the transient reduction output is freed there, or, with offload,
   // copied to the host first.
-  int FinishReduced(int u, int reduced, int& out_buffer, int64_t bytes, std::string_view what) {
+  int FinishReduced(int u, int reduced, int& out_buffer, int64_t bytes, StaticWord what) {
     UnitState& st = state_[u];
     if (!Unit(u).offload && !st.sharded_grads_landed) {
       // FSDP2 assigns the reduced shard as the parameter's .grad (set_to_none: a new tensor),
@@ -1264,7 +1282,8 @@ class RoleEmitter::Impl {
       st.sharded_grads_landed = true;
     }
     if (Unit(u).offload) {
-      OpDraft d2h = NewOp(Lane::kD2H, OpType::kCopyD2H, Id("bwd", u, what), "Memcpy DtoH", u);
+      OpDraft d2h =
+          NewOp(Lane::kD2H, OpType::kCopyD2H, Id(OpPhase::kBackward, u, what), "Memcpy DtoH", u);
       d2h.bytes = bytes > 0 ? bytes : in_.sizes[u].replicate_reduce_bytes;
       d2h.deps = {reduced};
       Free(d2h, MemoryEffect::When::kEnd, out_buffer);
@@ -1282,8 +1301,8 @@ class RoleEmitter::Impl {
     wait.deps = reductions_;
     const int wait_index = Push(std::move(wait));
     bool host = false;
-    OpDraft opt = NewOp(Lane::kCompute, OpType::kOptimizer, StepId(op_what::kOptimizer),
-                        "Optimizer.step#" + in_.options->optimizer, -1);
+    OpDraft opt = NewOpOfText(Lane::kCompute, OpType::kOptimizer, StepId(op_what::kOptimizer),
+                              "Optimizer.step#" + in_.options->optimizer, -1);
     const bool moments = in_.options->optimizer != "sgd";
     std::vector<int> temps;
     for (int u : role_units_) {
@@ -1403,6 +1422,18 @@ void EffectLog::Commit(Schedule& schedule) {
   schedule.effect_list.resize(log_.size());
   for (const Entry& e : log_) schedule.effect_list[first[e.op]++] = e.effect;
   log_.clear();
+}
+
+int32_t Words::OfStatic(StaticWord word) {
+  const std::string_view text = word.text();
+  Known& k = known_[(reinterpret_cast<uintptr_t>(text.data()) >> 3 ^ text.size()) % kKnown];
+  if (k.data == text.data() && k.size == text.size()) {
+    assert(schedule_.words[k.index] == text);
+    return k.index;
+  }
+  const int32_t index = Of(text);
+  k = {text.data(), text.size(), index};
+  return index;
 }
 
 int32_t Words::Of(std::string_view word) {

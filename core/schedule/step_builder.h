@@ -66,6 +66,19 @@ struct StepInputs {
   DType compute_dtype = DType::kBFloat16;  // activations and their gradients
 };
 
+// A word whose text is a constant of static storage duration (a string literal, an op_what
+// constant): the constructors are consteval, so a text formed at run time cannot become one, and
+// its address names the text for the program's life (Words::OfStatic).
+class StaticWord {
+ public:
+  consteval StaticWord(std::string_view text) : text_(text) {}  // NOLINT: constants convert
+  consteval StaticWord(const char* text) : text_(text) {}       // NOLINT: literals convert
+  std::string_view text() const { return text_; }
+
+ private:
+  std::string_view text_;
+};
+
 // The words of one schedule (Schedule::words: op_ids' unit labels and `what`s, op names, unit
 // FQNs), each once.
 class Words {
@@ -74,8 +87,20 @@ class Words {
   Words(const Words&) = delete;
   Words& operator=(const Words&) = delete;
   int32_t Of(std::string_view word);  // its index in schedule.words, added when new
+  // The same for a constant: known by its address, with no text compared. Of compares, as a
+  // buffer may hold another word by now; its comparisons were 3.6% of a 70B grid slice's
+  // instructions, most for the few constant op names and op_id parts every op carries
+  // (callgrind, 2026-12-07). Debug builds compare anyway.
+  int32_t OfStatic(StaticWord word);
 
  private:
+  struct Known {
+    const char* data = nullptr;
+    size_t size = 0;
+    int32_t index = -1;
+  };
+  static constexpr size_t kKnown = 64;
+  std::array<Known, kKnown> known_{};
   // The views callers passed last, by address and length: they pass the same few again and
   // again (literals, the plan's names), and hashing each was 7.6% of a prediction's
   // instructions (callgrind, TP 8 x PP 8 x 64).
