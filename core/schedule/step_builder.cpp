@@ -1426,7 +1426,7 @@ void EffectLog::Commit(Schedule& schedule) {
 
 int32_t Words::OfStatic(StaticWord word) {
   const std::string_view text = word.text();
-  Known& k = known_[(reinterpret_cast<uintptr_t>(text.data()) >> 3 ^ text.size()) % kKnown];
+  Seen& k = known_[(reinterpret_cast<uintptr_t>(text.data()) >> 3 ^ text.size()) % kKnown];
   if (k.data == text.data() && k.size == text.size()) {
     assert(schedule_.words[k.index] == text);
     return k.index;
@@ -1437,7 +1437,7 @@ int32_t Words::OfStatic(StaticWord word) {
 }
 
 int32_t Words::Of(std::string_view word) {
-  Recent& r = recent_[(reinterpret_cast<uintptr_t>(word.data()) >> 3 ^ word.size()) % kRecent];
+  Seen& r = recent_[(reinterpret_cast<uintptr_t>(word.data()) >> 3 ^ word.size()) % kRecent];
   // The same address may hold another word by now (a reused buffer): the text decides.
   if (r.data == word.data() && r.size == word.size() && r.index >= 0 &&
       schedule_.words[r.index] == word) {

@@ -94,23 +94,20 @@ class Words {
   int32_t OfStatic(StaticWord word);
 
  private:
-  struct Known {
+  // A word's index by the address and length of a view a caller passed.
+  struct Seen {
     const char* data = nullptr;
     size_t size = 0;
     int32_t index = -1;
   };
+  // The constants OfStatic was given (a few dozen per schedule).
   static constexpr size_t kKnown = 64;
-  std::array<Known, kKnown> known_{};
-  // The views callers passed last, by address and length: they pass the same few again and
-  // again (literals, the plan's names), and hashing each was 7.6% of a prediction's
-  // instructions (callgrind, TP 8 x PP 8 x 64).
-  struct Recent {
-    const char* data = nullptr;
-    size_t size = 0;
-    int32_t index = -1;
-  };
+  std::array<Seen, kKnown> known_{};
+  // The views callers passed last: they pass the same few again and again (literals, the
+  // plan's names), and hashing each was 7.6% of a prediction's instructions (callgrind, TP 8 x
+  // PP 8 x 64).
   static constexpr size_t kRecent = 1024;
-  std::array<Recent, kRecent> recent_{};
+  std::array<Seen, kRecent> recent_{};
   Schedule& schedule_;
   std::deque<std::string> keys_;  // what index_'s views point to (a deque never moves them)
   std::unordered_map<std::string_view, int32_t> index_;
