@@ -28,6 +28,23 @@ TEST(OpIdWordsTest, EqualTextsShareAWordAndAReusedBufferGetsItsNewText) {
   EXPECT_EQ(s.words.size(), 2u);
 }
 
+// A constant (StaticWord) is the word of its text, whether the text came first as a constant or
+// as a view formed at run time, and each constant keeps its own word.
+TEST(OpIdWordsTest, AConstantIsTheWordOfItsText) {
+  Schedule s;
+  Words words(s);
+  const int32_t forward = words.Of(std::string("forward"));
+  EXPECT_EQ(words.OfStatic("forward"), forward);
+  EXPECT_EQ(words.OfStatic("forward"), forward);  // known by its address now
+  const int32_t compute = words.OfStatic(op_what::kCompute);
+  EXPECT_NE(compute, forward);
+  EXPECT_EQ(words.Of(std::string(op_what::kCompute)), compute);
+  EXPECT_EQ(words.OfStatic(op_what::kCompute), compute);
+  EXPECT_EQ(words.OfStatic(op_what::kRecompute), words.Of(std::string("recompute")));
+  EXPECT_EQ(s.words.size(), 3u);
+  EXPECT_EQ(s.words[compute], "compute");
+}
+
 TEST(OpIdWordsTest, ABuiltScheduleHoldsEachWordOnceAndFormsGrammaticalOpIds) {
   Case setup = MixedPrecisionCase();
   setup.tp = 2;
