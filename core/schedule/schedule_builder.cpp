@@ -457,7 +457,6 @@ Result<Schedule> Build(const Plan& plan, const ScheduleOptions& options, BasisOf
   StepBasisKey key;
   key.ctx = ctx;
   key.sequence_parallel = options.sequence_parallel;
-  key.loss_parallel = options.loss_parallel;
   key.estimator = options.estimator;
   key.chunks = options.pp * v;
   key.groups = wg0;
@@ -599,7 +598,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
                                const ScheduleOptions& options) {
   return Build(plan, options,
                [&](const StepBasisKey& key) -> Result<std::shared_ptr<const StepBasis>> {
-                 SS_ASSIGN_OR_RETURN(StepBasis made, MakeStepBasis(tree, plan, options, key));
+                 SS_ASSIGN_OR_RETURN(StepBasis made, MakeStepBasis(tree, plan, key));
                  return std::make_shared<const StepBasis>(std::move(made));
                });
 }
@@ -607,8 +606,7 @@ Result<Schedule> BuildSchedule(const ModelTree& tree, const Plan& plan,
 Result<Schedule> BuildSchedule(const std::shared_ptr<const ModelTree>& tree,
                                const std::shared_ptr<const Plan>& plan,
                                const ScheduleOptions& options, StepBasisCache& bases) {
-  return Build(*plan, options,
-               [&](const StepBasisKey& key) { return bases.Get(tree, plan, options, key); });
+  return Build(*plan, options, [&](const StepBasisKey& key) { return bases.Get(tree, plan, key); });
 }
 
 }  // namespace shardscope

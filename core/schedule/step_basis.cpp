@@ -72,10 +72,16 @@ std::vector<GradGroup> GradGroupsOf(const UnitPlan& unit, const UnitWork& work,
 
 }  // namespace
 
-Result<StepBasis> MakeStepBasis(const ModelTree& tree, const Plan& plan,
-                                const ScheduleOptions& options, const StepBasisKey& key) {
+Result<StepBasis> MakeStepBasis(const ModelTree& tree, const Plan& plan, const StepBasisKey& key) {
+  // The options BuildUnitWork reads, from the key, so that a basis depends on its key alone: a
+  // field BuildUnitWork starts to read stays at its default here, for every schedule, cached or
+  // not, until the key holds it, and the builder's tests see it (without loss_parallel here,
+  // golden.tp_fsdp fails).
+  ScheduleOptions options;
+  options.sequence_parallel = key.sequence_parallel;
+  options.loss_parallel = key.ctx.loss_parallel;
+  options.estimator = key.estimator;
   StepBasis b;
-  b.key = key;
   SS_ASSIGN_OR_RETURN(std::vector<UnitWork> work,
                       BuildUnitWork(tree, plan, options, key.ctx, key.groups, b.modules));
   // BuildUnitWork names one module per module visit with an op (EnumerateModules' order).
@@ -101,7 +107,7 @@ Result<StepBasis> MakeStepBasis(const ModelTree& tree, const Plan& plan,
 
 Result<std::shared_ptr<const StepBasis>> StepBasisCache::Get(
     const std::shared_ptr<const ModelTree>& tree, const std::shared_ptr<const Plan>& plan,
-    const ScheduleOptions& options, const StepBasisKey& key) {
+    const StepBasisKey& key) {
   std::tuple<const ModelTree*, const Plan*, StepBasisKey> at{tree.get(), plan.get(), key};
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -109,7 +115,7 @@ Result<std::shared_ptr<const StepBasis>> StepBasisCache::Get(
   }
   // Made outside the lock: two threads may make one basis at once; the first kept wins, and
   // they are alike.
-  SS_ASSIGN_OR_RETURN(StepBasis made, MakeStepBasis(*tree, *plan, options, key));
+  SS_ASSIGN_OR_RETURN(StepBasis made, MakeStepBasis(*tree, *plan, key));
   auto basis = std::make_shared<const StepBasis>(std::move(made));
   std::lock_guard<std::mutex> lock(mu_);
   if (bases_.size() >= kMaxBases) return basis;

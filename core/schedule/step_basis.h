@@ -36,12 +36,12 @@
 namespace shardscope {
 
 // Everything MakeStepBasis reads besides the tree and the plan: the micro-batch's shape
-// (OpContext), the options the unit work reads, the number of model chunks and the process
-// groups the work's collectives name (group indices into the schedule being built).
+// (OpContext, loss parallelism included), the options the unit work reads, the number of model
+// chunks and the process groups the work's collectives name (group indices into the schedule
+// being built). The basis is made from the key alone, so nothing it reads can be left out.
 struct StepBasisKey {
   OpContext ctx;
   bool sequence_parallel = true;  // ScheduleOptions::sequence_parallel (as given, not ctx's)
-  bool loss_parallel = false;
   OpEstimator estimator = nullptr;
   int chunks = 1;  // pp · pp_virtual_stages
   WorkGroups groups;
@@ -49,10 +49,10 @@ struct StepBasisKey {
   // Field by field; the estimator by its address as an integer (`<` on unrelated function
   // pointers is unspecified).
   auto Tie() const {
-    return std::make_tuple(
-        ctx.batch, ctx.seq, ctx.tp, ctx.cp, ctx.ep, ctx.sequence_parallel, ctx.loss_parallel,
-        ctx.compute_dtype, ctx.implementation, sequence_parallel, loss_parallel,
-        reinterpret_cast<std::uintptr_t>(estimator), chunks, groups.tp, groups.cp, groups.ep);
+    return std::make_tuple(ctx.batch, ctx.seq, ctx.tp, ctx.cp, ctx.ep, ctx.sequence_parallel,
+                           ctx.loss_parallel, ctx.compute_dtype, ctx.implementation,
+                           sequence_parallel, reinterpret_cast<std::uintptr_t>(estimator), chunks,
+                           groups.tp, groups.cp, groups.ep);
   }
   bool operator<(const StepBasisKey& o) const { return Tie() < o.Tie(); }
   bool operator==(const StepBasisKey& o) const { return Tie() == o.Tie(); }
@@ -81,7 +81,6 @@ struct GradGroup {
 };
 
 struct StepBasis {
-  StepBasisKey key;
   // Plan units (the root replaced by one root per chunk), their work and op_id labels, with
   // each chunk's root, members and input activation (model_chunks.h).
   ModelChunks chunks;
@@ -99,23 +98,19 @@ struct StepBasis {
 };
 
 // The unit work of `tree` under `plan` for `key` (BuildUnitWork), split into key.chunks model
-// chunks (SplitIntoChunks), with the units' sizes. `options` gives the estimator and the
-// parallel flags exactly as `key` holds them (the builder forms both).
-Result<StepBasis> MakeStepBasis(const ModelTree& tree, const Plan& plan,
-                                const ScheduleOptions& options, const StepBasisKey& key);
+// chunks (SplitIntoChunks), with the units' sizes, segments and gradient groups.
+Result<StepBasis> MakeStepBasis(const ModelTree& tree, const Plan& plan, const StepBasisKey& key);
 
 class StepBasisCache {
  public:
-  // At most this many bases are kept (a 70B model's is about a megabyte); past it, bases are
-  // made for each request and not kept.
+  // At most this many bases are kept; past it, bases are made for each request and not kept.
   static constexpr size_t kMaxBases = 256;
 
-  // MakeStepBasis(*tree, *plan, options, key), made at the first request for this tree, plan
+  // MakeStepBasis(*tree, *plan, key), made at the first request for this tree, plan
   // and key. The cache holds the tree and the plan while it keeps their basis, so their
   // addresses, part of the key, cannot name another tree or plan later. An error is not kept.
   Result<std::shared_ptr<const StepBasis>> Get(const std::shared_ptr<const ModelTree>& tree,
                                                const std::shared_ptr<const Plan>& plan,
-                                               const ScheduleOptions& options,
                                                const StepBasisKey& key);
   size_t size();
 

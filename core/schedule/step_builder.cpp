@@ -76,7 +76,6 @@ namespace {
 
 enum class Phase { kForward, kRecompute, kBackward };
 
-// One segment of a unit's entries: a run of module items, a collective point, or a nested unit.
 // How many collectives of each kind (prefix + what) one unit's forward, backward or
 // recomputation has emitted so far: the next one's op_id index. A unit has a handful of kinds,
 // so a linear scan over views of the plan's own strings (a string-keyed map made a node and a
