@@ -48,24 +48,27 @@ Result<int> CatalogGpusPerNode(const std::string& gpu) {
 }
 
 // The scenario paths the search sets or derives, and the flag that says each instead: a fixed
-// setting (RecommendOptions::sets) may name none of them, nor an object holding one.
+// setting (RecommendOptions::sets) may name none of them, nor an object holding one, except a
+// pinnable one by its own path, which pins the axis (Pins).
 struct Searched {
   std::string_view path;
   std::string_view instead;  // how the search is steered instead
+  bool pinnable = false;     // `--set path=value` searches that value alone
 };
+constexpr std::string_view kPinIt = "pin it on its own: --set PATH=VALUE";
 constexpr Searched kSearched[] = {
     {"model", "name the model with --model"},
     {"cluster.gpu", "name the GPUs with --gpu"},
-    {"cluster.nodes", "bound the GPUs with --max-gpus"},
+    {"cluster.nodes", kPinIt, true},
     {"cluster.gpus_per_node", "each --gpu's node size is the catalog's"},
     {"cluster.cost_model", "give a calibration with --cost-model"},
-    {"parallelism.tp", "meshes are searched within --max-gpus"},
-    {"parallelism.cp", "meshes are searched within --max-gpus"},
-    {"parallelism.pp", "meshes are searched within --max-gpus"},
-    {"parallelism.dp_replicate", "meshes are searched within --max-gpus"},
-    {"parallelism.dp_shard", "meshes are searched within --max-gpus"},
-    {"parallelism.ep", "meshes are searched within --max-gpus"},
-    {"parallelism.edp_shard", "meshes are searched within --max-gpus"},
+    {"parallelism.tp", kPinIt, true},
+    {"parallelism.cp", kPinIt, true},
+    {"parallelism.pp", kPinIt, true},
+    {"parallelism.dp_replicate", kPinIt, true},
+    {"parallelism.dp_shard", kPinIt, true},
+    {"parallelism.ep", kPinIt, true},
+    {"parallelism.edp_shard", "expert state is sharded over all its data-parallel ranks"},
     {"parallelism.pp_microbatches", "batching is searched for --global-batch-tokens"},
     // Its throughput bound prices 1F1B's bubble, which bounds no other schedule.
     {"parallelism.pp_schedule", "its pipelines are 1F1B"},
@@ -73,28 +76,77 @@ constexpr Searched kSearched[] = {
     {"training.local_batch", "batching is searched for --global-batch-tokens"},
     {"training.grad_accum", "batching is searched for --global-batch-tokens"},
     {"training.seq_len", "set it with --seq-len"},
-    {"training.activation_checkpoint", "every mode is tried"},
-    {"fsdp.forward_prefetch_depth", "the best plans are tried with depth 2 too"},
-    {"fsdp.backward_prefetch_depth", "the best plans are tried with depth 2 too"},
-    {"fsdp.reshard_after_forward", "the best plans are tried without it too"},
+    {"training.activation_checkpoint", kPinIt, true},
+    {"fsdp.forward_prefetch_depth", kPinIt, true},
+    {"fsdp.backward_prefetch_depth", kPinIt, true},
+    {"fsdp.reshard_after_forward", kPinIt, true},
 };
 
-// `set` ("path=value") as a fixed setting: InvalidInput when it names a path the search owns.
-Status CheckFixedSetting(std::string_view set) {
+// The searched axes the fixed settings pin: each searches the pinned value alone. A mesh degree
+// or node count is a plan's own setting (the base scenario, one node by default, may not hold
+// it); a checkpoint mode or FSDP setting is in the base every plan starts from, and refinement
+// (step 3) leaves a pinned FSDP setting as it is.
+struct Pins {
+  std::map<std::string, int, std::less<>> counts;  // "cluster.nodes", "parallelism.tp", ...
+  std::set<std::string, std::less<>> in_base;      // the checkpoint and FSDP paths pinned
+  std::vector<std::string> given;                  // the pinning settings, as given
+
+  // The values an axis is searched over: the pinned one alone, else `all`.
+  std::vector<int> Of(std::string_view path, std::vector<int> all) const {
+    const auto it = counts.find(path);
+    return it == counts.end() ? all : std::vector<int>{it->second};
+  }
+  bool Pinned(std::string_view path) const {
+    return counts.find(path) != counts.end() || in_base.count(path) > 0;
+  }
+};
+
+// `set` ("path=value") as a fixed setting: InvalidInput when it names a path the search owns
+// (one that is pinnable only by its own path, with a whole number >= 1 for a count); a pin is
+// recorded in `pins` and true returned (a count is not for the base scenario).
+Result<bool> ClassifyFixedSetting(std::string_view set, Pins& pins) {
   const size_t eq = set.find('=');
   const std::string_view path = set.substr(0, eq);
   for (const Searched& s : kSearched) {
+    if (s.pinnable && path == s.path) {
+      pins.given.emplace_back(set);
+      if (s.path.rfind("cluster.", 0) != 0 && s.path.rfind("parallelism.", 0) != 0) {
+        pins.in_base.emplace(s.path);
+        return false;  // the base holds it, checked by the scenario's rules
+      }
+      const nlohmann::json value =
+          OverrideValue(eq == std::string_view::npos ? "" : set.substr(eq + 1));
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+          value.get<int64_t>() > (int64_t{1} << 20)) {
+        return InvalidInput(fmt::format(
+            "--set {}: expected a whole number >= 1 (the search then tries {} = that alone)", set,
+            s.path));
+      }
+      if (!pins.counts.emplace(std::string(s.path), value.get<int>()).second) {
+        return InvalidInput(fmt::format("--set {}: {} is pinned twice", set, s.path));
+      }
+      return true;
+    }
     // The path itself, one under it, or an object holding it ("parallelism" holds "…tp").
     const bool under = path.size() > s.path.size() && path.substr(0, s.path.size()) == s.path &&
                        path[s.path.size()] == '.';
     const bool holds = s.path.size() > path.size() && s.path.substr(0, path.size()) == path &&
                        s.path[path.size()] == '.';
     if (path == s.path || under || holds) {
+      std::string instead(s.instead);
+      if (s.pinnable) instead.replace(instead.find("PATH"), 4, s.path);
       return InvalidInput(
-          fmt::format("--set {}: recommend searches {} itself ({})", set, s.path, s.instead));
+          fmt::format("--set {}: recommend searches {} itself ({})", set, s.path, instead));
     }
   }
-  return Status::Ok();
+  return false;
+}
+
+// The powers of two from 1 to `most`.
+std::vector<int> PowersOfTwo(int most) {
+  std::vector<int> out;
+  for (int v = 1; v <= most; v *= 2) out.push_back(v);
+  return out;
 }
 
 // The same key at the plan's throughput upper bound (tokens/s/GPU), on `gpus` GPUs.
@@ -221,8 +273,10 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   nlohmann::json base_doc = {{"model", model}, {"training", {{"seq_len", o.seq_len}}}};
   // The fixed settings are part of the base every plan starts from, so each plan's scenario
   // file carries them.
+  Pins pins;
   for (const std::string& set : o.sets) {
-    SS_RETURN_IF_ERROR(CheckFixedSetting(set));
+    SS_ASSIGN_OR_RETURN(const bool plan_own, ClassifyFixedSetting(set, pins));
+    if (plan_own) continue;                            // each plan's sets carry it
     SS_RETURN_IF_ERROR(ApplyOverride(base_doc, set));  // its errors name --set and the path
   }
   SweepBase base{base_doc, "--model " + o.model, std::filesystem::current_path().string(), {}};
@@ -236,6 +290,16 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   const ModelFlops flops = ModelFlopsPerToken(tree, o.seq_len);
   const int layers = std::max<int>(1, static_cast<int>(summary.blocks.size()));
   const bool moe = summary.routed_expert_params > 0;
+  if (!moe && pins.Of("parallelism.ep", {1}) != std::vector<int>{1}) {
+    return InvalidInput(fmt::format("--set parallelism.ep={}: {} has no routed experts",
+                                    pins.counts.at("parallelism.ep"), o.model));
+  }
+  // The checkpoint modes searched: the pinned one (the base holds it, in the scenario's
+  // spelling) or all four.
+  std::vector<std::string> checkpoint_modes = {"none", "selective_op", "selective_op:2", "full"};
+  if (pins.Pinned("training.activation_checkpoint")) {
+    checkpoint_modes = {base_doc["training"]["activation_checkpoint"].get<std::string>()};
+  }
   // What the memory prune takes a plan's persistent state to be (step 2): fp32 parameters and
   // gradients and two moments, on the GPU. Smaller with SGD or offloaded, where 0 prunes none.
   const bool adam_state_on_gpu =
@@ -290,27 +354,40 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     // What a plan may reserve and still keep the margin's headroom.
     const double usable = static_cast<double>(hw.gpu.usable_bytes()) - o.margin_gib * kGiB;
     const int tp_max = std::min(8, std::max(gpn, hw.node.nvlink_domain));
-    for (const int nodes : NodeCounts(o.max_gpus / gpn, hw.node.nvlink_domain / gpn)) {
+    // A pinned mesh degree is searched even where the search would not go by itself (tp beyond
+    // the NVLink domain, pp or dp_replicate above 8): the user asked for it.
+    std::vector<int> node_counts = NodeCounts(o.max_gpus / gpn, hw.node.nvlink_domain / gpn);
+    if (const auto nodes = pins.counts.find("cluster.nodes"); nodes != pins.counts.end()) {
+      node_counts.clear();
+      if (int64_t{nodes->second} * gpn <= o.max_gpus) {
+        node_counts.push_back(nodes->second);
+      } else {
+        rec.notes.push_back(fmt::format("{}: {} nodes are {} GPUs, above --max-gpus {}", gpu,
+                                        nodes->second, int64_t{nodes->second} * gpn, o.max_gpus));
+      }
+    }
+    for (const int nodes : node_counts) {
       const int world = nodes * gpn;
-      for (int tp = 1; tp <= tp_max; tp *= 2) {
-        for (int cp = 1; cp <= 2; ++cp) {
+      for (const int tp : pins.Of("parallelism.tp", PowersOfTwo(tp_max))) {
+        for (const int cp : pins.Of("parallelism.cp", {1, 2})) {
           // Context parallelism gives each rank two chunks of the sequence (the scenario's rule);
           // without it any length goes.
           if (cp > 1 && o.seq_len % (2 * cp) != 0) continue;
-          for (int pp = 1; pp <= 8 && pp <= layers; pp *= 2) {
-            if (world % (tp * cp * pp) != 0) continue;
+          for (const int pp : pins.Of("parallelism.pp", PowersOfTwo(8))) {
+            if (pp > layers || world % (tp * cp * pp) != 0) continue;
             const int dp = world / (tp * cp * pp);
             if (sequences % dp != 0) continue;
             const int64_t per_rank = sequences / dp;
-            for (int ep = 1; ep <= (moe ? 8 : 1); ep *= 2) {
-              for (int rep = 1; rep <= 8 && rep <= dp; rep *= 2) {
-                if (dp % rep != 0) continue;
+            for (const int ep : pins.Of("parallelism.ep", PowersOfTwo(moe ? 8 : 1))) {
+              for (const int rep : pins.Of("parallelism.dp_replicate", PowersOfTwo(8))) {
+                if (rep > dp || dp % rep != 0) continue;
                 const int shard = dp / rep;
+                if (pins.Of("parallelism.dp_shard", {shard}) != std::vector<int>{shard}) continue;
                 for (int mb = 1; mb <= 4; mb *= 2) {
                   if (per_rank % mb != 0) continue;
                   const int64_t micro = per_rank / mb;
                   if (micro > kMaxMicrobatchesPerStep || (pp > 1 && micro < pp)) continue;
-                  for (const char* ac : {"none", "selective_op", "selective_op:2", "full"}) {
+                  for (const std::string& ac : checkpoint_modes) {
                     ++rec.generated;
                     if (state_bytes / (double{1} * shard * cp * tp * pp) > usable) {
                       ++rec.pruned_memory;
@@ -322,10 +399,9 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
                     }
                     // Full checkpointing recomputes the forward (2N FLOPs per token),
                     // selective_op:2 half of its matrix multiplies.
-                    const std::string mode = ac;
-                    const double extra = mode == "full"             ? 2.0
-                                         : mode == "selective_op:2" ? 1.0
-                                                                    : 0.0;
+                    // (Other modes, pinned, recompute less or are counted at none: still an
+                    // upper bound.)
+                    const double extra = ac == "full" ? 2.0 : ac == "selective_op:2" ? 1.0 : 0.0;
                     const double per_token =
                         flops.flops_per_token + extra * flops.params_non_embedding;
                     double ub = hw.gpu.best_matmul_flops / per_token;
@@ -376,6 +452,18 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
           "least {}",
           o.max_gpus, smallest_node, smallest_node));
     }
+  }
+  // No plan at all with pins: they (with the batch and the GPUs) leave none.
+  if (rec.generated == 0 && !pins.counts.empty()) {
+    return InvalidInput(fmt::format(
+        "--set {}: no mesh of up to {} GPUs ({}) has {} and splits {} sequences of {} tokens "
+        "into micro-batches of 1, 2 or 4 sequences over its data-parallel ranks, at most {} per "
+        "step (at least pp under a pipeline); pin less, or change --global-batch-tokens or "
+        "--max-gpus{}",
+        fmt::join(pins.given, " --set "), o.max_gpus, fmt::join(gpus, ","),
+        pins.given.size() > 1 ? "these settings" : "this setting", sequences, o.seq_len,
+        kMaxMicrobatchesPerStep,
+        rec.notes.empty() ? std::string() : fmt::format(" ({})", fmt::join(rec.notes, "; "))));
   }
   // No plan at all is the batch's doing, not the hardware's: more GPUs would not help.
   if (rec.generated == 0 && rec.notes.empty()) {
@@ -472,6 +560,22 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   // left. The K best are then exactly the K best of the whole space, and `--top K` prints the
   // first K plans of any larger `--top` (refining the K best alone let a plan just below them
   // overtake one of them under a larger K).
+  // The other FSDP settings tried, less those pinned (each once).
+  std::vector<std::vector<std::string>> refinements;
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"},
+           {"fsdp.reshard_after_forward=false"},
+           {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2",
+            "fsdp.reshard_after_forward=false"}}) {
+    std::vector<std::string> kept;
+    for (const std::string& set : extra) {
+      if (!pins.Pinned(std::string_view(set).substr(0, set.find('=')))) kept.push_back(set);
+    }
+    if (!kept.empty() &&
+        std::find(refinements.begin(), refinements.end(), kept) == refinements.end()) {
+      refinements.push_back(std::move(kept));
+    }
+  }
   const size_t base_plans = fitting.size();
   std::vector<bool> refined(base_plans, false);
   sweep.progress = nullptr;
@@ -499,11 +603,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       const bool may_be_gpu_best = per_gpu && bound <= gpu_best_key[fitting[i].figures.gpu];
       if (!may_enter_top && !may_be_gpu_best) continue;
       refined[i] = true;
-      for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
-               {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2"},
-               {"fsdp.reshard_after_forward=false"},
-               {"fsdp.forward_prefetch_depth=2", "fsdp.backward_prefetch_depth=2",
-                "fsdp.reshard_after_forward=false"}}) {
+      for (const std::vector<std::string>& extra : refinements) {
         std::vector<std::string> s = fitting[i].sets;
         s.insert(s.end(), extra.begin(), extra.end());
         refine.push_back(std::move(s));

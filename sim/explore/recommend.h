@@ -69,10 +69,12 @@ struct RecommendOptions {
   std::vector<std::string> cost_models;
   // Fixed settings, "path=value" as `simulate --set` takes them, applied to every plan: the
   // training and FSDP choices the search does not make (optimizer, precision, the allocator's
-  // expandable segments, loss parallelism, ...). A path the search sets or derives (the GPU and
-  // node counts, the mesh, batching, checkpointing, prefetch, resharding, the pipeline schedule,
-  // the model, the sequence length, the cost model) is refused: --gpu, --seq-len and the
-  // other flags say those.
+  // expandable segments, loss parallelism, ...). A searched axis named by its own path pins it:
+  // the node count, a mesh degree (tp, cp, pp, dp_replicate, dp_shard, ep), the checkpoint mode,
+  // a prefetch depth or reshard_after_forward is then searched at that value alone. Any other
+  // path the search sets or derives (the GPU, batching, the pipeline schedule, the model, the
+  // sequence length, the cost model), or an object holding a searched path, is refused: --gpu,
+  // --seq-len and the other flags say those.
   std::vector<std::string> sets;
   std::function<void(int64_t done, int64_t total)> progress;
 };

@@ -249,10 +249,17 @@ expect_error 1 "no plan within --budget-per-hour 1e-300: 872 of the 872 plans co
   "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --budget-per-hour 1e-300
 "$bin" recommend --model llama3.2-1b --global-batch-tokens 8 --seq-len 1 --top 1 > "$out/rec1" 2>&1 ||
   { cat "$out/rec1"; fail "recommend for one-token sequences"; }
-# recommend --set fixes what the search does not choose; what it searches is exit 2 naming the
-# flag to use instead, as is an object holding such a path.
-expect_error 2 "--set parallelism.tp=2: recommend searches parallelism.tp itself (meshes are searched within --max-gpus)" \
-  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set parallelism.tp=2
+# recommend --set fixes what the search does not choose, and pins a searched axis by its own
+# path; what it searches and cannot pin is exit 2 naming the flag to use instead, as is an
+# object holding a searched path, a pin that is no count, and pins no plan has.
+expect_error 2 "--set training.local_batch=2: recommend searches training.local_batch itself (batching is searched for --global-batch-tokens)" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set training.local_batch=2
+expect_error 2 "--set parallelism.tp=0: expected a whole number >= 1" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set parallelism.tp=0
+expect_error 2 "--set parallelism.ep=2: llama3.2-1b has no routed experts" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set parallelism.ep=2
+expect_error 2 "h100-sxm: 4 nodes are 32 GPUs, above --max-gpus 8" \
+  "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set cluster.nodes=4 --max-gpus 8
 expect_error 2 "--set training={\"seq_len\": 4096}: recommend searches training.local_batch itself" \
   "$bin" recommend --model llama3.2-1b --global-batch-tokens 65536 --set 'training={"seq_len": 4096}'
 expect_error 2 "--set training.expandabel_segments: unknown key (did you mean training.expandable_segments?)" \

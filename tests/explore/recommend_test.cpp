@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -245,14 +246,13 @@ TEST(Recommend, FixedSettingsReachEveryPlan) {
   EXPECT_EQ(j["sets"], nlohmann::json(o.sets));
 }
 
-// A path the search sets or derives cannot be fixed (nor an object holding one), and a bad
-// setting is the scenario's error, both naming --set.
+// A path the search sets or derives and may not pin (nor an object holding a searched path) is
+// refused, and a bad setting or pin is the scenario's error or the pin's, all naming --set.
 TEST(Recommend, RefusesToFixWhatItSearches) {
   for (const std::string set :
-       {"parallelism.tp=2", "parallelism={\"tp\": 2}", "cluster.gpu=b200", "training.seq_len=4096",
-        "fsdp.forward_prefetch_depth=2", "fsdp.reshard_after_forward=false",
-        "parallelism.pp_schedule=interleaved_1f1b", "training.activation_checkpoint=full",
-        "model=llama3-8b"}) {
+       {"parallelism={\"tp\": 2}", "cluster.gpu=b200", "training.seq_len=4096",
+        "fsdp={\"forward_prefetch_depth\": 2}", "parallelism.pp_schedule=interleaved_1f1b",
+        "training.local_batch=2", "training.grad_accum=2", "model=llama3-8b"}) {
     RecommendOptions o = SmallCase();
     o.sets = {set};
     Result<Recommendation> rec = Recommend(o);
@@ -262,14 +262,34 @@ TEST(Recommend, RefusesToFixWhatItSearches) {
               std::string::npos)
         << rec.status().message();
   }
-  for (const std::string set : {"training.expandabel_segments=true", "training.optimizer=lion"}) {
+  // An object holding a pinnable path says how to pin it instead.
+  RecommendOptions whole = SmallCase();
+  whole.sets = {"parallelism={\"tp\": 2}"};
+  EXPECT_NE(Recommend(whole).status().message().find("--set parallelism.tp=VALUE"),
+            std::string::npos);
+  const std::pair<std::string, std::string> bad[] = {
+      {"training.expandabel_segments=true", "--set"},
+      {"training.optimizer=lion", "--set"},
+      {"parallelism.tp=0", "--set parallelism.tp=0: expected a whole number >= 1"},
+      {"parallelism.tp=two", "--set parallelism.tp=two: expected a whole number >= 1"},
+      {"cluster.nodes=4", "h100-sxm: 4 nodes are 32 GPUs, above --max-gpus 8"},
+      {"parallelism.pp=64", "--set parallelism.pp=64: no mesh of up to 8 GPUs"},
+      {"parallelism.ep=2", "--set parallelism.ep=2: llama3.2-1b has no routed experts"},
+      {"training.activation_checkpoint=sometimes", "bad activation checkpoint mode"}};
+  for (const auto& [set, says] : bad) {
     RecommendOptions o = SmallCase();
     o.sets = {set};
     Result<Recommendation> rec = Recommend(o);
     ASSERT_FALSE(rec.ok()) << set;
     EXPECT_EQ(rec.status().code(), ErrorCode::kInvalidInput) << set;
+    EXPECT_NE(rec.status().message().find(says), std::string::npos) << rec.status().message();
     EXPECT_NE(rec.status().message().find("--set"), std::string::npos) << rec.status().message();
   }
+  RecommendOptions twice = SmallCase();
+  twice.sets = {"parallelism.tp=2", "parallelism.tp=4"};
+  EXPECT_NE(Recommend(twice).status().message().find(
+                "--set parallelism.tp=4: parallelism.tp is pinned twice"),
+            std::string::npos);
   // A setting beside the searched ones is fine (fsdp.mix_precision is not fsdp.*_depth); a
   // budget below every plan's price keeps the search from simulating.
   RecommendOptions o = SmallCase();
@@ -280,10 +300,18 @@ TEST(Recommend, RefusesToFixWhatItSearches) {
   EXPECT_EQ(beside->pruned_budget, beside->generated);
 }
 
-// The refused paths and the search's own agree: every setting a plan (refined or not) carries
-// is one --set may not fix, so a new search axis without its entry in the refused list fails
-// here.
-TEST(Recommend, EveryPathAPlanSetsIsRefused) {
+// The value at a dotted scenario path, or `absent`.
+nlohmann::json At(const nlohmann::json& doc, std::string path, const nlohmann::json& absent) {
+  std::replace(path.begin(), path.end(), '.', '/');
+  const nlohmann::json::json_pointer pointer("/" + path);
+  return doc.contains(pointer) ? doc[pointer] : absent;
+}
+
+// Every setting a plan carries (or refinement tries) is either refused or pins its axis, so a
+// new search axis without its entry in the search's list fails here. Pinned to the best plan's
+// value, an axis leaves that plan the best: the pinned space holds it, and the search finds the
+// best of the space it searches (recommend.h); every plan then has the value.
+TEST(Recommend, EveryPathAPlanSetsIsPinnedOrRefused) {
   RecommendOptions o = SmallCase();
   o.global_batch_tokens /= 4;
   Result<Recommendation> rec = Recommend(o);
@@ -293,16 +321,83 @@ TEST(Recommend, EveryPathAPlanSetsIsRefused) {
   for (const RecommendedPlan& plan : rec->plans) {
     for (const std::string& set : plan.result.sets) paths.insert(set.substr(0, set.find('=')));
   }
-  paths.insert("fsdp.forward_prefetch_depth");  // what refinement sets, shown or not
-  paths.insert("fsdp.reshard_after_forward");
+  // What refinement sets, shown or not, at the defaults where the best plan keeps them.
+  const std::map<std::string, nlohmann::json> refined = {{"fsdp.forward_prefetch_depth", 1},
+                                                         {"fsdp.backward_prefetch_depth", 1},
+                                                         {"fsdp.reshard_after_forward", true}};
+  for (const auto& [path, value] : refined) paths.insert(path);
+  const RecommendedPlan& best = rec->plans.front();
+  int pinned = 0;
   for (const std::string& path : paths) {
+    const auto default_value = refined.find(path);
+    const nlohmann::json value =
+        At(best.scenario, path,
+           default_value != refined.end() ? default_value->second : nlohmann::json());
+    ASSERT_FALSE(value.is_null()) << path;
     RecommendOptions fixed = o;
-    fixed.sets = {path + "=1"};
-    Result<Recommendation> refused = Recommend(fixed);
-    ASSERT_FALSE(refused.ok()) << path;
-    EXPECT_NE(refused.status().message().find("recommend searches " + path + " itself"),
-              std::string::npos)
-        << refused.status().message();
+    fixed.sets = {path + "=" + value.dump()};
+    Result<Recommendation> again = Recommend(fixed);
+    if (!again.ok()) {
+      EXPECT_NE(again.status().message().find("recommend searches " + path + " itself"),
+                std::string::npos)
+          << again.status().message();
+      continue;
+    }
+    ++pinned;
+    ASSERT_FALSE(again->plans.empty()) << path;
+    EXPECT_LE(again->generated, rec->generated) << path;
+    EXPECT_DOUBLE_EQ(again->plans.front().result.figures.s_per_mtok, best.result.figures.s_per_mtok)
+        << fixed.sets.front();
+    for (const RecommendedPlan& plan : again->plans) {
+      EXPECT_EQ(At(plan.scenario, path, nullptr), value) << fixed.sets.front();
+    }
+  }
+  // Nodes; tp, cp, pp, dp_replicate and dp_shard (a dense model has no ep); checkpointing; the
+  // three FSDP settings.
+  EXPECT_EQ(pinned, 10);
+}
+
+// Pins narrow the search to their values: every plan has them, its scenario reproduces its
+// figures, and refinement leaves a pinned FSDP setting alone (with all three pinned, it has
+// nothing left to try).
+TEST(Recommend, PinnedAxesNarrowTheSearch) {
+  RecommendOptions o = SmallCase();
+  o.sets = {"parallelism.tp=2", "training.activation_checkpoint=full",
+            "fsdp.reshard_after_forward=false"};
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_FALSE(rec->plans.empty());
+  // 1 node x tp 2 x cp 1-2 x pp 1-8 x dp_replicate x micro-batches, one checkpoint mode.
+  EXPECT_GT(rec->generated, 0);
+  EXPECT_LT(rec->generated, 40);
+  EXPECT_GT(rec->refined, 0);  // deeper prefetch is still tried
+  for (const RecommendedPlan& plan : rec->plans) {
+    EXPECT_EQ(plan.scenario["parallelism"]["tp"], 2);
+    EXPECT_EQ(plan.scenario["training"]["activation_checkpoint"], "full");
+    EXPECT_EQ(plan.scenario["fsdp"]["reshard_after_forward"], false);
+    for (const std::string& set : plan.result.sets) {
+      EXPECT_EQ(set.rfind("fsdp.reshard_after_forward", 0), std::string::npos) << set;
+    }
+  }
+  const RecommendedPlan& best = rec->plans.front();
+  Result<Scenario> again = ParseScenario(best.scenario, "plan", ".");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  Result<Simulation> sim = SimulateScenario(*again, {});
+  ASSERT_TRUE(sim.ok());
+  EXPECT_DOUBLE_EQ(sim->summary.tokens_per_s_per_gpu, best.result.figures.tokens_per_s_per_gpu);
+  // --json names the pins with the other settings.
+  EXPECT_EQ(RecommendationToJson(*rec, o)["sets"], nlohmann::json(o.sets));
+
+  o.sets = {"parallelism.tp=2", "fsdp.forward_prefetch_depth=1", "fsdp.backward_prefetch_depth=1",
+            "fsdp.reshard_after_forward=true"};
+  Result<Recommendation> all_fsdp = Recommend(o);
+  ASSERT_TRUE(all_fsdp.ok()) << all_fsdp.status().message();
+  ASSERT_FALSE(all_fsdp->plans.empty());
+  EXPECT_EQ(all_fsdp->refined, 0);
+  for (const RecommendedPlan& plan : all_fsdp->plans) {
+    for (const std::string& set : plan.result.sets) {
+      EXPECT_EQ(set.rfind("fsdp.", 0), std::string::npos) << set;
+    }
   }
 }
 

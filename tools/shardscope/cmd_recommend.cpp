@@ -139,7 +139,8 @@ Status RunRecommend(const RecommendArgs& args) {
                         : fmt::format("; every plan with {}", fmt::join(args.sets, " ")),
       rec.pruned_memory, rec.pruned_budget, rec.pruned_bound, rec.simulated,
       rec.refined > 0 ? fmt::format(" ({} of them plans that could reach the best, again with "
-                                    "deeper prefetch or without resharding after forward)",
+                                    "other FSDP settings: deeper prefetch, no resharding after "
+                                    "forward, where not pinned)",
                                     rec.refined)
                       : std::string(),
       rec.fitting, args.margin_gib, rec.thin, rec.invalid);
@@ -317,7 +318,8 @@ void RegisterRecommendCommand(CLI::App& app, CommandRegistry& registry) {
       ->check(NonEmptyText());
   sub->add_option("--set", args->sets,
                   "a setting every plan keeps, path=value as simulate takes it (repeatable): the "
-                  "optimizer, precision, expandable segments, ...; not one the search makes")
+                  "optimizer, precision, expandable segments, ...; on a searched axis (nodes, a "
+                  "mesh degree, checkpointing, prefetch, reshard) it pins the search to it")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(NonEmptyText());
