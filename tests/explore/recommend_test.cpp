@@ -365,6 +365,7 @@ TEST(Recommend, EveryPathAPlanSetsIsPinnedOrRefused) {
 // nothing left to try).
 TEST(Recommend, PinnedAxesNarrowTheSearch) {
   RecommendOptions o = SmallCase();
+  o.global_batch_tokens /= 4;  // fewer plans (the search runs twice)
   o.sets = {"parallelism.tp=2", "training.activation_checkpoint=full",
             "fsdp.reshard_after_forward=false"};
   Result<Recommendation> rec = Recommend(o);
