@@ -17,7 +17,7 @@ namespace shardscope {
 size_t EditDistance(std::string_view a, std::string_view b);
 
 // Candidates within distance max(2, |name| / 3), or containing / contained in `name`
-// (case-insensitive), nearest first.
+// (case-insensitive), nearest first; those that begin with `name` first of all.
 std::vector<std::string> ClosestNames(std::string_view name,
                                       const std::vector<std::string>& candidates,
                                       size_t max_results = 3);
