@@ -17,7 +17,8 @@
 //     dp_shard; micro-batch 1, 2 or 4 sequences with gradient accumulation (or pipeline
 //     micro-batches) making up the global batch, at most 64 micro-batches per step; checkpoint
 //     none, selective_op, selective_op:2 or full. Combinations the batch does not divide into
-//     are not generated.
+//     are not generated. An axis pinned by a fixed setting (RecommendOptions::sets) takes that
+//     value alone.
 //  2. Prune, soundly: a plan whose sharded parameters, gradients and optimizer state alone
 //     (4 × the stored parameter bytes over dp_shard·cp·tp·pp, AdamW's or Adam's state on the
 //     GPU; with SGD or CPU offload (--set) no plan is pruned so) leave less than the margin of
@@ -27,7 +28,7 @@
 //     model FLOPs (plus full checkpointing's recomputed forward) at the GPU's best measured
 //     matmul rate, through the 1F1B bubble — cannot beat the current K-th best is skipped.
 //  3. Refine: the best plans are re-simulated with prefetch depth 2 and without resharding after
-//     forward (and both), and the better variant kept.
+//     forward (and both; a pinned FSDP setting stays as pinned), and the better variant kept.
 //
 // Example:
 //   RecommendOptions o;  o.model = "llama3-70b";  o.global_batch_tokens = 4 << 20;
