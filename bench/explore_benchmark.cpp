@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -194,6 +195,8 @@ void BM_Grid70b_Latency(benchmark::State& state) {
     double ops = 0;
   };
   Outcome ran, stopped;
+  // Per pipeline depth (1, 2, 4, 8): where the grid's time goes (docs/sweep.md, Speed).
+  std::map<int, double> pp_ms;
   SimulateOptions options;
   options.keep_memory_samples = false;
   // As RunVariants: the steady state where it applies, and a job whose schedule alone does not
@@ -210,6 +213,7 @@ void BM_Grid70b_Latency(benchmark::State& state) {
       ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       if (!sim.ok()) continue;
+      pp_ms[sc->parallelism.pp] += ms.back();
       Outcome& o = sim->floor_over_capacity ? stopped : ran;
       ++o.jobs;
       o.ms += ms.back();
@@ -218,7 +222,10 @@ void BM_Grid70b_Latency(benchmark::State& state) {
   }
   state.counters["ran"] = ran.jobs;
   state.counters["ran_us_per_op"] = ran.ops > 0 ? 1e3 * ran.ms / ran.ops : 0;
+  state.counters["ran_ms"] = ran.ms;
   state.counters["stopped"] = stopped.jobs;
+  state.counters["stopped_ms"] = stopped.ms;
+  for (const auto& [pp, t] : pp_ms) state.counters["pp" + std::to_string(pp) + "_ms"] = t;
   state.counters["stopped_us_per_op"] = stopped.ops > 0 ? 1e3 * stopped.ms / stopped.ops : 0;
   // The grid's schedule ops in all (millions): what the 1,000 variants/s target allows per op
   // reads off them (2 cores · 1 s over this many ops; docs/sweep.md, Speed).
