@@ -52,6 +52,14 @@ class [[nodiscard]] Status {
   // The process exit code this status stands for.
   int exit_code() const { return static_cast<int>(code_); }
 
+  // The same error, which another process of the same job has already said (rank 0 of a
+  // launched sweep says what every rank found): `main` exits with its code without printing it.
+  Status SaidElsewhere() && {
+    said_elsewhere_ = true;
+    return std::move(*this);
+  }
+  bool said_elsewhere() const { return said_elsewhere_; }
+
   // Returns a copy whose message is prefixed with `context: ` (e.g. the file name).
   Status WithContext(const std::string& context) const {
     if (ok()) return *this;
@@ -78,6 +86,7 @@ class [[nodiscard]] Status {
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
   std::vector<SourceFrame> trail_;
+  bool said_elsewhere_ = false;
 };
 
 // Bad input or usage: the message names the file / field / FQN and what was expected.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `sweep` under mpirun: the combinations split over the ranks and gathered on rank 0 give the
 # same output, byte for byte (table, CSV, JSON), as one process; the other ranks print nothing;
-# variants differing only in the GPU stay on one rank.
+# variants differing only in the GPU stay on one rank; an error is said once.
 #   sweep_mpi_test.sh SHARDSCOPE MPIRUN [MPIRUN FLAGS...]
 set -euo pipefail
 ss=$1
@@ -44,4 +44,25 @@ for f in table.txt s.json; do
 done
 grep -q "CSV written to s.csv" "$out/np4/table.txt"
 [[ $(grep -c "CSV written" "$out/np4/table.txt") -eq 1 ]] || { echo "more than one rank printed"; exit 1; }
-echo "sweep_mpi_test: 4 ranks give the one-process output byte for byte ($(wc -l <"$out/one/s.csv") CSV lines)"
+# Errors too: one that every rank finds is said once, by rank 0 (not once per rank), with the
+# one process's exit code; where ranks differ (MPMD: rank 1 given another scenario), rank 0 says
+# the first failing rank's error and a rank whose own error rank 0 does not say adds it.
+errors_once() {  # expected-count text file
+  local n
+  n=$(grep -cF -- "$2" "$3" || true)
+  [[ $n -eq $1 ]] || { cat "$3"; echo "'$2': said $n times, expected $1"; exit 1; }
+}
+rc=0
+"$@" -np 4 "$ss" sweep "$out/job.json" --vary parallelism.tp=1..x >/dev/null 2>"$out/err4.txt" ||
+  rc=$?
+[[ $rc -eq 2 ]] || { cat "$out/err4.txt"; echo "exit $rc, expected 2"; exit 1; }
+errors_once 1 "error: --vary parallelism.tp=1..x: range '1..x': expected an integer" "$out/err4.txt"
+"$@" -np 1 "$ss" sweep "$out/job.json" "${axes[@]}" : -np 1 "$ss" sweep "$out/none.json" \
+  "${axes[@]}" >/dev/null 2>"$out/err_r1.txt" && { echo "a failing rank went unnoticed"; exit 1; }
+errors_once 1 "error: rank 1 of 2: $out/none.json: cannot open" "$out/err_r1.txt"
+errors_once 1 "none.json" "$out/err_r1.txt"
+"$@" -np 1 "$ss" sweep "$out/zero.json" "${axes[@]}" : -np 1 "$ss" sweep "$out/one.json" \
+  "${axes[@]}" >/dev/null 2>"$out/err_both.txt" && { echo "failing ranks went unnoticed"; exit 1; }
+errors_once 1 "error: $out/zero.json: cannot open" "$out/err_both.txt"
+errors_once 1 "error: rank 1 of 2: $out/one.json: cannot open" "$out/err_both.txt"
+echo "sweep_mpi_test: 4 ranks give the one-process output byte for byte ($(wc -l <"$out/one/s.csv") CSV lines), errors said once"

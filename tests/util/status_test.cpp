@@ -94,6 +94,21 @@ TEST(StatusTest, TrailRecordsWhereTheErrorWasMadeAndPassed) {
   EXPECT_EQ(Status::Ok().TrailText(), "");
 }
 
+// An error another process has said keeps its code and message, and the mark, however it is
+// passed on (main then exits with the code without printing it).
+Status SaidOnce() { return InvalidInput("bad --vary").SaidElsewhere(); }
+Status PassesIt() {
+  SS_RETURN_IF_ERROR(SaidOnce());
+  return Status::Ok();
+}
+TEST(StatusTest, SaidElsewhereSurvivesPassingOn) {
+  EXPECT_FALSE(InvalidInput("x").said_elsewhere());
+  const Status s = PassesIt().WithContext("sweep");
+  EXPECT_TRUE(s.said_elsewhere());
+  EXPECT_EQ(s.exit_code(), 2);
+  EXPECT_EQ(s.message(), "sweep: bad --vary");
+}
+
 TEST(StatusTest, TrailIsCappedAtItsInnermostFrames) {
   Status s = Deep(40);
   ASSERT_EQ(s.trail().size(), Status::kMaxTrail);

@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "backend/launch.h"
 #include "core/util/count_text.h"
 #include "core/util/file_io.h"
 #include "core/util/json_guard.h"
@@ -47,35 +46,46 @@ struct SweepArgs {
 };
 
 Status RunSweepCommand(const SweepArgs& args) {
+  // Under a launcher every rank reads the inputs, and their errors are agreed on: rank 0 says
+  // what every rank found, once (sweep_ranks.h).
+  SS_ASSIGN_OR_RETURN(std::unique_ptr<SweepRanks> ranks, SweepRanks::Start());
   std::vector<sim::VaryAxis> axes;
-  for (const std::string& v : args.varies) {
-    SS_ASSIGN_OR_RETURN(sim::VaryAxis axis, sim::ParseVary(v));
-    axes.push_back(std::move(axis));
-  }
-  SS_ASSIGN_OR_RETURN(const int64_t count, sim::CombinationCount(axes));
-  SS_ASSIGN_OR_RETURN(sim::Objective objective, sim::ParseObjective(args.objective));
-  if (args.top < 0)
-    return InvalidInput(fmt::format("--top {}: expected 0 (all) or more", args.top));
-  // Outputs are checked before the work, and written together after it (all or none).
-  std::vector<NamedPath> inputs = {{"scenario", args.scenario}, {"--prices", args.prices}};
-  SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}}, inputs));
-  SS_ASSIGN_OR_RETURN(sim::SweepBase base, sim::LoadSweepBase(args.scenario, args.sets));
-  // The model and calibration files the variants read are known once their values parse.
-  std::vector<NamedPath> reads;
-  SS_RETURN_IF_ERROR(sim::CheckAxisValues(base, axes, &reads));
-  for (NamedPath& r : reads) inputs.push_back({"scenario's " + r.what + " (of a variant)", r.path});
-  SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--csv", args.csv}, {"--json", args.json}}, inputs));
+  int64_t count = 0;
+  sim::Objective objective{};
+  sim::SweepBase base;
   sim::PriceTable prices = sim::DefaultPriceTable();
-  if (!args.prices.empty()) {
-    SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
-  }
+  const Status read = [&]() -> Status {
+    for (const std::string& v : args.varies) {
+      SS_ASSIGN_OR_RETURN(sim::VaryAxis axis, sim::ParseVary(v));
+      axes.push_back(std::move(axis));
+    }
+    SS_ASSIGN_OR_RETURN(count, sim::CombinationCount(axes));
+    SS_ASSIGN_OR_RETURN(objective, sim::ParseObjective(args.objective));
+    if (args.top < 0)
+      return InvalidInput(fmt::format("--top {}: expected 0 (all) or more", args.top));
+    // Outputs are checked before the work, and written together after it (all or none).
+    std::vector<NamedPath> inputs = {{"scenario", args.scenario}, {"--prices", args.prices}};
+    SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}}, inputs));
+    SS_ASSIGN_OR_RETURN(base, sim::LoadSweepBase(args.scenario, args.sets));
+    // The model and calibration files the variants read are known once their values parse.
+    std::vector<NamedPath> reads;
+    SS_RETURN_IF_ERROR(sim::CheckAxisValues(base, axes, &reads));
+    for (NamedPath& r : reads)
+      inputs.push_back({"scenario's " + r.what + " (of a variant)", r.path});
+    SS_RETURN_IF_ERROR(CheckDistinctFiles({{"--csv", args.csv}, {"--json", args.json}}, inputs));
+    if (!args.prices.empty()) {
+      SS_ASSIGN_OR_RETURN(prices, sim::LoadPriceTable(args.prices));
+    }
+    return Status::Ok();
+  }();
+  SS_RETURN_IF_ERROR(AgreeOnStatus(*ranks, read));
   sim::SweepOptions options;
   options.threads = args.threads;
   options.exact = args.exact;
   options.objective = objective;
   options.prices = &prices;
   // Under a launcher only rank 0 reports (the others' share is gathered there).
-  const bool root = backend::DetectLaunch().world_rank == 0;
+  const bool root = ranks->rank() == 0;
   ProgressBar bar("sweep");
   if (root && (args.progress || StderrIsTty())) {
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
@@ -85,7 +95,7 @@ Status RunSweepCommand(const SweepArgs& args) {
                CountOf(static_cast<int64_t>(axes.size()), "axis", "axes"));
   }
   bool print = true;
-  Result<sim::SweepResult> result = SweepOverRanks(base, axes, options, &print);
+  Result<sim::SweepResult> result = SweepOverRanks(*ranks, base, axes, options, &print);
   bar.Finish();
   if (!result.ok()) return result.status();
   if (!print) return Status::Ok();

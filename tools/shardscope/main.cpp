@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   try {
     Status status = CheckLimitVariables();
     if (status.ok()) status = registry.RunSelected();
-    if (!status.ok()) {
+    if (!status.ok() && !status.said_elsewhere()) {
       // What the command printed comes before the error, also when stdout is a pipe.
       std::fflush(stdout);
       fmt::print(stderr, "shardscope: error: {}\n", TerminalSafe(status.message()));

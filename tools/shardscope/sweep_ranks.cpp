@@ -104,14 +104,70 @@ sim::VariantResult VariantFromJson(const nlohmann::json& j) {
   return v;
 }
 
-Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
+struct SweepRanks::World {
+#if defined(SHARDSCOPE_HAVE_MPI)
+  std::unique_ptr<backend::MpiWorld> mpi;
+#endif
+};
+
+SweepRanks::~SweepRanks() = default;
+
+Result<std::unique_ptr<SweepRanks>> SweepRanks::Start() {
+  std::unique_ptr<SweepRanks> ranks(new SweepRanks());
+#if defined(SHARDSCOPE_HAVE_MPI)
+  const backend::LaunchInfo launch = backend::DetectLaunch();
+  if (launch.launched() && launch.world_size > 1) {
+    ranks->world_ = std::make_unique<World>();
+    SS_ASSIGN_OR_RETURN(ranks->world_->mpi, backend::MpiWorld::Init(launch));
+    ranks->rank_ = ranks->world_->mpi->rank();
+    ranks->size_ = ranks->world_->mpi->size();
+  }
+#endif
+  return ranks;
+}
+
+Status AgreeOnStatus(const SweepRanks& ranks, Status status) {
+#if defined(SHARDSCOPE_HAVE_MPI)
+  if (ranks.world_ == nullptr) return status;
+  // Each rank's error as "<exit code> <message>"; "" where it has none.
+  const std::string mine =
+      status.ok() ? std::string() : fmt::format("{} {}", status.exit_code(), status.message());
+  Result<std::vector<std::string>> all = GatherTexts(*ranks.world_->mpi, mine);
+  if (!all.ok()) return status.ok() ? all.status() : status;  // each rank says its own
+  const std::vector<std::string>& texts = *all;
+  int said = -1;  // the rank whose error rank 0 says: its own, else the first that has one
+  for (int r = 0; r < ranks.size() && said < 0; ++r) {
+    if (!texts[static_cast<size_t>(r)].empty()) said = r;
+  }
+  if (said < 0) return Status::Ok();
+  const std::string& said_text = texts[static_cast<size_t>(said)];
+  const std::string where = fmt::format("rank {} of {}", said, ranks.size());
+  if (ranks.rank() == 0) {
+    if (!status.ok()) return status;
+    return Status(static_cast<ErrorCode>(said_text[0] - '0'), said_text.substr(2))
+        .WithContext(where);
+  }
+  if (!status.ok() && mine != said_text) {  // an error rank 0 does not say: this rank says it
+    return status.WithContext(fmt::format("rank {} of {}", ranks.rank(), ranks.size()));
+  }
+  // Fine here, or the error rank 0 says: this rank ends with it, silently.
+  Status same = status.ok()
+                    ? Status(static_cast<ErrorCode>(said_text[0] - '0'), said_text.substr(2))
+                    : std::move(status);
+  return std::move(same).SaidElsewhere();
+#else
+  (void)ranks;
+  return status;
+#endif
+}
+
+Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks, const sim::SweepBase& base,
                                         const std::vector<sim::VaryAxis>& axes,
                                         const sim::SweepOptions& options, bool* print) {
   *print = true;
-  const backend::LaunchInfo launch = backend::DetectLaunch();
 #if defined(SHARDSCOPE_HAVE_MPI)
-  if (launch.launched() && launch.world_size > 1) {
-    SS_ASSIGN_OR_RETURN(std::unique_ptr<backend::MpiWorld> world, backend::MpiWorld::Init(launch));
+  if (ranks.world_ != nullptr) {
+    const backend::MpiWorld* world = ranks.world_->mpi.get();
     const int n = world->size();
     const int rank = world->rank();
     SS_ASSIGN_OR_RETURN(const int64_t count, sim::CombinationCount(axes));
@@ -125,15 +181,15 @@ Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
                mine.size(), count);
     sim::SweepOptions local = options;
     if (rank != 0) local.progress = nullptr;
-    // An error (the same on every rank: the inputs are) still joins the gathers below, so no
-    // rank waits for one that left.
+    // An error still joins the gathers below, so no rank waits for one that left; then every
+    // rank ends with it, said once (AgreeOnStatus).
     Result<sim::SweepResult> part = sim::RunVariants(base, std::move(mine), local);
     nlohmann::json sent = nlohmann::json::array();
     if (part.ok()) {
       for (const sim::VariantResult& v : part->variants) sent.push_back(VariantToJson(v));
     }
     SS_ASSIGN_OR_RETURN(std::vector<std::string> texts, GatherTexts(*world, DumpJson(sent)));
-    if (!part.ok()) return part.status();
+    SS_RETURN_IF_ERROR(AgreeOnStatus(ranks, part.ok() ? Status::Ok() : part.status()));
     *print = rank == 0;
     if (rank != 0) return sim::SweepResult();
     std::vector<nlohmann::json> parts;
@@ -155,7 +211,7 @@ Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
     return result;
   }
 #else
-  (void)launch;
+  (void)ranks;
 #endif
   return sim::RunSweep(base, axes, options);
 }

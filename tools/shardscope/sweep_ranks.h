@@ -1,14 +1,17 @@
 // `sweep` under a launcher (mpirun -np N): the combinations are dealt over the ranks
 // (sim::DealCombinations: round-robin, the variants that share schedules kept together on one
 // rank), every rank's results gathered, and rank 0 alone prints and writes, with
-// the same output as one process. Without a launcher (or a build without MPI) the sweep runs
-// whole in this process.
+// the same output as one process, errors included. Without a launcher (or a build without MPI)
+// the sweep runs whole in this process.
 //
 // Contents:
 //   VariantToJson / VariantFromJson   one VariantResult as JSON, exactly (doubles round-trip)
+//   SweepRanks                        the launched ranks (MPI), or this process alone
+//   AgreeOnStatus                     every rank's status at one point → what each reports
 //   SweepOverRanks                    RunSweep, split over the launched ranks
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -21,9 +24,40 @@ namespace shardscope::cli {
 nlohmann::json VariantToJson(const sim::VariantResult& v);
 sim::VariantResult VariantFromJson(const nlohmann::json& j);
 
+// The ranks a launcher started (MPI initialised, once per process), or, without a launcher, a
+// world of one.
+class SweepRanks {
+ public:
+  static Result<std::unique_ptr<SweepRanks>> Start();
+  ~SweepRanks();
+  SweepRanks(const SweepRanks&) = delete;
+  SweepRanks& operator=(const SweepRanks&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  SweepRanks() = default;
+  friend Status AgreeOnStatus(const SweepRanks& ranks, Status status);
+  friend Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks,
+                                                 const sim::SweepBase& base,
+                                                 const std::vector<sim::VaryAxis>& axes,
+                                                 const sim::SweepOptions& options, bool* print);
+  struct World;  // the MPI world (a build with MPI)
+  std::unique_ptr<World> world_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// Every rank passes its status at the same point of the command (a collective). When any rank
+// failed, every rank returns an error: rank 0 its own, or the first failing rank's as "rank R
+// of N: ..."; another rank returns an error rank 0 says marked Status::SaidElsewhere (main
+// prints it once, not N times), and one rank 0 does not say as "rank R of N: ..." for itself.
+// Each rank's exit code is that of the error it returns. One process: `status` as it is.
+Status AgreeOnStatus(const SweepRanks& ranks, Status status);
+
 // The whole sweep on every rank that returns with `*print` true (rank 0, or the only process);
-// other ranks get an empty result and `*print` false.
-Result<sim::SweepResult> SweepOverRanks(const sim::SweepBase& base,
+// other ranks get an empty result and `*print` false. Its errors are agreed (AgreeOnStatus).
+Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks, const sim::SweepBase& base,
                                         const std::vector<sim::VaryAxis>& axes,
                                         const sim::SweepOptions& options, bool* print);
 
