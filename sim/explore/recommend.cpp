@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "core/config/scenario.h"
@@ -47,27 +48,31 @@ Result<int> CatalogGpusPerNode(const std::string& gpu) {
       fmt::format("--gpu {}: {}", gpu, hw.ok() ? "not in the catalog" : hw.status().message()));
 }
 
+// How a fixed setting on a searched path pins it (Pins): not at all (refused), as a count each
+// plan sets itself (the base scenario, one node by default, may not hold a mesh degree), or in
+// the base scenario every plan starts from (a checkpoint mode, an FSDP setting).
+enum class PinKind { kNone, kCount, kBase };
+
 // The scenario paths the search sets or derives, and the flag that says each instead: a fixed
 // setting (RecommendOptions::sets) may name none of them, nor an object holding one, except a
 // pinnable one by its own path, which pins the axis (Pins).
 struct Searched {
   std::string_view path;
-  std::string_view instead;  // how the search is steered instead
-  bool pinnable = false;     // `--set path=value` searches that value alone
+  std::string_view instead;  // how the search is steered instead (a pinnable path: pin it)
+  PinKind pin = PinKind::kNone;
 };
-constexpr std::string_view kPinIt = "pin it on its own: --set PATH=VALUE";
 constexpr Searched kSearched[] = {
     {"model", "name the model with --model"},
     {"cluster.gpu", "name the GPUs with --gpu"},
-    {"cluster.nodes", kPinIt, true},
+    {"cluster.nodes", "", PinKind::kCount},
     {"cluster.gpus_per_node", "each --gpu's node size is the catalog's"},
     {"cluster.cost_model", "give a calibration with --cost-model"},
-    {"parallelism.tp", kPinIt, true},
-    {"parallelism.cp", kPinIt, true},
-    {"parallelism.pp", kPinIt, true},
-    {"parallelism.dp_replicate", kPinIt, true},
-    {"parallelism.dp_shard", kPinIt, true},
-    {"parallelism.ep", kPinIt, true},
+    {"parallelism.tp", "", PinKind::kCount},
+    {"parallelism.cp", "", PinKind::kCount},
+    {"parallelism.pp", "", PinKind::kCount},
+    {"parallelism.dp_replicate", "", PinKind::kCount},
+    {"parallelism.dp_shard", "", PinKind::kCount},
+    {"parallelism.ep", "", PinKind::kCount},
     {"parallelism.edp_shard", "expert state is sharded over all its data-parallel ranks"},
     {"parallelism.pp_microbatches", "batching is searched for --global-batch-tokens"},
     // Its throughput bound prices 1F1B's bubble, which bounds no other schedule.
@@ -76,41 +81,44 @@ constexpr Searched kSearched[] = {
     {"training.local_batch", "batching is searched for --global-batch-tokens"},
     {"training.grad_accum", "batching is searched for --global-batch-tokens"},
     {"training.seq_len", "set it with --seq-len"},
-    {"training.activation_checkpoint", kPinIt, true},
-    {"fsdp.forward_prefetch_depth", kPinIt, true},
-    {"fsdp.backward_prefetch_depth", kPinIt, true},
-    {"fsdp.reshard_after_forward", kPinIt, true},
+    {"training.activation_checkpoint", "", PinKind::kBase},
+    {"fsdp.forward_prefetch_depth", "", PinKind::kBase},
+    {"fsdp.backward_prefetch_depth", "", PinKind::kBase},
+    {"fsdp.reshard_after_forward", "", PinKind::kBase},
 };
 
-// The searched axes the fixed settings pin: each searches the pinned value alone. A mesh degree
-// or node count is a plan's own setting (the base scenario, one node by default, may not hold
-// it); a checkpoint mode or FSDP setting is in the base every plan starts from, and refinement
-// (step 3) leaves a pinned FSDP setting as it is.
+// The searched axes the fixed settings pin: each searches the pinned value alone, and
+// refinement (step 3) leaves a pinned FSDP setting as it is.
 struct Pins {
   std::map<std::string, int, std::less<>> counts;  // "cluster.nodes", "parallelism.tp", ...
   std::set<std::string, std::less<>> in_base;      // the checkpoint and FSDP paths pinned
   std::vector<std::string> given;                  // the pinning settings, as given
 
+  // A count's pinned value.
+  std::optional<int> Pin(std::string_view path) const {
+    const auto it = counts.find(path);
+    return it == counts.end() ? std::nullopt : std::optional<int>(it->second);
+  }
   // The values an axis is searched over: the pinned one alone, else `all`.
   std::vector<int> Of(std::string_view path, std::vector<int> all) const {
-    const auto it = counts.find(path);
-    return it == counts.end() ? all : std::vector<int>{it->second};
+    const std::optional<int> pinned = Pin(path);
+    return pinned ? std::vector<int>{*pinned} : all;
   }
   bool Pinned(std::string_view path) const {
-    return counts.find(path) != counts.end() || in_base.count(path) > 0;
+    return Pin(path).has_value() || in_base.count(path) > 0;
   }
 };
 
 // `set` ("path=value") as a fixed setting: InvalidInput when it names a path the search owns
 // (one that is pinnable only by its own path, with a whole number >= 1 for a count); a pin is
-// recorded in `pins` and true returned (a count is not for the base scenario).
+// recorded in `pins`, and true returned for a count (which is not for the base scenario).
 Result<bool> ClassifyFixedSetting(std::string_view set, Pins& pins) {
   const size_t eq = set.find('=');
   const std::string_view path = set.substr(0, eq);
   for (const Searched& s : kSearched) {
-    if (s.pinnable && path == s.path) {
+    if (s.pin != PinKind::kNone && path == s.path) {
       pins.given.emplace_back(set);
-      if (s.path.rfind("cluster.", 0) != 0 && s.path.rfind("parallelism.", 0) != 0) {
+      if (s.pin == PinKind::kBase) {
         pins.in_base.emplace(s.path);
         return false;  // the base holds it, checked by the scenario's rules
       }
@@ -133,8 +141,9 @@ Result<bool> ClassifyFixedSetting(std::string_view set, Pins& pins) {
     const bool holds = s.path.size() > path.size() && s.path.substr(0, path.size()) == path &&
                        s.path[path.size()] == '.';
     if (path == s.path || under || holds) {
-      std::string instead(s.instead);
-      if (s.pinnable) instead.replace(instead.find("PATH"), 4, s.path);
+      const std::string instead = s.pin == PinKind::kNone
+                                      ? std::string(s.instead)
+                                      : fmt::format("pin it on its own: --set {}=VALUE", s.path);
       return InvalidInput(
           fmt::format("--set {}: recommend searches {} itself ({})", set, s.path, instead));
     }
@@ -290,10 +299,18 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   const ModelFlops flops = ModelFlopsPerToken(tree, o.seq_len);
   const int layers = std::max<int>(1, static_cast<int>(summary.blocks.size()));
   const bool moe = summary.routed_expert_params > 0;
-  if (!moe && pins.Of("parallelism.ep", {1}) != std::vector<int>{1}) {
-    return InvalidInput(fmt::format("--set parallelism.ep={}: {} has no routed experts",
-                                    pins.counts.at("parallelism.ep"), o.model));
+  if (const std::optional<int> ep = pins.Pin("parallelism.ep"); !moe && ep && *ep != 1) {
+    return InvalidInput(
+        fmt::format("--set parallelism.ep={}: {} has no routed experts", *ep, o.model));
   }
+  // The values of the axes every GPU searches alike (tp's depend on the GPU's NVLink domain).
+  // A pinned mesh degree is searched even where the search would not go by itself (tp beyond
+  // the NVLink domain, pp or dp_replicate above 8): the user asked for it.
+  const std::vector<int> cps = pins.Of("parallelism.cp", {1, 2});
+  const std::vector<int> pps = pins.Of("parallelism.pp", PowersOfTwo(8));
+  const std::vector<int> eps = pins.Of("parallelism.ep", PowersOfTwo(moe ? 8 : 1));
+  const std::vector<int> reps = pins.Of("parallelism.dp_replicate", PowersOfTwo(8));
+  const std::optional<int> pinned_shard = pins.Pin("parallelism.dp_shard");
   // The checkpoint modes searched: the pinned one (the base holds it, in the scenario's
   // spelling) or all four.
   std::vector<std::string> checkpoint_modes = {"none", "selective_op", "selective_op:2", "full"};
@@ -354,35 +371,34 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     // What a plan may reserve and still keep the margin's headroom.
     const double usable = static_cast<double>(hw.gpu.usable_bytes()) - o.margin_gib * kGiB;
     const int tp_max = std::min(8, std::max(gpn, hw.node.nvlink_domain));
-    // A pinned mesh degree is searched even where the search would not go by itself (tp beyond
-    // the NVLink domain, pp or dp_replicate above 8): the user asked for it.
     std::vector<int> node_counts = NodeCounts(o.max_gpus / gpn, hw.node.nvlink_domain / gpn);
-    if (const auto nodes = pins.counts.find("cluster.nodes"); nodes != pins.counts.end()) {
+    if (const std::optional<int> nodes = pins.Pin("cluster.nodes")) {
       node_counts.clear();
-      if (int64_t{nodes->second} * gpn <= o.max_gpus) {
-        node_counts.push_back(nodes->second);
+      if (int64_t{*nodes} * gpn <= o.max_gpus) {
+        node_counts.push_back(*nodes);
       } else {
         rec.notes.push_back(fmt::format("{}: {} nodes are {} GPUs, above --max-gpus {}", gpu,
-                                        nodes->second, int64_t{nodes->second} * gpn, o.max_gpus));
+                                        *nodes, int64_t{*nodes} * gpn, o.max_gpus));
       }
     }
+    const std::vector<int> tps = pins.Of("parallelism.tp", PowersOfTwo(tp_max));
     for (const int nodes : node_counts) {
       const int world = nodes * gpn;
-      for (const int tp : pins.Of("parallelism.tp", PowersOfTwo(tp_max))) {
-        for (const int cp : pins.Of("parallelism.cp", {1, 2})) {
+      for (const int tp : tps) {
+        for (const int cp : cps) {
           // Context parallelism gives each rank two chunks of the sequence (the scenario's rule);
           // without it any length goes.
           if (cp > 1 && o.seq_len % (2 * cp) != 0) continue;
-          for (const int pp : pins.Of("parallelism.pp", PowersOfTwo(8))) {
+          for (const int pp : pps) {
             if (pp > layers || world % (tp * cp * pp) != 0) continue;
             const int dp = world / (tp * cp * pp);
             if (sequences % dp != 0) continue;
             const int64_t per_rank = sequences / dp;
-            for (const int ep : pins.Of("parallelism.ep", PowersOfTwo(moe ? 8 : 1))) {
-              for (const int rep : pins.Of("parallelism.dp_replicate", PowersOfTwo(8))) {
+            for (const int ep : eps) {
+              for (const int rep : reps) {
                 if (rep > dp || dp % rep != 0) continue;
                 const int shard = dp / rep;
-                if (pins.Of("parallelism.dp_shard", {shard}) != std::vector<int>{shard}) continue;
+                if (pinned_shard && *pinned_shard != shard) continue;
                 for (int mb = 1; mb <= 4; mb *= 2) {
                   if (per_rank % mb != 0) continue;
                   const int64_t micro = per_rank / mb;
