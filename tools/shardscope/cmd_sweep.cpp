@@ -78,7 +78,7 @@ Status RunSweepCommand(const SweepArgs& args) {
     }
     return Status::Ok();
   }();
-  SS_RETURN_IF_ERROR(AgreeOnStatus(*ranks, read));
+  SS_RETURN_IF_ERROR(ranks->Agree(read));
   sim::SweepOptions options;
   options.threads = args.threads;
   options.exact = args.exact;
@@ -95,7 +95,7 @@ Status RunSweepCommand(const SweepArgs& args) {
                CountOf(static_cast<int64_t>(axes.size()), "axis", "axes"));
   }
   bool print = true;
-  Result<sim::SweepResult> result = SweepOverRanks(*ranks, base, axes, options, &print);
+  Result<sim::SweepResult> result = ranks->Sweep(base, axes, options, &print);
   bar.Finish();
   if (!result.ok()) return result.status();
   if (!print) return Status::Ok();

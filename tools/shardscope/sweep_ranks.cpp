@@ -126,48 +126,43 @@ Result<std::unique_ptr<SweepRanks>> SweepRanks::Start() {
   return ranks;
 }
 
-Status AgreeOnStatus(const SweepRanks& ranks, Status status) {
+Status SweepRanks::Agree(Status status) const {
 #if defined(SHARDSCOPE_HAVE_MPI)
-  if (ranks.world_ == nullptr) return status;
+  if (world_ == nullptr) return status;
   // Each rank's error as "<exit code> <message>"; "" where it has none.
   const std::string mine =
       status.ok() ? std::string() : fmt::format("{} {}", status.exit_code(), status.message());
-  Result<std::vector<std::string>> all = GatherTexts(*ranks.world_->mpi, mine);
+  Result<std::vector<std::string>> all = GatherTexts(*world_->mpi, mine);
   if (!all.ok()) return status.ok() ? all.status() : status;  // each rank says its own
   const std::vector<std::string>& texts = *all;
   int said = -1;  // the rank whose error rank 0 says: its own, else the first that has one
-  for (int r = 0; r < ranks.size() && said < 0; ++r) {
+  for (int r = 0; r < size_ && said < 0; ++r) {
     if (!texts[static_cast<size_t>(r)].empty()) said = r;
   }
   if (said < 0) return Status::Ok();
   const std::string& said_text = texts[static_cast<size_t>(said)];
-  const std::string where = fmt::format("rank {} of {}", said, ranks.size());
-  if (ranks.rank() == 0) {
-    if (!status.ok()) return status;
-    return Status(static_cast<ErrorCode>(said_text[0] - '0'), said_text.substr(2))
-        .WithContext(where);
-  }
-  if (!status.ok() && mine != said_text) {  // an error rank 0 does not say: this rank says it
-    return status.WithContext(fmt::format("rank {} of {}", ranks.rank(), ranks.size()));
-  }
+  const auto where = [this](int r) { return fmt::format("rank {} of {}", r, size_); };
+  // The error rank 0 says, for a rank that has none of its own (or the same).
+  const auto said_status = [&] {
+    return Status(static_cast<ErrorCode>(said_text[0] - '0'), said_text.substr(2));
+  };
+  if (rank_ == 0) return status.ok() ? said_status().WithContext(where(said)) : status;
+  // An error rank 0 does not say: this rank says it.
+  if (!status.ok() && mine != said_text) return status.WithContext(where(rank_));
   // Fine here, or the error rank 0 says: this rank ends with it, silently.
-  Status same = status.ok()
-                    ? Status(static_cast<ErrorCode>(said_text[0] - '0'), said_text.substr(2))
-                    : std::move(status);
-  return std::move(same).SaidElsewhere();
+  return (status.ok() ? said_status() : std::move(status)).SaidElsewhere();
 #else
-  (void)ranks;
   return status;
 #endif
 }
 
-Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks, const sim::SweepBase& base,
-                                        const std::vector<sim::VaryAxis>& axes,
-                                        const sim::SweepOptions& options, bool* print) {
+Result<sim::SweepResult> SweepRanks::Sweep(const sim::SweepBase& base,
+                                           const std::vector<sim::VaryAxis>& axes,
+                                           const sim::SweepOptions& options, bool* print) const {
   *print = true;
 #if defined(SHARDSCOPE_HAVE_MPI)
-  if (ranks.world_ != nullptr) {
-    const backend::MpiWorld* world = ranks.world_->mpi.get();
+  if (world_ != nullptr) {
+    const backend::MpiWorld* world = world_->mpi.get();
     const int n = world->size();
     const int rank = world->rank();
     SS_ASSIGN_OR_RETURN(const int64_t count, sim::CombinationCount(axes));
@@ -182,14 +177,14 @@ Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks, const sim::Swee
     sim::SweepOptions local = options;
     if (rank != 0) local.progress = nullptr;
     // An error still joins the gathers below, so no rank waits for one that left; then every
-    // rank ends with it, said once (AgreeOnStatus).
+    // rank ends with it, said once (Agree).
     Result<sim::SweepResult> part = sim::RunVariants(base, std::move(mine), local);
     nlohmann::json sent = nlohmann::json::array();
     if (part.ok()) {
       for (const sim::VariantResult& v : part->variants) sent.push_back(VariantToJson(v));
     }
     SS_ASSIGN_OR_RETURN(std::vector<std::string> texts, GatherTexts(*world, DumpJson(sent)));
-    SS_RETURN_IF_ERROR(AgreeOnStatus(ranks, part.ok() ? Status::Ok() : part.status()));
+    SS_RETURN_IF_ERROR(Agree(part.ok() ? Status::Ok() : part.status()));
     *print = rank == 0;
     if (rank != 0) return sim::SweepResult();
     std::vector<nlohmann::json> parts;
@@ -210,8 +205,6 @@ Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks, const sim::Swee
     sim::FinishSweep(options.objective, &result);
     return result;
   }
-#else
-  (void)ranks;
 #endif
   return sim::RunSweep(base, axes, options);
 }

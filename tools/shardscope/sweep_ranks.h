@@ -7,8 +7,8 @@
 // Contents:
 //   VariantToJson / VariantFromJson   one VariantResult as JSON, exactly (doubles round-trip)
 //   SweepRanks                        the launched ranks (MPI), or this process alone
-//   AgreeOnStatus                     every rank's status at one point → what each reports
-//   SweepOverRanks                    RunSweep, split over the launched ranks
+//     Agree                           every rank's status at one point → what each reports
+//     Sweep                           RunSweep, split over the launched ranks
 #pragma once
 
 #include <memory>
@@ -35,30 +35,24 @@ class SweepRanks {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  // Every rank passes its status at the same point of the command (a collective). When any
+  // rank failed, every rank returns an error: rank 0 its own, or the first failing rank's as
+  // "rank R of N: ..."; another rank returns an error rank 0 says marked Status::SaidElsewhere
+  // (main prints it once, not N times), and one rank 0 does not say as "rank R of N: ..." for
+  // itself. Each rank's exit code is that of the error it returns. One process: `status`.
+  Status Agree(Status status) const;
+
+  // The whole sweep on every rank that returns with `*print` true (rank 0, or the only
+  // process); other ranks get an empty result and `*print` false. Its errors are agreed.
+  Result<sim::SweepResult> Sweep(const sim::SweepBase& base, const std::vector<sim::VaryAxis>& axes,
+                                 const sim::SweepOptions& options, bool* print) const;
+
  private:
   SweepRanks() = default;
-  friend Status AgreeOnStatus(const SweepRanks& ranks, Status status);
-  friend Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks,
-                                                 const sim::SweepBase& base,
-                                                 const std::vector<sim::VaryAxis>& axes,
-                                                 const sim::SweepOptions& options, bool* print);
   struct World;  // the MPI world (a build with MPI)
   std::unique_ptr<World> world_;
   int rank_ = 0;
   int size_ = 1;
 };
-
-// Every rank passes its status at the same point of the command (a collective). When any rank
-// failed, every rank returns an error: rank 0 its own, or the first failing rank's as "rank R
-// of N: ..."; another rank returns an error rank 0 says marked Status::SaidElsewhere (main
-// prints it once, not N times), and one rank 0 does not say as "rank R of N: ..." for itself.
-// Each rank's exit code is that of the error it returns. One process: `status` as it is.
-Status AgreeOnStatus(const SweepRanks& ranks, Status status);
-
-// The whole sweep on every rank that returns with `*print` true (rank 0, or the only process);
-// other ranks get an empty result and `*print` false. Its errors are agreed (AgreeOnStatus).
-Result<sim::SweepResult> SweepOverRanks(const SweepRanks& ranks, const sim::SweepBase& base,
-                                        const std::vector<sim::VaryAxis>& axes,
-                                        const sim::SweepOptions& options, bool* print);
 
 }  // namespace shardscope::cli
