@@ -36,12 +36,11 @@ std::vector<std::string> ClosestNames(std::string_view name,
     size_t d = EditDistance(lower, lc);
     // "h100" names two catalog entries: containment is as good a hint as a small typo, and a
     // name the candidate begins with is a better one ("gb200" is gb200-nvl72 before b200).
-    const bool contains = !lower.empty() && (lc.find(lower) != std::string::npos ||
-                                             lower.find(lc) != std::string::npos);
+    const size_t at = lower.empty() ? std::string::npos : lc.find(lower);
+    const bool contains =
+        at != std::string::npos || (!lower.empty() && lower.find(lc) != std::string::npos);
     if (contains) d = std::min(d, limit);
-    if (!lower.empty() && lc.size() > lower.size() && lc.compare(0, lower.size(), lower) == 0) {
-      d = 0;
-    }
+    if (at == 0 && lc.size() > lower.size()) d = 0;
     if (d <= limit) scored.emplace_back(d, c);
   }
   std::stable_sort(scored.begin(), scored.end(),
