@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <set>
 #include <string>
 
 #include "core/config/scenario.h"
+#include "core/config/scenario_schema.h"
 #include "sim/engine/simulator.h"
 
 namespace shardscope::sim {
@@ -324,18 +324,18 @@ TEST(Recommend, EveryPathAPlanSetsIsPinnedOrRefused) {
   for (const RecommendedPlan& plan : rec->plans) {
     for (const std::string& set : plan.result.sets) paths.insert(set.substr(0, set.find('=')));
   }
-  // What refinement sets, shown or not, at the defaults where the best plan keeps them.
-  const std::map<std::string, nlohmann::json> refined = {{"fsdp.forward_prefetch_depth", 1},
-                                                         {"fsdp.backward_prefetch_depth", 1},
-                                                         {"fsdp.reshard_after_forward", true}};
-  for (const auto& [path, value] : refined) paths.insert(path);
+  // What refinement sets, shown or not (at the scenario's defaults where the best plan keeps
+  // them).
+  for (const char* path : {"fsdp.forward_prefetch_depth", "fsdp.backward_prefetch_depth",
+                           "fsdp.reshard_after_forward"}) {
+    paths.insert(path);
+  }
   const RecommendedPlan& best = rec->plans.front();
   int pinned = 0;
   for (const std::string& path : paths) {
-    const auto default_value = refined.find(path);
-    const nlohmann::json value =
-        At(best.scenario, path,
-           default_value != refined.end() ? default_value->second : nlohmann::json());
+    const SchemaKey* key = FindSchemaKey(path);
+    ASSERT_NE(key, nullptr) << path;
+    const nlohmann::json value = At(best.scenario, path, key->default_value);
     ASSERT_FALSE(value.is_null()) << path;
     RecommendOptions fixed = o;
     fixed.sets = {path + "=" + value.dump()};
