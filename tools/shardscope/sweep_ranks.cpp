@@ -114,13 +114,15 @@ SweepRanks::~SweepRanks() = default;
 
 Result<std::unique_ptr<SweepRanks>> SweepRanks::Start() {
   std::unique_ptr<SweepRanks> ranks(new SweepRanks());
-#if defined(SHARDSCOPE_HAVE_MPI)
+  // The launcher's numbering (MpiWorld::Init checks that MPI's agrees). A build without MPI
+  // sweeps whole in every process, rank 0 alone showing progress.
   const backend::LaunchInfo launch = backend::DetectLaunch();
+  ranks->rank_ = launch.world_rank;
+  ranks->size_ = launch.world_size;
+#if defined(SHARDSCOPE_HAVE_MPI)
   if (launch.launched() && launch.world_size > 1) {
     ranks->world_ = std::make_unique<World>();
     SS_ASSIGN_OR_RETURN(ranks->world_->mpi, backend::MpiWorld::Init(launch));
-    ranks->rank_ = ranks->world_->mpi->rank();
-    ranks->size_ = ranks->world_->mpi->size();
   }
 #endif
   return ranks;

@@ -24,8 +24,8 @@ namespace shardscope::cli {
 nlohmann::json VariantToJson(const sim::VariantResult& v);
 sim::VariantResult VariantFromJson(const nlohmann::json& j);
 
-// The ranks a launcher started (MPI initialised, once per process), or, without a launcher, a
-// world of one.
+// The ranks a launcher started (MPI initialised, once per process, where the build has it), or,
+// without a launcher, a world of one.
 class SweepRanks {
  public:
   static Result<std::unique_ptr<SweepRanks>> Start();
