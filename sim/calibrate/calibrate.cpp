@@ -119,6 +119,7 @@ class GpuFit {
       p.lo[i] = f.ZLo();
       p.hi[i] = f.ZHi();
     }
+    p.scale_to_misfit = true;
     p.residuals = [&](const Eigen::VectorXd& sub) -> Result<Eigen::VectorXd> {
       std::vector<double> z = z0;
       for (int i = 0; i < n; ++i) z[active[i]] = sub[i];
@@ -201,6 +202,8 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
   SS_ASSIGN_OR_RETURN(LeastSquaresResult res, fit.Fit(active, obs, &z_fit));
   SS_ASSIGN_OR_RETURN(std::vector<double> before, fit.Predict(z0, {}, obs, true));
   SS_ASSIGN_OR_RETURN(std::vector<double> after, fit.Predict(z_fit, active, obs, false));
+  g.residual_spread = options.residual_sd * res.noise_scale;
+  g.spread_from_misfit = res.noise_scale > 1;
   g.fit_before = Errors(before, measured);
   g.fit_after = Errors(after, measured);
   g.not_improved = g.fit_after.median >= g.fit_before.median;
@@ -218,9 +221,14 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
       // value = offset + exp(z): d value = (value - offset) dz.
       ff.sd = (ff.value - f.offset) * std::sqrt(std::max(0.0, res.covariance(k, k)));
       // Within 1% of a bound's value (an efficiency of 0.992 against its bound 1 is the bound
-      // the inputs pushed it to, not a measurement).
-      if (ff.value <= f.lo * 1.01) ff.at_bound = "lower";
-      if (ff.value >= f.hi * 0.99) ff.at_bound = "upper";
+      // the inputs pushed it to, not a measurement), at the residuals' stated spread: inputs
+      // weighed by a wide scatter may stop short of the bound they pull to.
+      for (const double v : {ff.value, f.ToValue(res.z_stated[k])}) {
+        if (v <= f.lo * 1.01) ff.at_bound = "lower";
+        if (v >= f.hi * 0.99) ff.at_bound = "upper";
+      }
+      ff.value_at_bound =
+          !ff.at_bound.empty() && (ff.value <= f.lo * 1.01 || ff.value >= f.hi * 0.99);
     }
     g.figures.push_back(ff);
   }

@@ -16,9 +16,13 @@
 // `timing_jitter_us` of its device (or `timing_floor_ns`), relative above the floor and
 // absolute below it, so that a copy measured at 1 µs and priced at 20 µs does not outweigh the
 // millisecond operations the step is made of. Each figure's prior (free_figures.h)
-// regularises towards the catalog default. A figure the inputs do not inform (its Jacobian
-// column carries less than 1% of its prior's information) is left at its default and out of
-// the file. Cross-validation: the observations' groups (operations, run rows) are dealt into
+// regularises towards the catalog default. Residuals that scatter more than `residual_sd` are
+// weighed by the spread they show (least_squares.h, scale_to_misfit): a CPU run's operations
+// scatter by tens of percent from one rank and step to the next, and weighed at 5% they
+// outweighed every prior, so a fixed cost against a per-FLOP cost (which one scenario's
+// operations barely tell apart) was settled by the noise. A figure the inputs do not inform (its
+// Jacobian column carries less than 1% of its prior's information) is left at its default and out
+// of the file. Cross-validation: the observations' groups (operations, run rows) are dealt into
 // `folds` folds in a fixed shuffled order; each fold is predicted by a fit on the others, and
 // the median |predicted / measured - 1| over all held-out observations is compared with the
 // same error of the catalog defaults ("before").
@@ -47,9 +51,13 @@ struct FittedFigure {
   double value = 0;
   double sd = 0;            // one standard deviation of value (normal equations)
   bool identified = false;  // false: the inputs do not inform it; left at its default
-  // The fit stopped at one of the figure's bounds (FreeFigure lo / hi): the inputs pull it past
-  // what is plausible, so the value is the bound's, not a measurement; "" when inside.
+  // The inputs pull the figure to one of its bounds (FreeFigure lo / hi), past what is
+  // plausible: the fit stopped there, at the residuals' stated spread or at the spread they
+  // show; "" when inside.
   std::string at_bound;  // "", "lower" or "upper"
+  // `value` is the bound's, not a measurement (false with at_bound set: the prior, weighed
+  // against widely scattered inputs, held it short of the bound they pull to).
+  bool value_at_bound = false;
 };
 
 struct ErrorStats {
@@ -63,6 +71,10 @@ struct GpuCalibration {
   int samples = 0;
   int observations = 0;
   double timing_floor_ns = 0;  // the operations' (0: none, or no operation observed)
+  // The residuals' spread the fit weighed them by: residual_sd, or more where they scatter
+  // more (log units: 0.3 is about 30%).
+  double residual_spread = 0;
+  bool spread_from_misfit = false;  // residual_spread is the scatter shown, above residual_sd
   std::vector<FittedFigure> figures;
   ErrorStats fit_before, fit_after;  // on every observation, defaults vs the full fit
   int folds = 0;                     // 0: too few groups to cross-validate

@@ -2,7 +2,7 @@
 # Issue 14's target: a 4-rank CPU run calibrated on its own measured traces predicts a second
 # CPU scenario's step time within 15%.
 #   calibration_predicts.sh SHARDSCOPE SCENARIO_A SCENARIO_B MPIRUN [MPIRUN FLAGS...]
-# A and B are run alternately ROUNDS times (default 3; env CALIBRATION_ROUNDS), so that both
+# A and B are run alternately ROUNDS times (default 5; env CALIBRATION_ROUNDS), so that both
 # see the same machine load; every rank's trace of every A run is calibrated on, B is simulated
 # with that calibration, and the prediction is compared with the median of B's measured step
 # times. Each run's step time is rank 0's median over its steps after the first (--steps
@@ -32,7 +32,7 @@ scenario_a=$2
 scenario_b=$3
 shift 3
 command -v "$1" >/dev/null 2>&1 || { echo "calibration_predicts: no $1: skipped"; exit 77; }
-rounds=${CALIBRATION_ROUNDS:-3}
+rounds=${CALIBRATION_ROUNDS:-5}
 steps=${CALIBRATION_STEPS:-5}
 tolerance=0.15
 out=$(mktemp -d)

@@ -59,17 +59,23 @@ void PrintGpu(const calibrate::GpuCalibration& g) {
       continue;
     }
     fmt::print("  {:<48} {:>12.5g} {:>12.5g} {:>12.3g}{}\n", f.key, f.default_value, f.value, f.sd,
-               f.at_bound.empty() ? "" : "  (at its " + f.at_bound + " bound)");
+               f.at_bound.empty() ? ""
+               : f.value_at_bound ? "  (at its " + f.at_bound + " bound)"
+                                  : "  (pulled to its " + f.at_bound + " bound)");
     if (!f.at_bound.empty()) pinned += (pinned.empty() ? "" : ", ") + f.key;
   }
   if (!kept.empty()) fmt::print("  not informed by the inputs, kept at the default: {}\n", kept);
   if (!pinned.empty()) {
     fmt::print(
-        "  warning: {} stopped at a bound: the inputs pull {} past any plausible value, so the "
-        "bound is written, not a measurement (inputs of another job, GPU or load than the "
-        "scenario says?)\n",
+        "  warning: the inputs pull {} to a bound, past any plausible value: the file holds the "
+        "bound, or where the catalog's prior stopped {}, not a measurement (inputs of another "
+        "job, GPU or load than the scenario says?)\n",
         pinned, pinned.find(',') == std::string::npos ? "it" : "them");
   }
+  fmt::print("  residuals weighed at a {:.3g}% spread{}\n", 100 * g.residual_spread,
+             g.spread_from_misfit ? ": the scatter they show, more than the one assumed, so the "
+                                    "catalog's figures count for more"
+                                  : "");
   if (g.timing_floor_ns > 0) {
     fmt::print("  operations shorter than the timing floor, {:g} µs, fitted by absolute error\n",
                g.timing_floor_ns / 1e3);
@@ -109,12 +115,15 @@ nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
            {"value", f.value},
            {"sd", f.sd},
            {"identified", f.identified},
-           {"at_bound", f.at_bound.empty() ? nlohmann::json() : nlohmann::json(f.at_bound)}});
+           {"at_bound", f.at_bound.empty() ? nlohmann::json() : nlohmann::json(f.at_bound)},
+           {"value_at_bound", f.value_at_bound}});
     }
     j["gpus"].push_back({{"gpu", g.gpu},
                          {"inputs", g.samples},
                          {"observations", g.observations},
                          {"timing_floor_us", g.timing_floor_ns / 1e3},
+                         {"residual_spread", g.residual_spread},
+                         {"spread_from_misfit", g.spread_from_misfit},
                          {"figures", figs},
                          {"fit_before", stats(g.fit_before)},
                          {"fit_after", stats(g.fit_after)},
