@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <random>
 
 namespace shardscope::backend {
 
@@ -40,21 +43,38 @@ CollectiveCall CollectiveCallOf(const Schedule& schedule, const ScheduleOp& op) 
   return c;
 }
 
-Status CompareInputDigests(const std::string& digest, int world_size,
-                           const AllGatherFn& all_gather) {
+std::string NewRunId() {
+  // The clock alone repeats across nodes started together; the OS's entropy alone is enough,
+  // but a libstdc++ without a random device falls back to a fixed sequence.
+  std::random_device rd;
+  const uint64_t entropy = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t now = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch() /
+                                             std::chrono::nanoseconds(1));
+  return fmt::format("run-{:016x}", entropy ^ (now * 0x9E3779B97F4A7C15ull));
+}
+
+Result<std::string> CompareInputDigests(const std::string& digest, int world_size,
+                                        const AllGatherFn& all_gather) {
   // A hash of one build's std::hash: ranks of another build differ too, which is as wrong.
-  const uint64_t mine = std::hash<std::string>{}(digest);
+  struct Entry {
+    uint64_t digest;
+    char run_id[24];  // NewRunId's 20 characters and a terminator
+  };
+  Entry mine{};
+  mine.digest = std::hash<std::string>{}(digest);
+  const std::string id = NewRunId();
+  std::memcpy(mine.run_id, id.data(), std::min(id.size(), sizeof(mine.run_id) - 1));
   SS_ASSIGN_OR_RETURN(std::vector<char> all, all_gather(&mine, sizeof(mine)));
   if (all.size() != static_cast<size_t>(world_size) * sizeof(mine)) {
     return RuntimeError(fmt::format("the inputs check gathered {} bytes from {} ranks, not {} each",
                                     all.size(), world_size, sizeof(mine)));
   }
-  uint64_t first = 0;
+  Entry first{};
   std::memcpy(&first, all.data(), sizeof(first));
   for (int r = 1; r < world_size; ++r) {
-    uint64_t theirs = 0;
+    Entry theirs{};
     std::memcpy(&theirs, all.data() + static_cast<size_t>(r) * sizeof(theirs), sizeof(theirs));
-    if (theirs != first) {
+    if (theirs.digest != first.digest) {
       return InvalidInput(fmt::format(
           "rank {} was started with other inputs than rank 0 (another scenario file or --set, "
           "--steps, --check, --timeout or --device, or another shardscope build): every rank "
@@ -62,7 +82,8 @@ Status CompareInputDigests(const std::string& digest, int world_size,
           r));
     }
   }
-  return Status::Ok();
+  first.run_id[sizeof(first.run_id) - 1] = 0;
+  return std::string(first.run_id);
 }
 
 }  // namespace shardscope::backend

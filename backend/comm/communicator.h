@@ -103,10 +103,15 @@ CollectiveCall CollectiveCallOf(const Schedule& schedule, const ScheduleOp& op);
 using AllGatherFn = std::function<Result<std::vector<char>>(const void* data, int64_t bytes)>;
 
 // CommFactory::CheckSameInputs for a world of `world_size` ranks: each rank's hash of `digest`,
-// gathered by `all_gather` and compared with rank 0's. One definition for every transport that
-// has a world (MPI, NCCL over its bootstrap).
-Status CompareInputDigests(const std::string& digest, int world_size,
-                           const AllGatherFn& all_gather);
+// gathered by `all_gather` and compared with rank 0's, and with it rank 0's new run id (NewRunId),
+// which it returns on every rank. One definition for every transport that has a world (MPI,
+// NCCL over its bootstrap).
+Result<std::string> CompareInputDigests(const std::string& digest, int world_size,
+                                        const AllGatherFn& all_gather);
+
+// An id for one run, unlikely to repeat ("run-" and 16 hex digits from the clock and the OS's
+// entropy): measured traces carry it, so `calibrate` knows which rank files are one run's.
+std::string NewRunId();
 
 class CommFactory {
  public:
@@ -122,11 +127,12 @@ class CommFactory {
   // scenario and the run's flags) is compared across the ranks in a set-up collective that every
   // rank calls once, before MakeCommunicators (CompareInputDigests over the transport's
   // out-of-band all-gather). InvalidInput naming the first rank that differs from rank 0: ranks
-  // that build different schedules fail later in ways that blame the collectives. Transports
-  // without a world of their own to ask (emulation) compare nothing.
-  virtual Status CheckSameInputs(const std::string& digest) {
+  // that build different schedules fail later in ways that blame the collectives. Returns the
+  // run's id, rank 0's on every rank (NewRunId). Transports without a world of their own to
+  // ask (emulation) compare nothing and return an id of their own.
+  virtual Result<std::string> CheckSameInputs(const std::string& digest) {
     (void)digest;
-    return Status::Ok();
+    return NewRunId();
   }
 
   // One communicator per group, in the order given (a rank's Schedule::groups, each holding

@@ -168,7 +168,7 @@ class MpiFactory final : public CommFactory {
   std::string name() const override { return "mpi"; }
   std::map<std::string, std::string> versions() const override { return {{"mpi", MpiVersion()}}; }
 
-  Status CheckSameInputs(const std::string& digest) override {
+  Result<std::string> CheckSameInputs(const std::string& digest) override {
     return CompareInputDigests(digest, world_size(), [this](const void* data, int64_t bytes) {
       return shared_->world().AllGatherBytes(data, bytes);
     });

@@ -427,7 +427,7 @@ class NcclCommFactory final : public CommFactory {
   }
 
   // Over the bootstrap (MPI in `run`), before any NCCL communicator is split off the world.
-  Status CheckSameInputs(const std::string& digest) override {
+  Result<std::string> CheckSameInputs(const std::string& digest) override {
     return CompareInputDigests(digest, boot_.size, boot_.all_gather);
   }
 

@@ -83,6 +83,7 @@ Result<MeasuredOutput> MakeMeasuredOutput(const Schedule& schedule, const StepRu
   for (const auto& [k, v] : ctx.versions) info.library_versions[k] = v;
   info.extra["steps"] = run.steps_run;
   info.extra["kernel_workspace_bytes"] = run.workspace_bytes;
+  if (!ctx.run_id.empty()) info.extra["run_id"] = ctx.run_id;
   out.trace = MakeTrace(m.schedule, TraceTimeline(m.schedule, m.timeline), m.memory, info);
   return out;
 }

@@ -33,6 +33,8 @@ struct MeasuredContext {
   int rank = 0;
   std::string communicators;                    // CommFactory::name()
   std::map<std::string, std::string> versions;  // device's and communicators' versions
+  // The run's id, the same in every rank's trace (CommFactory::CheckSameInputs); "" writes none.
+  std::string run_id;
 };
 
 struct MeasuredOutput {

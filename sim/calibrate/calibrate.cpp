@@ -103,8 +103,10 @@ class GpuFit {
   }
 
   // Fits `active` to `obs`; returns z (full length) and the result over the active figures.
+  // `residual_scale` > 0: the residuals' spread measured already, in units of residual_sd
+  // (cross-validation folds take the whole fit's); 0: measured by this fit (scale_to_misfit).
   Result<LeastSquaresResult> Fit(const std::vector<int>& active, const std::vector<int>& obs,
-                                 std::vector<double>* z_full) const {
+                                 std::vector<double>* z_full, double residual_scale = 0) const {
     const std::vector<double> z0 = set_.DefaultZ();
     const int n = static_cast<int>(active.size());
     LeastSquaresProblem p;
@@ -119,7 +121,8 @@ class GpuFit {
       p.lo[i] = f.ZLo();
       p.hi[i] = f.ZHi();
     }
-    p.scale_to_misfit = true;
+    p.scale_to_misfit = residual_scale <= 0;
+    p.residual_scale = std::max(residual_scale, 1.0);
     p.residuals = [&](const Eigen::VectorXd& sub) -> Result<Eigen::VectorXd> {
       std::vector<double> z = z0;
       for (int i = 0; i < n; ++i) z[active[i]] = sub[i];
@@ -249,7 +252,7 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
       std::vector<int> train, test;
       for (int o : obs) (fold_of[in.observations[o].group] == f ? test : train).push_back(o);
       std::vector<double> z_f;
-      SS_ASSIGN_OR_RETURN(LeastSquaresResult r_f, fit.Fit(active, train, &z_f));
+      SS_ASSIGN_OR_RETURN(LeastSquaresResult r_f, fit.Fit(active, train, &z_f, res.noise_scale));
       (void)r_f;
       SS_ASSIGN_OR_RETURN(std::vector<double> p_after, fit.Predict(z_f, active, test, false));
       SS_ASSIGN_OR_RETURN(std::vector<double> p_before, fit.Predict(z0, {}, test, true));

@@ -275,11 +275,24 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
     SS_RETURN_IF_ERROR(
         CheckPlausible("step_time_s", step_time_s, path + ": metadata.summary.step_time_s"));
   }
+  std::string run_id;
+  if (const auto it = t.metadata.extra.find("run_id"); it != t.metadata.extra.end()) {
+    if (!it->is_string() || it->get<std::string>().empty()) {
+      return InvalidInput(fmt::format(
+          "{}: metadata.run_id: expected a non-empty string (the id `shardscope run` gives "
+          "every rank's trace of one run), got {}",
+          path, Shortened(it->dump(), 60)));
+    }
+    run_id = it->get<std::string>();
+  } else if (by_rank.size() > 1) {
+    run_id = "file " + path;
+  }
   std::vector<TraceInput> out;
   for (auto& [rank, in] : by_rank) {
     in.path = path;
     in.scenario = sc;
     in.step_time_s = step_time_s;
+    in.run_id = run_id;
     out.push_back(std::move(in));
   }
   return out;

@@ -42,6 +42,10 @@ struct TraceInput {
   int rank = 0;
   std::vector<MeasuredOp> ops;
   double step_time_s = 0;  // metadata.summary.step_time_s of the trace (0: none)
+  // Which run the rank belongs to: metadata.run_id (`shardscope run` writes the same in every
+  // rank's file), else the file's path when it holds several ranks (one file, one run); "" when
+  // unknown. PrepareSamples joins a run's ranks by it.
+  std::string run_id;
 };
 
 struct RunInput {

@@ -90,30 +90,34 @@ Result<LeastSquaresResult> SolveScaled(const LeastSquaresProblem& p) {
 }  // namespace
 
 Result<LeastSquaresResult> SolveLeastSquares(const LeastSquaresProblem& p) {
-  SS_ASSIGN_OR_RETURN(LeastSquaresResult out, SolveScaled(p));
-  out.z_stated = out.z;
-  if (!p.scale_to_misfit) return out;
+  // The residuals divided by `scale`; the result's cost and Jacobian are of the undivided ones.
+  auto solve = [&p](double scale) -> Result<LeastSquaresResult> {
+    if (scale == 1) return SolveScaled(p);
+    LeastSquaresProblem q = p;
+    q.residuals = [&p, scale](const Eigen::VectorXd& z) -> Result<Eigen::VectorXd> {
+      SS_ASSIGN_OR_RETURN(Eigen::VectorXd r, p.residuals(z));
+      return Eigen::VectorXd(r / scale);
+    };
+    SS_ASSIGN_OR_RETURN(LeastSquaresResult out, SolveScaled(q));
+    out.data_cost *= scale * scale;
+    out.jacobian *= scale;
+    return out;
+  };
+  double scale = std::max(p.residual_scale, 1.0);
+  SS_ASSIGN_OR_RETURN(LeastSquaresResult out, solve(scale));
   const Eigen::VectorXd z_stated = out.z;
   // Each solve starts again from the prior: the weaker data may settle elsewhere. The scale
   // settles in two or three rounds; 5% is closer than the noise it measures.
   constexpr int kRounds = 6;
   constexpr double kSettled = 1.05;
   const double dof = std::max(1.0, static_cast<double>(out.jacobian.rows() - p.prior.size()));
-  double scale = 1;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; p.scale_to_misfit && round < kRounds; ++round) {
     const double s = std::sqrt(out.data_cost / dof) / scale;
     if (s <= kSettled) break;
     scale *= s;
-    LeastSquaresProblem q = p;
-    q.residuals = [&p, scale](const Eigen::VectorXd& z) -> Result<Eigen::VectorXd> {
-      SS_ASSIGN_OR_RETURN(Eigen::VectorXd r, p.residuals(z));
-      return Eigen::VectorXd(r / scale);
-    };
-    SS_ASSIGN_OR_RETURN(out, SolveScaled(q));
-    out.data_cost *= scale * scale;
-    out.jacobian *= scale;
-    out.z_stated = z_stated;
+    SS_ASSIGN_OR_RETURN(out, solve(scale));
   }
+  out.z_stated = z_stated;
   out.noise_scale = scale;
   return out;
 }

@@ -39,6 +39,9 @@ struct LeastSquaresProblem {
   double fd_step = 1e-2;
   double tolerance = 1e-7;  // relative decrease of the cost that ends the iterations
   bool scale_to_misfit = false;
+  // Divides the residuals from the start (>= 1): a spread already measured, as cross-validation
+  // folds take the whole fit's instead of measuring their own again.
+  double residual_scale = 1;
 };
 
 struct LeastSquaresResult {
@@ -48,8 +51,8 @@ struct LeastSquaresResult {
   double data_cost = 0;      // |r(z)|², of the residuals as given (not divided by noise_scale)
   // s by which the residuals were divided (scale_to_misfit; 1: they scatter no more than stated).
   double noise_scale = 1;
-  // The solution at the residuals' stated spread: where the data alone pull (= z unless
-  // scale_to_misfit rescaled them).
+  // The solution of the first solve, at the residuals' stated spread (residual_scale): where
+  // the data alone pull (= z unless scale_to_misfit rescaled them).
   Eigen::VectorXd z_stated;
   int iterations = 0;
 };

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "core/model/model_source.h"
 #include "core/plan/planner.h"
@@ -151,9 +153,43 @@ Result<std::vector<double>> Sample::Predict(const CostParams& params) const {
   return out;
 }
 
+namespace {
+
+// One collective of one run, as each rank of its group saw it: (run, op_id, occurrence, the
+// group's ranks).
+using CollectiveKey = std::tuple<std::string, std::string, int, std::vector<int>>;
+
+// A rank's collective lasts from its own call to the end of the transfer, so it holds the
+// rank's wait for the last of its group to arrive: on a GPU its NCCL kernel spins until then,
+// on CPU ranks sharing cores the others may not be running. The cost model prices the
+// transfer alone, which the last to arrive measures. So every rank's observation of a
+// collective takes the shortest duration among the ranks of its run (joined by run_id) that
+// recorded it; they form one cross-validation group, as one measurement. Returns how many
+// observations changed.
+int TakeLastArrivals(const std::map<CollectiveKey, std::vector<int>>& seen,
+                     std::vector<Observation>* observations) {
+  int changed = 0;
+  for (const auto& [key, obs] : seen) {
+    if (obs.size() < 2) continue;
+    double shortest = (*observations)[obs.front()].measured;
+    for (int o : obs) shortest = std::min(shortest, (*observations)[o].measured);
+    const int group = (*observations)[obs.front()].group;
+    for (int o : obs) {
+      Observation& x = (*observations)[o];
+      if (x.measured != shortest) ++changed;
+      x.measured = shortest;
+      x.group = group;
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
 Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
   PreparedInputs p;
   int group = 0;
+  std::map<CollectiveKey, std::vector<int>> collectives;
   for (const TraceInput& t : inputs.traces) {
     Sample s;
     s.source = fmt::format("{} rank {}", t.path, t.rank);
@@ -184,6 +220,11 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
       p.observations.push_back(
           {static_cast<int>(p.samples.size()), fmt::format("{} {}", s.source, m.op_id),
            static_cast<double>(m.dur_ns), group++, 1.0, true, s.hw.gpu.timing_jitter_ns});
+      if (!t.run_id.empty() && IsCollective(op.type) && op.type != OpType::kSend &&
+          op.type != OpType::kRecv && op.group >= 0 && b.schedule.groups[op.group].size() > 1) {
+        collectives[{t.run_id, m.op_id, m.occurrence, b.schedule.groups[op.group].ranks}].push_back(
+            static_cast<int>(p.observations.size()) - 1);
+      }
       if (IsCollective(op.type) && op.group >= 0 && op.bytes > 0) {
         const GroupShape g =
             GroupShapeOf(b.schedule.groups[op.group], s.ctx.gpus_per_node, s.hw.node.nvlink_domain);
@@ -217,6 +258,12 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
     }
     s.schedule = std::move(b.schedule);
     p.samples.push_back(std::move(s));
+  }
+  if (const int changed = TakeLastArrivals(collectives, &p.observations); changed > 0) {
+    p.notes.push_back(fmt::format(
+        "{} of the ranks' collective durations are the shortest of their run's ranks (the last "
+        "to arrive waits for no one; traces of one run are joined by metadata.run_id)",
+        changed));
   }
   for (const RunInput& r : inputs.runs) {
     Sample s;

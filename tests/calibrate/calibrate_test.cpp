@@ -194,6 +194,84 @@ TEST(CalibrateTest, FiguresStoppedAtABoundAreMarked) {
   std::filesystem::remove_all(dir);
 }
 
+// `path`'s trace as rank `rank`'s file of run `run_id`: with `wait`, every collective also
+// holds a wait for the others of [0.5, 3] times its own duration, and the later operations of
+// its lane start that much later (rank 0, without, arrives last and waits for no one).
+std::string AsRank(const std::string& path, int rank, const std::string& run_id, bool wait,
+                   uint32_t seed) {
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["metadata"]["run_id"] = run_id;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> share(0.5, 3.0);
+  std::map<int, double> delay;  // tid → µs its later events start late (WriteTrace sorts lanes)
+  for (nlohmann::json& e : doc["traceEvents"]) {
+    if (e.contains("pid")) e["pid"] = rank;
+    if (e.value("ph", "") != "X") continue;
+    double& d = delay[e["tid"].get<int>()];
+    e["ts"] = e["ts"].get<double>() + d;
+    if (wait && e["name"].get<std::string>().rfind("nccl", 0) == 0) {
+      const double extra = std::round(share(rng) * e["dur"].get<double>() * 1e3) / 1e3;
+      e["dur"] = e["dur"].get<double>() + extra;
+      d += extra;
+    }
+  }
+  const std::string out = fmt::format("{}.rank{}.{}.json", path, rank, run_id);
+  EXPECT_TRUE(WriteFileAtomic(out, doc.dump()).ok());
+  return out;
+}
+
+// A rank's collective holds its wait for the last rank to arrive; the cost model prices the
+// transfer. Joined by run_id, every rank's collective is fitted at the last arrival's time, and
+// the bandwidths come out as they were made; fitted as each rank saw them, far slower.
+TEST(CalibrateTest, CollectivesAreTimedByTheirLastArrival) {
+  const std::string dir = TempDir();
+  std::vector<std::string> joined, apart;
+  uint32_t seed = 31;
+  for (int hidden : {512, 1024, 2048}) {
+    const std::string one =
+        SyntheticTrace(Small(512, 1, hidden), dir, "run" + std::to_string(hidden), 0.004, seed++);
+    for (int rank = 0; rank < 4; ++rank) {
+      joined.push_back(AsRank(one, rank, "run-" + std::to_string(hidden), rank != 0, seed));
+      apart.push_back(AsRank(one, rank, fmt::format("run-{}-{}", hidden, rank), rank != 0, seed));
+      ++seed;
+    }
+  }
+  auto fitted = [](const GpuCalibration& g, const std::string& key) {
+    for (const FittedFigure& f : g.figures) {
+      if (f.key == key) return f.value;
+    }
+    return 0.0;
+  };
+  const std::map<std::string, double> truth = {{"collectives.all_gather[4x1].latency_us", 31},
+                                               {"collectives.all_gather[4x1].busbw_gbps", 180},
+                                               {"collectives.reduce_scatter[4x1].latency_us", 27},
+                                               {"collectives.reduce_scatter[4x1].busbw_gbps", 150}};
+  for (const bool join : {true, false}) {
+    Result<CalibrationInputs> in = LoadCalibrationInputs(join ? joined : apart);
+    ASSERT_TRUE(in.ok()) << in.status().message();
+    Result<CalibrateReport> r = Calibrate(*in, {});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->gpus.size(), 1u);
+    bool noted = false;
+    for (const std::string& n : r->notes) noted = noted || n.find("metadata.run_id") != n.npos;
+    EXPECT_EQ(noted, join);
+    double worst = 0;  // the largest |fitted / true - 1| of the four
+    for (const auto& [key, value] : truth) {
+      const double f = fitted(r->gpus[0], key);
+      worst = std::max(worst, std::abs(f / value - 1));
+      if (join) {
+        EXPECT_NEAR(f / value, 1.0, 0.05) << key << " joined: " << f;
+      }
+    }
+    // Apart, the waits are fitted as latency and bandwidth: off by half or more.
+    if (!join) {
+      EXPECT_GT(worst, 0.5);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // A failed run stops at its failure, and an emulated world's collectives are the cost model's
 // own times: neither is a measurement to fit (both were fitted without a word).
 TEST(CalibrateTest, FailedAndEmulatedRunsAreRefused) {

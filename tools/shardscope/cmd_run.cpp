@@ -299,7 +299,8 @@ Status Run(const RunArgs& args) {
   SS_ASSIGN_OR_RETURN(
       std::unique_ptr<backend::CommFactory> factory,
       MakeComms(world, device_kind, *pricing.cost, sc.cluster.gpus_per_node, timeout, *device));
-  SS_RETURN_IF_ERROR(factory->CheckSameInputs(InputsDigest(sc, args, device_kind)));
+  SS_ASSIGN_OR_RETURN(const std::string run_id,
+                      factory->CheckSameInputs(InputsDigest(sc, args, device_kind)));
   SS_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<backend::Communicator>> comms,
                       factory->MakeCommunicators(schedule.groups, *device));
 
@@ -323,6 +324,7 @@ Status Run(const RunArgs& args) {
 
   backend::MeasuredContext mc;
   mc.tool_version = std::string("shardscope ") + SHARDSCOPE_VERSION;
+  mc.run_id = run_id;
   mc.scenario = sc.resolved;
   mc.scenario_gpu = sc.cluster.gpu;
   mc.gpus_per_node = sc.cluster.gpus_per_node;
