@@ -223,12 +223,12 @@ std::string AsRank(const std::string& path, int rank, const std::string& run_id,
 
 // A rank's collective holds its wait for the last rank to arrive; the cost model prices the
 // transfer. Joined by run_id, every rank's collective is fitted at the last arrival's time, and
-// the bandwidths come out as they were made; fitted as each rank saw them, far slower.
+// latency and bandwidth come out as they were made; fitted as each rank saw them, far off.
 TEST(CalibrateTest, CollectivesAreTimedByTheirLastArrival) {
   const std::string dir = TempDir();
   std::vector<std::string> joined, apart;
   uint32_t seed = 31;
-  for (int hidden : {512, 1024, 2048}) {
+  for (int hidden : {512, 2048}) {
     const std::string one =
         SyntheticTrace(Small(512, 1, hidden), dir, "run" + std::to_string(hidden), 0.004, seed++);
     for (int rank = 0; rank < 4; ++rank) {
@@ -250,7 +250,9 @@ TEST(CalibrateTest, CollectivesAreTimedByTheirLastArrival) {
   for (const bool join : {true, false}) {
     Result<CalibrationInputs> in = LoadCalibrationInputs(join ? joined : apart);
     ASSERT_TRUE(in.ok()) << in.status().message();
-    Result<CalibrateReport> r = Calibrate(*in, {});
+    CalibrateOptions options;
+    options.folds = 2;  // the held-out error is not what this checks (ASan: half the time)
+    Result<CalibrateReport> r = Calibrate(*in, options);
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_EQ(r->gpus.size(), 1u);
     bool noted = false;
