@@ -276,7 +276,8 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
         CheckPlausible("step_time_s", step_time_s, path + ": metadata.summary.step_time_s"));
   }
   std::string run_id;
-  if (const auto it = t.metadata.extra.find("run_id"); it != t.metadata.extra.end()) {
+  if (const auto it = t.metadata.extra.find("run_id");
+      it != t.metadata.extra.end() && !it->is_null()) {  // null: absent, as in run tables
     if (!it->is_string() || it->get<std::string>().empty()) {
       return InvalidInput(fmt::format(
           "{}: metadata.run_id: expected a non-empty string (the id `shardscope run` gives "

@@ -645,6 +645,16 @@ TEST(CalibrateTest, TraceInputErrorsNameFileEventAndField) {
   EXPECT_EQ(InputError({{"t.json", OneOpTrace("job.json", 0)}}, {"t.json"}),
             "t.json: metadata.scenario: expected an object (the scenario the trace ran), got "
             "string");
+  // The run id joins a run's rank files: anything but a non-empty string (or null: absent) is
+  // refused.
+  for (const nlohmann::json& id : {nlohmann::json(7), nlohmann::json("")}) {
+    nlohmann::json with_id = nlohmann::json::parse(OneOpTrace(sc->resolved, 0));
+    with_id["metadata"]["run_id"] = id;
+    EXPECT_EQ(InputError({{"t.json", with_id.dump()}}, {"t.json"}),
+              "t.json: metadata.run_id: expected a non-empty string (the id `shardscope run` "
+              "gives every rank's trace of one run), got " +
+                  id.dump());
+  }
   EXPECT_EQ(InputError({{"p.json", R"({"format": "shardscope-prices/1", "per_gpu_hour": {}})"}},
                        {"p.json"}),
             "p.json: neither a shardscope-runs/1 table nor a trace: its format is "
