@@ -30,7 +30,7 @@ Result<Eigen::MatrixXd> NumericJacobian(const ResidualFn& f, const Eigen::Vector
 
 namespace {
 
-Result<LeastSquaresResult> SolveScaled(const LeastSquaresProblem& p) {
+Result<LeastSquaresResult> SolveOnce(const LeastSquaresProblem& p) {
   const int n = static_cast<int>(p.prior.size());
   const Eigen::VectorXd prec = p.prior_sd.array().square().inverse().matrix();
   LeastSquaresResult out;
@@ -92,13 +92,13 @@ Result<LeastSquaresResult> SolveScaled(const LeastSquaresProblem& p) {
 Result<LeastSquaresResult> SolveLeastSquares(const LeastSquaresProblem& p) {
   // The residuals divided by `scale`; the result's cost and Jacobian are of the undivided ones.
   auto solve = [&p](double scale) -> Result<LeastSquaresResult> {
-    if (scale == 1) return SolveScaled(p);
+    if (scale == 1) return SolveOnce(p);
     LeastSquaresProblem q = p;
     q.residuals = [&p, scale](const Eigen::VectorXd& z) -> Result<Eigen::VectorXd> {
       SS_ASSIGN_OR_RETURN(Eigen::VectorXd r, p.residuals(z));
       return Eigen::VectorXd(r / scale);
     };
-    SS_ASSIGN_OR_RETURN(LeastSquaresResult out, SolveScaled(q));
+    SS_ASSIGN_OR_RETURN(LeastSquaresResult out, SolveOnce(q));
     out.data_cost *= scale * scale;
     out.jacobian *= scale;
     return out;
@@ -106,8 +106,9 @@ Result<LeastSquaresResult> SolveLeastSquares(const LeastSquaresProblem& p) {
   double scale = std::max(p.residual_scale, 1.0);
   SS_ASSIGN_OR_RETURN(LeastSquaresResult out, solve(scale));
   const Eigen::VectorXd z_stated = out.z;
-  // Each solve starts again from the prior: the weaker data may settle elsewhere. The scale
-  // settles in two or three rounds; 5% is closer than the noise it measures.
+  // Each solve starts again from the prior: the weaker data may settle elsewhere. A scale
+  // within 5% of the last is settled (the misfit it is read from is no more precise); the
+  // rounds are a bound, not a count it needs (the CPU test's fits rescale once).
   constexpr int kRounds = 6;
   constexpr double kSettled = 1.05;
   const double dof = std::max(1.0, static_cast<double>(out.jacobian.rows() - p.prior.size()));
