@@ -226,12 +226,14 @@ Result<GpuCalibration> FitGpu(const PreparedInputs& in, const std::string& gpu,
       // Within 1% of a bound's value (an efficiency of 0.992 against its bound 1 is the bound
       // the inputs pushed it to, not a measurement), at the residuals' stated spread: inputs
       // weighed by a wide scatter may stop short of the bound they pull to.
-      for (const double v : {ff.value, f.ToValue(res.z_stated[k])}) {
-        if (v <= f.lo * 1.01) ff.at_bound = "lower";
-        if (v >= f.hi * 0.99) ff.at_bound = "upper";
-      }
-      ff.value_at_bound =
-          !ff.at_bound.empty() && (ff.value <= f.lo * 1.01 || ff.value >= f.hi * 0.99);
+      const auto bound_at = [&f](double v) -> std::string {
+        if (v <= f.lo * 1.01) return "lower";
+        if (v >= f.hi * 0.99) return "upper";
+        return "";
+      };
+      const std::string at_value = bound_at(ff.value);
+      ff.value_at_bound = !at_value.empty();
+      ff.at_bound = ff.value_at_bound ? at_value : bound_at(f.ToValue(res.z_stated[k]));
     }
     g.figures.push_back(ff);
   }

@@ -220,8 +220,9 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
       p.observations.push_back(
           {static_cast<int>(p.samples.size()), fmt::format("{} {}", s.source, m.op_id),
            static_cast<double>(m.dur_ns), group++, 1.0, true, s.hw.gpu.timing_jitter_ns});
-      if (!t.run_id.empty() && IsCollective(op.type) && op.type != OpType::kSend &&
-          op.type != OpType::kRecv && op.group >= 0 && b.schedule.groups[op.group].size() > 1) {
+      // A group collective (SerializesOnCommunicator: not a pipeline send or receive).
+      if (!t.run_id.empty() && SerializesOnCommunicator(op.type) && op.group >= 0 &&
+          b.schedule.groups[op.group].size() > 1) {
         collectives[{t.run_id, m.op_id, m.occurrence, b.schedule.groups[op.group].ranks}].push_back(
             static_cast<int>(p.observations.size()) - 1);
       }
