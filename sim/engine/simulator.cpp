@@ -460,17 +460,21 @@ class StepSchedules {
   std::shared_ptr<const Plan> plan_;
 };
 
-// The whole step's reserve (the highest of its roles'), from the allocator calls of the runs of
-// runs.a (`a_calls`, with their roles' initial memory `a_initial`) and runs.b (`b`): each role's
-// calls spliced (reserve_splice.h) and replayed. nullopt where a role's do not splice, or its
-// replay meets the capacity (the allocator then releases its cache and re-segments, which the
-// whole step must show).
+// The whole step's reserve (the highest of its roles'), from the runs of runs.a (each role's
+// allocator calls `a_calls`, initial memory `a_initial` and reserve `a_reserves`) and runs.b
+// (`b`). A role whose two runs reserve alike keeps that reserve, the rule the fast path follows
+// for a whole step whose runs agree (steady_state.h); each other role's calls are spliced
+// (reserve_splice.h) and replayed. On TP 8 x PP 8 x 64 three of the eight stages differ, and the
+// replays were a third of the prediction's instructions. nullopt where a spliced role's calls do
+// not splice, or its replay meets the capacity (the allocator then releases its cache and
+// re-segments, which the whole step must show).
 std::optional<int64_t> SplicedReserve(const std::vector<AllocatorCalls>& a_calls,
                                       const std::vector<CategoryBytes>& a_initial,
-                                      const Simulation& b, const SteadyStateRuns& runs,
-                                      const StepContext& ctx) {
+                                      const std::vector<int64_t>& a_reserves, const Simulation& b,
+                                      const SteadyStateRuns& runs, const StepContext& ctx) {
   const size_t roles = b.allocator_calls.size();
   if (roles == 0 || a_calls.size() != roles || a_initial.size() != roles ||
+      a_reserves.size() != roles || b.memory.size() != roles ||
       b.schedule.initial_memory.size() != roles) {
     return std::nullopt;
   }
@@ -481,7 +485,16 @@ std::optional<int64_t> SplicedReserve(const std::vector<AllocatorCalls>& a_calls
   options.allocator = ctx.allocator;
   // Per role, its reserve; -1 where it has none (its calls do not splice, or met the capacity).
   std::vector<int64_t> reserves(roles, -1);
-  RunParts(static_cast<int>(roles), ctx.threads, [&](int r) {
+  std::vector<int> spliced;
+  for (size_t r = 0; r < roles; ++r) {
+    if (a_reserves[r] == b.memory[r].peak_reserved_bytes) {
+      reserves[r] = a_reserves[r];
+    } else {
+      spliced.push_back(static_cast<int>(r));
+    }
+  }
+  RunParts(static_cast<int>(spliced.size()), ctx.threads, [&](int k) {
+    const size_t r = static_cast<size_t>(spliced[k]);
     const std::optional<AllocatorCalls> calls =
         SpliceAllocatorCalls(a_calls[r], b.allocator_calls[r], runs.a, runs.b, runs.total);
     if (!calls) return;
@@ -525,6 +538,7 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
     StepAccount account;
     std::vector<AllocatorCalls> calls;
     std::vector<CategoryBytes> initial_memory;
+    std::vector<int64_t> reserves;  // each role's peak reserve
   };
   std::optional<Figures> shorter_figures;
   std::optional<Simulation> longer_run;
@@ -544,9 +558,11 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
     Result<Simulation> sim = SimulateSchedule(std::move(schedule).value(), *pricing.cost, ctx);
     if (!sim.ok() || met_capacity(*sim)) return false;
     if (k == 0) {
-      shorter_figures =
-          Figures{std::move(sim->summary), sim->role_metrics[sim->reported_role],
-                  std::move(sim->allocator_calls), std::move(sim->schedule.initial_memory)};
+      std::vector<int64_t> reserves;
+      for (const RoleMemory& rm : sim->memory) reserves.push_back(rm.peak_reserved_bytes);
+      shorter_figures = Figures{std::move(sim->summary), sim->role_metrics[sim->reported_role],
+                                std::move(sim->allocator_calls),
+                                std::move(sim->schedule.initial_memory), std::move(reserves)};
     } else {
       longer_run = std::move(sim).value();
     }
@@ -569,7 +585,7 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
   std::optional<double> step_reserve_gib;
   if (a.summary.peak_memory_reserved_gib != b.summary.peak_memory_reserved_gib) {
     const std::optional<int64_t> reserve =
-        SplicedReserve(a.calls, a.initial_memory, b, runs, pricing.ctx);
+        SplicedReserve(a.calls, a.initial_memory, a.reserves, b, runs, pricing.ctx);
     if (!reserve) return std::nullopt;
     step_reserve_gib = ToGiB(*reserve);
   }

@@ -26,11 +26,11 @@
 // `--exact` always runs and traces are always drawn from. tests/engine/steady_state_test.cpp holds
 // the fast path to within 0.1% of the full simulation in step time and peak memory;
 // bench/explore_benchmark's BM_Grid70b_SteadyStateAgreement checks it on Llama 3 70B-sized stages.
-// Where the short runs reserve alike, the reserve is theirs: a reserve that grows only later in a
-// long step (its blocks split and coalesce differently as it goes on) would not show in them, hence
-// the margin to the capacity. Where they differ, it is the step's own: their calls spliced and
+// A role whose short runs reserve alike keeps their reserve: one that grows only later in a long
+// step (its blocks split and coalesce differently as it goes on) would not show in them, hence
+// the margin to the capacity. A role whose runs differ gets the step's own: its calls spliced and
 // replayed (TP 8 x PP 8 x 64 micro-batches of GPT-3 175B-sized stages fell back to the whole step
-// before).
+// before; three of its eight stages differ).
 #pragma once
 
 #include <optional>
