@@ -71,6 +71,9 @@ struct StepContext {
   // true: the Simulation keeps each role's allocator calls (the steady-state fast path's short
   // runs, which splice them: reserve_splice.h).
   bool keep_allocator_calls = false;
+  // true: role_metrics holds the reported role's account alone, as with figures_only, and the
+  // summary is whole (the fast path's shorter run, whose other roles nothing reads).
+  bool reported_account_only = false;
 };
 
 struct Simulation {
