@@ -322,13 +322,9 @@ Result<Simulation> SimulateSchedule(Schedule schedule, const CostModel& cost,
                            ctx.keep_allocator_calls ? &sim.allocator_calls : nullptr);
     } else if (threads > 1 || memory.ok()) {  // alone, a replay error ends the run first
       std::optional<RankAccounting> reported;
-      if (ctx.figures_only || ctx.reported_account_only) {
-        sim.role_metrics.assign(sim.schedule.roles.size(), StepAccount{});
-        sim.role_metrics[sim.reported_role] =
-            AccountRole(sim.schedule, sim.timeline, sim.reported_role, &reported);
-      } else {
-        sim.role_metrics = AccountRoles(sim.schedule, sim.timeline, sim.reported_role, &reported);
-      }
+      sim.role_metrics.assign(sim.schedule.roles.size(), StepAccount{});
+      sim.role_metrics[sim.reported_role] =
+          AccountRole(sim.schedule, sim.timeline, sim.reported_role, &reported);
       timing = TimingSummary(sim, ctx, &cost, *reported, threads);
     }
   });
@@ -555,7 +551,6 @@ std::optional<Simulation> SimulateSteadyState(StepSchedules& schedules,
     StepContext ctx = pricing.ctx;
     ctx.threads = threads;
     ctx.keep_allocator_calls = true;
-    ctx.reported_account_only = k == 0;
     Result<Simulation> sim = SimulateSchedule(std::move(schedule).value(), *pricing.cost, ctx);
     if (!sim.ok() || met_capacity(*sim)) return false;
     if (k == 0) {

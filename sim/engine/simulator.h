@@ -71,9 +71,6 @@ struct StepContext {
   // true: the Simulation keeps each role's allocator calls (the steady-state fast path's short
   // runs, which splice them: reserve_splice.h).
   bool keep_allocator_calls = false;
-  // true: role_metrics holds the reported role's account alone, as with figures_only, and the
-  // summary is whole (the fast path's shorter run, whose other roles nothing reads).
-  bool reported_account_only = false;
 };
 
 struct Simulation {
@@ -85,8 +82,9 @@ struct Simulation {
   // Per role, with StepContext::keep_allocator_calls: the calls its memory replay made on its
   // allocator model.
   std::vector<AllocatorCalls> allocator_calls;
-  // Per role: the step accounting of its timeline (with StepContext::figures_only, the reported
-  // role's alone; the others are left empty).
+  // Per role: the step accounting of its timeline, filled for the reported role alone (the
+  // others are left empty): the summary describes that role, and accounting every role of a
+  // TP 8 x PP 8 step took 6% of its prediction's instructions. AccountRoles gives the others.
   std::vector<StepAccount> role_metrics;
   int reported_role = 0;  // the slowest role, which the summary describes
   Summary summary;
@@ -118,10 +116,8 @@ struct SimulateOptions {
   // true: the summary holds only what a sweep ranks on (sim/explore): the step's time figures
   // and rates, exposed communication, compute, idle, the memory figures and the fit; its
   // communication breakdowns by purpose and collective, timing warnings, overlap stretch and
-  // compute by kind stay empty, and role_metrics holds the reported role's account alone (the
-  // other roles' accounts are not read: the reported role is the slowest by the timeline).
-  // Every figure it does hold is the same as without it. false: the whole summary (simulate,
-  // traces, the fit advice).
+  // compute by kind stay empty. Every figure it does hold is the same as without it. false: the
+  // whole summary (simulate, traces, the fit advice).
   bool figures_only = false;
   // StepContext::threads for this prediction; 0: the hardware's threads, at most 4 (past that
   // a step's independent parts run out). Sweeps, which run variants in parallel, set 1.

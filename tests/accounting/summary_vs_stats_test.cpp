@@ -51,8 +51,13 @@ TEST_P(SummaryVsStats, TimeFiguresAreThoseStatsComputesFromTheTrace) {
   const TraceStats stats = ComputeStats(*trace, 0);
 
   ASSERT_EQ(stats.steps.size(), sim.schedule.roles.size());  // one step per simulated rank
+  // The summary's role is accounted by the simulator; every role by the accounting it uses.
+  const std::vector<StepAccount> accounts = AccountRoles(sim.schedule, sim.timeline);
+  EXPECT_EQ(sim.role_metrics[sim.reported_role].step_ns, accounts[sim.reported_role].step_ns);
+  EXPECT_EQ(sim.role_metrics[sim.reported_role].exposed_comm_ns,
+            accounts[sim.reported_role].exposed_comm_ns);
   for (size_t r = 0; r < sim.schedule.roles.size(); ++r) {
-    const StepAccount& a = sim.role_metrics[r];
+    const StepAccount& a = accounts[r];
     const int rank = sim.schedule.roles[r].rank;
     const auto st = std::find_if(stats.steps.begin(), stats.steps.end(),
                                  [&](const StepStats& s) { return s.rank == rank; });
