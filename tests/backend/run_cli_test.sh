@@ -41,6 +41,11 @@ expect 2 "runs on 8 ranks" "$bin" run "$eight" --device cpu
 expect 2 "set --emulate-world 8" "$bin" run "$eight" --device cpu --emulate-world 4
 expect 2 "--rank needs --emulate-world" "$bin" run "$one" --device cpu --rank 0
 expect 2 "" "$bin" run "$one" --device tpu
+# Under a launcher each rank's error names the rank (every rank prints its own); alone, none.
+expect 2 "shardscope: error: rank 1 of 8: mpirun started 8 ranks" env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=8 "$bin" run "$eight" --device cpu --set cluster.gpus_per_node=4
+expect 2 "shardscope: error: rank 3 of 4: .*seq_len" env SLURM_PROCID=3 SLURM_NTASKS=4 "$bin" run "$eight" --device cpu --set training.seq_len=0
+"$bin" run "$eight" --device cpu >"$dir/out" 2>&1
+grep -q "rank [0-9]* of" "$dir/out" && { cat "$dir/out"; fail "an error outside a launcher names a rank"; }
 # Where a GPU answers (and the CUDA device is built) this runs; elsewhere exit 3 naming --device cpu.
 "$bin" run "$one" --device cuda >"$dir/out" 2>&1
 rc=$?

@@ -354,6 +354,17 @@ Status Run(const RunArgs& args) {
   return checked;
 }
 
+// Under a launcher every rank reports its own error, since whichever exits first makes the
+// launcher end the others and a rank left silent could be the one that had it: each names its
+// rank, as a launched sweep's ranks do (sweep_ranks.h), so that eight lines read as eight ranks'
+// and a rank whose input differs (a file its node lacks) stands out.
+Status NamingTheRank(Status status) {
+  if (status.ok()) return status;
+  const backend::LaunchInfo launch = backend::DetectLaunch();
+  if (!launch.launched() || launch.world_size <= 1) return status;
+  return status.WithContext(fmt::format("rank {} of {}", launch.world_rank, launch.world_size));
+}
+
 }  // namespace
 
 void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
@@ -390,7 +401,7 @@ void RegisterRunCommand(CLI::App& app, CommandRegistry& registry) {
                 "rank against the plan's references (exit 1 naming op, rank and element)");
   sub->add_option("--set", args->sets, "override a scenario field: path=value (repeatable)")
       ->allow_extra_args(false);
-  registry.Add(sub, [args] { return Run(*args); });
+  registry.Add(sub, [args] { return NamingTheRank(Run(*args)); });
 }
 
 }  // namespace shardscope::cli
