@@ -657,6 +657,18 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
     rec.plans.push_back(std::move(plan));
   }
+  // The front as marked, fastest first (ParetoFront's order).
+  std::vector<int> front;
+  for (size_t i = 0; i < fitting.size(); ++i) {
+    if (fitting[i].pareto) front.push_back(static_cast<int>(i));
+  }
+  std::stable_sort(front.begin(), front.end(), [&](int a, int b) {
+    return fitting[a].figures.s_per_mtok < fitting[b].figures.s_per_mtok;
+  });
+  for (int i : front) {
+    SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
+    rec.pareto_front.push_back(std::move(plan));
+  }
   if (per_gpu) {
     for (const std::string& gpu : gpus) {
       bool found = false;
@@ -726,6 +738,7 @@ nlohmann::json RecommendationToJson(const Recommendation& rec, const RecommendOp
   j["notes"] = rec.notes;
   j["plans"] = plans(rec.plans);
   j["best_per_gpu"] = plans(rec.best_per_gpu);
+  j["pareto_front"] = plans(rec.pareto_front);
   j["gpus_without_plan"] = rec.gpus_without_plan;
   return j;
 }

@@ -95,6 +95,10 @@ struct Recommendation {
   std::vector<RecommendedPlan> best_per_gpu;
   std::vector<std::string> gpus_without_plan;  // with several GPU types: those none of whose
                                                // plans fits (catalog spelling)
+  // The plans that fit (with the margin) marked on the Pareto front of cost against time per
+  // million tokens, fastest first: the trade a buyer weighs (fewer GPUs, cheaper tokens, a slower
+  // step), which the ranking by one objective hides. Plans without a price are not on it.
+  std::vector<RecommendedPlan> pareto_front;
   int64_t generated = 0;
   int64_t pruned_memory = 0;
   int64_t pruned_budget = 0;

@@ -156,15 +156,17 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
                        CountOf(static_cast<int64_t>(r.pareto.size()), "variant"));
     for (int i : r.pareto) {
       const VariantResult& v = r.variants[i];
-      // The table's thin-margin mark too: the fastest point is often the tightest fit.
-      out += fmt::format("  {:>10.1f} s/Mtok  {:>8} $/Mtok  {}{}\n", v.figures.s_per_mtok,
-                         CostText(v.figures), Label(v),
-                         IsThin(v, report.margin_gib)
-                             ? fmt::format("  (! {:.2f} GiB headroom)", v.figures.headroom_gib)
-                             : "");
+      out += ParetoFrontLine(v, Label(v), report.margin_gib);
     }
   }
   return out;
+}
+
+std::string ParetoFrontLine(const VariantResult& v, const std::string& label, double margin_gib) {
+  return fmt::format(
+      "  {:>10.1f} s/Mtok  {:>8} $/Mtok  {}{}\n", v.figures.s_per_mtok, CostText(v.figures), label,
+      IsThin(v, margin_gib) ? fmt::format("  (! {:.2f} GiB headroom)", v.figures.headroom_gib)
+                            : "");
 }
 
 std::string SweepToCsv(const SweepResult& r, const SweepReport& report) {

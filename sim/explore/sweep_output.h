@@ -48,5 +48,8 @@ std::string RankedTableHeader();
 // `rank` 0: unranked, printed `-`.
 std::string RankedTableRow(int rank, const VariantResult& v, const std::string& label,
                            bool thin = false);
+// One line of a Pareto front's list (shared with `recommend`): time and cost per million tokens,
+// the variant's label, and the thin-margin mark (the fastest point is often the tightest fit).
+std::string ParetoFrontLine(const VariantResult& v, const std::string& label, double margin_gib);
 
 }  // namespace shardscope::sim

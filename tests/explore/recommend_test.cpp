@@ -134,6 +134,39 @@ TEST(Recommend, MarksOnlyPlansNoOtherBeatsOnCostAndTime) {
   // The fastest plan (ranked by time) is on the front.
   EXPECT_TRUE(rec->plans.front().result.pareto);
   EXPECT_GE(marked, 1);
+  // The front as listed: fastest first, no plan of it beaten by another, and each plan shown
+  // marked exactly when it is on it, or beaten by one of it. Chunks of the search mark fronts
+  // of their own, which plans of other chunks beat: the list holds only the whole search's.
+  auto beats = [](const VariantFigures& b, const VariantFigures& a) {
+    return b.s_per_mtok <= a.s_per_mtok && *b.cost_per_mtok_usd <= *a.cost_per_mtok_usd &&
+           (b.s_per_mtok < a.s_per_mtok || *b.cost_per_mtok_usd < *a.cost_per_mtok_usd);
+  };
+  ASSERT_FALSE(rec->pareto_front.empty());
+  for (size_t k = 0; k < rec->pareto_front.size(); ++k) {
+    const RecommendedPlan& a = rec->pareto_front[k];
+    EXPECT_TRUE(a.result.pareto);
+    if (k > 0) {
+      EXPECT_LE(rec->pareto_front[k - 1].result.figures.s_per_mtok, a.result.figures.s_per_mtok);
+    }
+    for (const RecommendedPlan& b : rec->pareto_front) {
+      EXPECT_FALSE(beats(b.result.figures, a.result.figures))
+          << a.scenario.dump() << "\nbeaten by\n"
+          << b.scenario.dump();
+    }
+  }
+  for (const RecommendedPlan& p : rec->plans) {
+    const bool listed =
+        std::any_of(rec->pareto_front.begin(), rec->pareto_front.end(),
+                    [&](const RecommendedPlan& f) { return f.result.sets == p.result.sets; });
+    EXPECT_EQ(p.result.pareto, listed) << p.scenario.dump();
+    const bool beaten = std::any_of(
+        rec->pareto_front.begin(), rec->pareto_front.end(),
+        [&](const RecommendedPlan& f) { return beats(f.result.figures, p.result.figures); });
+    EXPECT_NE(listed, beaten) << p.scenario.dump();
+  }
+  const nlohmann::json j = RecommendationToJson(*rec, o);
+  ASSERT_EQ(j["pareto_front"].size(), rec->pareto_front.size());
+  EXPECT_TRUE(j["pareto_front"][0]["pareto"].get<bool>());
 }
 
 // With several GPUs each one's best plan is found and reported, though a slower GPU's makes no

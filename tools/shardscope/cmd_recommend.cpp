@@ -193,6 +193,18 @@ Status RunRecommend(const RecommendArgs& args) {
     for (const std::string& gpu : rec.gpus_without_plan) fmt::print("  {}: no plan fits\n", gpu);
     if (unranked) fmt::print("  (rank -: not among the best {} above)\n", rec.plans.size());
   }
+  if (!rec.pareto_front.empty()) {
+    fmt::print(
+        "\nPareto front of cost against time per million tokens ({} of the plans that fit, "
+        "fastest first; rank: among the best {} above):\n",
+        rec.pareto_front.size(), rec.plans.size());
+    for (const sim::RecommendedPlan& p : rec.pareto_front) {
+      const int rank = sim::PlanRank(rec, p);
+      const std::string label =
+          Label(p.result.sets) + (rank > 0 ? fmt::format("  (rank {})", rank) : "");
+      fmt::print("{}", sim::ParetoFrontLine(p.result, label, args.margin_gib));
+    }
+  }
   std::vector<std::pair<std::string, std::string>> files;
   // Each plan, then each GPU's best that is not one of them, with its scenario (and the file
   // --scenarios writes it to: plan_<k>.json, plan_<gpu>.json).
