@@ -15,17 +15,12 @@ CommPurpose PurposeOf(const Schedule& schedule, const ScheduleOp& op) {
   return PurposeOfOpId(OpIdOf(schedule, op), kind);
 }
 
-WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& timing) {
-  const WorkKind kind = WorkKindOf(op);
-  return {timing.start_ns, timing.end_ns, kind,
-          IsCommunication(kind) ? PurposeOf(schedule, op) : CommPurpose::kNone};
-}
-
 namespace {
 
-// SpanOf over a whole schedule, with PurposeOf's answer kept per group and kind: a step's
-// collectives run on a handful of groups, and PurposeOfDims compares each one's dim names (4% of
-// the instructions of a TP 8 x PP 8 prediction, issue 14).
+// The op as the accounting sees it (its WorkKind and purpose), over a whole schedule, with
+// PurposeOf's answer kept per group and kind: a step's collectives run on a handful of groups,
+// and PurposeOfDims compares each one's dim names (4% of the instructions of a TP 8 x PP 8
+// prediction, issue 14).
 class SpanMaker {
  public:
   explicit SpanMaker(const Schedule& schedule)

@@ -32,8 +32,6 @@ inline bool IsTracedOp(const ScheduleOp& op, const OpTiming& timing) {
 // PurposeOfDims of the op's group; an op without a group (an all-gather's copy-in) by its
 // op_id, as a trace reader sees it. kNone for work that is not communication.
 CommPurpose PurposeOf(const Schedule& schedule, const ScheduleOp& op);
-// The op as the accounting sees it: its WorkKind and purpose.
-WorkSpan SpanOf(const Schedule& schedule, const ScheduleOp& op, const OpTiming& timing);
 
 std::vector<WorkSpan> RoleWork(const Schedule& schedule, const Timeline& timeline, int role);
 // With `kept`, the role's RankAccounting is left there (the summary's edge windows and per-op

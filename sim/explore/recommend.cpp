@@ -636,7 +636,8 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   // The front over every plan kept: each RunVariants chunk marked its own front, which plans
   // of other chunks (and the refined ones) may dominate.
   for (VariantResult& v : fitting) v.pareto = false;
-  for (int i : ParetoFront(fitting)) fitting[i].pareto = true;
+  const std::vector<int> front = ParetoFront(fitting);  // fastest first
+  for (int i : front) fitting[i].pareto = true;
   // Best first, one plan per mesh / batch / checkpoint choice (its best FSDP settings).
   const std::vector<int> ranked = RankVariants(fitting, o.objective);
   auto make_plan = [&](const VariantResult& v) -> Result<RecommendedPlan> {
@@ -657,14 +658,6 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
     rec.plans.push_back(std::move(plan));
   }
-  // The front as marked, fastest first (ParetoFront's order).
-  std::vector<int> front;
-  for (size_t i = 0; i < fitting.size(); ++i) {
-    if (fitting[i].pareto) front.push_back(static_cast<int>(i));
-  }
-  std::stable_sort(front.begin(), front.end(), [&](int a, int b) {
-    return fitting[a].figures.s_per_mtok < fitting[b].figures.s_per_mtok;
-  });
   for (int i : front) {
     SS_ASSIGN_OR_RETURN(RecommendedPlan plan, make_plan(fitting[i]));
     rec.pareto_front.push_back(std::move(plan));

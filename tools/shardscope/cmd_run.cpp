@@ -275,11 +275,10 @@ Status Run(const RunArgs& args) {
                                 ? GiBToBytes(args.memory_limit_gib)
                                 : (device_kind == "cpu" ? pricing.ctx.usable_bytes : 0);
   if (args.memory_limit_gib <= 0 && device_kind == "cpu") {
-    const backend::LaunchInfo launch = backend::DetectLaunch();
-    const int64_t share = HostMemoryShare(world.launched ? launch.local_size : 1);
+    const int64_t share = HostMemoryShare(world.launched ? backend::DetectLaunch().local_size : 1);
     if (share > 0 && share < dopt.memory_limit_bytes) {
       // Said once per host (its first rank): every rank of the host has the same share.
-      if (!world.launched || launch.local_rank == 0) {
+      if (!world.launched || world.local_rank == 0) {
         fmt::print(
             "note: the device may reserve {:.2f} GiB, this host's memory over its ranks, not the "
             "{:.2f} GiB the scenario's GPU offers (--memory-limit sets it)\n",
