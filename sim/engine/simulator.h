@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config/scenario.h"
@@ -159,8 +160,14 @@ Summary SummarizeStep(const Simulation& sim, const StepContext& ctx);
 // overlap model in its metadata. `tool_version` goes into metadata ("shardscope 0.1.0").
 Trace SimulationTrace(const Simulation& sim, const std::string& tool_version);
 
-// The built-in default scenario file (formats.md §1): Llama 3 8B on one node of 8 H100 SXM,
-// FSDP2 over all 8, bf16 params / fp32 reduce, local batch 2, seq 8192, selective_op.
+// The built-in default scenario file (formats.md §1), which `simulate`, `plan` and `sweep` run
+// when given none: Llama 3 8B on one node of 8 H100 SXM, FSDP2 over all 8, and torchtitan's
+// llama3_8b.toml training settings. kDefaultScenarioSource is its source (the name messages
+// and outputs give it), kDefaultScenarioWhat what the commands say they run.
 nlohmann::json DefaultScenarioJson();
+inline constexpr std::string_view kDefaultScenarioSource = "<built-in default>";
+inline constexpr std::string_view kDefaultScenarioWhat =
+    "the built-in default (Llama 3 8B on 8 H100 SXM, FSDP2, bf16 params / fp32 reduce, "
+    "local_batch 1, seq 8192, selective_op:2 as torchtitan's llama3_8b.toml)";
 
 }  // namespace shardscope::sim

@@ -202,6 +202,15 @@ double ObjectiveKey(const VariantFigures& f, Objective objective) {
   return 0;
 }
 
+namespace {
+// The base must stand on its own: its errors are the user's, not one variant's.
+Result<SweepBase> CheckedBase(SweepBase base) {
+  Result<Scenario> check = ParseScenario(base.doc, base.source, base.base_dir, base.sets);
+  if (!check.ok()) return check.status();
+  return base;
+}
+}  // namespace
+
 Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::string>& sets) {
   SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   SweepBase base;
@@ -209,10 +218,16 @@ Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::
   base.source = path;
   base.base_dir = std::filesystem::path(path).parent_path().string();
   base.sets = sets;
-  // The base must stand on its own: its errors are the user's, not one variant's.
-  Result<Scenario> check = ParseScenario(base.doc, base.source, base.base_dir, base.sets);
-  if (!check.ok()) return check.status();
-  return base;
+  return CheckedBase(std::move(base));
+}
+
+Result<SweepBase> DefaultSweepBase(const std::vector<std::string>& sets) {
+  SweepBase base;
+  base.doc = DefaultScenarioJson();
+  base.source = std::string(kDefaultScenarioSource);
+  base.base_dir = std::filesystem::current_path().string();
+  base.sets = sets;
+  return CheckedBase(std::move(base));
 }
 
 Result<Objective> ParseObjective(std::string_view name) {

@@ -7,7 +7,7 @@
 //   SweepOptions       threads, objective, prices, progress callback
 //   VariantFigures     the predicted figures of one variant that ran
 //   SweepResult        per-combination outcome, counts by reason, ranking, Pareto front
-//   SweepBase / LoadSweepBase  the scenario document variants start from
+//   SweepBase / LoadSweepBase / DefaultSweepBase  the scenario document variants start from
 //   RunVariants        the engine: a base scenario + a list of override sets → SweepResult
 //   RunSweep           the axes' combinations through RunVariants
 //   DealCombinations   which process of a split sweep runs each combination
@@ -108,6 +108,9 @@ struct SweepBase {
 };
 // Reads the scenario file and checks that it (with `sets`) is valid on its own.
 Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::string>& sets);
+// The built-in default scenario (sim/engine/simulator.h) as a base, relative paths resolved from
+// the working directory.
+Result<SweepBase> DefaultSweepBase(const std::vector<std::string>& sets);
 
 struct VariantFigures {
   std::string gpu;  // catalog name

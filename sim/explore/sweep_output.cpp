@@ -8,6 +8,7 @@
 
 #include "core/config/scenario.h"
 #include "core/util/count_text.h"
+#include "sim/engine/simulator.h"
 
 namespace shardscope::sim {
 namespace {
@@ -146,7 +147,9 @@ std::string FormatSweepTable(const SweepResult& r, const SweepReport& report) {
   }
   // The first variant as a command: the table's short names are not --set paths.
   {
-    std::string command = "shardscope simulate " + ShellWord(report.scenario);
+    // `simulate` without a scenario runs the built-in default, as the sweep did.
+    std::string command = "shardscope simulate";
+    if (report.scenario != kDefaultScenarioSource) command += " " + ShellWord(report.scenario);
     for (const std::string& s : report.base_sets) command += " --set " + ShellWord(s);
     for (const std::string& s : r.variants[r.ranking[0]].sets) command += " --set " + ShellWord(s);
     out += fmt::format("Rank 1 on its own: {}\n", command);

@@ -19,6 +19,14 @@ done
 "$bin" simulate $small --set cluster.gpu=H100-SXM > "$out/gpu" 2>&1 || {
   cat "$out/gpu"; fail "cluster.gpu=H100-SXM rejected"; }
 
+# plan without a scenario plans the built-in default, as simulate runs it, and says so.
+"$bin" plan --set parallelism.tp=2 > "$out/default_plan" 2>&1 || {
+  cat "$out/default_plan"; fail "plan of the default"; }
+grep -q "^No scenario given: planning the built-in default (Llama 3 8B" "$out/default_plan" ||
+  fail "plan of the default does not say so: $(head -2 "$out/default_plan")"
+grep -q "^<built-in default>: 8 GPUs (1 node × 8 h100-sxm), tp=2 " "$out/default_plan" ||
+  fail "plan of the default: $(sed -n 2p "$out/default_plan")"
+
 # Unknown model: did-you-mean, and the scenario file named.
 printf '{"model": "llama3-8"}\n' > "$out/job.json"
 "$bin" plan "$out/job.json" > "$out/model" 2>&1

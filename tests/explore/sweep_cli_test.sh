@@ -169,6 +169,21 @@ cmd=$(sed -n 's/^Rank 1 on its own: shardscope //p' "$out/repro")
 want=$(awk '$1 == "1" {print $3; exit}' "$out/repro")
 got=$(eval "\"\$bin\" $cmd" | awk '/tokens\/s\/GPU/ {print $2; exit}')
 [ "$want" = "$got" ] || fail "repro line '$cmd': sweep $want, simulate $got tokens/s/GPU"
+# Without a scenario, the built-in default as `simulate` runs it: said on stderr (the JSON may be
+# stdout), named in the outputs, and its repro line names no file.
+"$bin" sweep --set training.seq_len=4096 --vary training.activation_checkpoint=none,full \
+  --json "$out/default.json" > "$out/default" 2> "$out/default_err" ||
+  fail "sweep of the default: $(cat "$out/default_err")"
+grep -q "^sweep: no scenario given: varying the built-in default (Llama 3 8B" "$out/default_err" ||
+  fail "no note of the default on stderr: $(cat "$out/default_err")"
+grep -q "^Sweep of <built-in default>: 2 combinations" "$out/default" ||
+  fail "default sweep's table: $(head -2 "$out/default")"
+grep -q '"scenario": "<built-in default>"' "$out/default.json" || fail "default sweep's JSON"
+cmd=$(sed -n 's/^Rank 1 on its own: shardscope //p' "$out/default")
+case "$cmd" in simulate\ --set*) ;; *) fail "default repro line names a file: '$cmd'" ;; esac
+want=$(awk '$1 == "1" {print $3; exit}' "$out/default")
+got=$(eval "\"\$bin\" $cmd" | awk '/tokens\/s\/GPU/ {print $2; exit}')
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "default repro '$cmd': sweep $want, simulate $got"
 # --progress into a file: a line per tenth of the work, ending at the total the first line of
 # the output counts (it wrote one line of carriage-return redraws, ending at 12 short).
 "$bin" recommend --model llama3.2-1b --global-batch-tokens 32768 --seq-len 2048 --max-gpus 8 \

@@ -1,4 +1,4 @@
-// `shardscope plan SCENARIO [--json FILE] [--set path=value ...]`: plans the FSDP units of a
+// `shardscope plan [SCENARIO] [--json FILE] [--set path=value ...]`: plans the FSDP units of a
 // scenario (planning.md) and prints the units table; --json writes formats.md §1b.
 #include <fmt/core.h>
 
@@ -44,7 +44,8 @@ Status CheckClusterAsSimulateDoes(const Scenario& sc) {
 
 Status RunPlan(const PlanArgs& args) {
   if (!args.json.empty()) SS_RETURN_IF_ERROR(CheckOutputPath("--json", args.json));
-  SS_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(args.scenario, args.sets));
+  SS_ASSIGN_OR_RETURN(Scenario scenario,
+                      LoadScenarioOrDefault(args.scenario, args.sets, "planning"));
   SS_RETURN_IF_ERROR(
       CheckDistinctFiles({{"--json", args.json}}, ScenarioFiles(scenario, args.scenario)));
   SS_RETURN_IF_ERROR(CheckClusterAsSimulateDoes(scenario));
@@ -79,7 +80,7 @@ void RegisterPlanCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* sub = app.add_subcommand(
       "plan", "plan the FSDP units of a scenario: units, meshes, reduction, prefetch, sharding");
-  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("scenario", args->scenario, kScenarioOrDefaultHelp);
   sub->add_option("--json", args->json, "write the plan (shardscope-plan/1 JSON) here")
       ->check(NonEmptyText());
   sub->add_option("--set", args->sets, "override a scenario field, path=value (repeatable)")

@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -171,18 +170,8 @@ void PrintSummary(const sim::Simulation& sim) {
 }
 
 Status RunSimulate(const SimulateArgs& args) {
-  Result<Scenario> scenario_or = Status(ErrorCode::kInvalidInput, "unset");
-  if (args.scenario.empty()) {
-    fmt::print(
-        "No scenario given: running the built-in default (Llama 3 8B on 8 H100 SXM, FSDP2, "
-        "bf16 params / fp32 reduce, local_batch 1, seq 8192, selective_op:2 as torchtitan's "
-        "llama3_8b.toml).\n");
-    scenario_or = ParseScenario(sim::DefaultScenarioJson(), "<built-in default>",
-                                std::filesystem::current_path().string(), args.sets);
-  } else {
-    scenario_or = LoadScenario(args.scenario, args.sets);
-  }
-  SS_ASSIGN_OR_RETURN(Scenario scenario, std::move(scenario_or));
+  SS_ASSIGN_OR_RETURN(Scenario scenario,
+                      LoadScenarioOrDefault(args.scenario, args.sets, "running"));
   // Outputs are checked before the work, and written together after it (all or none).
   SS_RETURN_IF_ERROR(CheckOutputs({{"--summary", args.summary}, {"--trace", args.trace}},
                                   ScenarioFiles(scenario, args.scenario)));
@@ -232,8 +221,7 @@ void RegisterSimulateCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sub =
       app.add_subcommand("simulate", "predict one training step (time, throughput, memory)");
-  sub->add_option("scenario", args->scenario,
-                  "scenario JSON file (default: the built-in Llama 3 8B job)");
+  sub->add_option("scenario", args->scenario, kScenarioOrDefaultHelp);
   sub->add_option("--trace", args->trace, "write the predicted trace (Chrome trace JSON) here")
       ->check(NonEmptyText());
   sub->add_option("--summary", args->summary, "write the summary JSON here")->check(NonEmptyText());

@@ -1,4 +1,4 @@
-// `shardscope sweep SCENARIO --vary path=v1,v2,… [--vary …] [--set …] [--objective O] [--top K]
+// `shardscope sweep [SCENARIO] --vary path=v1,v2,… [--vary …] [--set …] [--objective O] [--top K]
 // [--margin GIB] [--csv F] [--json F] [--prices F] [--threads N] [--progress]`: every combination
 // of the axes simulated on all cores (sim/explore/sweep.h), invalid ones counted by reason, those
 // that fit ranked, the Pareto front of cost against time marked. Formats: docs/sweep.md. Under
@@ -25,6 +25,7 @@
 #include "sim/explore/vary.h"
 #include "tools/shardscope/command.h"
 #include "tools/shardscope/progress_bar.h"
+#include "tools/shardscope/scenario_files.h"
 #include "tools/shardscope/sweep_ranks.h"
 
 namespace shardscope::cli {
@@ -66,7 +67,11 @@ Status RunSweepCommand(const SweepArgs& args) {
     // Outputs are checked before the work, and written together after it (all or none).
     std::vector<NamedPath> inputs = {{"scenario", args.scenario}, {"--prices", args.prices}};
     SS_RETURN_IF_ERROR(CheckOutputs({{"--csv", args.csv}, {"--json", args.json}}, inputs));
-    SS_ASSIGN_OR_RETURN(base, sim::LoadSweepBase(args.scenario, args.sets));
+    if (args.scenario.empty()) {
+      SS_ASSIGN_OR_RETURN(base, sim::DefaultSweepBase(args.sets));
+    } else {
+      SS_ASSIGN_OR_RETURN(base, sim::LoadSweepBase(args.scenario, args.sets));
+    }
     // The model and calibration files the variants read are known once their values parse.
     std::vector<NamedPath> reads;
     SS_RETURN_IF_ERROR(sim::CheckAxisValues(base, axes, &reads));
@@ -91,6 +96,9 @@ Status RunSweepCommand(const SweepArgs& args) {
     options.progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
   }
   if (root) {
+    // On stderr: --json /dev/stdout may be the output.
+    if (args.scenario.empty())
+      fmt::print(stderr, "sweep: no scenario given: varying {}\n", sim::kDefaultScenarioWhat);
     fmt::print(stderr, "sweep: {} of {}\n", CountOf(count, "combination"),
                CountOf(static_cast<int64_t>(axes.size()), "axis", "axes"));
   }
@@ -141,7 +149,7 @@ void RegisterSweepCommand(CLI::App& app, CommandRegistry& registry) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* sub = app.add_subcommand(
       "sweep", "simulate every combination of --vary axes, rank those that fit, cost and Pareto");
-  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("scenario", args->scenario, kScenarioOrDefaultHelp);
   sub->add_option("--vary", args->varies,
                   "an axis: path=v1,v2,... or path=a..b, a..b:+k, a..b:xk (repeatable)")
       ->required()
