@@ -158,17 +158,19 @@ std::vector<int> PowersOfTwo(int most) {
   return out;
 }
 
-// The same key at the plan's throughput upper bound (tokens/s/GPU), on `gpus` GPUs.
+// The same key at the plan's throughput upper bound (tokens/s/GPU), on `gpus` GPUs, rounded as
+// ObjectiveKey rounds keys (RankedFigure is monotonic, so a bound stays no higher than its key,
+// and a plan whose bound rounds to the K-th key is simulated: it may tie and rank on memory).
 double BoundKey(double ub_tps, int gpus, std::optional<double> price, Objective objective) {
   switch (objective) {
     case Objective::kThroughput:
-      return -ub_tps;
+      return RankedFigure(-ub_tps);
     case Objective::kCost:
-      return price ? *CostPerMillionTokens(*price, ub_tps) : HUGE_VAL;
+      return price ? RankedFigure(*CostPerMillionTokens(*price, ub_tps)) : HUGE_VAL;
     case Objective::kMemory:
       return -HUGE_VAL;  // no bound on memory from FLOPs: nothing is skipped
     case Objective::kTime:
-      return 1e6 / (ub_tps * gpus);
+      return RankedFigure(1e6 / (ub_tps * gpus));
   }
   return 0;
 }

@@ -188,16 +188,23 @@ bool IsThin(const VariantResult& v, double margin_gib) {
          ThinHeadroom(v.figures.usable_gib, v.figures.headroom_gib, margin_gib);
 }
 
+double RankedFigure(double figure) {
+  if (figure == 0 || !std::isfinite(figure)) return figure;
+  constexpr int kDigits = 6;
+  const double scale = std::pow(10.0, kDigits - 1 - std::floor(std::log10(std::fabs(figure))));
+  return std::round(figure * scale) / scale;
+}
+
 double ObjectiveKey(const VariantFigures& f, Objective objective) {
   switch (objective) {
     case Objective::kThroughput:
-      return -f.tokens_per_s_per_gpu;
+      return RankedFigure(-f.tokens_per_s_per_gpu);
     case Objective::kCost:
-      return f.cost_per_mtok_usd ? *f.cost_per_mtok_usd : HUGE_VAL;
+      return f.cost_per_mtok_usd ? RankedFigure(*f.cost_per_mtok_usd) : HUGE_VAL;
     case Objective::kMemory:
-      return f.peak_reserved_gib;
+      return RankedFigure(f.peak_reserved_gib);
     case Objective::kTime:
-      return f.s_per_mtok;
+      return RankedFigure(f.s_per_mtok);
   }
   return 0;
 }
@@ -263,9 +270,13 @@ std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Object
     const VariantFigures& fb = variants[b].figures;
     const double ka = ObjectiveKey(fa, objective), kb = ObjectiveKey(fb, objective);
     if (ka != kb) return ka < kb;
-    // Then throughput, so equal-memory or equal-cost variants show the faster one first.
-    if (fa.tokens_per_s_per_gpu != fb.tokens_per_s_per_gpu)
-      return fa.tokens_per_s_per_gpu > fb.tokens_per_s_per_gpu;
+    // Then throughput, so equal-memory or equal-cost variants show the faster one first; then
+    // memory, so of equally fast ones the one with more headroom.
+    const double ta = RankedFigure(fa.tokens_per_s_per_gpu);
+    const double tb = RankedFigure(fb.tokens_per_s_per_gpu);
+    if (ta != tb) return ta > tb;
+    const double ma = RankedFigure(fa.peak_reserved_gib), mb = RankedFigure(fb.peak_reserved_gib);
+    if (ma != mb) return ma < mb;
     return a < b;
   });
   return out;
@@ -280,20 +291,22 @@ std::vector<int> ParetoFront(const std::vector<VariantResult>& variants) {
       candidates.push_back(i);
     }
   }
-  // Fastest first (ties: cheaper, then index); a variant is on the front when it is cheaper
-  // than every faster one.
+  // Fastest first (ties: cheaper, then less memory, then index), the figures as ranked
+  // (RankedFigure); a variant is on the front when it is cheaper than every faster one.
+  auto time = [&](int i) { return RankedFigure(variants[i].figures.s_per_mtok); };
+  auto cost_of = [&](int i) { return RankedFigure(*variants[i].figures.cost_per_mtok_usd); };
   std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    const VariantFigures& fa = variants[a].figures;
-    const VariantFigures& fb = variants[b].figures;
-    if (fa.s_per_mtok != fb.s_per_mtok) return fa.s_per_mtok < fb.s_per_mtok;
-    if (*fa.cost_per_mtok_usd != *fb.cost_per_mtok_usd)
-      return *fa.cost_per_mtok_usd < *fb.cost_per_mtok_usd;
+    if (time(a) != time(b)) return time(a) < time(b);
+    if (cost_of(a) != cost_of(b)) return cost_of(a) < cost_of(b);
+    const double ma = RankedFigure(variants[a].figures.peak_reserved_gib);
+    const double mb = RankedFigure(variants[b].figures.peak_reserved_gib);
+    if (ma != mb) return ma < mb;
     return a < b;
   });
   std::vector<int> front;
   double best_cost = HUGE_VAL;
   for (int i : candidates) {
-    const double cost = *variants[i].figures.cost_per_mtok_usd;
+    const double cost = cost_of(i);
     if (cost < best_cost) {
       front.push_back(i);
       best_cost = cost;

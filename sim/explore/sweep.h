@@ -17,6 +17,7 @@
 //   UnvalidatedNote    the GPUs of fitting variants no measured run checks, for a note
 //   FinishSweep        counts, ranking and Pareto front of evaluated variants (RunVariants's
 //                      last step; a sweep split over MPI ranks runs it on the gathered variants)
+//   RankedFigure       a figure as rankings compare it (6 significant digits)
 //   ObjectiveKey       the objective's key of one variant (lower is better)
 //   RankVariants / ParetoFront   the ordering and the front, on their own (tests, recommend)
 //
@@ -206,13 +207,22 @@ std::vector<std::string> ValuesNeverValid(const SweepResult& result,
 // variants (which it resets first).
 void FinishSweep(Objective objective, SweepResult* result);
 
-// The objective's key of a variant that ran, lower is better (a missing cost sorts last): what
-// RankVariants sorts by and recommend prunes against.
+// A figure as rankings and the Pareto front compare it: rounded to 6 significant digits. Two
+// settings that change nothing can still give figures a nanosecond of a second-long step apart
+// (the default job without checkpointing, prefetch depth 1 and 2: 1.060085948 and 1.060085947 s),
+// which must not decide the order: equal once rounded, the next criterion does. Rounding rather
+// than a tolerance keeps the order transitive. 0, infinities and NaN pass unchanged.
+double RankedFigure(double figure);
+// The objective's key of a variant that ran, lower is better (a missing cost sorts last), its
+// figure rounded by RankedFigure: what RankVariants sorts by and recommend prunes against
+// (recommend rounds its bounds the same way, which keeps a bound no higher than its key).
 double ObjectiveKey(const VariantFigures& f, Objective objective);
-// Fitting variants best first under `objective`; ties by index.
+// Fitting variants best first under `objective`; ties (RankedFigure) by throughput, then by
+// peak reserved memory (more headroom first), then by index.
 std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Objective objective);
-// Fitting variants with a cost that no other beats on both cost and time per million tokens,
-// fastest first.
+// Fitting variants with a cost that no other beats on both cost and time per million tokens
+// (RankedFigure), fastest first; of variants equal on both, the one with less peak reserved
+// memory (then the first by index).
 std::vector<int> ParetoFront(const std::vector<VariantResult>& variants);
 
 }  // namespace shardscope::sim

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/util/units.h"
 #include "sim/engine/simulator.h"
@@ -21,12 +22,12 @@ VariantResult Fitting(double tps, double peak_gib, std::optional<double> cost, d
   return v;
 }
 
-TEST(RankVariants, EachObjectiveAndTiesByIndex) {
+TEST(RankVariants, EachObjectiveThenThroughputThenMemoryThenIndex) {
   std::vector<VariantResult> v = {
       Fitting(100, 50, 2.0, 10),          // 0
       Fitting(300, 70, 1.0, 5),           // 1
       Fitting(200, 40, 3.0, 2),           // 2
-      Fitting(300, 60, 1.0, 5),           // 3: ties 1 on throughput and cost
+      Fitting(300, 60, 1.0, 5),           // 3: ties 1 on throughput and cost, less memory
       Fitting(150, 30, std::nullopt, 4),  // 4: no price
   };
   VariantResult invalid;
@@ -34,11 +35,51 @@ TEST(RankVariants, EachObjectiveAndTiesByIndex) {
   v.push_back(invalid);  // 5
   VariantResult too_big = Fitting(900, 90, 0.1, 1);
   too_big.outcome = VariantOutcome::kDoesNotFit;
-  v.push_back(too_big);  // 6: never ranked
-  EXPECT_EQ(RankVariants(v, Objective::kThroughput), (std::vector<int>{1, 3, 2, 4, 0}));
-  EXPECT_EQ(RankVariants(v, Objective::kCost), (std::vector<int>{1, 3, 0, 2, 4}));
-  EXPECT_EQ(RankVariants(v, Objective::kMemory), (std::vector<int>{4, 2, 0, 3, 1}));
-  EXPECT_EQ(RankVariants(v, Objective::kTime), (std::vector<int>{2, 4, 1, 3, 0}));
+  v.push_back(too_big);                   // 6: never ranked
+  v.push_back(Fitting(300, 60, 1.0, 5));  // 7: as 3 in every figure → after it
+  EXPECT_EQ(RankVariants(v, Objective::kThroughput), (std::vector<int>{3, 7, 1, 2, 4, 0}));
+  EXPECT_EQ(RankVariants(v, Objective::kCost), (std::vector<int>{3, 7, 1, 0, 2, 4}));
+  EXPECT_EQ(RankVariants(v, Objective::kMemory), (std::vector<int>{4, 2, 0, 3, 7, 1}));
+  EXPECT_EQ(RankVariants(v, Objective::kTime), (std::vector<int>{2, 4, 3, 7, 1, 0}));
+}
+
+// Settings that change nothing can leave figures a nanosecond of a second-long step apart (the
+// default job without checkpointing, prefetch depth 1 and 2: 1.060085948 and 1.060085947 s);
+// that must not rank the one with less headroom first, nor keep the other off the front. A
+// difference the ranking resolves (a part in 10^5) still decides.
+TEST(RankVariants, FiguresAPartInABillionApartRankByMemory) {
+  const std::vector<VariantResult> v = {
+      Fitting(7727.675303, 77.32, 0.1247320642, 16.17562787),    // 0: depth 1, more headroom
+      Fitting(7727.675311, 77.94, 0.1247320637, 16.17562785),    // 1: depth 2, faster by a ns
+      Fitting(7727.675311 * 1.00001, 78.5, 0.124730, 16.17546),  // 2: a part in 10^5 faster
+  };
+  EXPECT_EQ(RankVariants(v, Objective::kThroughput), (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(RankVariants(v, Objective::kTime), (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(RankVariants(v, Objective::kCost), (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(RankVariants({v[0], v[1]}, Objective::kThroughput), (std::vector<int>{0, 1}));
+  EXPECT_EQ(ParetoFront({v[0], v[1]}), (std::vector<int>{0}));
+  EXPECT_EQ(ParetoFront(v), (std::vector<int>{2}));
+}
+
+TEST(RankedFigure, SixSignificantDigitsMonotonic) {
+  EXPECT_EQ(RankedFigure(1.060085948), RankedFigure(1.060085947));
+  EXPECT_NE(RankedFigure(1.06008), RankedFigure(1.06009));
+  EXPECT_EQ(RankedFigure(-7727.675311), RankedFigure(-7727.675303));
+  EXPECT_DOUBLE_EQ(RankedFigure(123456789.0), 123457000.0);
+  EXPECT_DOUBLE_EQ(RankedFigure(0.000123456789), 0.000123457);
+  EXPECT_EQ(RankedFigure(0.0), 0.0);
+  EXPECT_EQ(RankedFigure(HUGE_VAL), HUGE_VAL);
+  EXPECT_EQ(RankedFigure(-HUGE_VAL), -HUGE_VAL);
+  // Monotonic across decades and signs: a bound below its key stays at or below it rounded.
+  double previous = RankedFigure(-20.0);
+  for (double x = -20.0; x <= 20.0; x += 0.0001237) {
+    const double r = RankedFigure(x);
+    EXPECT_GE(r, previous) << x;
+    previous = r;
+  }
+  for (double x : {9.9999949, 9.9999951, 9.99999999, 99999.95, 0.099999951}) {
+    EXPECT_LE(RankedFigure(x), RankedFigure(std::nextafter(x, HUGE_VAL))) << x;
+  }
 }
 
 TEST(ParetoFront, CheaperThanEveryFasterOne) {
