@@ -293,10 +293,10 @@ std::vector<int> ParetoFront(const std::vector<VariantResult>& variants) {
   }
   // Fastest first (ties: cheaper, then less memory, then index), the figures as ranked
   // (RankedFigure); a variant is on the front when it is cheaper than every faster one.
-  auto time = [&](int i) { return RankedFigure(variants[i].figures.s_per_mtok); };
+  auto time_of = [&](int i) { return RankedFigure(variants[i].figures.s_per_mtok); };
   auto cost_of = [&](int i) { return RankedFigure(*variants[i].figures.cost_per_mtok_usd); };
   std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    if (time(a) != time(b)) return time(a) < time(b);
+    if (time_of(a) != time_of(b)) return time_of(a) < time_of(b);
     if (cost_of(a) != cost_of(b)) return cost_of(a) < cost_of(b);
     const double ma = RankedFigure(variants[a].figures.peak_reserved_gib);
     const double mb = RankedFigure(variants[b].figures.peak_reserved_gib);
