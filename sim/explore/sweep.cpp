@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -260,56 +261,50 @@ std::string_view ObjectiveName(Objective o) {
   return "?";
 }
 
+namespace {
+// A variant's sort keys, each figure rounded once (RankedFigure); equal keys sort by index.
+using RankedKeys = std::array<double, 3>;
+}  // namespace
+
 std::vector<int> RankVariants(const std::vector<VariantResult>& variants, Objective objective) {
-  std::vector<int> out;
+  // The objective, then throughput, so equal-memory or equal-cost variants show the faster one
+  // first; then memory, so of equally fast ones the one with more headroom.
+  std::vector<std::pair<RankedKeys, int>> keyed;
   for (int i = 0; i < static_cast<int>(variants.size()); ++i) {
-    if (variants[i].outcome == VariantOutcome::kFits) out.push_back(i);
+    if (variants[i].outcome != VariantOutcome::kFits) continue;
+    const VariantFigures& f = variants[i].figures;
+    keyed.push_back({{ObjectiveKey(f, objective), RankedFigure(-f.tokens_per_s_per_gpu),
+                      RankedFigure(f.peak_reserved_gib)},
+                     i});
   }
-  std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
-    const VariantFigures& fa = variants[a].figures;
-    const VariantFigures& fb = variants[b].figures;
-    const double ka = ObjectiveKey(fa, objective), kb = ObjectiveKey(fb, objective);
-    if (ka != kb) return ka < kb;
-    // Then throughput, so equal-memory or equal-cost variants show the faster one first; then
-    // memory, so of equally fast ones the one with more headroom.
-    const double ta = RankedFigure(fa.tokens_per_s_per_gpu);
-    const double tb = RankedFigure(fb.tokens_per_s_per_gpu);
-    if (ta != tb) return ta > tb;
-    const double ma = RankedFigure(fa.peak_reserved_gib), mb = RankedFigure(fb.peak_reserved_gib);
-    if (ma != mb) return ma < mb;
-    return a < b;
-  });
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> out;
+  out.reserve(keyed.size());
+  for (const auto& [keys, i] : keyed) out.push_back(i);
   return out;
 }
 
 std::vector<int> ParetoFront(const std::vector<VariantResult>& variants) {
-  std::vector<int> candidates;
+  // Fastest first (ties: cheaper, then less memory, then index); a variant is on the front when
+  // it is cheaper than every faster one.
+  std::vector<std::pair<RankedKeys, int>> keyed;
   for (int i = 0; i < static_cast<int>(variants.size()); ++i) {
-    const VariantResult& v = variants[i];
-    if (v.outcome == VariantOutcome::kFits && v.figures.cost_per_mtok_usd &&
-        v.figures.s_per_mtok > 0) {
-      candidates.push_back(i);
+    const VariantFigures& f = variants[i].figures;
+    if (variants[i].outcome != VariantOutcome::kFits || !f.cost_per_mtok_usd ||
+        !(f.s_per_mtok > 0)) {
+      continue;
     }
+    keyed.push_back({{RankedFigure(f.s_per_mtok), RankedFigure(*f.cost_per_mtok_usd),
+                      RankedFigure(f.peak_reserved_gib)},
+                     i});
   }
-  // Fastest first (ties: cheaper, then less memory, then index), the figures as ranked
-  // (RankedFigure); a variant is on the front when it is cheaper than every faster one.
-  auto time_of = [&](int i) { return RankedFigure(variants[i].figures.s_per_mtok); };
-  auto cost_of = [&](int i) { return RankedFigure(*variants[i].figures.cost_per_mtok_usd); };
-  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    if (time_of(a) != time_of(b)) return time_of(a) < time_of(b);
-    if (cost_of(a) != cost_of(b)) return cost_of(a) < cost_of(b);
-    const double ma = RankedFigure(variants[a].figures.peak_reserved_gib);
-    const double mb = RankedFigure(variants[b].figures.peak_reserved_gib);
-    if (ma != mb) return ma < mb;
-    return a < b;
-  });
+  std::sort(keyed.begin(), keyed.end());
   std::vector<int> front;
   double best_cost = HUGE_VAL;
-  for (int i : candidates) {
-    const double cost = cost_of(i);
-    if (cost < best_cost) {
+  for (const auto& [keys, i] : keyed) {
+    if (keys[1] < best_cost) {
       front.push_back(i);
-      best_cost = cost;
+      best_cost = keys[1];
     }
   }
   return front;
