@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -706,6 +707,11 @@ nlohmann::json DefaultScenarioJson() {
     "training": {"local_batch": 1, "seq_len": 8192, "grad_accum": 1,
                  "activation_checkpoint": "selective_op:2", "optimizer": "adamw"}
   })");
+}
+
+ScenarioDocument DefaultScenarioDocument() {
+  return {DefaultScenarioJson(), std::string(kDefaultScenarioSource),
+          std::filesystem::current_path().string()};
 }
 
 }  // namespace shardscope::sim

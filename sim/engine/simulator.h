@@ -13,6 +13,7 @@
 //   SummarizeStep               the summary of a Simulation's timeline and memory (measured or
 //                               predicted alike)
 //   DefaultScenarioJson         the built-in default job (Llama 3 8B on 8 H100 SXM, FSDP2)
+//   DefaultScenarioDocument     the same, with the source name and base directory to parse it
 //
 // Example:
 //   SS_ASSIGN_OR_RETURN(Scenario sc, LoadScenario("job.json"));
@@ -166,6 +167,15 @@ Trace SimulationTrace(const Simulation& sim, const std::string& tool_version);
 // and outputs give it), kDefaultScenarioWhat what the commands say they run.
 nlohmann::json DefaultScenarioJson();
 inline constexpr std::string_view kDefaultScenarioSource = "<built-in default>";
+// The built-in default as ParseScenario reads it: its document, the source name messages give
+// it, and the directory its relative paths resolve from (the working directory). The one place
+// the commands that fall back to it (`simulate`, `plan`, `sweep`) get it from.
+struct ScenarioDocument {
+  nlohmann::json doc;
+  std::string source;
+  std::string base_dir;
+};
+ScenarioDocument DefaultScenarioDocument();
 inline constexpr std::string_view kDefaultScenarioWhat =
     "the built-in default (Llama 3 8B on 8 H100 SXM, FSDP2, bf16 params / fp32 reduce, "
     "local_batch 1, seq 8192, selective_op:2 as torchtitan's llama3_8b.toml)";

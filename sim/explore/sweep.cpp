@@ -230,10 +230,11 @@ Result<SweepBase> LoadSweepBase(const std::string& path, const std::vector<std::
 }
 
 Result<SweepBase> DefaultSweepBase(const std::vector<std::string>& sets) {
+  ScenarioDocument fallback = DefaultScenarioDocument();
   SweepBase base;
-  base.doc = DefaultScenarioJson();
-  base.source = std::string(kDefaultScenarioSource);
-  base.base_dir = std::filesystem::current_path().string();
+  base.doc = std::move(fallback.doc);
+  base.source = std::move(fallback.source);
+  base.base_dir = std::move(fallback.base_dir);
   base.sets = sets;
   return CheckedBase(std::move(base));
 }

@@ -4,7 +4,6 @@
 
 #include <fmt/core.h>
 
-#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,14 +20,14 @@ inline constexpr const char* kScenarioOrDefaultHelp =
     "scenario JSON file (default: the built-in Llama 3 8B job)";
 
 // The scenario file at `path` with `sets` applied or, where `path` is "", the built-in default
-// (sim::DefaultScenarioJson), saying on stdout that it is `doing` ("running") that.
+// (sim::DefaultScenarioDocument), saying on stdout that it is `doing` ("running") that.
 inline Result<Scenario> LoadScenarioOrDefault(const std::string& path,
                                               const std::vector<std::string>& sets,
                                               std::string_view doing) {
   if (!path.empty()) return LoadScenario(path, sets);
   fmt::print("No scenario given: {} {}.\n", doing, sim::kDefaultScenarioWhat);
-  return ParseScenario(sim::DefaultScenarioJson(), std::string(sim::kDefaultScenarioSource),
-                       std::filesystem::current_path().string(), sets);
+  const sim::ScenarioDocument fallback = sim::DefaultScenarioDocument();
+  return ParseScenario(fallback.doc, fallback.source, fallback.base_dir, sets);
 }
 
 // `scenario_path` is "" for a scenario embedded in another file (a trace's, a run table's);
