@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -425,6 +426,10 @@ void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
   SimulateOptions options;
   options.keep_memory_samples = false;
   options.exact = state.range(1) != 0;
+  // The process's CPU time, every thread's (std::clock), beside the wall time: on two cores a
+  // prediction cannot take less wall time than half its CPU time, whatever its threads do
+  // (docs/sweep.md, Speed).
+  const std::clock_t cpu_start = std::clock();
   for (auto _ : state) {
     Result<Simulation> sim = SimulateScenario(*sc, options);
     if (!sim.ok()) {
@@ -435,6 +440,8 @@ void BM_Gpt3_175b_Tp8Pp8(benchmark::State& state) {
     state.counters["step_s"] = sim->summary.step_time_s;
     state.counters["reserved_gib"] = sim->summary.peak_memory_reserved_gib;
   }
+  state.counters["process_cpu_ms"] = 1e3 * static_cast<double>(std::clock() - cpu_start) /
+                                     CLOCKS_PER_SEC / static_cast<double>(state.iterations());
 }
 
 BENCHMARK(BM_Gpt3_175b_Tp8Pp8)

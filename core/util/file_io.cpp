@@ -93,6 +93,14 @@ Result<std::string> ReadPlain(const std::string& path, size_t max_bytes) {
 }  // namespace
 
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
+  // The system reads a path up to its first NUL: "job.json\0x" (from a JSON string's \u0000)
+  // would open job.json, a file the input never named.
+  if (path.find('\0') != std::string::npos) {
+    std::string shown;
+    for (char c : path) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
+    return InvalidInput(shown +
+                        ": a file name with a NUL byte in it (expected a path without one)");
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return InvalidInput(path + ": is a directory (expected a file)");

@@ -27,6 +27,21 @@ struct FileKey {
   std::string absolute;
 };
 
+// Where the chain of symlinks at `path` ends, whether or not that file exists yet (a dangling
+// link names the file a write creates); `path` itself when it is no link. A loop stops after as
+// many hops as the system follows (the write then fails and says so).
+fs::path FinalTarget(const fs::path& path) {
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec)) || ec) return p;
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return p;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return p;
+}
+
 // nullopt for what is not a regular file: a device (/dev/null, /dev/stdout) can take every
 // output, it keeps none of them, and reading one twice reads two different streams.
 std::optional<FileKey> KeyOf(const std::string& path) {
@@ -39,7 +54,8 @@ std::optional<FileKey> KeyOf(const std::string& path) {
     k.ino = st.st_ino;
   }
   std::error_code ec;
-  k.absolute = fs::weakly_canonical(fs::absolute(path, ec), ec).lexically_normal().string();
+  k.absolute =
+      fs::weakly_canonical(fs::absolute(FinalTarget(path), ec), ec).lexically_normal().string();
   return k;
 }
 
@@ -125,7 +141,8 @@ bool SystemPath(const std::string& path) {
 
 Target TargetOf(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return {path, false};  // new (or a dangling link)
+  // New: where a dangling link points (the link is kept and its file made), else `path`.
+  if (::stat(path.c_str(), &st) != 0) return {FinalTarget(path).string(), false};
   if (!S_ISREG(st.st_mode) || SystemPath(path)) return {path, true};
   struct stat lst {};
   if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
@@ -148,12 +165,13 @@ Status CheckOutputPath(std::string_view flag, const std::string& path) {
     if (!S_ISREG(st.st_mode) || SystemPath(path)) return Status::Ok();
   }
   std::error_code ec;
-  // A symlink is written through to its target (TargetOf): the target's folder takes the file.
+  // A symlink is written through to its target (TargetOf), dangling or not: the target's
+  // folder takes the file.
   fs::path target = path;
   struct stat lst {};
   if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    const fs::path real = fs::weakly_canonical(path, ec);
-    if (!ec) target = real;
+    const fs::path real = fs::weakly_canonical(FinalTarget(path), ec);
+    target = ec ? FinalTarget(path) : real;
     ec.clear();
   }
   fs::path folder = target.parent_path();

@@ -249,9 +249,14 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
   }
   std::map<int, TraceInput> by_rank;
   std::map<std::pair<int, std::string>, int> seen;
+  std::map<int, int64_t> zero_duration;  // per rank
   for (const WorkEvent& e : t.events) {
     const std::string op_id(t.Str(e.op_id));
-    if (op_id.empty() || e.dur_ns <= 0) continue;
+    if (op_id.empty()) continue;
+    if (e.dur_ns <= 0) {
+      ++zero_duration[e.rank];
+      continue;
+    }
     if (e.rank < 0 || e.rank >= world) {
       const int64_t at =
           EventWithPid(json::parse(text, nullptr, /*allow_exceptions=*/false), e.rank);
@@ -294,9 +299,37 @@ Result<std::vector<TraceInput>> LoadTrace(const std::string& path, std::string_v
     in.scenario = sc;
     in.step_time_s = step_time_s;
     in.run_id = run_id;
+    if (const auto z = zero_duration.find(rank); z != zero_duration.end())
+      in.zero_duration_ops = z->second;
     out.push_back(std::move(in));
   }
   return out;
+}
+
+// The traces that name one run (metadata.run_id) are its ranks, joined by the fit (each
+// collective timed by its latest rank to arrive): one rank twice would count its operations
+// twice, and traces of different jobs under one id would time a collective by another job's.
+Status CheckRunsJoin(const std::vector<TraceInput>& traces) {
+  std::map<std::string, const TraceInput*> first_of_run;
+  std::map<std::pair<std::string, int>, const TraceInput*> rank_of_run;
+  for (const TraceInput& t : traces) {
+    if (t.run_id.empty()) continue;
+    const auto [first, new_run] = first_of_run.emplace(t.run_id, &t);
+    if (!new_run && first->second->scenario.resolved != t.scenario.resolved) {
+      return InvalidInput(fmt::format(
+          "{}: metadata.scenario: not the scenario of {}, whose metadata.run_id ({}) it shares "
+          "(expected the ranks of one run to share their scenario; give each run its own id)",
+          t.path, first->second->path, t.run_id));
+    }
+    const auto [same, new_rank] = rank_of_run.emplace(std::make_pair(t.run_id, t.rank), &t);
+    if (!new_rank) {
+      return InvalidInput(fmt::format(
+          "{}: rank {} of run {} is already in {} (expected each rank of a run once: the same "
+          "measurement twice would count every operation twice)",
+          t.path, t.rank, t.run_id, same->second->path));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -369,6 +402,10 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
     const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + *at, '\n'));
     return CheckUtf8(text, fmt::format("{}: line {}", source, line));
   }
+  // A byte-order mark: spreadsheets (Excel's "CSV UTF-8") begin the file with one, which would
+  // otherwise read as part of the first column's name.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.starts_with(kBom)) text.remove_prefix(kBom.size());
   std::istringstream in{std::string(text)};
   std::string line;
   std::vector<std::string> header;
@@ -499,6 +536,7 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
     }
     return trace.status();
   }
+  SS_RETURN_IF_ERROR(CheckRunsJoin(inputs.traces));
   // Across tables too: the same id in two tables (or one table given twice) is ambiguous.
   std::map<std::string, std::string> first_at;
   for (const RunInput& r : inputs.runs) {

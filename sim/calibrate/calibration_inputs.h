@@ -46,6 +46,9 @@ struct TraceInput {
   // rank's file), else the file's path when it holds several ranks (one file, one run); "" when
   // unknown. PrepareSamples joins a run's ranks by it.
   std::string run_id;
+  // Events with an op_id whose duration is zero (a kernel under the trace's microsecond
+  // resolution, or a bad measurement): left out, and counted so the fit's notes say so.
+  int64_t zero_duration_ops = 0;
 };
 
 struct RunInput {

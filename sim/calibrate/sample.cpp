@@ -11,6 +11,7 @@
 #include "core/plan/planner.h"
 #include "core/schedule/op_kind.h"
 #include "core/schedule/schedule_options.h"
+#include "core/util/count_text.h"
 #include "sim/cost/calibration.h"
 #include "sim/cost/cost_model.h"
 
@@ -249,6 +250,11 @@ Result<PreparedInputs> PrepareSamples(const CalibrationInputs& inputs) {
       p.notes.push_back(
           fmt::format("{}: {} of {} operations have no op_id in the schedule; left out", s.source,
                       unmatched, t.ops.size()));
+    }
+    if (t.zero_duration_ops > 0) {
+      p.notes.push_back(
+          fmt::format("{}: {} with an op_id and a zero duration (under 1 ns) left out", s.source,
+                      CountOf(t.zero_duration_ops, "operation")));
     }
     if (t.step_time_s > 0) {
       s.step_observed = true;

@@ -231,7 +231,8 @@ Status ApplyJson(const json& j, const std::string& source, bool cross_checks, Ha
   if (j.contains("node")) {
     const int gpus = hw->node.gpus_per_node;
     SS_RETURN_IF_ERROR(ApplyNodeFields(j["node"], prefix + "node", &hw->node));
-    if (hw->node.gpus_per_node != gpus) {
+    // Only the scenario's node tells: ParseCalibration validates against a stand-in one.
+    if (cross_checks && hw->node.gpus_per_node != gpus) {
       return InvalidInput(
           fmt::format("{}node.gpus_per_node: set by the scenario ({}), not by a calibration file",
                       prefix, gpus));

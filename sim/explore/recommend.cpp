@@ -365,10 +365,13 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       SS_RETURN_IF_ERROR(ApplyCalibration(calibration->second.second, &hw, nullptr));
     }
     const std::optional<double> price = prices.PerGpuHour(gpu);
+    // Its plans can be neither kept nor dropped by the budget: searching the other GPUs alone
+    // would report "no plan fits" for one whose plans were never tried.
     if (o.budget_per_hour && !price) {
-      rec.notes.push_back(fmt::format("{}: no price in {}, so no plan can be held to the budget",
-                                      gpu, prices.source));
-      continue;
+      return InvalidInput(fmt::format(
+          "--budget-per-hour {:g}: --gpu {} has no price in {}, so its plans cannot be held to "
+          "the budget; price it (--prices) or leave it out of --gpu",
+          *o.budget_per_hour, gpu, prices.source));
     }
     // What a plan may reserve and still keep the margin's headroom.
     const double usable = static_cast<double>(hw.gpu.usable_bytes()) - o.margin_gib * kGiB;
@@ -534,6 +537,7 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
   // best is simulated even when it cannot reach the top K, so each GPU's best plan is found
   // (its bound is optimistic: a plan better than the GPU's best has a bound below it).
   std::vector<double> gpu_best(gpus.size(), HUGE_VAL);
+  std::string first_invalid;  // the first invalid plan's settings and message
   const bool per_gpu = gpus.size() > 1;
   for (size_t start = 0; start < candidates.size(); start += kChunk) {
     const double threshold =
@@ -558,6 +562,9 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
       rec.invalid += r.invalid;
       for (size_t k = 0; k < r.variants.size(); ++k) {
         VariantResult& v = r.variants[k];
+        if (v.outcome == VariantOutcome::kInvalid && first_invalid.empty()) {
+          first_invalid = fmt::format("{}: {}", fmt::join(v.sets, " "), v.message);
+        }
         if (!KeepsMargin(v, o, &rec)) continue;
         const double key = ObjectiveKey(v.figures, o.objective);
         best_keys.insert(std::upper_bound(best_keys.begin(), best_keys.end(), key), key);
@@ -571,6 +578,14 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     if (o.progress) o.progress(done_before, total);
   }
   rec.fitting = static_cast<int64_t>(fitting.size());
+  // Every plan refused by the scenario (a --set, the model or a limit they all share): the
+  // reason, not "no plan fits", which would send the user after the margin or the GPU count.
+  if (rec.simulated > 0 && rec.invalid == rec.simulated) {
+    return InvalidInput(fmt::format(
+        "every one of the {} plans simulated is invalid, so none can be recommended; the first "
+        "({})",
+        rec.simulated, first_invalid));
+  }
 
   // Refine the plans' FSDP settings: deeper prefetch, no reshard after forward. Other FSDP
   // settings can lower a plan's key, but not below its bound; so, round after round, every plan

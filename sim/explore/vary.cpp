@@ -13,6 +13,12 @@
 namespace shardscope::sim {
 namespace {
 
+// Whether scenario path `inner` names a field inside the object at path `outer`.
+bool Contains(std::string_view outer, std::string_view inner) {
+  return inner.size() > outer.size() && inner.substr(0, outer.size()) == outer &&
+         (inner[outer.size()] == '.' || inner[outer.size()] == '[');
+}
+
 // Splits on commas outside brackets, braces and double quotes.
 std::vector<std::string> SplitItems(std::string_view text) {
   std::vector<std::string> out;
@@ -168,6 +174,18 @@ Result<int64_t> CombinationCount(const std::vector<VaryAxis>& axes) {
         return InvalidInput(fmt::format(
             "--vary {}: {} is already an axis (--vary {}); give all its values in one --vary",
             a.flag, a.path, axes[j].flag));
+      }
+      // An object and a field inside it: the later axis would overwrite the earlier one's
+      // value in every variant, which would still be labelled with it.
+      const std::string_view outer = Contains(axes[j].path, a.path)   ? axes[j].path
+                                     : Contains(a.path, axes[j].path) ? a.path
+                                                                      : std::string_view();
+      if (!outer.empty()) {
+        const std::string_view inner = outer == a.path ? axes[j].path : a.path;
+        return InvalidInput(fmt::format(
+            "--vary {}: {} lies inside {}, and both are axes (--vary {}); vary {} whole, or its "
+            "fields one by one",
+            a.flag, inner, outer, axes[j].flag, outer));
       }
     }
     n *= static_cast<int64_t>(a.values.size());

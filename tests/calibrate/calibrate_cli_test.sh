@@ -139,4 +139,56 @@ PY
 cp "$out/mixed.json" "$out/mixed_cal.a100-80g.json"
 expect_exit 2 "--out (a100-80g) $out/mixed_cal.a100-80g.json: is the input" \
   "$out/mixed_cal.a100-80g.json" --out "$out/mixed_cal.json"
+
+# 6. The ranks of one run (metadata.run_id) join: one rank twice, or traces of two different
+# jobs under one id, is exit 2 naming both files (each operation counted twice before, or
+# timed by the other job's). An operation of zero duration is left out and said.
+python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+t = json.load(open(d + "/measured.json"))
+t["metadata"]["run_id"] = "run-qa"
+t["metadata"]["kind"] = "measured"
+json.dump(t, open(d + "/r0.json", "w"))
+json.dump(t, open(d + "/r0copy.json", "w"))
+other = json.loads(json.dumps(t))
+other["metadata"]["scenario"]["training"]["local_batch"] = 4
+json.dump(other, open(d + "/r0other.json", "w"))
+zero = json.loads(json.dumps(t))
+del zero["metadata"]["run_id"]
+x = [e for e in zero["traceEvents"] if e.get("ph") == "X" and e.get("args", {}).get("op_id")]
+x[0]["dur"] = 0
+json.dump(zero, open(d + "/zero.json", "w"))
+PY
+expect_exit 2 "$out/r0copy.json: rank 0 of run run-qa is already in $out/r0.json" \
+  "$out/r0.json" "$out/r0copy.json" --out "$out/c.json"
+expect_exit 2 "$out/r0other.json: metadata.scenario: not the scenario of $out/r0.json" \
+  "$out/r0.json" "$out/r0other.json" --out "$out/c.json"
+"$ss" calibrate "$out/zero.json" --out "$out/zero_cal.json" --json "$out/zero_report.json" \
+  >"$out/zero.txt" 2>&1 || true
+zero_note="1 operation with an op_id and a zero duration (under 1 ns) left out"
+grep -q "$out/zero.json rank 0: $zero_note" "$out/zero.txt" \
+  || { cat "$out/zero.txt"; echo "no note of the zero-duration operation"; exit 1; }
+# Held out nothing (fewer than two folds): the report's held-out errors are null, not 0%.
+python3 - "$out" <<'PY'
+import json, sys
+d = sys.argv[1]
+for name in ("report", "zero_report"):
+    for g in json.load(open(f"{d}/{name}.json"))["gpus"]:
+        for key in ("cv_before", "cv_after"):
+            if g["folds"] < 2:
+                assert g[key] is None, (name, key, g[key])
+            else:
+                assert g[key]["count"] > 0, (name, key, g[key])
+PY
+# A CSV run table as spreadsheets write it (a byte-order mark first) reads as without one; a
+# scenario path with a NUL byte is refused, not read up to the NUL.
+printf '\xef\xbb\xbfid,scenario,step_time_s\nb1,job.json,0.0014\n' >"$out/bom.csv"
+"$ss" calibrate "$out/bom.csv" --out "$out/bom_cal.json" >"$out/bom.txt" 2>&1 || true
+if grep -q "unknown (expected id" "$out/bom.txt"; then
+  cat "$out/bom.txt"; echo "the byte-order mark was read as part of a column name"; exit 1
+fi
+printf '{"format": "shardscope-runs/1", "runs": [{"id": "n", "scenario": "job.json\\u0000x",
+  "measured": {"step_time_s": 0.0014}}]}' >"$out/nul.json"
+expect_exit 2 'job.json\0x: a file name with a NUL byte in it' "$out/nul.json" --out "$out/c.json"
 echo "calibrate_cli_test: ok"

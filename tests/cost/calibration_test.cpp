@@ -134,8 +134,6 @@ TEST(Calibration, BadValuesAreNamed) {
   EXPECT_NE(m.find("overrides[0]: missing key 'busbw_gbps'"), std::string::npos) << m;
   m = ParseError(R"({"collectives": {"overrides": {"op": "all_gather"}}})");
   EXPECT_NE(m.find("collectives.overrides: expected an array"), std::string::npos) << m;
-  m = ParseError(R"({"node": {"gpus_per_node": 4}})");
-  EXPECT_NE(m.find("node.gpus_per_node: set by the scenario"), std::string::npos) << m;
   m = ParseError(R"({"gpu": 3})");
   EXPECT_NE(m.find("cal.json: gpu: expected an object"), std::string::npos) << m;
   m = ParseError("[1, 2]");
@@ -163,6 +161,25 @@ TEST(Calibration, CrossChecksRunAgainstTheScenarioGpu) {
 }
 
 // A file fitted on one GPU applies to that GPU only (an H100 fit moved an MI300X +10%).
+// A calibration may repeat the scenario's node size, whatever it is, and nothing else: the file
+// is validated without a scenario, so only its application to one can tell.
+TEST(Calibration, NodeSizeMayRepeatTheScenariosOwn) {
+  Result<Calibration> cal = ParseCalibration(R"({"node": {"gpus_per_node": 4}})", "cal.json");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  Hardware four = *LookupHardware("h100-sxm", 4, 1);
+  CostParams params = DefaultCostParams(four);
+  EXPECT_TRUE(ApplyCalibration(*cal, &four, &params).ok());
+  EXPECT_EQ(four.node.gpus_per_node, 4);
+  Hardware eight = H100();
+  const Status s = ApplyCalibration(*cal, &eight, &params);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cal.json: node.gpus_per_node: set by the scenario (8), not by a "
+                             "calibration file"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(eight.node.gpus_per_node, 8);  // left as it was
+}
+
 TEST(Calibration, AFileFittedOnOneGpuIsRefusedByAnother) {
   Result<Calibration> cal = ParseCalibration(
       R"({"fitted_on": "H100-SXM", "compute": {"gemm_efficiency": 0.7}})", "cal.json");

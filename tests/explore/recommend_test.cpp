@@ -489,6 +489,20 @@ TEST(Recommend, BudgetAndInputsChecked) {
   EXPECT_GT(rec->generated, 0);
   EXPECT_EQ(rec->pruned_budget, rec->generated);
   EXPECT_TRUE(rec->plans.empty());
+  // A GPU the price table cannot price: its plans can be neither kept nor dropped by the budget.
+  o = SmallCase();
+  o.budget_per_hour = 100;
+  PriceTable h200_only;
+  h200_only.source = "h200_only.json";
+  h200_only.per_gpu_hour = {{"h200", 5.4}};
+  o.prices = &h200_only;
+  Result<Recommendation> unpriced = Recommend(o);
+  ASSERT_FALSE(unpriced.ok());
+  EXPECT_EQ(unpriced.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(unpriced.status().message().find(
+                "--budget-per-hour 100: --gpu h100-sxm has no price in h200_only.json"),
+            std::string::npos)
+      << unpriced.status().message();
   o = SmallCase();
   o.global_batch_tokens = 1000;
   Result<Recommendation> bad = Recommend(o);
@@ -500,6 +514,21 @@ TEST(Recommend, BudgetAndInputsChecked) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("did you mean h100-sxm"), std::string::npos)
       << bad.status().message();
+}
+
+// A setting every plan refuses is the user's error (exit 2 naming it), not "no plan fits".
+TEST(Recommend, ASettingEveryPlanRefusesIsAnError) {
+  RecommendOptions o = SmallCase();
+  o.global_batch_tokens /= 4;
+  o.sets = {R"(fsdp.ignored_params=["nosuch"])"};
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.status().code(), ErrorCode::kInvalidInput);
+  const std::string& m = rec.status().message();
+  EXPECT_NE(m.find("plans simulated is invalid, so none can be recommended; the first ("),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nosuch"), std::string::npos) << m;
 }
 
 TEST(PlanBound, NamesWhatLimitsThePlan) {

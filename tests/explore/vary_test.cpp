@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace shardscope::sim {
 namespace {
 
@@ -95,6 +99,24 @@ TEST(Combinations, LastAxisFastestAndBounded) {
                 "parallelism.tp=1,2)"),
             std::string::npos)
       << twice.status().message();
+  // An object and a field inside it, in either order: the object's value would replace the
+  // field's in every variant labelled with it. A path that only starts alike is another field.
+  for (const auto& [first, second] : std::vector<std::pair<std::string, std::string>>{
+           {"training.local_batch=1,2", R"(training={"seq_len": 4096})"},
+           {R"(training={"seq_len": 4096})", "training.local_batch=1,2"}}) {
+    Result<int64_t> nested = CombinationCount({*ParseVary(first), *ParseVary(second)});
+    ASSERT_FALSE(nested.ok()) << first << " / " << second;
+    EXPECT_EQ(nested.status().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(nested.status().message().find("--vary " + second +
+                                             ": training.local_batch lies inside training, and "
+                                             "both are axes (--vary " +
+                                             first + ")"),
+              std::string::npos)
+        << nested.status().message();
+  }
+  Result<int64_t> alike = CombinationCount(
+      {*ParseVary("parallelism.pp=1,2"), *ParseVary("parallelism.pp_schedule=1f1b,gpipe")});
+  EXPECT_TRUE(alike.ok()) << alike.status().message();
 }
 
 TEST(Vary, AValueTwiceInOneAxisIsRefused) {

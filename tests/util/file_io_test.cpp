@@ -67,6 +67,19 @@ TEST(FileIoTest, DirectoryAsInputSaysSo) {
   fs::remove_all(dir);
 }
 
+// A JSON string's \u0000 reaches a path as a NUL byte, where the system would stop reading it.
+TEST(FileIoTest, APathWithANulIsRefusedNotCutShort) {
+  fs::path dir = TempDir();
+  const std::string real = (dir / "job.json").string();
+  ASSERT_TRUE(WriteFileAtomic(real, "{}").ok());
+  auto r = ReadFile(real + std::string(1, '\0') + "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(r.status().message(),
+            real + "\\0x: a file name with a NUL byte in it (expected a path without one)");
+  fs::remove_all(dir);
+}
+
 TEST(FileIoTest, MissingFileIsInvalidInputNamingPath) {
   auto r = ReadFile("/no/such/file.json");
   ASSERT_FALSE(r.ok());

@@ -91,6 +91,32 @@ TEST_F(OutputFilesTest, ASymlinkKeepsItsLinkAndItsTargetIsReplaced) {
   EXPECT_EQ(Entries(), 2);
 }
 
+// A dangling link names the file a write makes: the link is kept and its target created, and
+// a target in a folder that does not exist is refused before the work (it was replaced by a
+// regular file). Two outputs through one dangling link are one file.
+TEST_F(OutputFilesTest, ADanglingSymlinkIsWrittenThroughOrRefused) {
+  fs::create_symlink("made.json", P("link.json"));  // relative: the link's folder
+  EXPECT_TRUE(CheckOutputPath("--out", P("link.json")).ok());
+  ASSERT_TRUE(WriteFileAtomic(P("link.json"), "new").ok());
+  EXPECT_TRUE(fs::is_symlink(P("link.json")));
+  EXPECT_EQ(Get(P("made.json")), "new");
+  EXPECT_EQ(Entries(), 2);
+
+  fs::create_symlink(P("nodir/x.json"), P("nowhere.json"));
+  const Status s = CheckOutputPath("--out", P("nowhere.json"));
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(s.message().find("--out " + P("nowhere.json") + ": the folder '" + P("nodir") +
+                             "' does not exist"),
+            std::string::npos)
+      << s.message();
+
+  fs::create_symlink(P("later.json"), P("alias.json"));
+  const Status twice =
+      CheckDistinctFiles({{"--out", P("later.json")}, {"--json", P("alias.json")}}, {});
+  EXPECT_EQ(twice.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(twice.message().find("the same file as --out"), std::string::npos) << twice.message();
+}
+
 TEST_F(OutputFilesTest, OutputPathsAreCheckedBeforeTheWork) {
   EXPECT_TRUE(CheckOutputPath("--csv", P("new.csv")).ok());
   EXPECT_TRUE(CheckOutputPath("--json", "/dev/null").ok());

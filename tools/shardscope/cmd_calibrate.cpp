@@ -104,6 +104,10 @@ nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
   auto stats = [](const calibrate::ErrorStats& s) {
     return nlohmann::json{{"count", s.count}, {"median", s.median}, {"p90", s.p90}};
   };
+  // No observation held out (fewer than two folds): no error, which 0 would read as none.
+  auto held_out = [&stats](const calibrate::GpuCalibration& g, const calibrate::ErrorStats& s) {
+    return g.folds >= 2 && s.count > 0 ? stats(s) : nlohmann::json();
+  };
   nlohmann::json j = {{"gpus", nlohmann::json::array()}, {"notes", r.notes}};
   for (size_t i = 0; i < r.gpus.size(); ++i) {
     const calibrate::GpuCalibration& g = r.gpus[i];
@@ -128,8 +132,8 @@ nlohmann::json ReportJson(const calibrate::CalibrateReport& r,
                          {"fit_before", stats(g.fit_before)},
                          {"fit_after", stats(g.fit_after)},
                          {"folds", g.folds},
-                         {"cv_before", stats(g.cv_before)},
-                         {"cv_after", stats(g.cv_after)},
+                         {"cv_before", held_out(g, g.cv_before)},
+                         {"cv_after", held_out(g, g.cv_after)},
                          {"worse", g.worse},
                          {"not_improved", g.not_improved},
                          {"written", !files[i].empty()},
