@@ -13,6 +13,7 @@
 
 #include "core/trace/trace_check.h"
 #include "core/trace/trace_io.h"
+#include "core/util/ascii_case.h"
 #include "core/util/count_text.h"
 #include "core/util/did_you_mean.h"
 #include "core/util/file_io.h"
@@ -488,7 +489,9 @@ Result<CalibrationInputs> LoadCalibrationInputs(const std::vector<std::string>& 
     for (RunInput& r : runs) inputs.runs.push_back(std::move(r));
   };
   for (const std::string& path : paths) {
-    if (path.ends_with(".csv") || path.ends_with(".csv.gz")) {
+    // By extension, in any case (Windows tools write RUNS.CSV).
+    if (const std::string lower = AsciiLower(path);
+        lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
       SS_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
       SS_ASSIGN_OR_RETURN(std::vector<RunInput> runs, ParseRunsCsv(text, path, DirOf(path)));
       add_runs(std::move(runs));

@@ -151,6 +151,9 @@ Result<bool> ClassifyFixedSetting(std::string_view set, Pins& pins) {
   return false;
 }
 
+// The node size the fixed settings are checked on (the default GPU's, h100-sxm).
+constexpr int kCheckNodeGpus = 8;
+
 // The powers of two from 1 to `most`.
 std::vector<int> PowersOfTwo(int most) {
   std::vector<int> out;
@@ -291,7 +294,14 @@ Result<Recommendation> Recommend(const RecommendOptions& o) {
     SS_RETURN_IF_ERROR(ApplyOverride(base_doc, set));  // its errors name --set and the path
   }
   SweepBase base{base_doc, "--model " + o.model, std::filesystem::current_path().string(), {}};
-  Result<Scenario> parsed_or = ParseScenario(base.doc, base.source, base.base_dir);
+  // Checked on the largest mesh the search may try (every GPU of --max-gpus sharding): a
+  // setting whose rule depends on the mesh (fsdp.reshard_after_forward = N must divide the
+  // shard group) is refused here only when no plan could take it; the plans whose own mesh
+  // cannot are counted invalid. The one-node default refused N = 16 for 16 GPUs.
+  nlohmann::json check_doc = base.doc;
+  check_doc["cluster"] = {{"nodes", std::max(1, o.max_gpus / kCheckNodeGpus)},
+                          {"gpus_per_node", std::min(kCheckNodeGpus, o.max_gpus)}};
+  Result<Scenario> parsed_or = ParseScenario(check_doc, base.source, base.base_dir);
   if (!parsed_or.ok()) {
     return o.sets.empty() ? parsed_or.status() : parsed_or.status().WithContext("--set");
   }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/config/scenario.h"
+#include "core/util/ascii_case.h"
 
 namespace shardscope::sim {
 namespace {
@@ -158,7 +159,10 @@ Result<VaryAxis> ParseVary(std::string_view text) {
       if (why.rfind(set_prefix, 0) == 0) why = why.substr(set_prefix.size());
       return fail(fmt::format("{}: {}", axis.path, why));
     }
-    if (!seen.insert(Canonical(scratch).dump()).second) {
+    std::string key = Canonical(scratch).dump();
+    // A GPU is named in any case (the catalog lookup ignores it): H100-SXM is h100-sxm.
+    if (axis.path == "cluster.gpu") key = AsciiLower(key);
+    if (!seen.insert(key).second) {
       return fail(fmt::format("the value '{}' is given twice", v));
     }
   }

@@ -516,6 +516,29 @@ TEST(Recommend, BudgetAndInputsChecked) {
       << bad.status().message();
 }
 
+// A setting whose rule depends on the mesh is checked against the largest the search may try:
+// reshard_after_forward = 16 needs a shard group of 16, which only two-node plans have.
+TEST(Recommend, AMeshDependentSettingIsCheckedOnTheLargestMesh) {
+  RecommendOptions o = SmallCase();  // 16 sequences: one per GPU of two nodes
+  o.max_gpus = 16;
+  o.sets = {"fsdp.reshard_after_forward=16", "parallelism.tp=1", "parallelism.pp=1"};
+  Result<Recommendation> rec = Recommend(o);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_FALSE(rec->plans.empty());
+  for (const RecommendedPlan& plan : rec->plans) {
+    EXPECT_EQ(plan.scenario["fsdp"]["reshard_after_forward"], 16);
+    EXPECT_EQ(plan.result.figures.world_size, 16);
+  }
+  // No plan of at most 16 GPUs has a shard group that 3 divides: refused before the search.
+  o.sets = {"fsdp.reshard_after_forward=3", "parallelism.tp=1", "parallelism.pp=1"};
+  rec = Recommend(o);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(rec.status().message().find("--set"), std::string::npos) << rec.status().message();
+  EXPECT_NE(rec.status().message().find("reshard_after_forward"), std::string::npos)
+      << rec.status().message();
+}
+
 // A setting every plan refuses is the user's error (exit 2 naming it), not "no plan fits".
 TEST(Recommend, ASettingEveryPlanRefusesIsAnError) {
   RecommendOptions o = SmallCase();

@@ -120,8 +120,8 @@ TEST(Combinations, LastAxisFastestAndBounded) {
 }
 
 TEST(Vary, AValueTwiceInOneAxisIsRefused) {
-  for (const char* text :
-       {"parallelism.tp=1,1,2", "parallelism.tp=4,2..4", "training.seq_len=4,4.0"}) {
+  for (const char* text : {"parallelism.tp=1,1,2", "parallelism.tp=4,2..4",
+                           "training.seq_len=4,4.0", "cluster.gpu=h100-sxm,H100-SXM"}) {
     Result<VaryAxis> axis = ParseVary(text);
     ASSERT_FALSE(axis.ok()) << text;
     EXPECT_NE(axis.status().message().find("is given twice"), std::string::npos)
