@@ -61,14 +61,24 @@ class GpuFit {
                                       const std::vector<int>& obs, bool defaults) const {
     std::vector<char> wanted(in_.observations.size(), 0);
     for (int o : obs) wanted[o] = 1;
-    std::vector<int> run;
+    std::vector<int> needed;  // the samples with an observation wanted
     for (int s : samples_) {
       for (int o : in_.samples[s].observations) {
         if (wanted[o]) {
-          run.push_back(s);
+          needed.push_back(s);
           break;
         }
       }
+    }
+    // Each prediction once: a repeat of an earlier sample (Sample::same_as) takes its values.
+    auto predictor = [this](int s) {
+      const int same = in_.samples[static_cast<size_t>(s)].same_as;
+      return same >= 0 ? same : s;
+    };
+    std::vector<int> run;
+    std::map<int, size_t> slot;  // predicting sample → its index in `run`
+    for (int s : needed) {
+      if (slot.emplace(predictor(s), run.size()).second) run.push_back(predictor(s));
     }
     std::vector<Result<std::vector<double>>> got(run.size(), std::vector<double>());
     tbb::parallel_for(size_t{0}, run.size(), [&](size_t i) {
@@ -77,10 +87,12 @@ class GpuFit {
       got[i] = s.Predict(p);
     });
     std::vector<double> by_obs(in_.observations.size(), 0.0);
-    for (size_t i = 0; i < run.size(); ++i) {
-      if (!got[i].ok()) return got[i].status().WithContext(in_.samples[run[i]].source);
-      const Sample& s = in_.samples[run[i]];
-      for (size_t k = 0; k < s.observations.size(); ++k) by_obs[s.observations[k]] = (*got[i])[k];
+    for (int n : needed) {
+      const Result<std::vector<double>>& values = got[slot.at(predictor(n))];
+      if (!values.ok())
+        return values.status().WithContext(in_.samples[run[slot.at(predictor(n))]].source);
+      const Sample& s = in_.samples[static_cast<size_t>(n)];
+      for (size_t k = 0; k < s.observations.size(); ++k) by_obs[s.observations[k]] = (*values)[k];
     }
     std::vector<double> out;
     for (int o : obs) out.push_back(by_obs[o]);

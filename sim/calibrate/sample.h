@@ -56,6 +56,9 @@ class Sample {
   std::vector<int> op_index;   // traces: schedule op per observation
   bool step_observed = false;  // traces: the step time follows the operations
   enum class Figure { kOpDuration, kStepTime, kTokensPerS } figure = Figure::kOpDuration;
+  // Run tables: an earlier sample of the same scenario and figure (a job measured again), whose
+  // prediction this one shares; its schedule is then left empty and never simulated. -1: none.
+  int same_as = -1;
 };
 
 struct PreparedInputs {

@@ -353,6 +353,65 @@ TEST(CalibrateTest, HeldOutErrorGettingWorseIsReported) {
   std::filesystem::remove_all(dir);
 }
 
+// A job measured several times is predicted once: its repeats share the first run's sample,
+// and the fit is the one that predicts each run on its own (the same job under another
+// description, which the resolved scenario keeps, is not a repeat).
+TEST(CalibrateTest, RepeatsOfAJobSharePredictionAndFitTheSame) {
+  const std::string dir = TempDir();
+  Result<Scenario> sc = ParseScenario(Small(512, 1), "run", dir);
+  ASSERT_TRUE(sc.ok());
+  Result<sim::Simulation> sim = sim::SimulateScenario(*sc);
+  ASSERT_TRUE(sim.ok());
+  const double t = sim->summary.step_time_s;
+  auto table = [&](bool described) {
+    nlohmann::json runs = {{"format", "shardscope-runs/1"}, {"runs", nlohmann::json::array()}};
+    const double factors[] = {1.3, 1.2, 1.25, 1.1};
+    for (int i = 0; i < 4; ++i) {
+      nlohmann::json scenario = i == 3 ? Small(1024, 1) : Small(512, 1);
+      if (described) scenario["description"] = "run " + std::to_string(i);
+      runs["runs"].push_back({{"id", "r" + std::to_string(i)},
+                              {"scenario", scenario},
+                              {"measured", {{"step_time_s", t * factors[i]}}}});
+    }
+    const std::string path = dir + (described ? "/described.json" : "/runs.json");
+    EXPECT_TRUE(WriteFileAtomic(path, runs.dump()).ok());
+    return LoadCalibrationInputs({path});
+  };
+  Result<CalibrationInputs> repeats = table(false);
+  Result<CalibrationInputs> distinct = table(true);
+  ASSERT_TRUE(repeats.ok()) << repeats.status().message();
+  ASSERT_TRUE(distinct.ok()) << distinct.status().message();
+  Result<PreparedInputs> prepared = PrepareSamples(*repeats);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().message();
+  ASSERT_EQ(prepared->samples.size(), 4u);
+  EXPECT_EQ(prepared->samples[0].same_as, -1);
+  EXPECT_EQ(prepared->samples[1].same_as, 0);
+  EXPECT_EQ(prepared->samples[2].same_as, 0);
+  EXPECT_EQ(prepared->samples[3].same_as, -1);  // another sequence length
+  EXPECT_TRUE(prepared->samples[1].schedule.ops.empty());
+  EXPECT_FALSE(prepared->samples[3].schedule.ops.empty());
+  Result<PreparedInputs> each = PrepareSamples(*distinct);
+  ASSERT_TRUE(each.ok());
+  for (const Sample& s : each->samples) EXPECT_EQ(s.same_as, -1);
+
+  Result<CalibrateReport> shared = Calibrate(*repeats, {});
+  Result<CalibrateReport> apart = Calibrate(*distinct, {});
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  ASSERT_TRUE(apart.ok()) << apart.status().message();
+  ASSERT_EQ(shared->gpus.size(), 1u);
+  ASSERT_EQ(apart->gpus.size(), 1u);
+  const GpuCalibration& a = shared->gpus[0];
+  const GpuCalibration& b = apart->gpus[0];
+  ASSERT_EQ(a.figures.size(), b.figures.size());
+  for (size_t k = 0; k < a.figures.size(); ++k) {
+    EXPECT_EQ(a.figures[k].key, b.figures[k].key);
+    EXPECT_DOUBLE_EQ(a.figures[k].value, b.figures[k].value) << a.figures[k].key;
+  }
+  EXPECT_DOUBLE_EQ(a.fit_after.median, b.fit_after.median);
+  EXPECT_DOUBLE_EQ(a.cv_after.median, b.cv_after.median);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CalibrateTest, RunTableErrorsNameFileAndField) {
   const std::string ok_scenario = Small(128, 1).dump();
   auto err = [&](const std::string& text) {
