@@ -147,6 +147,8 @@ struct ImportReport {
   int64_t unit_labels = 0;     // Kineto: FSDP record_function ranges used for op_ids
   int64_t unknown_events = 0;  // kept out of the model (counted by name below)
   std::map<std::string, int64_t> unknown_by_name;  // name (or "ph=<c> cat=<cat>") → count
+  // Our format's reader: each of those kinds' first traceEvents index (check-trace names it).
+  std::map<std::string, int64_t> first_unknown_index;
   std::vector<std::string> problems;  // non-fatal format problems (check-trace lists them)
 };
 

@@ -358,26 +358,35 @@ Result<DiffReport> DiffTraces(const Trace& a_in, const Trace& b_in, const Tolera
   std::vector<std::string> notes;
   std::optional<Trace> a_own, b_own;
   std::set<int> ranks_a = RanksOf(a_in), ranks_b = RanksOf(b_in);
-  const nlohmann::json* roles =
-      a_in.metadata.extra.contains("roles") && a_in.metadata.extra.at("roles").is_array()
-          ? &a_in.metadata.extra.at("roles")
-          : nullptr;
-  if (roles != nullptr && ranks_b.size() == 1 && !ranks_a.contains(*ranks_b.begin())) {
-    const int r = *ranks_b.begin();
-    for (const nlohmann::json& role : *roles) {
-      const int first = role.value("rank", -1), like = role.value("ranks_like", 0);
-      if (first < 0 || r < first || r >= first + like || !ranks_a.contains(first)) continue;
-      b_own = b_in;
-      RenumberRanks(&*b_own, {{r, first}});
-      notes.push_back(fmt::format(
-          "B's rank {} compared with A's role '{}' (rank {}, which stands for ranks {} to {})", r,
-          role.value("name", std::string("?")), first, first, first + like - 1));
-      ranks_b = {first};
-      break;
+  // The one-rank file `single` (side `single_side`) against the prediction `pred` (its roles):
+  // renumbered to the rank of the role that stands for it. Either side may be the prediction.
+  auto join_role = [&notes](const Trace& pred, const std::set<int>& pred_ranks, char pred_side,
+                            const Trace& single, std::set<int>& single_ranks, char single_side,
+                            std::optional<Trace>& single_own) {
+    const auto roles = pred.metadata.extra.find("roles");
+    if (roles == pred.metadata.extra.end() || !roles->is_array() || single_ranks.size() != 1 ||
+        pred_ranks.contains(*single_ranks.begin())) {
+      return;
     }
-  }
+    const int r = *single_ranks.begin();
+    for (const nlohmann::json& role : *roles) {
+      if (!role.is_object()) continue;
+      const int first = role.value("rank", -1), like = role.value("ranks_like", 0);
+      if (first < 0 || r < first || r >= first + like || !pred_ranks.contains(first)) continue;
+      single_own = single;
+      RenumberRanks(&*single_own, {{r, first}});
+      notes.push_back(fmt::format(
+          "{}'s rank {} compared with {}'s role '{}' (rank {}, which stands for ranks {} to {})",
+          single_side, r, pred_side, role.value("name", std::string("?")), first, first,
+          first + like - 1));
+      single_ranks = {first};
+      return;
+    }
+  };
+  join_role(a_in, ranks_a, 'A', b_in, ranks_b, 'B', b_own);
+  if (!b_own) join_role(b_in, ranks_b, 'B', a_in, ranks_a, 'A', a_own);
   if (ranks_a.size() > 1 && ranks_b.size() == 1 && ranks_a.contains(*ranks_b.begin())) {
-    a_own = a_in;
+    if (!a_own) a_own = a_in;
     KeepRank(&*a_own, *ranks_b.begin());
     notes.push_back(
         fmt::format("B holds rank {} alone: A's other ranks are left out", *ranks_b.begin()));
@@ -521,8 +530,13 @@ Result<DiffReport> DiffTraces(const Trace& a_in, const Trace& b_in, const Tolera
                                 static_cast<double>(eb.dur_ns), 1, tolerances, "op"));
   }
   SortByImpact(&r.metrics);
-  SS_RETURN_IF_ERROR(CompareOutcomes(a.metadata.summary, b.metadata.summary, "A's metadata summary",
-                                     "B's metadata summary", &r));
+  // Named by the file where there is one: "B's metadata summary" left the user to guess which.
+  auto summary_of = [](const Trace& t, const char* side) {
+    return t.import.path.empty() ? fmt::format("{}'s metadata summary", side)
+                                 : fmt::format("{}: metadata.summary", t.import.path);
+  };
+  SS_RETURN_IF_ERROR(CompareOutcomes(a.metadata.summary, b.metadata.summary, summary_of(a, "A"),
+                                     summary_of(b, "B"), &r));
   const bool metric_over =
       std::any_of(r.metrics.begin(), r.metrics.end(), [](const MetricDelta& m) { return m.over; });
   r.within_tolerance = !metric_over && !r.fit_lost && r.failed_runs.empty() && r.added_count == 0 &&
@@ -591,11 +605,15 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
     }
     for (const char* group : kCommGroups) {
       const auto it = j->find(group);
-      if (it == j->end() || !it->is_object()) continue;
+      if (it == j->end() || it->is_null()) continue;
+      if (!it->is_object()) {
+        return InvalidInput(
+            fmt::format("{}: {}: expected an object of figures (seconds by name), "
+                        "got {}",
+                        src, group, it->dump()));
+      }
       for (const auto& [k, v] : it->items()) {
-        if (v.is_number()) {
-          SS_RETURN_IF_ERROR(CheckSummaryFigure(src, std::string(group) + "." + k, v, false));
-        }
+        SS_RETURN_IF_ERROR(CheckSummaryFigure(src, std::string(group) + "." + k, v, false));
       }
     }
   }
@@ -613,16 +631,20 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
     r.metrics.push_back(Compare(f.key, f.unit, a[f.key].get<double>(), b[f.key].get<double>(),
                                 f.to_base, tolerances, f.tol));
   }
-  // Communication by kind and by purpose (FSDP all-gather, TP, ...): reported, not limited.
+  // Communication by kind and by purpose (FSDP all-gather, TP, ...): reported, not limited. A
+  // figure on one side only is 0 on the other (a kind or purpose that did not run): TP's
+  // communication new in B is listed as new, not left out.
   for (const char* group : kCommGroups) {
-    const auto ca = a.value(group, nlohmann::json::object());
-    const auto cb = b.value(group, nlohmann::json::object());
-    if (!ca.is_object() || !cb.is_object()) continue;
-    for (const auto& [k, v] : ca.items()) {
-      if (cb.contains(k) && v.is_number() && cb[k].is_number()) {
-        r.metrics.push_back(Compare(std::string(group) + "." + k, "s", v.get<double>(),
-                                    cb[k].get<double>(), 1e9, tolerances, ""));
-      }
+    const nlohmann::json empty = nlohmann::json::object();
+    const nlohmann::json& ca = a.contains(group) && a[group].is_object() ? a[group] : empty;
+    const nlohmann::json& cb = b.contains(group) && b[group].is_object() ? b[group] : empty;
+    std::set<std::string> names;
+    for (const auto& [k, v] : ca.items()) names.insert(k);
+    for (const auto& [k, v] : cb.items()) names.insert(k);
+    for (const std::string& k : names) {
+      const double va = ca.contains(k) ? ca[k].get<double>() : 0.0;
+      const double vb = cb.contains(k) ? cb[k].get<double>() : 0.0;
+      r.metrics.push_back(Compare(std::string(group) + "." + k, "s", va, vb, 1e9, tolerances, ""));
     }
   }
   SortByImpact(&r.metrics);

@@ -159,7 +159,7 @@ class ShardscopeSink : public trace_internal::RawEventSink {
       case 'I':
         return OnMarker(e);
       default:
-        Unknown(fmt::format("ph={}", e.ph.text));
+        Unknown(fmt::format("ph={}", e.ph.text), e.index);
         return Status::Ok();
     }
   }
@@ -181,9 +181,10 @@ class ShardscopeSink : public trace_internal::RawEventSink {
 
  private:
   void Problem(std::string message) { trace_->import.problems.push_back(source_ + ": " + message); }
-  void Unknown(const std::string& what) {
+  void Unknown(const std::string& what, int64_t index) {
     ++trace_->import.unknown_events;
     ++trace_->import.unknown_by_name[what];
+    trace_->import.first_unknown_index.try_emplace(what, index);
   }
 
   Status Int(const RawEvent& e, const RawValue& v, std::string_view field, int64_t* out) {
@@ -263,7 +264,7 @@ class ShardscopeSink : public trace_internal::RawEventSink {
     std::string_view name;
     SS_RETURN_IF_ERROR(Name(e, &name));
     if (name != "process_name" && name != "thread_name") {
-      Unknown(fmt::format("M {}", name));
+      Unknown(fmt::format("M {}", name), e.index);
       return Status::Ok();
     }
     const RawArg* arg = e.FindArg("name");
@@ -297,6 +298,10 @@ class ShardscopeSink : public trace_internal::RawEventSink {
       Problem(fmt::format("traceEvents[{}].args.op_id: missing (event \"{}\")", e.index, h.name));
     } else if (op->value.type != RawValue::Type::kString) {
       return InvalidInput(FieldPath(source_, e.index, "args.op_id") + ": expected a string");
+    } else if (op->value.text.empty()) {
+      // Read as no op_id by every tool (diff cannot join it, the uniqueness check skips it).
+      Problem(fmt::format(R"(traceEvents[{}].args.op_id: empty (event "{}"; expected its op_id))",
+                          e.index, h.name));
     } else {
       op_id = op->value.text;
     }

@@ -210,7 +210,29 @@ expect_error 2 "--memory-limit: expected a number > 0" \
 "$bin" simulate --set training.local_batch=1 --set training.seq_len=2048 \
   --trace "$out/t.json" > /dev/null 2>&1 || fail "simulate --trace"
 sed '0,/"ph":"X"/s//"ph":"Q"/' "$out/t.json" > "$out/tq.json"
-expect_error 2 "1 event of a kind the format does not define (ph=Q)" "$bin" check-trace "$out/tq.json"
+expect_error 2 "1 event of a kind the format does not define (ph=Q), the first traceEvents[" \
+  "$bin" check-trace "$out/tq.json"
+# An empty op_id is no op_id (diff cannot join it): a problem check-trace names, as a missing one.
+sed '0,/"op_id":"[^"]*"/s//"op_id":""/' "$out/t.json" > "$out/te.json"
+"$bin" check-trace "$out/te.json" > "$out/stdout" 2> "$out/stderr" &&
+  fail "check-trace accepted an empty op_id"
+grep -q "te.json: traceEvents\[[0-9]*\].args.op_id: empty" "$out/stderr" ||
+  { cat "$out/stderr"; fail "check-trace does not name the empty op_id"; }
+# diff of a trace and a file that is not JSON, or JSON of neither kind, says which (it called
+# either one "a summary").
+printf 'not json\n' > "$out/nj.json"
+expect_error 2 "$out/nj.json: not valid JSON at byte" "$bin" diff "$out/t.json" "$out/nj.json"
+printf '{}\n' > "$out/obj.json"
+expect_error 2 "$out/obj.json: neither a trace (no traceEvents) nor a summary" \
+  "$bin" diff "$out/obj.json" "$out/t.json"
+# Output lost on the way out is a failure (exit 3), not success.
+if [ -w /dev/full ]; then
+  "$bin" stats "$out/t.json" > /dev/full 2> "$out/stderr"
+  rc=$?
+  [ $rc -eq 3 ] || { cat "$out/stderr"; fail "stats > /dev/full: exit $rc (expected 3)"; }
+  grep -q "writing the output to standard output failed" "$out/stderr" ||
+    { cat "$out/stderr"; fail "stats > /dev/full: no message"; }
+fi
 "$bin" stats "$out/tq.json" > "$out/stats" 2>&1 || fail "stats on a trace with one unknown event"
 grep -q "events of a kind the format does not define, skipped: 1" "$out/stats" ||
   { cat "$out/stats"; fail "stats does not say it skipped the event"; }

@@ -340,6 +340,14 @@ TEST(TraceDiff, OneRanksFileJoinsTheRoleThatStandsForIt) {
   ASSERT_EQ(r->notes.size(), 1u);
   EXPECT_EQ(r->notes[0],
             "B's rank 3 compared with A's role 'fsdp' (rank 0, which stands for ranks 0 to 3)");
+  // The prediction as B: the same join, said from the other side.
+  r = DiffTraces(rank3, one_role, DefaultTolerances());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->within_tolerance);
+  EXPECT_EQ(r->ops_matched, r->ops_b);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0],
+            "A's rank 3 compared with B's role 'fsdp' (rank 0, which stands for ranks 0 to 3)");
   // A rank the roles do not cover joins nothing, as before.
   for (WorkEvent& e : rank3.events) e.rank = 9;
   r = DiffTraces(one_role, rank3, DefaultTolerances());
@@ -415,6 +423,47 @@ TEST(TraceDiff, Summaries) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("b.json: peak_memory_allocated_gib: expected a number"),
             std::string::npos);
+}
+
+// The breakdowns by kind and purpose: a figure on one side only is listed (0 on the other), and
+// one that is not a number, or a group that is not an object, is bad input naming it.
+TEST(TraceDiff, SummaryBreakdownsListEveryFigureAndCheckThem) {
+  const nlohmann::json a = {{"step_time_s", 1.0},
+                            {"comm_s", {{"all_gather", 0.2}}},
+                            {"comm_by_purpose_s", {{"fsdp_all_gather", 0.2}}}};
+  nlohmann::json b = a;
+  b["comm_s"]["all_to_all"] = 5.0;
+  b["comm_by_purpose_s"] = {{"tp", 0.25}};
+  auto r = DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::map<std::string, MetricDelta> by_name;
+  for (const MetricDelta& m : r->metrics) by_name[m.metric] = m;
+  ASSERT_EQ(by_name.count("comm_s.all_to_all"), 1u);
+  EXPECT_DOUBLE_EQ(by_name["comm_s.all_to_all"].b, 5.0);
+  EXPECT_FALSE(by_name["comm_s.all_to_all"].relative().has_value());  // new in B
+  ASSERT_EQ(by_name.count("comm_by_purpose_s.tp"), 1u);
+  ASSERT_EQ(by_name.count("comm_by_purpose_s.fsdp_all_gather"), 1u);  // gone from B
+  EXPECT_DOUBLE_EQ(by_name["comm_by_purpose_s.fsdp_all_gather"].b, 0.0);
+  EXPECT_DOUBLE_EQ(*by_name["comm_by_purpose_s.fsdp_all_gather"].relative(), -1.0);
+  EXPECT_TRUE(r->within_tolerance);  // reported, not limited
+  for (const nlohmann::json& bad : {nlohmann::json("lots"), nlohmann::json(nullptr),
+                                    nlohmann::json(true), nlohmann::json::array({1})}) {
+    nlohmann::json c = a;
+    c["comm_s"]["all_gather"] = bad;
+    r = DiffSummaries(a, c, DefaultTolerances(), "a.json", "b.json");
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(r.status().message().find("b.json: comm_s.all_gather: expected a number"),
+              std::string::npos)
+        << r.status().message();
+  }
+  nlohmann::json c = a;
+  c["comm_by_purpose_s"] = "n/a";
+  r = DiffSummaries(a, c, DefaultTolerances(), "a.json", "b.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("b.json: comm_by_purpose_s: expected an object of figures"),
+            std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

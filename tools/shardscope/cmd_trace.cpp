@@ -168,6 +168,16 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   }
   const bool trace_a = LooksLikeTrace(text_a), trace_b = LooksLikeTrace(text_b);
   if (trace_a != trace_b) {
+    // The file without traceEvents is a summary only if it reads as one: not JSON, or JSON of
+    // neither kind, is said as such.
+    const std::string& other_path = trace_a ? path_b : path_a;
+    SS_ASSIGN_OR_RETURN(const nlohmann::json other,
+                        ParseJsonInput(trace_a ? text_b : text_a, other_path));
+    if (!other.is_object() || !other.contains("step_time_s")) {
+      return InvalidInput(other_path +
+                          ": neither a trace (no traceEvents) nor a summary (no step_time_s; "
+                          "`simulate --summary` writes one, docs/summary.md)");
+    }
     return InvalidInput(
         fmt::format("{} is a {} but {} is a {}: diff compares two traces or two summaries", path_a,
                     trace_a ? "trace" : "summary", path_b, trace_b ? "trace" : "summary"));
@@ -268,8 +278,12 @@ Status RunCheck(const std::string& path) {
   // and fine to skip.)
   for (const auto& [name, count] : trace.import.unknown_by_name) {
     if (!name.starts_with("ph=")) continue;
-    problems.push_back(fmt::format("{}: {} of a kind the format does not define ({})", path,
-                                   CountOf(count, "event"), name));
+    const auto first = trace.import.first_unknown_index.find(name);
+    problems.push_back(fmt::format(
+        "{}: {} of a kind the format does not define ({}){}", path, CountOf(count, "event"), name,
+        first == trace.import.first_unknown_index.end()
+            ? std::string()
+            : fmt::format(", the first traceEvents[{}]", first->second)));
   }
   if (problems.empty()) {
     fmt::print("{}: valid {} (ranks {}, {} work events, {} counter samples, {} markers)\n", path,

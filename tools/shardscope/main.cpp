@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "core/util/limits.h"
@@ -49,6 +51,12 @@ int main(int argc, char** argv) {
   try {
     Status status = CheckLimitVariables();
     if (status.ok()) status = registry.RunSelected();
+    // What the command printed lost on its way out (stdout on a full disk, /dev/full): a report
+    // the user never gets is no success (`stats t.json > /dev/full` exited 0).
+    if (status.ok() && (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
+      status = RuntimeError(
+          fmt::format("writing the output to standard output failed ({})", std::strerror(errno)));
+    }
     if (!status.ok() && !status.said_elsewhere()) {
       // What the command printed comes before the error, also when stdout is a pipe.
       std::fflush(stdout);
