@@ -112,6 +112,13 @@ Result<Scenario> LoadScenario(const std::string& path,
                               const std::vector<std::string>& overrides = {});
 
 // Same from a document; `source` names it in errors, `base_dir` resolves relative paths.
+// `s` said of `scenario`: its message names the scenario's file first, once (an error of its
+// model or its schedule read "tp=6 does not divide num_attention_heads" with no file).
+inline Status InScenario(Status s, const Scenario& scenario) {
+  if (s.ok() || scenario.source.empty() || s.message().starts_with(scenario.source + ":")) return s;
+  return s.WithContext(scenario.source);
+}
+
 Result<Scenario> ParseScenario(nlohmann::json doc, const std::string& source,
                                const std::string& base_dir,
                                const std::vector<std::string>& overrides = {});

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/config/model_consistency.h"
+#include "core/model/model_source.h"
 #include "core/plan/planner_internal.h"
 
 namespace shardscope {
@@ -553,8 +554,26 @@ Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inp
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
   SS_RETURN_IF_ERROR(CheckScenarioAgainstModel(scenario, tree));
   Result<Plan> plan = PlanFromInputs(tree, PlanInputsOf(scenario));
-  if (!plan.ok()) return plan.status().WithContext(scenario.source);
+  if (!plan.ok()) {
+    // The planner names its input as the adapter's fsdp_config (planning.md); a scenario holds
+    // those fields under `fsdp`, the path the user has to edit.
+    constexpr std::string_view kAdapter = "fsdp_config.";
+    const std::string& m = plan.status().message();
+    if (plan.status().code() == ErrorCode::kInvalidInput && m.starts_with(kAdapter)) {
+      return InvalidInput("fsdp." + m.substr(kAdapter.size())).WithContext(scenario.source);
+    }
+    return plan.status().WithContext(scenario.source);
+  }
   return plan;
+}
+
+Result<ModelTree> LoadScenarioModel(const Scenario& scenario) {
+  ModelBuildOptions build;
+  build.tp = scenario.parallelism.tp;
+  build.ep = scenario.parallelism.ep;
+  Result<ModelTree> tree = LoadModel(scenario.model, build);
+  if (!tree.ok()) return InScenario(tree.status(), scenario);
+  return tree;
 }
 
 }  // namespace shardscope

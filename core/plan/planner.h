@@ -70,4 +70,8 @@ Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inp
 // PlanInputsOf: the scenario's mesh, fsdp section, and adapter section when it declares anything.
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree);
 
+// The scenario's model built for its tensor and expert parallelism (what PlanScenario plans);
+// errors name the scenario.
+Result<ModelTree> LoadScenarioModel(const Scenario& scenario);
+
 }  // namespace shardscope

@@ -164,6 +164,12 @@ Status CheckJsonText(std::string_view text, const std::string& source, int max_d
 
 Result<nlohmann::json> ParseJsonInput(std::string_view text, const std::string& source,
                                       std::string_view expected) {
+  // JSON text holds no NUL byte (in a string it is written \u0000), and the parser reads one as
+  // the end of the input: "{...}\0 garbage" parsed, the garbage ignored.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return InvalidInput(source + ": not valid JSON at byte " + std::to_string(nul) +
+                        ": a NUL byte (JSON text has none)");
+  }
   SS_RETURN_IF_ERROR(CheckJsonText(text, source));
   // The keys of each enclosing object as the parser meets them; arrays are frames without keys.
   struct Frame {

@@ -637,9 +637,11 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   build.ep = sc.parallelism.ep;
   std::shared_ptr<const ModelTree> shared;
   if (options.trees != nullptr) {
-    SS_ASSIGN_OR_RETURN(shared, options.trees->Get(sc.model, build));
+    Result<std::shared_ptr<const ModelTree>> cached = options.trees->Get(sc.model, build);
+    if (!cached.ok()) return InScenario(cached.status(), sc);
+    shared = std::move(cached).value();
   } else {
-    SS_ASSIGN_OR_RETURN(ModelTree loaded, LoadModel(sc.model, build));
+    SS_ASSIGN_OR_RETURN(ModelTree loaded, LoadScenarioModel(sc));
     shared = std::make_shared<const ModelTree>(std::move(loaded));
   }
   const ModelTree& tree = *shared;
@@ -659,7 +661,9 @@ Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& o
   // The scenario → builder options bridge lives in core (schedule_options.h), shared with the
   // backend, so a prediction and an execution of one scenario build the same schedule (less
   // the gradient buffers' parameter names, which only a backend reads).
-  SS_ASSIGN_OR_RETURN(Schedule schedule, schedules.Build(ScheduleMemo::kWholeStep));
+  Result<Schedule> built = schedules.Build(ScheduleMemo::kWholeStep);
+  if (!built.ok()) return InScenario(built.status(), sc);
+  Schedule schedule = std::move(built).value();
   SS_ASSIGN_OR_RETURN(ScenarioPricing pricing, PriceScenario(sc, tree, options));
   if (options.stop_when_not_fitting && pricing.ctx.usable_bytes > 0) {
     const MemoryFloor floor = schedules.Floor(ScheduleMemo::kWholeStep, schedule);

@@ -292,6 +292,23 @@ expect_error 2 "--set training.expandabel_segments: unknown key (did you mean tr
 expect_error 2 "--ep 2: llama3-8b has no routed experts" "$bin" model llama3-8b --ep 2
 expect_error 2 "--param-dtype int8: expected float32, bfloat16 or float16" \
   "$bin" model llama3-8b --param-dtype int8
+# An unknown spelling gets the same message, not a list of dtypes some of which are then refused.
+expect_error 2 "--param-dtype BF16: expected float32, bfloat16 or float16" \
+  "$bin" model llama3-8b --param-dtype BF16
+# A NUL byte ends no JSON input early: what follows it was ignored (exit 0).
+printf '{"model": "llama3-8b"}\000 garbage {{{' > "$out/nul.json"
+expect_error 2 "nul.json: not valid JSON at byte 22: a NUL byte" "$bin" simulate "$out/nul.json"
+# Errors of the scenario's model and schedule name its file, and its fields as a scenario
+# spells them (fsdp, not the planner's fsdp_config).
+printf '{"model": "llama3-8b", "training": {"seq_len": 2048}}\n' > "$out/named.json"
+expect_error 2 "named.json: training.local_batch = 2 does not split into parallelism.pp_microbatches" \
+  "$bin" simulate "$out/named.json" --set parallelism.pp=8
+expect_error 2 "named.json: built-in llama3-8b: tp=6 does not divide num_attention_heads" \
+  "$bin" plan "$out/named.json" --set cluster.gpus_per_node=6 --set parallelism.tp=6
+printf '{"model": "qwen3-30b-a3b", "parallelism": {"ep": 8}, "fsdp": {"reshard_after_forward": 2},
+  "training": {"seq_len": 1024, "local_batch": 1}}\n' > "$out/raf.json"
+expect_error 2 "raf.json: fsdp.reshard_after_forward = 2: unit 'model.layers.0.mlp.experts'" \
+  "$bin" simulate "$out/raf.json"
 printf '{"format": "shardscope-tree/1", "config": {}, "root": {"name": "", "class": "M", %s}}\n' \
   '"params": [{"name": "w", "shape": [4, 4], "dtype": "float32", "layout": {"tp": "Shard(5)"}}]' \
   > "$out/shard5_tree.json"

@@ -49,6 +49,17 @@ TEST(JsonGuardTest, NumberBeyondDoubleNamesThePath) {
   EXPECT_NE(neg.message().find("[1]: number -2e308"), std::string::npos) << neg.message();
 }
 
+// The parser reads a NUL byte as the end of its input: what follows must not be ignored.
+TEST(JsonGuardTest, ANulByteIsRefusedNotTheEndOfTheInput) {
+  const std::string text = std::string(R"({"model": "llama3-8b"})") + '\0' + " garbage {{{";
+  Result<nlohmann::json> j = ParseJsonInput(text, "job.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(j.status().message(),
+            "job.json: not valid JSON at byte 22: a NUL byte (JSON text has none)");
+  EXPECT_TRUE(ParseJsonInput(R"({"s": "a\u0000b"})", "f").ok());  // escaped, it is text
+}
+
 TEST(JsonGuardTest, Utf8IsCheckedByteByByte) {
   EXPECT_EQ(InvalidUtf8At(""), std::nullopt);
   EXPECT_EQ(InvalidUtf8At("plain ASCII"), std::nullopt);

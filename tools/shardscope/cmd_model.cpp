@@ -68,10 +68,14 @@ Status RunModel(const ModelArgs& args) {
   ModelBuildOptions options;
   options.tp = args.tp;
   options.ep = args.ep;
-  SS_ASSIGN_OR_RETURN(options.param_dtype, ParseDType(args.param_dtype, "--param-dtype"));
   // Parameters are trained, so floating point; float8 and float64 are not how a model is made.
-  if (options.param_dtype != DType::kFloat32 && options.param_dtype != DType::kBFloat16 &&
-      options.param_dtype != DType::kFloat16) {
+  // One message for every value refused (an unknown name listed every dtype, float64 among them,
+  // which was then refused too); PyTorch's spellings (bf16, half, torch.bfloat16) are read.
+  const Result<DType> dtype = ParseDType(args.param_dtype, "--param-dtype");
+  if (dtype.ok()) options.param_dtype = *dtype;
+  if (!dtype.ok() ||
+      (options.param_dtype != DType::kFloat32 && options.param_dtype != DType::kBFloat16 &&
+       options.param_dtype != DType::kFloat16)) {
     return InvalidInput(fmt::format(
         "--param-dtype {}: expected float32, bfloat16 or float16 (the dtype trainable parameters "
         "are created in)",

@@ -49,10 +49,7 @@ Status RunPlan(const PlanArgs& args) {
   SS_RETURN_IF_ERROR(
       CheckDistinctFiles({{"--json", args.json}}, ScenarioFiles(scenario, args.scenario)));
   SS_RETURN_IF_ERROR(CheckClusterAsSimulateDoes(scenario));
-  ModelBuildOptions build;
-  build.tp = scenario.parallelism.tp;
-  build.ep = scenario.parallelism.ep;
-  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(scenario.model, build));
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadScenarioModel(scenario));
   SS_ASSIGN_OR_RETURN(const Plan plan, PlanScenario(scenario, tree));
   const PlanMeshInfo& m = plan.mesh;
   // The scenario's dp_shard excludes cp; the plan's (planning.md's) is the FSDP shard group,

@@ -256,10 +256,7 @@ Status Run(const RunArgs& args) {
         world.size, world.size));
   }
 
-  ModelBuildOptions build;
-  build.tp = sc.parallelism.tp;
-  build.ep = sc.parallelism.ep;
-  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadModel(sc.model, build));
+  SS_ASSIGN_OR_RETURN(ModelTree tree, LoadScenarioModel(sc));
   SS_ASSIGN_OR_RETURN(Plan plan, PlanScenario(sc, tree));
   ScheduleOptions so = ScheduleOptionsFromScenario(sc);
   so.rank = world.rank;
