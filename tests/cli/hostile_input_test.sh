@@ -304,7 +304,8 @@ printf '{"model": "llama3-8b", "training": {"seq_len": 2048}}\n' > "$out/named.j
 expect_error 2 "named.json: training.local_batch = 2 does not split into parallelism.pp_microbatches" \
   "$bin" simulate "$out/named.json" --set parallelism.pp=8
 expect_error 2 "named.json: built-in llama3-8b: tp=6 does not divide num_attention_heads" \
-  "$bin" plan "$out/named.json" --set cluster.gpus_per_node=6 --set parallelism.tp=6
+  "$bin" plan "$out/named.json" --set cluster.gpus_per_node=6 --set parallelism.tp=6 \
+  --set training.seq_len=2052
 printf '{"model": "qwen3-30b-a3b", "parallelism": {"ep": 8}, "fsdp": {"reshard_after_forward": 2},
   "training": {"seq_len": 1024, "local_batch": 1}}\n' > "$out/raf.json"
 expect_error 2 "raf.json: fsdp.reshard_after_forward = 2: unit 'model.layers.0.mlp.experts'" \
