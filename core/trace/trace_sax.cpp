@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <string>
+#include <vector>
 
 #include "core/trace/json_scan.h"
 #include "core/trace/json_text.h"
@@ -188,15 +191,32 @@ class Handler {
       capture_.Key(k);
       return true;
     }
+    // A key twice in one object is refused, as the JSON documents' reader refuses it
+    // (json_guard.h): the last value would win silently ("ts": 1, "ts": 900 read as 900, a
+    // second "traceEvents" ignored).
     if (depth_ == 3) {
       field_ = FieldOf(k);
+      const RawValue* known = Known(field_);
+      if ((field_ == Field::kArgs && event_.args_present) ||
+          (known != nullptr && known->type != RawValue::Type::kAbsent)) {
+        return Repeated(fmt::format("traceEvents[{}]", next_index_), k);
+      }
     } else if (depth_ == 4) {
+      for (size_t i = 0; i < event_.num_args; ++i) {
+        if (event_.args[i].key == k) {
+          return Repeated(fmt::format("traceEvents[{}].args", next_index_), k);
+        }
+      }
       if (event_.num_args == event_.args.size()) event_.args.emplace_back();
       RawArg& arg = event_.args[event_.num_args++];
       arg.key.assign(k);
       arg.value.type = RawValue::Type::kAbsent;
       arg.value.text.clear();
     } else if (depth_ == 1) {
+      if (std::find(top_keys_.begin(), top_keys_.end(), k) != top_keys_.end()) {
+        return Repeated("", k);
+      }
+      top_keys_.emplace_back(k);
       top_key_.assign(k);
     }
     return true;
@@ -233,6 +253,13 @@ class Handler {
     return &event_.args[event_.num_args - 1].value;  // depth 4: an args member
   }
 
+  bool Repeated(const std::string& where, std::string_view k) {
+    status_ = InvalidInput(fmt::format(
+        "{}: {}the key \"{}\" appears twice in one object (the last would win silently)", source_,
+        where.empty() ? std::string() : where + ": ", k));
+    return false;
+  }
+
   // An event's members, told apart once at their key (every event has six or more).
   enum class Field { kPh, kName, kCat, kPid, kTid, kTs, kDur, kS, kId, kArgs, kOther };
   static Field FieldOf(std::string_view k) {
@@ -256,6 +283,33 @@ class Handler {
         return Field::kOther;
       default:
         return Field::kOther;
+    }
+  }
+
+  // The event member a known key names, unchanged (EventField marks args); nullptr for args and
+  // keys the reader skips.
+  const RawValue* Known(Field f) const {
+    switch (f) {
+      case Field::kPh:
+        return &event_.ph;
+      case Field::kName:
+        return &event_.name;
+      case Field::kCat:
+        return &event_.cat;
+      case Field::kPid:
+        return &event_.pid;
+      case Field::kTid:
+        return &event_.tid;
+      case Field::kTs:
+        return &event_.ts;
+      case Field::kDur:
+        return &event_.dur;
+      case Field::kS:
+        return &event_.s;
+      case Field::kId:
+        return &event_.id;
+      default:
+        return nullptr;
     }
   }
 
@@ -418,6 +472,7 @@ class Handler {
   const std::string& source_;
   RawEventSink* sink_;
   Status status_;
+  std::vector<std::string> top_keys_;  // the top-level object's keys so far (a handful)
   int depth_ = 0;
   std::string top_key_;
   Field field_ = Field::kOther;

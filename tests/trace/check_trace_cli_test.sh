@@ -22,4 +22,10 @@ rc=$?
 [ $rc -eq 2 ] || { cat "$out/bad_out"; fail "broken profiler trace exit $rc (expected 2)"; }
 grep -q "$out/bad.json: traceEvents\[[0-9]*\].ts: expected a number of microseconds, got a string" \
   "$out/bad_out" || { cat "$out/bad_out"; fail "message does not name the file, event and field"; }
+# What check-trace refuses, stats and diff read past, and say so on stderr: a fractional pid.
+gzip -dc "$fixture" | sed '0,/"name":"aten::embedding","pid":[0-9]*/s//"name":"aten::embedding","pid":1.5/' > "$out/pid.json"
+"$bin" check-trace "$out/pid.json" > /dev/null 2>&1 && fail "check-trace accepted a pid of 1.5"
+"$bin" stats "$out/pid.json" > /dev/null 2> "$out/stats_err" || fail "stats refused a readable trace"
+grep -q "warning: $out/pid.json: 1 format problem the figures below read past" "$out/stats_err" ||
+  { cat "$out/stats_err"; fail "stats did not say the trace has a problem check-trace refuses"; }
 echo "check-trace CLI: ok"

@@ -240,6 +240,15 @@ TEST(TraceReader, BadInputsGiveCleanErrors) {
        "traceEvents[0].args: expected an object"},
       {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{"bytes":"9"}}])",
        "traceEvents[0].args.bytes: expected an integer"},
+      // A key twice in one object: the last would win silently.
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"ts":900,"dur":2}])",
+       "t.json: traceEvents[0]: the key \"ts\" appears twice in one object"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{"op_id":"x","op_id":"y"}}])",
+       "t.json: traceEvents[0].args: the key \"op_id\" appears twice in one object"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","pid":0,"tid":1,"ts":1,"dur":2,"args":{},"args":{}}])",
+       "t.json: traceEvents[0]: the key \"args\" appears twice in one object"},
+      {R"({"traceEvents":[],"traceEvents":[]})",
+       "t.json: the key \"traceEvents\" appears twice in one object"},
   };
   for (const BadCase& c : cases) {
     std::string text = c.text;

@@ -33,6 +33,32 @@ std::string GiB(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+// What the reader found wrong but read anyway (a Kineto event with a fractional pid, an empty
+// op_id): check-trace refuses such a trace, so the figures of stats and diff over it are said to
+// rest on it, on stderr, rather than given as if it were sound.
+void WarnProblems(const Trace& t) {
+  const std::vector<std::string>& p = t.import.problems;
+  if (p.empty()) return;
+  fmt::print(stderr,
+             "shardscope: warning: {}: {} the figures below read past (`shardscope check-trace {}` "
+             "lists them); the first: {}\n",
+             t.import.path, CountOf(static_cast<int64_t>(p.size()), "format problem"),
+             t.import.path, TerminalSafe(p.front()));
+}
+
+// The same for a PyTorch profiler trace, by check-trace's own rules for one (its importer keeps
+// going past an event whose pid is 1.5, which check-trace refuses).
+void WarnKinetoProblems(const Trace& t, std::string_view text) {
+  if (t.import.source != "kineto") return;
+  const Result<KinetoCheck> check = CheckKinetoTrace(text, t.import.path);
+  if (!check.ok() || check->problem_count == 0) return;
+  fmt::print(stderr,
+             "shardscope: warning: {}: {} the figures below read past (`shardscope check-trace {}` "
+             "lists them); the first: {}\n",
+             t.import.path, CountOf(check->problem_count, "format problem"), t.import.path,
+             check->problems.empty() ? std::string() : TerminalSafe(check->problems.front()));
+}
+
 void PrintImport(const Trace& t) {
   const ImportReport& r = t.import;
   fmt::print("{} ({} trace, {}): {} events read, {} work events, {} counter samples, {} markers\n",
@@ -54,6 +80,11 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
   SS_RETURN_IF_ERROR(CheckOutputs({{"--json", json_path}}, {{"trace", path}}));
   SS_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
   const TraceStats s = ComputeStats(trace, top);
+  WarnProblems(trace);
+  if (trace.import.source == "kineto") {
+    SS_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+    WarnKinetoProblems(trace, text);
+  }
   PrintImport(trace);
   fmt::print(
       "\nsteps (busy = any GPU work; collectives are communication on any lane; exposed comm = "
@@ -185,9 +216,13 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   DiffReport report;
   if (trace_a) {
     SS_ASSIGN_OR_RETURN(Trace a, ParseTrace(text_a, path_a));
+    WarnKinetoProblems(a, text_a);
     text_a.clear();
     text_a.shrink_to_fit();
     SS_ASSIGN_OR_RETURN(Trace b, ParseTrace(text_b, path_b));
+    WarnKinetoProblems(b, text_b);
+    WarnProblems(a);
+    WarnProblems(b);
     SS_ASSIGN_OR_RETURN(report, DiffTraces(a, b, tol));
   } else {
     SS_ASSIGN_OR_RETURN(const nlohmann::json ja, ParseJsonInput(text_a, path_a));
