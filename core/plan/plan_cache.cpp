@@ -15,7 +15,7 @@ Result<std::shared_ptr<const Plan>> PlanCache::Get(const Scenario& scenario,
   // Built outside the lock: two threads may build one plan at once; the first kept wins, and
   // they are alike.
   Result<Plan> planned = PlanFromInputs(*tree, key.second);
-  if (!planned.ok()) return planned.status().WithContext(scenario.source);
+  if (!planned.ok()) return ScenarioPlanError(planned.status(), scenario);
   Plan built = std::move(planned).value();
   auto plan = std::make_shared<const Plan>(std::move(built));
   std::lock_guard<std::mutex> lock(mu_);

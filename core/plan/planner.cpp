@@ -551,19 +551,21 @@ Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inp
   return BuildPlan(tree, mesh, inputs.fsdp, options);
 }
 
+Status ScenarioPlanError(const Status& error, const Scenario& scenario) {
+  // The planner names its input as the adapter's fsdp_config (planning.md); a scenario holds
+  // those fields under `fsdp`, the path the user has to edit.
+  constexpr std::string_view kAdapter = "fsdp_config.";
+  const std::string& m = error.message();
+  if (error.code() == ErrorCode::kInvalidInput && m.starts_with(kAdapter)) {
+    return InvalidInput("fsdp." + m.substr(kAdapter.size())).WithContext(scenario.source);
+  }
+  return error.WithContext(scenario.source);
+}
+
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
   SS_RETURN_IF_ERROR(CheckScenarioAgainstModel(scenario, tree));
   Result<Plan> plan = PlanFromInputs(tree, PlanInputsOf(scenario));
-  if (!plan.ok()) {
-    // The planner names its input as the adapter's fsdp_config (planning.md); a scenario holds
-    // those fields under `fsdp`, the path the user has to edit.
-    constexpr std::string_view kAdapter = "fsdp_config.";
-    const std::string& m = plan.status().message();
-    if (plan.status().code() == ErrorCode::kInvalidInput && m.starts_with(kAdapter)) {
-      return InvalidInput("fsdp." + m.substr(kAdapter.size())).WithContext(scenario.source);
-    }
-    return plan.status().WithContext(scenario.source);
-  }
+  if (!plan.ok()) return ScenarioPlanError(plan.status(), scenario);
   return plan;
 }
 

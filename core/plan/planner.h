@@ -69,6 +69,9 @@ Result<Plan> PlanFromInputs(const ModelTree& tree, const ScenarioPlanInputs& inp
 // The scenario checked against the model (model_consistency.h), then PlanFromInputs of its
 // PlanInputsOf: the scenario's mesh, fsdp section, and adapter section when it declares anything.
 Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree);
+// An error of PlanFromInputs as said of `scenario`: its file first, and the planner's
+// fsdp_config.* fields by the scenario's names (fsdp.*).
+Status ScenarioPlanError(const Status& error, const Scenario& scenario);
 
 // The scenario's model built for its tensor and expert parallelism (what PlanScenario plans);
 // errors name the scenario.

@@ -196,7 +196,7 @@ class Handler {
     // second "traceEvents" ignored).
     if (depth_ == 3) {
       field_ = FieldOf(k);
-      const RawValue* known = Known(field_);
+      const RawValue* known = Member(field_);
       if ((field_ == Field::kArgs && event_.args_present) ||
           (known != nullptr && known->type != RawValue::Type::kAbsent)) {
         return Repeated(fmt::format("traceEvents[{}]", next_index_), k);
@@ -286,9 +286,8 @@ class Handler {
     }
   }
 
-  // The event member a known key names, unchanged (EventField marks args); nullptr for args and
-  // keys the reader skips.
-  const RawValue* Known(Field f) const {
+  // The event member a known key names; nullptr for args and the keys the reader skips.
+  RawValue* Member(Field f) {
     switch (f) {
       case Field::kPh:
         return &event_.ph;
@@ -313,32 +312,12 @@ class Handler {
     }
   }
 
+  // Where a scalar of member `f` goes: the member, or a slot that is ignored (args marked).
   RawValue* EventField(Field f) {
-    switch (f) {
-      case Field::kPh:
-        return &event_.ph;
-      case Field::kName:
-        return &event_.name;
-      case Field::kCat:
-        return &event_.cat;
-      case Field::kPid:
-        return &event_.pid;
-      case Field::kTid:
-        return &event_.tid;
-      case Field::kTs:
-        return &event_.ts;
-      case Field::kDur:
-        return &event_.dur;
-      case Field::kS:
-        return &event_.s;
-      case Field::kId:
-        return &event_.id;
-      case Field::kArgs:
-        event_.args_present = true;
-        event_.args_not_object = true;
-        break;
-      case Field::kOther:
-        break;
+    if (RawValue* member = Member(f)) return member;
+    if (f == Field::kArgs) {
+      event_.args_present = true;
+      event_.args_not_object = true;
     }
     ignored_.type = RawValue::Type::kAbsent;
     return &ignored_;
