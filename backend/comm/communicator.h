@@ -140,6 +140,12 @@ class CommFactory {
   // once with its own schedule's groups, in the schedule's order.
   virtual Result<std::vector<std::unique_ptr<Communicator>>> MakeCommunicators(
       std::span<const ProcessGroup> groups, Device& device) = 0;
+
+  // This rank's run failed on an error of its own (out of memory, a kernel), which the others
+  // do not share: it leaves the world without the closing barrier, so that it exits (and says
+  // why) at once and the launcher ends the others. Waiting there, it sat silent for the whole
+  // --timeout while the others blamed a stuck collective. Transports without a world: nothing.
+  virtual void Abandon() {}
 };
 
 }  // namespace shardscope::backend

@@ -167,6 +167,7 @@ class MpiFactory final : public CommFactory {
   int world_size() const override { return shared_->world_ptr->size(); }
   std::string name() const override { return "mpi"; }
   std::map<std::string, std::string> versions() const override { return {{"mpi", MpiVersion()}}; }
+  void Abandon() override { shared_->world().MarkFaulted(); }
 
   Result<std::string> CheckSameInputs(const std::string& digest) override {
     return CompareInputDigests(digest, world_size(), [this](const void* data, int64_t bytes) {

@@ -417,6 +417,9 @@ class NcclCommFactory final : public CommFactory {
   int world_rank() const override { return boot_.rank; }
   int world_size() const override { return boot_.size; }
   std::string name() const override { return "nccl"; }
+  void Abandon() override {
+    if (boot_.mark_faulted) boot_.mark_faulted();
+  }
   std::map<std::string, std::string> versions() const override {
     std::map<std::string, std::string> v = boot_.versions;
     int code = 0;

@@ -312,8 +312,15 @@ Status Run(const RunArgs& args) {
     checker = std::make_unique<backend::StepChecker>(schedule, plan, eo);
     eo.observer = checker.get();
   }
-  SS_ASSIGN_OR_RETURN(backend::StepRun run,
-                      backend::RunSchedule(schedule, plan, *device, comms, eo));
+  Result<backend::StepRun> ran = backend::RunSchedule(schedule, plan, *device, comms, eo);
+  if (!ran.ok()) {
+    factory->Abandon();
+    return ran.status();
+  }
+  backend::StepRun run = std::move(ran).value();
+  // An error of this rank's own: the outputs below are written, then it leaves without
+  // waiting for the others at the end (CommFactory::Abandon).
+  if (!run.failure.ok()) factory->Abandon();
   // Verified before the schedule moves on (the checker refers to it); every rank its own.
   Status checked;
   if (checker != nullptr && run.failure.ok()) {
