@@ -89,6 +89,11 @@ class Communicator {
   // the group when one fails (a peer died, an NCCL async error) or is still running after
   // `timeout` (the watchdog: never a hang).
   virtual Status Wait(std::chrono::nanoseconds timeout) = 0;
+
+  // The op_id of the first call that failed or timed out here; empty while none has. The
+  // executor cuts the measured step there: what comes after that op did not run as scheduled,
+  // though the lanes' queued work may have gone on.
+  virtual std::string failed_op_id() const { return {}; }
 };
 
 // Calls the method of call.type (a collective or p2p OpType); InvalidInput otherwise.

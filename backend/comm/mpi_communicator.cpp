@@ -107,6 +107,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
   Status Wait(std::chrono::nanoseconds timeout);
   const ProcessGroup& group() const { return group_; }
   int rank() const { return rank_; }
+  std::string failed_op_id() {
+    std::lock_guard lock(fault_mu_);
+    return failed_op_id_;
+  }
 
  private:
   Status Run(const CollectiveCall& call);  // on the lane thread
@@ -120,6 +124,9 @@ class Channel : public std::enable_shared_from_this<Channel> {
   ProcessGroup group_;
   MPI_Comm comm_;
   int rank_ = 0;
+  // The first failed call's op_id (Fault runs on a lane thread or the waiting one).
+  std::mutex fault_mu_;
+  std::string failed_op_id_;
   std::mutex mu_;
   std::condition_variable cv_;
   int pending_ = 0;
@@ -148,6 +155,7 @@ class MpiCommunicator final : public Communicator {
   Status Send(const CollectiveCall& call) override { return Enqueue(call); }
   Status Recv(const CollectiveCall& call) override { return Enqueue(call); }
   Status Wait(std::chrono::nanoseconds timeout) override { return channel_->Wait(timeout); }
+  std::string failed_op_id() const override { return channel_->failed_op_id(); }
 
  private:
   Status Enqueue(const CollectiveCall& call) { return channel_->Enqueue(device_, call); }
@@ -251,6 +259,10 @@ Status Channel::Fault(const CollectiveCall& call, const std::string& what) {
   // Who still answers tells a dead (or wedged) peer from a collective the ranks disagree on.
   // A live rank answers within milliseconds (its responder thread polls every 2 ms); the
   // grace covers ranks that share oversubscribed cores.
+  {
+    std::lock_guard lock(fault_mu_);
+    if (failed_op_id_.empty()) failed_op_id_ = call.op_id;
+  }
   const std::vector<int> silent =
       factory_->world().roll_call().Unresponsive(group_.ranks, std::chrono::milliseconds(2000));
   factory_->world().MarkFaulted();

@@ -205,6 +205,9 @@ class NcclCommunicator final : public Communicator {
     return Status::Ok();
   }
 
+  // Faults are raised on the thread that issues and waits (the executor's).
+  std::string failed_op_id() const override { return failed_op_id_; }
+
   Status Wait(std::chrono::nanoseconds timeout) override {
     SS_RETURN_IF_ERROR(device_.Bind());
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -346,6 +349,7 @@ class NcclCommunicator final : public Communicator {
 
   // Aborts the communicator (its kernels end, the device can drain) and names what failed.
   Status Fault(const std::string& op_id, const std::string& why) {
+    if (failed_op_id_.empty()) failed_op_id_ = op_id;
     if (!aborted_) {
       ncclCommAbort(comm_);
       aborted_ = true;
@@ -359,6 +363,7 @@ class NcclCommunicator final : public Communicator {
 
   ProcessGroup group_;
   int rank_;
+  std::string failed_op_id_;  // the first faulted call's
   ncclComm_t comm_;
   CudaDevice& device_;
   std::function<void()> mark_faulted_;

@@ -121,6 +121,47 @@ class Runner {
     const int u = unit_of_op_[&op - s_.ops.data()];
     return u < 0 ? nullptr : &units_[u];
   }
+  // The op of group `group` whose op_id is `op_id` (a communicator's failed call); -1 if none.
+  int FailedOpOf(int group, const std::string& op_id) const {
+    if (op_id.empty()) return -1;
+    for (int i : order_) {
+      const ScheduleOp& op = s_.ops[static_cast<size_t>(i)];
+      if (op.group == group && OpIdOf(s_, op) == op_id) return i;
+    }
+    return -1;
+  }
+  // Per op, whether it comes after op `failed` (-1: none): depends on it through the schedule's
+  // dependencies, or follows it on its lane (a lane runs in issue order), transitively.
+  std::vector<char> AfterOp(int failed) const {
+    const size_t n = s_.ops.size();
+    std::vector<char> after(n, 0);
+    if (failed < 0 || static_cast<size_t>(failed) >= n) return after;
+    std::vector<std::vector<int>> next(n);  // dependents, then the next op of the same lane
+    std::map<int, int> last_on_lane;
+    for (size_t i = 0; i < n; ++i) {
+      const ScheduleOp& op = s_.ops[i];
+      for (int d : DepsOf(s_, op)) {
+        if (d >= 0 && static_cast<size_t>(d) < n)
+          next[static_cast<size_t>(d)].push_back(static_cast<int>(i));
+      }
+      const auto [it, first] = last_on_lane.try_emplace(LaneKey(op), static_cast<int>(i));
+      if (!first) {
+        next[static_cast<size_t>(it->second)].push_back(static_cast<int>(i));
+        it->second = static_cast<int>(i);
+      }
+    }
+    std::vector<int> stack = {failed};
+    while (!stack.empty()) {
+      const int i = stack.back();
+      stack.pop_back();
+      for (int j : next[static_cast<size_t>(i)]) {
+        if (after[static_cast<size_t>(j)]) continue;
+        after[static_cast<size_t>(j)] = 1;
+        stack.push_back(j);
+      }
+    }
+    return after;
+  }
   // Allocations or frees (`allocs`) of the op's effects at `when`.
   Status ApplyEffects(int op, MemoryEffect::When when, bool allocs,
                       std::shared_ptr<DeviceEvent> ready);
@@ -1112,10 +1153,11 @@ Status Runner::Step(int step) {
   const int64_t issue_end = ThreadCpuNs();
   // The watchdog: every communicator, then the device, within the timeout.
   if (failure.ok()) {
-    for (auto& c : comms_) {
-      Status st = c->Wait(o_.timeout);
+    for (size_t g = 0; g < comms_.size(); ++g) {
+      Status st = comms_[g]->Wait(o_.timeout);
       if (!st.ok()) {
         failure = st;
+        failed = FailedOpOf(static_cast<int>(g), comms_[g]->failed_op_id());
         break;
       }
     }
@@ -1136,13 +1178,18 @@ Status Runner::Step(int step) {
     }
     if (failure.ok()) failure = synced;
   }
+  // After a failure, what comes after the failed op (through a dependency, or after it on its
+  // lane) did not run as the schedule says, whatever its events tell: a lane's queued tasks go
+  // on past a collective that timed out, and their events complete (a reduce-scatter with a dead
+  // peer in 262 µs, then the optimizer step). The timeline and memory hold what ran before it.
+  const std::vector<char> after_failure = AfterOp(failed);
   // Timings from the origin, shifted so the step's first op starts at 0.
   Timeline t;
   t.ops.assign(n, OpTiming{});
   int64_t first = -1;
   for (int i : order_) {
-    if (start_[i] == nullptr || end_[i] == nullptr || !dev_.Done(*start_[i]) ||
-        !dev_.Done(*end_[i])) {
+    if (after_failure[static_cast<size_t>(i)] || start_[i] == nullptr || end_[i] == nullptr ||
+        !dev_.Done(*start_[i]) || !dev_.Done(*end_[i])) {
       continue;
     }
     SS_ASSIGN_OR_RETURN(int64_t a, dev_.ElapsedNs(*origin, *start_[i]));
@@ -1170,6 +1217,11 @@ Status Runner::Step(int step) {
   int live = 0;
   for (size_t b = 0; b < live_.size(); ++b) {
     if (live_[b].data != nullptr && s_.buffers[b].alloc_op >= 0) ++live;
+  }
+  if (failed >= 0) {
+    std::erase_if(log_, [&](const MemoryLogEntry& e) {
+      return after_failure[static_cast<size_t>(e.op)] != 0;
+    });
   }
   run_.memory =
       BuildRoleMemory(log_, t, s_.initial_memory.empty() ? CategoryBytes{} : s_.initial_memory[0],
