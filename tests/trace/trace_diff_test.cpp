@@ -318,6 +318,14 @@ TEST(TraceDiff, AFailedRunIsNeverWithinTolerance) {
   EXPECT_FALSE(tr->within_tolerance);
   b["failure"] = 3;
   EXPECT_FALSE(DiffSummaries(a, b, DefaultTolerances(), "a.json", "b.json").ok());
+  // A bad metadata summary is named by its trace's file ("B's metadata summary" left the user
+  // to guess which).
+  tb.import.path = "measured.json";
+  tb.metadata.summary = {{"step_time_s", 1.0}, {"fits", "no"}};
+  tr = DiffTraces(ta, tb, DefaultTolerances());
+  ASSERT_FALSE(tr.ok());
+  EXPECT_NE(tr.status().message().find("measured.json: metadata.summary: fits"), std::string::npos)
+      << tr.status().message();
 }
 
 // `run --trace o{rank}.json` writes one rank per file: rank 1's file joins the prediction's
