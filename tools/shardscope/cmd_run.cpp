@@ -192,15 +192,22 @@ std::string InputsDigest(const Scenario& sc, const RunArgs& args, const std::str
   return fmt::format("{}\n{} {} {} {}", r.dump(), args.steps, args.check, args.timeout_s, device);
 }
 
-// The file this rank writes for `path`: "{rank}" replaced by the rank; a launched world's
-// ranks other than 0 write none without it ("" then), so they never overwrite each other.
+// The file this rank writes for `path`: every "{rank}" replaced by the rank (runs/{rank}/
+// o{rank}.json); a launched world's ranks other than 0 write none without it ("" then), so they
+// never overwrite each other.
 std::string RankPath(const std::string& path, const World& w) {
   if (path.empty()) return path;
-  const size_t at = path.find("{rank}");
-  if (at != std::string::npos) {
-    return path.substr(0, at) + std::to_string(w.rank) + path.substr(at + 6);
+  constexpr std::string_view kRank = "{rank}";
+  if (path.find(kRank) == std::string::npos) {
+    return w.launched && w.rank != 0 ? std::string() : path;
   }
-  return w.launched && w.rank != 0 ? std::string() : path;
+  std::string out;
+  size_t from = 0;
+  for (size_t at = path.find(kRank); at != std::string::npos; at = path.find(kRank, from)) {
+    out += path.substr(from, at - from) + std::to_string(w.rank);
+    from = at + kRank.size();
+  }
+  return out + path.substr(from);
 }
 
 void PrintRun(const sim::Summary& s, const backend::StepRun& run,
