@@ -417,6 +417,16 @@ Result<std::vector<RunInput>> ParseRunsCsv(std::string_view text, const std::str
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::vector<std::string> cells = SplitCsvLine(line);
+    // Quoting is not read: a quoted cell would keep its quotes (an id "\"a\"") and a comma in
+    // one would split it, so it is refused rather than taken literally.
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (cells[c].empty() || (cells[c].front() != '"' && cells[c].front() != '\'')) continue;
+      const std::string column =
+          c < header.size() ? fmt::format("column {}", header[c]) : fmt::format("cell {}", c + 1);
+      return InvalidInput(fmt::format(
+          "{}: line {}: {} ({}): quoted (expected plain cells: no quotes, no commas inside a cell)",
+          source, line_no, column, TerminalSafe(cells[c])));
+    }
     if (header.empty()) {
       header = cells;
       bool has_id = false, has_scenario = false;

@@ -761,6 +761,16 @@ TEST(CalibrateTest, CsvCellsAreDecimalNumbers) {
   // An underflow keeps its tiny value, which the plausible range then names.
   EXPECT_NE(cell("1e-320").find("column step_time_s"), std::string::npos) << cell("1e-320");
   EXPECT_EQ(cell("1e-320").find("decimal"), std::string::npos) << cell("1e-320");
+  // Quoting is not read: a quoted cell is refused, not kept with its quotes.
+  EXPECT_EQ(cell("\"0.25\""),
+            "runs.csv: line 2: column step_time_s (\"0.25\"): quoted (expected plain "
+            "cells: no quotes, no commas inside a cell)");
+  Result<std::vector<RunInput>> quoted_id =
+      ParseRunsCsv("id,scenario,step_time_s\n\"x\",a.json,0.25\n", "runs.csv", dir);
+  ASSERT_FALSE(quoted_id.ok());
+  EXPECT_NE(quoted_id.status().message().find("line 2: column id (\"x\"): quoted"),
+            std::string::npos)
+      << quoted_id.status().message();
   std::filesystem::remove_all(dir);
 }
 
