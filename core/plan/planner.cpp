@@ -8,7 +8,6 @@
 #include <numeric>
 
 #include "core/config/model_consistency.h"
-#include "core/model/model_source.h"
 #include "core/plan/planner_internal.h"
 
 namespace shardscope {
@@ -569,11 +568,15 @@ Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree) {
   return plan;
 }
 
-Result<ModelTree> LoadScenarioModel(const Scenario& scenario) {
+ModelBuildOptions ScenarioModelOptions(const Scenario& scenario) {
   ModelBuildOptions build;
   build.tp = scenario.parallelism.tp;
   build.ep = scenario.parallelism.ep;
-  Result<ModelTree> tree = LoadModel(scenario.model, build);
+  return build;
+}
+
+Result<ModelTree> LoadScenarioModel(const Scenario& scenario) {
+  Result<ModelTree> tree = LoadModel(scenario.model, ScenarioModelOptions(scenario));
   if (!tree.ok()) return InScenario(tree.status(), scenario);
   return tree;
 }

@@ -25,6 +25,7 @@
 #include "core/config/fsdp_config.h"
 #include "core/config/scenario.h"
 #include "core/mesh/mesh_context.h"
+#include "core/model/model_source.h"
 #include "core/model/tree.h"
 #include "core/plan/adapter.h"
 #include "core/plan/plan.h"
@@ -73,8 +74,10 @@ Result<Plan> PlanScenario(const Scenario& scenario, const ModelTree& tree);
 // fsdp_config.* fields by the scenario's names (fsdp.*).
 Status ScenarioPlanError(const Status& error, const Scenario& scenario);
 
-// The scenario's model built for its tensor and expert parallelism (what PlanScenario plans);
-// errors name the scenario.
+// The build options of the scenario's model: its tensor and expert parallelism.
+ModelBuildOptions ScenarioModelOptions(const Scenario& scenario);
+// The scenario's model built with those options (what PlanScenario plans); errors name the
+// scenario.
 Result<ModelTree> LoadScenarioModel(const Scenario& scenario);
 
 }  // namespace shardscope

@@ -564,6 +564,20 @@ Status CheckSummaryFigure(const std::string& src, const std::string& key, const 
 }
 }  // namespace
 
+Status CheckSummaryDocument(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) {
+    return InvalidInput(source +
+                        ": expected a trace or a summary object (`simulate --summary`; "
+                        "docs/summary.md)");
+  }
+  if (!j.contains("step_time_s")) {
+    return InvalidInput(source +
+                        ": neither a trace (no traceEvents) nor a summary (no "
+                        "step_time_s; `simulate --summary` writes one, docs/summary.md)");
+  }
+  return Status::Ok();
+}
+
 Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b,
                                  const Tolerances& tolerances, const std::string& source_a,
                                  const std::string& source_b) {
@@ -587,16 +601,7 @@ Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& 
                                   {"peak_memory_reserved_gib", "peak_memory", "GiB", kGiB}};
   for (const auto* j : {&a, &b}) {
     const std::string& src = j == &a ? source_a : source_b;
-    if (!j->is_object()) {
-      return InvalidInput(src +
-                          ": expected a trace or a summary object (`simulate --summary`; "
-                          "docs/summary.md)");
-    }
-    if (!j->contains("step_time_s")) {
-      return InvalidInput(src +
-                          ": neither a trace (no traceEvents) nor a summary (no "
-                          "step_time_s; `simulate --summary` writes one, docs/summary.md)");
-    }
+    SS_RETURN_IF_ERROR(CheckSummaryDocument(*j, src));
     for (const Field& f : kFields) {
       if (j->contains(f.key)) {
         SS_RETURN_IF_ERROR(

@@ -95,6 +95,9 @@ struct DiffReport {
 };
 
 Result<DiffReport> DiffTraces(const Trace& a, const Trace& b, const Tolerances& tolerances);
+// InvalidInput naming `source` unless `j` is a summary object (it holds step_time_s): what
+// diff reads a file without traceEvents as.
+Status CheckSummaryDocument(const nlohmann::json& j, const std::string& source);
 // `a`/`b` are summary objects; `source_a`/`source_b` name them in errors.
 Result<DiffReport> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b,
                                  const Tolerances& tolerances, const std::string& source_a,

@@ -47,11 +47,8 @@ std::string ModelKey(const ModelSource& m) {
 // that cannot be read says only its own path, which leaves the user to guess which run of
 // which input named it.
 Result<Built> BuildFor(const Scenario& sc, int rank, const std::string& where) {
-  ModelBuildOptions build;
-  build.tp = sc.parallelism.tp;
-  build.ep = sc.parallelism.ep;
   Built b;
-  Result<ModelTree> tree = LoadModel(sc.model, build);
+  Result<ModelTree> tree = LoadModel(sc.model, ScenarioModelOptions(sc));
   if (!tree.ok()) return tree.status().WithContext(where + "." + ModelKey(sc.model));
   b.tree = std::move(tree).value();
   Result<Plan> plan = PlanScenario(sc, b.tree);

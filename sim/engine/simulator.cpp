@@ -632,12 +632,10 @@ Simulation NotFitting(Schedule schedule, const MemoryFloor& floor, const CostMod
 }  // namespace
 
 Result<Simulation> SimulateScenario(const Scenario& sc, const SimulateOptions& options) {
-  ModelBuildOptions build;
-  build.tp = sc.parallelism.tp;
-  build.ep = sc.parallelism.ep;
   std::shared_ptr<const ModelTree> shared;
   if (options.trees != nullptr) {
-    Result<std::shared_ptr<const ModelTree>> cached = options.trees->Get(sc.model, build);
+    Result<std::shared_ptr<const ModelTree>> cached =
+        options.trees->Get(sc.model, ScenarioModelOptions(sc));
     if (!cached.ok()) return InScenario(cached.status(), sc);
     shared = std::move(cached).value();
   } else {

@@ -33,30 +33,25 @@ std::string GiB(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-// What the reader found wrong but read anyway (a Kineto event with a fractional pid, an empty
-// op_id): check-trace refuses such a trace, so the figures of stats and diff over it are said to
-// rest on it, on stderr, rather than given as if it were sound.
-void WarnProblems(const Trace& t) {
-  const std::vector<std::string>& p = t.import.problems;
-  if (p.empty()) return;
+// What the reader found wrong but read past (an empty op_id; for a PyTorch profiler trace,
+// what check-trace's Kineto rules refuse, such as a pid of 1.5, which its importer reads past):
+// check-trace refuses such a trace, so stats and diff say on stderr that their figures rest on
+// it rather than give them as if it were sound. `text`: the trace's text, for the Kineto rules.
+void WarnProblems(const Trace& t, std::string_view text) {
+  int64_t count = static_cast<int64_t>(t.import.problems.size());
+  std::string first = count > 0 ? t.import.problems.front() : std::string();
+  if (t.import.source == "kineto") {
+    const Result<KinetoCheck> check = CheckKinetoTrace(text, t.import.path);
+    if (check.ok() && check->problem_count > 0) {
+      if (first.empty() && !check->problems.empty()) first = check->problems.front();
+      count += check->problem_count;
+    }
+  }
+  if (count == 0) return;
   fmt::print(stderr,
              "shardscope: warning: {}: {} the figures below read past (`shardscope check-trace {}` "
              "lists them); the first: {}\n",
-             t.import.path, CountOf(static_cast<int64_t>(p.size()), "format problem"),
-             t.import.path, TerminalSafe(p.front()));
-}
-
-// The same for a PyTorch profiler trace, by check-trace's own rules for one (its importer keeps
-// going past an event whose pid is 1.5, which check-trace refuses).
-void WarnKinetoProblems(const Trace& t, std::string_view text) {
-  if (t.import.source != "kineto") return;
-  const Result<KinetoCheck> check = CheckKinetoTrace(text, t.import.path);
-  if (!check.ok() || check->problem_count == 0) return;
-  fmt::print(stderr,
-             "shardscope: warning: {}: {} the figures below read past (`shardscope check-trace {}` "
-             "lists them); the first: {}\n",
-             t.import.path, CountOf(check->problem_count, "format problem"), t.import.path,
-             check->problems.empty() ? std::string() : TerminalSafe(check->problems.front()));
+             t.import.path, CountOf(count, "format problem"), t.import.path, TerminalSafe(first));
 }
 
 void PrintImport(const Trace& t) {
@@ -80,10 +75,12 @@ Status RunStats(const std::string& path, const std::string& json_path, int top) 
   SS_RETURN_IF_ERROR(CheckOutputs({{"--json", json_path}}, {{"trace", path}}));
   SS_ASSIGN_OR_RETURN(Trace trace, ReadTrace(path));
   const TraceStats s = ComputeStats(trace, top);
-  WarnProblems(trace);
   if (trace.import.source == "kineto") {
+    // ReadTrace maps the file; the Kineto rules read its text again (Kineto traces only).
     SS_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-    WarnKinetoProblems(trace, text);
+    WarnProblems(trace, text);
+  } else {
+    WarnProblems(trace, {});
   }
   PrintImport(trace);
   fmt::print(
@@ -204,11 +201,7 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
     const std::string& other_path = trace_a ? path_b : path_a;
     SS_ASSIGN_OR_RETURN(const nlohmann::json other,
                         ParseJsonInput(trace_a ? text_b : text_a, other_path));
-    if (!other.is_object() || !other.contains("step_time_s")) {
-      return InvalidInput(other_path +
-                          ": neither a trace (no traceEvents) nor a summary (no step_time_s; "
-                          "`simulate --summary` writes one, docs/summary.md)");
-    }
+    SS_RETURN_IF_ERROR(CheckSummaryDocument(other, other_path));
     return InvalidInput(
         fmt::format("{} is a {} but {} is a {}: diff compares two traces or two summaries", path_a,
                     trace_a ? "trace" : "summary", path_b, trace_b ? "trace" : "summary"));
@@ -216,13 +209,11 @@ Status RunDiff(const std::string& path_a, const std::string& path_b, const std::
   DiffReport report;
   if (trace_a) {
     SS_ASSIGN_OR_RETURN(Trace a, ParseTrace(text_a, path_a));
-    WarnKinetoProblems(a, text_a);
+    WarnProblems(a, text_a);
     text_a.clear();
     text_a.shrink_to_fit();
     SS_ASSIGN_OR_RETURN(Trace b, ParseTrace(text_b, path_b));
-    WarnKinetoProblems(b, text_b);
-    WarnProblems(a);
-    WarnProblems(b);
+    WarnProblems(b, text_b);
     SS_ASSIGN_OR_RETURN(report, DiffTraces(a, b, tol));
   } else {
     SS_ASSIGN_OR_RETURN(const nlohmann::json ja, ParseJsonInput(text_a, path_a));
